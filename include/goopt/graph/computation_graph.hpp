@@ -1,0 +1,317 @@
+#pragma once
+/// @file
+/// @brief The computation graph IR: ops that consume and produce tensors.
+
+#include <goopt/error.hpp>
+#include <goopt/ops/op_table.hpp>
+
+#include <boost/container/small_vector.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace goopt::graph {
+
+using op_id = std::uint32_t;
+using tensor_id = std::uint32_t;
+inline constexpr op_id no_op = std::numeric_limits<op_id>::max();
+
+/// One consumption of a tensor: input `slot` of op `op`.
+struct use {
+    op_id op;
+    std::uint32_t slot;
+    friend constexpr bool operator==(const use&, const use&) = default;
+};
+
+/// A tensor: its type, the op that produces it (its `index`-th output) and the ops that consume it.
+struct tensor {
+    ops::tensor_type type;
+    op_id producer = no_op;
+    std::uint32_t index = 0;
+    boost::container::small_vector<use, 2> uses;
+};
+
+/// An op (a node): kind, attributes (every declared attribute present), name, inputs and outputs.
+/// `layer` is the layer or block the op belongs to in its model (-1: none); expert placements and
+/// visualizations use it.
+struct op {
+    ops::op_kind kind;
+    ops::attribute_map attrs;
+    std::string name;
+    boost::container::small_vector<tensor_id, 3> inputs;
+    boost::container::small_vector<tensor_id, 1> outputs;
+    std::int32_t layer = -1;
+
+    const ops::op_spec& spec() const noexcept { return ops::spec(kind); }
+};
+
+/// A computation graph: ops and tensors with stable, dense ids (ids never change once given), graph
+/// inputs and weights as source ops, and a list of graph outputs. Copying is a plain member-wise copy
+/// of flat vectors with small inline buffers.
+///
+/// Ops can only consume tensors that exist when they are added, so a graph built with add() is
+/// acyclic; rewire() may break that, and graph::validate() reports it.
+class computation_graph {
+public:
+    computation_graph() = default;
+    explicit computation_graph(std::string name) : name_(std::move(name)) {}
+
+    /// @brief Adds an op: checks the arity and attributes against the op table, fills in default
+    /// attributes, infers the output types. Throws goopt::error naming the op on any mismatch.
+    /// @param name unique name; empty gives `<kind>_<id>`.
+    /// @return the ids of the op's outputs.
+    std::span<const tensor_id> add(ops::op_kind kind, std::span<const tensor_id> inputs,
+                                   ops::attribute_map attrs = {}, std::string name = {});
+    std::span<const tensor_id> add(ops::op_kind kind, std::initializer_list<tensor_id> inputs,
+                                   ops::attribute_map attrs = {}, std::string name = {}) {
+        return add(kind, std::span<const tensor_id>(inputs.begin(), inputs.size()), std::move(attrs), std::move(name));
+    }
+
+    /// Adds a single-output op and returns its output.
+    tensor_id add1(ops::op_kind kind, std::initializer_list<tensor_id> inputs, ops::attribute_map attrs = {},
+                   std::string name = {}) {
+        auto out = add(kind, inputs, std::move(attrs), std::move(name));
+        if (out.size() != 1)
+            throw error("op '" + ops_.back().name + "' (" + std::string(ops::name(kind)) + ") has " +
+                        std::to_string(out.size()) + " outputs; use add() for multi-output ops");
+        return out[0];
+    }
+
+    /// A graph input (fed at run time) and a weight (persistent parameter).
+    tensor_id input(std::string name, const ops::shape& s, ops::dtype t = ops::dtype::f32) {
+        return add1(ops::op_kind::input, {}, source_attrs(s, t), std::move(name));
+    }
+    tensor_id weight(std::string name, const ops::shape& s, ops::dtype t = ops::dtype::f32) {
+        return add1(ops::op_kind::weight, {}, source_attrs(s, t), std::move(name));
+    }
+
+    /// Marks a tensor as a graph output (its value is what running the graph returns).
+    void mark_output(tensor_id t) {
+        check_tensor(t, "mark_output");
+        outputs_.push_back(t);
+    }
+
+    /// Makes input `slot` of op `o` consume tensor `t` instead. Output types are not re-inferred and
+    /// the result may be cyclic: rewrites call graph::validate() afterwards.
+    void rewire(op_id o, std::uint32_t slot, tensor_id t);
+
+    /// Sets the layer or block an op belongs to.
+    void set_layer(op_id o, std::int32_t layer) { ops_.at(o).layer = layer; }
+
+    // ---- queries
+    const std::string& name() const noexcept { return name_; }
+    void set_name(std::string n) { name_ = std::move(n); }
+    std::size_t num_ops() const noexcept { return ops_.size(); }
+    std::size_t num_tensors() const noexcept { return tensors_.size(); }
+    const struct op& get_op(op_id o) const { return ops_.at(o); }
+    const struct tensor& get_tensor(tensor_id t) const { return tensors_.at(t); }
+    const std::vector<struct op>& ops() const noexcept { return ops_; }
+    const std::vector<struct tensor>& tensors() const noexcept { return tensors_; }
+    const std::vector<tensor_id>& outputs() const noexcept { return outputs_; }
+    const ops::tensor_type& type_of(tensor_id t) const { return tensors_.at(t).type; }
+    /// The op that produces tensor t.
+    op_id producer(tensor_id t) const { return tensors_.at(t).producer; }
+
+    /// Producers of op o's inputs, one per input slot (repeated when an op uses a tensor twice).
+    auto predecessors(op_id o) const {
+        boost::container::small_vector<op_id, 4> out;
+        for (tensor_id t : ops_.at(o).inputs) out.push_back(tensors_[t].producer);
+        return out;
+    }
+    /// Consumers of op o's outputs, one per use (repeated when a consumer uses it twice).
+    auto successors(op_id o) const {
+        boost::container::small_vector<op_id, 4> out;
+        for (tensor_id t : ops_.at(o).outputs)
+            for (const use& u : tensors_[t].uses) out.push_back(u.op);
+        return out;
+    }
+    /// Label of an op for structural hashing: kind, attributes and output types, not the name.
+    std::uint64_t op_label(op_id o) const;
+
+    /// Op with this name, if any (linear scan: names are for I/O, not for hot paths).
+    std::optional<op_id> find(std::string_view name) const {
+        for (op_id i = 0; i < ops_.size(); ++i)
+            if (ops_[i].name == name) return i;
+        return std::nullopt;
+    }
+
+    /// Ops of a kind (graph inputs, weights, ...), in id order.
+    std::vector<op_id> ops_of_kind(ops::op_kind k) const {
+        std::vector<op_id> r;
+        for (op_id i = 0; i < ops_.size(); ++i)
+            if (ops_[i].kind == k) r.push_back(i);
+        return r;
+    }
+
+    /// Bytes of persistent tensors (weights).
+    std::int64_t parameter_bytes() const {
+        std::int64_t b = 0;
+        for (const auto& o : ops_)
+            if (o.kind == ops::op_kind::weight) b += tensors_[o.outputs[0]].type.bytes();
+        return b;
+    }
+
+    /// Inputs of op o's kernel as types, in slot order.
+    ops::output_types input_types(op_id o) const {
+        ops::output_types r;
+        for (tensor_id t : ops_.at(o).inputs) r.push_back(tensors_.at(t).type);
+        return r;
+    }
+    /// Output types of op o, in output order.
+    ops::output_types output_types(op_id o) const {
+        ops::output_types r;
+        for (tensor_id t : ops_.at(o).outputs) r.push_back(tensors_.at(t).type);
+        return r;
+    }
+
+    /// FLOPs and memory traffic of op o (from the op table's formulas).
+    double flops(op_id o) const {
+        const auto in = input_types(o), out = output_types(o);
+        return ops_.at(o).spec().flops(ops::view(in), ops::view(out), ops_[o].attrs);
+    }
+    double bytes_accessed(op_id o) const {
+        const auto in = input_types(o), out = output_types(o);
+        return ops_.at(o).spec().bytes(ops::view(in), ops::view(out), ops_[o].attrs);
+    }
+
+    /// Human-readable identification of an op for error messages: `'name' (kind)`.
+    std::string describe(op_id o) const {
+        return "'" + ops_.at(o).name + "' (" + std::string(ops::name(ops_[o].kind)) + ")";
+    }
+
+    /// Checks arity and attributes of an op against the op table and fills in defaults; throws
+    /// goopt::error whose message starts with `where`. Shared by add() and graph::validate().
+    static void normalize_attributes(const ops::op_spec& s, ops::attribute_map& attrs, std::size_t num_inputs,
+                                     const std::string& where);
+
+private:
+    static ops::attribute_map source_attrs(const ops::shape& s, ops::dtype t) {
+        return {{ops::attr_id::shape, std::vector<std::int64_t>(s.begin(), s.end())},
+                {ops::attr_id::dtype, static_cast<std::int64_t>(t)}};
+    }
+    void check_tensor(tensor_id t, const char* where) const {
+        if (t >= tensors_.size())
+            throw error(std::string(where) + ": tensor id " + std::to_string(t) + " does not exist (graph has " +
+                        std::to_string(tensors_.size()) + " tensors)");
+    }
+
+    std::string name_;
+    std::vector<struct op> ops_;
+    std::vector<struct tensor> tensors_;
+    std::vector<tensor_id> outputs_;
+};
+
+// ---- implementation ----
+
+inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::attribute_map& attrs,
+                                                    std::size_t num_inputs, const std::string& where) {
+    if (num_inputs < s.min_inputs || (s.max_inputs != ops::variadic && num_inputs > s.max_inputs)) {
+        std::string expected = s.min_inputs == s.max_inputs ? std::to_string(s.min_inputs)
+                               : s.max_inputs == ops::variadic ? "at least " + std::to_string(s.min_inputs)
+                                                               : std::to_string(s.min_inputs) + " to " +
+                                                                     std::to_string(s.max_inputs);
+        throw error(where + ": has " + std::to_string(num_inputs) + " inputs, expected " + expected);
+    }
+    for (const auto& [id, value] : attrs)
+        if (!s.takes(id))
+            throw error(where + ": unknown attribute '" + std::string(ops::name(id)) + "' for " + std::string(s.name));
+    for (const ops::attr_spec& a : s.attrs) {
+        if (!attrs.has(a.id)) {
+            if (a.required)
+                throw error(where + ": missing required attribute '" + std::string(ops::name(a.id)) + "'");
+            switch (a.type) {
+            case ops::attr_type::integer: attrs.set(a.id, a.int_default); break;
+            case ops::attr_type::real: attrs.set(a.id, a.real_default); break;
+            case ops::attr_type::ints:
+                attrs.set(a.id, std::vector<std::int64_t>(a.ints_default.begin(), a.ints_default.end()));
+                break;
+            }
+            continue;
+        }
+        const ops::attr_value& v = attrs.get(a.id);
+        // an integer given where a real is expected is a harmless spelling (JSON has one number type)
+        if (a.type == ops::attr_type::real && ops::type_of(v) == ops::attr_type::integer) {
+            attrs.set(a.id, static_cast<double>(std::get<std::int64_t>(v)));
+        } else if (ops::type_of(v) != a.type) {
+            throw error(where + ": attribute '" + std::string(ops::name(a.id)) + "' is a " +
+                        std::string(ops::name(ops::type_of(v))) + ", expected a " + std::string(ops::name(a.type)));
+        }
+    }
+}
+
+inline std::span<const tensor_id> computation_graph::add(ops::op_kind kind, std::span<const tensor_id> inputs,
+                                                          ops::attribute_map attrs, std::string name) {
+    const ops::op_spec& s = ops::spec(kind);
+    const auto id = static_cast<op_id>(ops_.size());
+    if (name.empty()) name = std::string(s.name) + "_" + std::to_string(id);
+    const std::string where = "op '" + name + "' (" + std::string(s.name) + ")";
+    normalize_attributes(s, attrs, inputs.size(), where);
+    ops::output_types in;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i] >= tensors_.size())
+            throw error(where + ": input " + std::to_string(i) + " refers to tensor " + std::to_string(inputs[i]) +
+                        ", which does not exist");
+        in.push_back(tensors_[inputs[i]].type);
+    }
+    ops::output_types out;
+    try {
+        out = s.infer(ops::view(in), attrs);
+    } catch (const error& e) {
+        throw error(where + ": " + e.what());
+    }
+    struct op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1};
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        tensors_[inputs[i]].uses.push_back(use{id, static_cast<std::uint32_t>(i)});
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        o.outputs.push_back(static_cast<tensor_id>(tensors_.size()));
+        tensors_.push_back(tensor{out[k], id, static_cast<std::uint32_t>(k), {}});
+    }
+    ops_.push_back(std::move(o));
+    return {ops_.back().outputs.data(), ops_.back().outputs.size()};
+}
+
+inline void computation_graph::rewire(op_id o, std::uint32_t slot, tensor_id t) {
+    struct op& x = ops_.at(o);
+    if (slot >= x.inputs.size())
+        throw error("rewire: op " + describe(o) + " has no input slot " + std::to_string(slot));
+    check_tensor(t, "rewire");
+    auto& old_uses = tensors_[x.inputs[slot]].uses;
+    old_uses.erase(std::remove(old_uses.begin(), old_uses.end(), use{o, slot}), old_uses.end());
+    x.inputs[slot] = t;
+    tensors_[t].uses.push_back(use{o, slot});
+}
+
+inline std::uint64_t computation_graph::op_label(op_id o) const {
+    // FNV-1a over a canonical byte image; names are deliberately left out.
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) {
+            h ^= (v >> (8 * i)) & 0xffu;
+            h *= 1099511628211ull;
+        }
+    };
+    const struct op& x = ops_.at(o);
+    mix(static_cast<std::uint64_t>(x.kind));
+    for (const auto& [id, v] : x.attrs) {
+        mix(static_cast<std::uint64_t>(id));
+        if (auto* i = std::get_if<std::int64_t>(&v)) mix(static_cast<std::uint64_t>(*i));
+        else if (auto* r = std::get_if<double>(&v)) mix(std::hash<double>{}(*r));
+        else for (auto e : std::get<std::vector<std::int64_t>>(v)) mix(static_cast<std::uint64_t>(e));
+    }
+    for (tensor_id t : x.outputs) {
+        const auto& ty = tensors_[t].type;
+        mix(static_cast<std::uint64_t>(ty.type));
+        mix(ty.dims.rank());
+        for (auto d : ty.dims) mix(static_cast<std::uint64_t>(d));
+    }
+    return h;
+}
+
+}  // namespace goopt::graph

@@ -1,0 +1,30 @@
+#pragma once
+/// @file
+/// @brief The closed set of operator kinds. The order is the order of ops::op_table.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace goopt::ops {
+
+/// Operator kinds: TASO's operator set (conv2d ... const_one) and what real models need.
+/// Adding an operator: a value here and its entry in ops::op_table (a static_assert checks that
+/// both agree), and its kernel in interp/kernels.hpp.
+enum class op_kind : std::uint8_t {
+    // sources: no inputs, the value comes from outside or from the attributes
+    input, weight, const_pool, const_iconv, const_imm, const_one,
+    // TASO's compute operators
+    conv2d, matmul, ewadd, ewmul, smul, relu, transpose, enlarge, avgpool2d, maxpool2d, concat, split,
+    // arithmetic and activations of real models
+    sub, div, pow, sqrt, sigmoid, tanh, gelu, erf, clip, identity,
+    // data movement
+    reshape, flatten, pad, slice, gather, global_avgpool,
+    // normalization and reductions
+    batchnorm, softmax, layernorm, reduce_sum, reduce_mean, reduce_max,
+    // recurrent cells as composites (gate order i, f, g, o for LSTM; r, z, n for GRU)
+    lstm_cell, gru_cell,
+};
+
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::gru_cell) + 1;
+
+}  // namespace goopt::ops

@@ -1,0 +1,188 @@
+#pragma once
+/// @file
+/// @brief The constexpr operator table: one entry per op_kind, the single place an operator is
+/// described (arity, attributes, shape rule, FLOPs, traffic, algebraic facts). TASO (SOSP'19) §3
+/// lists the operator set and the algebraic facts that the substitution generator relies on.
+
+#include <goopt/ops/cost_formulas.hpp>
+#include <goopt/ops/op_spec.hpp>
+#include <goopt/ops/shape_rules.hpp>
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace goopt::ops {
+
+namespace detail {
+inline constexpr std::array<std::int64_t, 2> ones2{1, 1};
+using T = attr_type;
+using A = attr_id;
+
+inline constexpr std::array source_attrs{
+    attr_spec{A::shape, T::ints, true}, attr_spec{A::dtype, T::integer, false, static_cast<std::int64_t>(dtype::f32)}};
+inline constexpr std::array conv_attrs{
+    attr_spec{A::stride, T::ints, false, 0, 0.0, ones2}, attr_spec{A::padding, T::integer},
+    attr_spec{A::activation, T::integer}};
+inline constexpr std::array matmul_attrs{attr_spec{A::activation, T::integer}};
+inline constexpr std::array pool_attrs{
+    attr_spec{A::kernel, T::ints, true}, attr_spec{A::stride, T::ints, false, 0, 0.0, ones2},
+    attr_spec{A::padding, T::integer}, attr_spec{A::activation, T::integer}};
+inline constexpr std::array perm_attrs{attr_spec{A::perm, T::ints}};
+inline constexpr std::array kernel_attrs{attr_spec{A::kernel, T::ints, true}};
+inline constexpr std::array concat_attrs{attr_spec{A::axis, T::integer, true}};
+inline constexpr std::array split_attrs{attr_spec{A::axis, T::integer, true}, attr_spec{A::sizes, T::ints, true}};
+inline constexpr std::array clip_attrs{attr_spec{A::min, T::real, true}, attr_spec{A::max, T::real, true}};
+inline constexpr std::array reshape_attrs{attr_spec{A::shape, T::ints, true}};
+inline constexpr std::array flatten_attrs{attr_spec{A::axis, T::integer, false, 1}};
+inline constexpr std::array pad_attrs{attr_spec{A::pads, T::ints, true}, attr_spec{A::value, T::real}};
+inline constexpr std::array slice_attrs{attr_spec{A::begin, T::ints, true}, attr_spec{A::end, T::ints, true}};
+inline constexpr std::array gather_attrs{attr_spec{A::axis, T::integer}};
+inline constexpr std::array batchnorm_attrs{attr_spec{A::epsilon, T::real, false, 0, 1e-5}};
+inline constexpr std::array softmax_attrs{attr_spec{A::axis, T::integer, false, -1}};
+inline constexpr std::array layernorm_attrs{attr_spec{A::axis, T::integer, false, -1},
+                                            attr_spec{A::epsilon, T::real, false, 0, 1e-5}};
+inline constexpr std::array reduce_attrs{attr_spec{A::axes, T::ints}, attr_spec{A::keepdims, T::integer, false, 1}};
+
+namespace cf = cost_formulas;
+namespace sr = shape_rules;
+}  // namespace detail
+
+/// The operator table, indexed by op_kind.
+inline constexpr std::array<op_spec, num_op_kinds> op_table{{
+    // ---- sources
+    {op_kind::input, "input", 0, 0, 1, detail::source_attrs, detail::sr::source, detail::cf::zero, detail::cf::no_bytes,
+     source, 0, "a graph input fed at run time"},
+    {op_kind::weight, "weight", 0, 0, 1, detail::source_attrs, detail::sr::source, detail::cf::zero,
+     detail::cf::no_bytes, source, 0, "a trained parameter: persistent memory"},
+    {op_kind::const_pool, "const_pool", 0, 0, 1, detail::source_attrs, detail::sr::const_pool, detail::cf::zero,
+     detail::cf::output_bytes, source | constant, 0,
+     "depthwise kernel [C,1,kh,kw] of 1/(kh*kw): conv with it (groups = C) is average pooling"},
+    {op_kind::const_iconv, "const_iconv", 0, 0, 1, detail::source_attrs, detail::sr::const_iconv, detail::cf::zero,
+     detail::cf::output_bytes, source | constant, 0, "identity conv kernel [C,C,kh,kw]: 1 at the center of (c,c)"},
+    {op_kind::const_imm, "const_imm", 0, 0, 1, detail::source_attrs, detail::sr::const_imm, detail::cf::zero,
+     detail::cf::output_bytes, source | constant, 0, "identity matrix [n,n]"},
+    {op_kind::const_one, "const_one", 0, 0, 1, detail::source_attrs, detail::sr::source, detail::cf::zero,
+     detail::cf::output_bytes, source | constant, 0, "all-ones tensor"},
+    // ---- TASO's compute operators
+    {op_kind::conv2d, "conv2d", 2, 2, 1, detail::conv_attrs, detail::sr::conv2d, detail::cf::conv2d, detail::cf::io_bytes,
+     linear | fused_activation, 0b11, "grouped 2-D convolution, NCHW, SAME/VALID padding, fused activation"},
+    {op_kind::matmul, "matmul", 2, 2, 1, detail::matmul_attrs, detail::sr::matmul, detail::cf::matmul,
+     detail::cf::io_bytes, fused_activation, 0b11, "batched matrix product, batch dimensions broadcast"},
+    {op_kind::ewadd, "ewadd", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<1>, detail::cf::io_bytes,
+     elementwise | commutative | associative | broadcasts | linear, 0, "elementwise sum"},
+    {op_kind::ewmul, "ewmul", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<1>, detail::cf::io_bytes,
+     elementwise | commutative | associative | broadcasts, 0b11, "elementwise product"},
+    {op_kind::smul, "smul", 2, 2, 1, {}, detail::sr::smul, detail::cf::per_output<1>, detail::cf::io_bytes, elementwise,
+     0b11, "product with a scalar tensor"},
+    {op_kind::relu, "relu", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<1>, detail::cf::io_bytes,
+     elementwise, 0, "max(x, 0)"},
+    {op_kind::transpose, "transpose", 1, 1, 1, detail::perm_attrs, detail::sr::transpose, detail::cf::zero,
+     detail::cf::io_bytes, data_movement | linear, 0b1, "permutes axes (empty perm: reverses them)"},
+    {op_kind::enlarge, "enlarge", 1, 1, 1, detail::kernel_attrs, detail::sr::enlarge, detail::cf::zero,
+     detail::cf::io_bytes, data_movement | linear, 0b1, "centers a conv kernel in a larger kernel of zeros"},
+    {op_kind::avgpool2d, "avgpool2d", 1, 1, 1, detail::pool_attrs, detail::sr::pool2d, detail::cf::pool2d,
+     detail::cf::io_bytes, linear | fused_activation, 0b1, "average pooling, padding excluded from the count"},
+    {op_kind::maxpool2d, "maxpool2d", 1, 1, 1, detail::pool_attrs, detail::sr::pool2d, detail::cf::pool2d,
+     detail::cf::io_bytes, fused_activation, 0, "max pooling"},
+    {op_kind::concat, "concat", 1, variadic, 1, detail::concat_attrs, detail::sr::concat, detail::cf::zero,
+     detail::cf::io_bytes, data_movement | linear, 0, "concatenation along axis"},
+    {op_kind::split, "split", 1, 1, 0, detail::split_attrs, detail::sr::split, detail::cf::zero, detail::cf::io_bytes,
+     data_movement | linear | multi_output, 0b1, "splits along axis into pieces of the given sizes"},
+    // ---- arithmetic and activations
+    {op_kind::sub, "sub", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<1>, detail::cf::io_bytes,
+     elementwise | broadcasts | linear, 0, "elementwise difference"},
+    {op_kind::div, "div", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<1>, detail::cf::io_bytes,
+     elementwise | broadcasts, 0b1, "elementwise quotient"},
+    {op_kind::pow, "pow", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<8>, detail::cf::io_bytes,
+     elementwise | broadcasts, 0, "elementwise power"},
+    {op_kind::sqrt, "sqrt", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<4>, detail::cf::io_bytes,
+     elementwise, 0, "square root"},
+    {op_kind::sigmoid, "sigmoid", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<4>, detail::cf::io_bytes,
+     elementwise, 0, "1 / (1 + exp(-x))"},
+    {op_kind::tanh, "tanh", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<4>, detail::cf::io_bytes,
+     elementwise, 0, "hyperbolic tangent"},
+    {op_kind::gelu, "gelu", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<8>, detail::cf::io_bytes,
+     elementwise, 0, "x * Phi(x), exact (erf) form"},
+    {op_kind::erf, "erf", 1, 1, 1, {}, detail::sr::unary, detail::cf::per_output<8>, detail::cf::io_bytes,
+     elementwise, 0, "error function"},
+    {op_kind::clip, "clip", 1, 1, 1, detail::clip_attrs, detail::sr::clip, detail::cf::per_output<2>,
+     detail::cf::io_bytes, elementwise, 0, "min(max(x, min), max)"},
+    {op_kind::identity, "identity", 1, 1, 1, {}, detail::sr::unary, detail::cf::zero, detail::cf::io_bytes,
+     elementwise | data_movement | linear, 0b1, "copy"},
+    // ---- data movement
+    {op_kind::reshape, "reshape", 1, 1, 1, detail::reshape_attrs, detail::sr::reshape, detail::cf::zero,
+     detail::cf::io_bytes, data_movement | linear, 0b1, "same elements in row-major order, new shape"},
+    {op_kind::flatten, "flatten", 1, 1, 1, detail::flatten_attrs, detail::sr::flatten, detail::cf::zero,
+     detail::cf::io_bytes, data_movement | linear, 0b1, "reshape to [prod(d[:axis]), prod(d[axis:])]"},
+    {op_kind::pad, "pad", 1, 1, 1, detail::pad_attrs, detail::sr::pad, detail::cf::zero, detail::cf::io_bytes,
+     data_movement, 0, "constant padding"},
+    {op_kind::slice, "slice", 1, 1, 1, detail::slice_attrs, detail::sr::slice, detail::cf::zero, detail::cf::io_bytes,
+     data_movement | linear, 0b1, "the box [begin, end) of every axis"},
+    {op_kind::gather, "gather", 2, 2, 1, detail::gather_attrs, detail::sr::gather, detail::cf::zero,
+     detail::cf::gather_bytes, data_movement, 0b1, "rows of data selected by integer indices (embedding lookup)"},
+    {op_kind::global_avgpool, "global_avgpool", 1, 1, 1, {}, detail::sr::global_avgpool, detail::cf::per_input<1>,
+     detail::cf::io_bytes, linear, 0b1, "mean over the spatial axes"},
+    // ---- normalization and reductions
+    {op_kind::batchnorm, "batchnorm", 5, 5, 1, detail::batchnorm_attrs, detail::sr::batchnorm,
+     detail::cf::per_output<2>, detail::cf::io_bytes, none_property, 0,
+     "inference batch norm: (x - mean) / sqrt(var + eps) * scale + bias, channel axis 1"},
+    {op_kind::softmax, "softmax", 1, 1, 1, detail::softmax_attrs, detail::sr::softmax, detail::cf::per_output<5>,
+     detail::cf::io_bytes, none_property, 0, "softmax along axis"},
+    {op_kind::layernorm, "layernorm", 3, 3, 1, detail::layernorm_attrs, detail::sr::layernorm,
+     detail::cf::per_output<8>, detail::cf::io_bytes, none_property, 0,
+     "normalizes over axes [axis, rank), then * gamma + beta"},
+    {op_kind::reduce_sum, "reduce_sum", 1, 1, 1, detail::reduce_attrs, detail::sr::reduce, detail::cf::per_input<1>,
+     detail::cf::io_bytes, linear, 0b1, "sum over axes"},
+    {op_kind::reduce_mean, "reduce_mean", 1, 1, 1, detail::reduce_attrs, detail::sr::reduce, detail::cf::per_input<1>,
+     detail::cf::io_bytes, linear, 0b1, "mean over axes"},
+    {op_kind::reduce_max, "reduce_max", 1, 1, 1, detail::reduce_attrs, detail::sr::reduce, detail::cf::per_input<1>,
+     detail::cf::io_bytes, none_property, 0, "max over axes"},
+    // ---- recurrent cells
+    {op_kind::lstm_cell, "lstm_cell", 6, 6, 2, {}, detail::sr::lstm_cell, detail::cf::lstm_cell, detail::cf::io_bytes,
+     multi_output, 0, "LSTM step (x, h, c, w, u, b) -> (h', c'), gates i, f, g, o"},
+    {op_kind::gru_cell, "gru_cell", 5, 5, 1, {}, detail::sr::gru_cell, detail::cf::gru_cell, detail::cf::io_bytes,
+     none_property, 0, "GRU step (x, h, w, u, b) -> h', gates r, z, n"},
+}};
+
+/// The spec of an operator kind.
+constexpr const op_spec& spec(op_kind k) noexcept { return op_table[static_cast<std::size_t>(k)]; }
+constexpr std::string_view name(op_kind k) noexcept { return spec(k).name; }
+
+/// The kind with this name; nullopt for an unknown op.
+constexpr std::optional<op_kind> parse_op_kind(std::string_view s) noexcept {
+    for (const auto& e : op_table)
+        if (e.name == s) return e.kind;
+    return std::nullopt;
+}
+
+namespace detail {
+/// Consistency of the table, checked at compile time.
+consteval bool table_is_consistent() {
+    for (std::size_t i = 0; i < op_table.size(); ++i) {
+        const op_spec& s = op_table[i];
+        if (static_cast<std::size_t>(s.kind) != i) return false;  // entry order = enum order
+        if (s.name.empty() || s.infer == nullptr || s.flops == nullptr || s.bytes == nullptr) return false;
+        for (std::size_t j = 0; j < i; ++j)
+            if (op_table[j].name == s.name) return false;  // names unique
+        if (s.min_inputs > s.max_inputs) return false;
+        if (s.has(source) != (s.max_inputs == 0)) return false;  // sources and only sources take no input
+        if (s.has(constant) && !s.has(source)) return false;
+        if ((s.has(commutative) || s.has(associative)) && !(s.min_inputs == 2 && s.max_inputs == 2)) return false;
+        if (s.has(multi_output) != (s.num_outputs != 1)) return false;
+        if (s.max_inputs != variadic && s.linear_in >> s.max_inputs) return false;  // linear in an input it has
+        if (s.has(fused_activation) != s.takes(attr_id::activation)) return false;
+        for (std::size_t a = 0; a < s.attrs.size(); ++a) {
+            for (std::size_t b = 0; b < a; ++b)
+                if (s.attrs[a].id == s.attrs[b].id) return false;  // attributes declared once
+            if (s.attrs[a].required && (s.attrs[a].int_default != 0 || !s.attrs[a].ints_default.empty()))
+                return false;  // a required attribute has no default
+        }
+    }
+    return true;
+}
+static_assert(table_is_consistent(), "ops::op_table is inconsistent");
+static_assert(parse_op_kind("conv2d") == op_kind::conv2d && !parse_op_kind("conv"));
+}  // namespace detail
+
+}  // namespace goopt::ops

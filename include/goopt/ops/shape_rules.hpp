@@ -1,0 +1,437 @@
+#pragma once
+/// @file
+/// @brief Shape and dtype inference rules of the operator table, one function per family of ops.
+
+#include <goopt/error.hpp>
+#include <goopt/ops/attributes.hpp>
+#include <goopt/ops/op_spec.hpp>
+#include <goopt/ops/shape.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace goopt::ops::shape_rules {
+
+namespace detail {
+using ints = std::vector<std::int64_t>;
+
+inline std::string str(const ints& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+}
+
+inline void expect(bool ok, const std::string& what) {
+    if (!ok) throw error(what);
+}
+
+inline void same_dtype(std::span<const tensor_type> in) {
+    for (std::size_t i = 1; i < in.size(); ++i)
+        expect(in[i].type == in[0].type, "input " + std::to_string(i) + " has dtype " +
+                                             std::string(name(in[i].type)) + ", expected " +
+                                             std::string(name(in[0].type)) + " like input 0");
+}
+
+inline void rank_is(const tensor_type& t, std::size_t r, const char* what) {
+    expect(t.dims.rank() == r, std::string(what) + " has shape " + t.dims.to_string() + ", expected rank " +
+                                   std::to_string(r));
+}
+
+/// Window geometry shared by conv2d and pooling (TensorFlow's SAME / VALID).
+inline std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t s, padding_mode p, const char* axis) {
+    expect(k >= 1 && s >= 1, std::string("window along ") + axis + " needs kernel and stride >= 1");
+    if (p == padding_mode::same) return (in + s - 1) / s;
+    expect(in >= k, std::string("VALID window of ") + std::to_string(k) + " does not fit input extent " +
+                        std::to_string(in) + " along " + axis);
+    return (in - k) / s + 1;
+}
+
+inline ints pair_attr(const attribute_map& a, attr_id id) {
+    const ints& v = a.get_ints(id);
+    expect(v.size() == 2, "attribute '" + std::string(name(id)) + "' is " + str(v) + ", expected 2 values [h, w]");
+    return v;
+}
+
+inline padding_mode padding_of(const attribute_map& a) {
+    const auto p = a.get_int(attr_id::padding);
+    expect(p == 0 || p == 1, "attribute 'padding' is " + std::to_string(p) + ", expected same (0) or valid (1)");
+    return static_cast<padding_mode>(p);
+}
+
+inline void check_activation(const attribute_map& a) {
+    const auto v = a.get_int(attr_id::activation);
+    expect(v >= 0 && v <= 3, "attribute 'activation' is " + std::to_string(v) + ", expected none/relu/sigmoid/tanh (0-3)");
+}
+
+/// numpy broadcasting of two shapes.
+inline shape broadcast(const shape& a, const shape& b) {
+    const std::size_t r = std::max(a.rank(), b.rank());
+    shape out;
+    for (std::size_t i = 0; i < r; ++i) {
+        const std::int64_t da = i + a.rank() >= r ? a[i + a.rank() - r] : 1;
+        const std::int64_t db = i + b.rank() >= r ? b[i + b.rank() - r] : 1;
+        expect(da == db || da == 1 || db == 1,
+               "shapes " + a.to_string() + " and " + b.to_string() + " do not broadcast");
+        out.push_back(da == 1 ? db : da);
+    }
+    return out;
+}
+
+inline shape shape_attr(const attribute_map& a) {
+    const ints& v = a.get_ints(attr_id::shape);
+    expect(v.size() <= max_rank, "attribute 'shape' has rank " + std::to_string(v.size()) + ", at most " +
+                                     std::to_string(max_rank) + " supported");
+    for (auto d : v) expect(d >= 1, "attribute 'shape' is " + str(v) + ", expected every dimension >= 1");
+    shape s{std::span<const std::int64_t>(v)};
+    (void)s.num_elements();  // throws on overflow
+    return s;
+}
+
+inline dtype dtype_attr(const attribute_map& a) {
+    const auto t = a.get_int(attr_id::dtype);
+    expect(t >= 0 && t < static_cast<std::int64_t>(num_dtypes), "attribute 'dtype' is out of range");
+    return static_cast<dtype>(t);
+}
+
+inline std::vector<std::size_t> reduced_axes(const shape& s, const attribute_map& a) {
+    const ints& axes = a.get_ints(attr_id::axes);
+    std::vector<bool> mark(s.rank(), axes.empty());
+    for (auto ax : axes) {
+        const auto k = s.axis(ax);
+        expect(!mark[k], "attribute 'axes' " + str(axes) + " names an axis twice");
+        mark[k] = true;
+    }
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < s.rank(); ++i)
+        if (mark[i]) out.push_back(i);
+    return out;
+}
+}  // namespace detail
+
+using detail::broadcast;
+
+/// input, weight and const_one: shape and dtype from the attributes.
+inline output_types source(std::span<const tensor_type>, const attribute_map& a) {
+    return {tensor_type{detail::shape_attr(a), detail::dtype_attr(a)}};
+}
+
+/// Average-pool kernel for a depthwise conv: shape [C, 1, kh, kw].
+inline output_types const_pool(std::span<const tensor_type>, const attribute_map& a) {
+    shape s = detail::shape_attr(a);
+    detail::expect(s.rank() == 4 && s[1] == 1, "const_pool shape " + s.to_string() + ", expected [C,1,kh,kw]");
+    return {tensor_type{s, detail::dtype_attr(a)}};
+}
+
+/// Identity conv kernel: shape [C, C, kh, kw] with odd kh, kw so that it has a center.
+inline output_types const_iconv(std::span<const tensor_type>, const attribute_map& a) {
+    shape s = detail::shape_attr(a);
+    detail::expect(s.rank() == 4 && s[0] == s[1] && s[2] % 2 == 1 && s[3] % 2 == 1,
+                   "const_iconv shape " + s.to_string() + ", expected [C,C,kh,kw] with odd kh, kw");
+    return {tensor_type{s, detail::dtype_attr(a)}};
+}
+
+/// Identity matrix: shape [n, n].
+inline output_types const_imm(std::span<const tensor_type>, const attribute_map& a) {
+    shape s = detail::shape_attr(a);
+    detail::expect(s.rank() == 2 && s[0] == s[1], "const_imm shape " + s.to_string() + ", expected [n,n]");
+    return {tensor_type{s, detail::dtype_attr(a)}};
+}
+
+/// Grouped 2-D convolution, NCHW input, [O, C/groups, kh, kw] weight; groups = C / weight dim 1.
+inline output_types conv2d(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    detail::rank_is(in[0], 4, "input");
+    detail::rank_is(in[1], 4, "weight");
+    const shape& x = in[0].dims;
+    const shape& w = in[1].dims;
+    detail::expect(w[1] >= 1 && x[1] % w[1] == 0,
+                   "input channels " + std::to_string(x[1]) + " are not a multiple of weight's " + std::to_string(w[1]));
+    const std::int64_t groups = x[1] / w[1];
+    detail::expect(w[0] % groups == 0, "output channels " + std::to_string(w[0]) + " are not a multiple of groups " +
+                                           std::to_string(groups));
+    const auto st = detail::pair_attr(a, attr_id::stride);
+    const auto p = detail::padding_of(a);
+    detail::check_activation(a);
+    return {tensor_type{{x[0], w[0], detail::window_out(x[2], w[2], st[0], p, "height"),
+                         detail::window_out(x[3], w[3], st[1], p, "width")},
+                        in[0].type}};
+}
+
+/// Batched matmul [..., M, K] x [..., K, N]; the batch prefixes broadcast.
+inline output_types matmul(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    const shape& x = in[0].dims;
+    const shape& y = in[1].dims;
+    detail::expect(x.rank() >= 2 && y.rank() >= 2,
+                   "matmul of " + x.to_string() + " and " + y.to_string() + ", expected rank >= 2 on both");
+    detail::expect(x.back() == y[y.rank() - 2], "matmul of " + x.to_string() + " and " + y.to_string() +
+                                                   ": inner dimensions differ");
+    detail::check_activation(a);
+    shape bx{std::span<const std::int64_t>(x.begin(), x.rank() - 2)};
+    shape by{std::span<const std::int64_t>(y.begin(), y.rank() - 2)};
+    shape out = broadcast(bx, by);
+    out.push_back(x[x.rank() - 2]);
+    out.push_back(y.back());
+    return {tensor_type{out, in[0].type}};
+}
+
+/// Elementwise binary ops with numpy broadcasting.
+inline output_types binary(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    return {tensor_type{broadcast(in[0].dims, in[1].dims), in[0].type}};
+}
+
+/// Multiplication by a scalar tensor (rank 0 or a single element).
+inline output_types smul(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::expect(in[1].dims.num_elements() == 1 && in[1].dims.rank() <= 1,
+                   "smul scalar has shape " + in[1].dims.to_string() + ", expected [] or [1]");
+    return {in[0]};
+}
+
+/// Unary elementwise ops keep the input type.
+inline output_types unary(std::span<const tensor_type> in, const attribute_map&) { return {in[0]}; }
+
+inline output_types clip(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::expect(a.get_real(attr_id::min) <= a.get_real(attr_id::max), "clip needs min <= max");
+    return {in[0]};
+}
+
+inline output_types transpose(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto& perm = a.get_ints(attr_id::perm);
+    shape out;
+    if (perm.empty()) {
+        for (std::size_t i = x.rank(); i-- > 0;) out.push_back(x[i]);
+        return {tensor_type{out, in[0].type}};
+    }
+    detail::expect(perm.size() == x.rank(), "perm " + detail::str(perm) + " does not match rank " +
+                                                std::to_string(x.rank()));
+    std::vector<bool> seen(x.rank(), false);
+    for (auto p : perm) {
+        detail::expect(p >= 0 && p < static_cast<std::int64_t>(x.rank()) && !seen[static_cast<std::size_t>(p)],
+                       "perm " + detail::str(perm) + " is not a permutation of the axes");
+        seen[static_cast<std::size_t>(p)] = true;
+        out.push_back(x[static_cast<std::size_t>(p)]);
+    }
+    return {tensor_type{out, in[0].type}};
+}
+
+/// Enlarge a conv kernel [O, I, kh, kw] to [O, I, KH, KW] by centering it in zeros.
+inline output_types enlarge(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::rank_is(in[0], 4, "kernel");
+    const auto k = detail::pair_attr(a, attr_id::kernel);
+    const shape& w = in[0].dims;
+    detail::expect(k[0] >= w[2] && k[1] >= w[3] && (k[0] - w[2]) % 2 == 0 && (k[1] - w[3]) % 2 == 0,
+                   "cannot enlarge kernel " + w.to_string() + " to " + detail::str(k) +
+                       ", expected a larger size of the same parity");
+    return {tensor_type{{w[0], w[1], k[0], k[1]}, in[0].type}};
+}
+
+inline output_types pool2d(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::rank_is(in[0], 4, "input");
+    const shape& x = in[0].dims;
+    const auto k = detail::pair_attr(a, attr_id::kernel);
+    const auto st = detail::pair_attr(a, attr_id::stride);
+    const auto p = detail::padding_of(a);
+    detail::check_activation(a);
+    return {tensor_type{{x[0], x[1], detail::window_out(x[2], k[0], st[0], p, "height"),
+                         detail::window_out(x[3], k[1], st[1], p, "width")},
+                        in[0].type}};
+}
+
+/// [N, C, spatial...] -> [N, C, 1, ...].
+inline output_types global_avgpool(std::span<const tensor_type> in, const attribute_map&) {
+    detail::expect(in[0].dims.rank() >= 3, "input has shape " + in[0].dims.to_string() + ", expected [N,C,spatial...]");
+    shape out = in[0].dims;
+    for (std::size_t i = 2; i < out.rank(); ++i) out[i] = 1;
+    return {tensor_type{out, in[0].type}};
+}
+
+inline output_types concat(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    shape out = in[0].dims;
+    const auto ax = out.axis(a.get_int(attr_id::axis));
+    for (std::size_t i = 1; i < in.size(); ++i) {
+        const shape& s = in[i].dims;
+        bool ok = s.rank() == out.rank();
+        for (std::size_t d = 0; ok && d < s.rank(); ++d) ok = d == ax || s[d] == out[d];
+        detail::expect(ok, "input " + std::to_string(i) + " has shape " + s.to_string() + ", expected " +
+                               in[0].dims.to_string() + " except along axis " + std::to_string(ax));
+        out[ax] += s[ax];
+    }
+    return {tensor_type{out, in[0].type}};
+}
+
+inline output_types split(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto ax = x.axis(a.get_int(attr_id::axis));
+    const auto& sizes = a.get_ints(attr_id::sizes);
+    detail::expect(!sizes.empty(), "split needs at least one size");
+    std::int64_t total = 0;
+    output_types out;
+    for (auto s : sizes) {
+        detail::expect(s >= 1, "split sizes " + detail::str(sizes) + ", expected every size >= 1");
+        total += s;
+        shape o = x;
+        o[ax] = s;
+        out.push_back(tensor_type{o, in[0].type});
+    }
+    detail::expect(total == x[ax], "split sizes " + detail::str(sizes) + " add up to " + std::to_string(total) +
+                                       ", expected " + std::to_string(x[ax]));
+    return out;
+}
+
+/// Reshape to the `shape` attribute; one dimension may be -1 and is inferred.
+inline output_types reshape(std::span<const tensor_type> in, const attribute_map& a) {
+    const auto& target = a.get_ints(attr_id::shape);
+    detail::expect(target.size() <= max_rank, "reshape target has too high a rank");
+    std::int64_t known = 1;
+    int infer_at = -1;
+    for (std::size_t i = 0; i < target.size(); ++i) {
+        if (target[i] == -1) {
+            detail::expect(infer_at < 0, "reshape target " + detail::str(target) + " has more than one -1");
+            infer_at = static_cast<int>(i);
+        } else {
+            detail::expect(target[i] >= 1, "reshape target " + detail::str(target) + ", expected dimensions >= 1 or one -1");
+            known *= target[i];
+        }
+    }
+    const std::int64_t n = in[0].dims.num_elements();
+    shape out{std::span<const std::int64_t>(target)};
+    if (infer_at >= 0) {
+        detail::expect(n % known == 0, "cannot reshape " + in[0].dims.to_string() + " to " + detail::str(target));
+        out[static_cast<std::size_t>(infer_at)] = n / known;
+    }
+    detail::expect(out.num_elements() == n, "cannot reshape " + in[0].dims.to_string() + " (" + std::to_string(n) +
+                                                " elements) to " + detail::str(target));
+    return {tensor_type{out, in[0].type}};
+}
+
+/// [d0..d(axis-1)] x [d(axis)..] -> rank 2, as ONNX Flatten.
+inline output_types flatten(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto ax = a.get_int(attr_id::axis);
+    detail::expect(ax >= 0 && ax <= static_cast<std::int64_t>(x.rank()),
+                   "flatten axis " + std::to_string(ax) + " is out of range for rank " + std::to_string(x.rank()));
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < x.rank(); ++i) (static_cast<std::int64_t>(i) < ax ? outer : inner) *= x[i];
+    return {tensor_type{{outer, inner}, in[0].type}};
+}
+
+inline output_types pad(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto& p = a.get_ints(attr_id::pads);
+    detail::expect(p.size() == 2 * x.rank(), "pads " + detail::str(p) + ", expected " + std::to_string(2 * x.rank()) +
+                                                 " values (begins then ends)");
+    shape out = x;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+        detail::expect(p[i] >= 0 && p[i + x.rank()] >= 0, "pads " + detail::str(p) + ", expected non-negative values");
+        out[i] += p[i] + p[i + x.rank()];
+    }
+    return {tensor_type{out, in[0].type}};
+}
+
+/// Slice [begin, end) along every axis with step 1.
+inline output_types slice(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto& b = a.get_ints(attr_id::begin);
+    const auto& e = a.get_ints(attr_id::end);
+    detail::expect(b.size() == x.rank() && e.size() == x.rank(),
+                   "slice begin " + detail::str(b) + " / end " + detail::str(e) + ", expected one value per axis of " +
+                       x.to_string());
+    shape out = x;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+        detail::expect(0 <= b[i] && b[i] < e[i] && e[i] <= x[i], "slice [" + std::to_string(b[i]) + ", " +
+                                                                    std::to_string(e[i]) + ") is empty or outside axis " +
+                                                                    std::to_string(i) + " of " + x.to_string());
+        out[i] = e[i] - b[i];
+    }
+    return {tensor_type{out, in[0].type}};
+}
+
+/// data[..., indices, ...] along axis: data.dims[:axis] + indices.dims + data.dims[axis+1:].
+inline output_types gather(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    detail::expect(is_integral(in[1].type), "gather indices have dtype " + std::string(name(in[1].type)) +
+                                                ", expected an integer type");
+    const auto ax = x.axis(a.get_int(attr_id::axis));
+    shape out;
+    for (std::size_t i = 0; i < ax; ++i) out.push_back(x[i]);
+    for (auto d : in[1].dims) out.push_back(d);
+    for (std::size_t i = ax + 1; i < x.rank(); ++i) out.push_back(x[i]);
+    return {tensor_type{out, in[0].type}};
+}
+
+/// Inference-mode batch normalization: x [N, C, ...], scale/bias/mean/var [C].
+inline output_types batchnorm(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::expect(in[0].dims.rank() >= 2, "input has shape " + in[0].dims.to_string() + ", expected [N,C,...]");
+    for (std::size_t i = 1; i < 5; ++i)
+        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input " + std::to_string(i) + " has shape " +
+                                                               in[i].dims.to_string() + ", expected [" +
+                                                               std::to_string(in[0].dims[1]) + "] (channels)");
+    return {in[0]};
+}
+
+inline output_types softmax(std::span<const tensor_type> in, const attribute_map& a) {
+    (void)in[0].dims.axis(a.get_int(attr_id::axis));
+    return {in[0]};
+}
+
+/// Layer normalization over axes [axis, rank); gamma and beta have those trailing dimensions.
+inline output_types layernorm(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    const shape& x = in[0].dims;
+    const auto ax = x.axis(a.get_int(attr_id::axis));
+    shape norm{std::span<const std::int64_t>(x.begin() + ax, x.rank() - ax)};
+    for (std::size_t i = 1; i < 3; ++i)
+        detail::expect(in[i].dims == norm, "input " + std::to_string(i) + " has shape " + in[i].dims.to_string() +
+                                               ", expected " + norm.to_string());
+    return {in[0]};
+}
+
+inline output_types reduce(std::span<const tensor_type> in, const attribute_map& a) {
+    const shape& x = in[0].dims;
+    const auto axes = detail::reduced_axes(x, a);
+    const bool keep = a.get_int(attr_id::keepdims) != 0;
+    shape out;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+        const bool r = k < axes.size() && axes[k] == i;
+        if (r) ++k;
+        if (!r) out.push_back(x[i]);
+        else if (keep) out.push_back(1);
+    }
+    return {tensor_type{out, in[0].type}};
+}
+
+/// LSTM cell: x [B,I], h [B,H], c [B,H], w [I,4H], u [H,4H], b [4H] -> h' [B,H], c' [B,H].
+inline output_types lstm_cell(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    for (std::size_t i = 0; i < 5; ++i) detail::rank_is(in[i], 2, "an LSTM operand");
+    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1];
+    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{B, H} && in[3].dims == shape{I, 4 * H} &&
+                       in[4].dims == shape{H, 4 * H} && in[5].dims == shape{4 * H},
+                   "LSTM operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " c" +
+                       in[2].dims.to_string() + " w" + in[3].dims.to_string() + " u" + in[4].dims.to_string() + " b" +
+                       in[5].dims.to_string() + ", expected x[B,I] h[B,H] c[B,H] w[I,4H] u[H,4H] b[4H]");
+    return {in[1], in[2]};
+}
+
+/// GRU cell: x [B,I], h [B,H], w [I,3H], u [H,3H], b [3H] -> h' [B,H].
+inline output_types gru_cell(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    for (std::size_t i = 0; i < 4; ++i) detail::rank_is(in[i], 2, "a GRU operand");
+    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1];
+    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{I, 3 * H} && in[3].dims == shape{H, 3 * H} &&
+                       in[4].dims == shape{3 * H},
+                   "GRU operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " w" +
+                       in[2].dims.to_string() + " u" + in[3].dims.to_string() + " b" + in[4].dims.to_string() +
+                       ", expected x[B,I] h[B,H] w[I,3H] u[H,3H] b[3H]");
+    return {in[1]};
+}
+
+}  // namespace goopt::ops::shape_rules
