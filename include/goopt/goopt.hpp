@@ -1,0 +1,8 @@
+#pragma once
+/// @file
+/// @brief Everything in goopt that needs only the required dependencies.
+
+#include <goopt/error.hpp>
+#include <goopt/graph.hpp>
+#include <goopt/ops.hpp>
+#include <goopt/version.hpp>

@@ -1,0 +1,97 @@
+#pragma once
+/// @file
+/// @brief Validation of a computation graph: everything an importer or a rewrite could get wrong,
+/// reported with the op's name and what was expected.
+
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/topological_order.hpp>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace goopt::graph {
+
+/// @brief Every problem found in g, one message each (empty when g is valid): duplicate names,
+/// dangling tensor references, arity and attribute errors, cycles (naming the ops on one), shape and
+/// dtype mismatches (re-inferred from the op table and compared with the stored types), bad outputs.
+inline std::vector<std::string> problems(const computation_graph& g) {
+    std::vector<std::string> found;
+    const auto& ops = g.ops();
+    const auto& tensors = g.tensors();
+
+    std::unordered_map<std::string_view, op_id> first;
+    for (op_id v = 0; v < ops.size(); ++v) {
+        auto [it, fresh] = first.emplace(ops[v].name, v);
+        if (!fresh)
+            found.push_back("op " + g.describe(v) + ": duplicate name, also used by op " + std::to_string(it->second));
+    }
+
+    std::vector<bool> wired(ops.size(), true);  // inputs all refer to existing tensors
+    for (op_id v = 0; v < ops.size(); ++v) {
+        const std::string where = "op " + g.describe(v);
+        for (std::size_t k = 0; k < ops[v].inputs.size(); ++k)
+            if (ops[v].inputs[k] >= tensors.size()) {
+                found.push_back(where + ": input " + std::to_string(k) + " refers to tensor " +
+                                std::to_string(ops[v].inputs[k]) + ", which does not exist");
+                wired[v] = false;
+            }
+        auto attrs = ops[v].attrs;
+        try {
+            computation_graph::normalize_attributes(ops[v].spec(), attrs, ops[v].inputs.size(), where);
+        } catch (const error& e) {
+            found.push_back(e.what());
+            wired[v] = false;
+        }
+    }
+    for (std::size_t i = 0; i < g.outputs().size(); ++i)
+        if (g.outputs()[i] >= tensors.size())
+            found.push_back("graph output " + std::to_string(i) + " refers to tensor " +
+                            std::to_string(g.outputs()[i]) + ", which does not exist");
+
+    bool dangling = false;
+    for (bool w : wired) dangling |= !w;
+    if (dangling) return found;  // the checks below walk the edges
+
+    const auto cycle = find_cycle(g);
+    if (!cycle.empty()) {
+        std::string names;
+        for (auto v : cycle) names += (names.empty() ? "'" : " -> '") + ops[v].name + "'";
+        found.push_back("graph has a cycle: " + names + " -> '" + ops[cycle.front()].name + "'");
+        return found;
+    }
+
+    for (op_id v = 0; v < ops.size(); ++v) {
+        const auto& s = ops[v].spec();
+        try {
+            const auto in = g.input_types(v);
+            const auto inferred = s.infer(ops::view(in), ops[v].attrs);
+            const auto stored = g.output_types(v);
+            if (inferred.size() != stored.size()) {
+                found.push_back("op " + g.describe(v) + ": has " + std::to_string(stored.size()) +
+                                " outputs, its inputs and attributes give " + std::to_string(inferred.size()));
+                continue;
+            }
+            for (std::size_t k = 0; k < stored.size(); ++k)
+                if (!(inferred[k] == stored[k]))
+                    found.push_back("op " + g.describe(v) + ": output " + std::to_string(k) + " is recorded as " +
+                                    ops::to_string(stored[k]) + ", but its inputs give " +
+                                    ops::to_string(inferred[k]));
+        } catch (const error& e) {
+            found.push_back("op " + g.describe(v) + ": " + e.what());
+        }
+    }
+    return found;
+}
+
+/// @brief Throws goopt::error with the first problem of g (and how many more there are).
+inline void validate(const computation_graph& g) {
+    const auto p = problems(g);
+    if (p.empty()) return;
+    std::string what = (g.name().empty() ? std::string("graph") : "graph '" + g.name() + "'") + ": " + p.front();
+    if (p.size() > 1) what += " (and " + std::to_string(p.size() - 1) + " more problems)";
+    throw error(what);
+}
+
+}  // namespace goopt::graph
