@@ -12,11 +12,16 @@ namespace goopt::graph {
 /// How generic algorithms see a graph type. The primary template forwards to member functions;
 /// specialize it to adapt a graph type you do not own (as boost::graph_traits is specialized).
 /// Ops are identified by dense indices 0 .. num_ops(g) - 1.
+/// Members are templates declared with their expression as return type so that a type lacking one simply does
+/// not model ComputationGraph (instead of failing to compile inside the traits).
 template <class G> struct computation_graph_traits {
-    static std::size_t num_ops(const G& g) { return g.num_ops(); }
-    static decltype(auto) predecessors(const G& g, std::size_t v) { return g.predecessors(v); }
-    static decltype(auto) successors(const G& g, std::size_t v) { return g.successors(v); }
-    static std::uint64_t op_label(const G& g, std::size_t v) { return g.op_label(v); }
+    template <class H = G> static auto num_ops(const H& g) -> decltype(g.num_ops()) { return g.num_ops(); }
+    template <class H = G>
+    static auto predecessors(const H& g, std::size_t v) -> decltype(g.predecessors(v)) { return g.predecessors(v); }
+    template <class H = G>
+    static auto successors(const H& g, std::size_t v) -> decltype(g.successors(v)) { return g.successors(v); }
+    template <class H = G>
+    static auto op_label(const H& g, std::size_t v) -> decltype(g.op_label(v)) { return g.op_label(v); }
 };
 
 /// A directed graph of ops with ordered inputs, as goopt's generic algorithms need it.
