@@ -3,6 +3,7 @@
 /// @brief The computation graph IR, its Boost.Graph adaptation, validation and generic algorithms.
 
 #include <goopt/graph/bgl.hpp>
+#include <goopt/graph/builder.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/concepts.hpp>
 #include <goopt/graph/critical_path.hpp>

@@ -66,7 +66,7 @@ public:
     /// @brief Adds an op: checks the arity and attributes against the op table, fills in default
     /// attributes, infers the output types. Throws goopt::error naming the op on any mismatch.
     /// @param name unique name; empty gives `<kind>_<id>`.
-    /// @return the ids of the op's outputs.
+    /// @return the ids of the op's outputs; the span is valid until the graph is next modified.
     std::span<const tensor_id> add(ops::op_kind kind, std::span<const tensor_id> inputs,
                                    ops::attribute_map attrs = {}, std::string name = {});
     std::span<const tensor_id> add(ops::op_kind kind, std::initializer_list<tensor_id> inputs,
