@@ -62,8 +62,12 @@ public:
 
     std::string to_string() const {
         std::string s = "[";
-        for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + std::to_string(dims_[i]);
-        return s + "]";
+        for (std::size_t i = 0; i < rank_; ++i) {
+            if (i) s += ',';
+            s += std::to_string(dims_[i]);
+        }
+        s += ']';
+        return s;
     }
 
     friend constexpr bool operator==(const shape& a, const shape& b) noexcept {

@@ -19,8 +19,12 @@ using ints = std::vector<std::int64_t>;
 
 inline std::string str(const ints& v) {
     std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-    return s + "]";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(v[i]);
+    }
+    s += ']';
+    return s;
 }
 
 inline void expect(bool ok, const std::string& what) {
