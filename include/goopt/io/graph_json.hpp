@@ -1,0 +1,811 @@
+#pragma once
+/// @file
+/// @brief Reading and writing computation graphs as JSON ("goopt.graph" version 1, see
+/// docs/graph-json.md): human-editable, ops in any order, every error reported with its place.
+
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/ops/attributes.hpp>
+#include <goopt/ops/dtype.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/ops/shape.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <istream>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace goopt::io {
+
+/// Value of the "format" key that identifies a goopt graph file.
+inline constexpr std::string_view graph_format_name = "goopt.graph";
+/// The format version this reader understands and this writer produces.
+inline constexpr std::int64_t graph_format_version = 1;
+
+/// @brief Builds a graph from a parsed JSON document, checking everything.
+/// @param source_name names the document in error messages (usually the file name).
+/// @param pointer_prefix JSON pointer of the graph inside a larger document ("" for the root), so that
+/// errors in an embedded graph point at the right place.
+/// @throws goopt::error `<source>: <place>: <what was wrong and what was expected>`.
+inline graph::computation_graph graph_from_json(const nlohmann::json& j, std::string_view source_name,
+                                                std::string_view pointer_prefix = "");
+inline graph::computation_graph graph_from_json(const nlohmann::ordered_json& j, std::string_view source_name,
+                                                std::string_view pointer_prefix = "");
+
+/// @brief Parses a graph file's text. Errors as graph_from_json, invalid JSON with its byte offset.
+inline graph::computation_graph from_json_string(std::string_view text, std::string_view source_name = "<string>");
+/// @brief Reads a graph from a stream holding exactly one JSON document.
+inline graph::computation_graph read_graph(std::istream& in, std::string_view source_name);
+/// @brief Reads a graph file; errors name the file.
+inline graph::computation_graph read_graph_file(const std::filesystem::path& path);
+
+/// @brief The canonical text of a graph: keys in a fixed order, one op per line, ops in id order,
+/// every attribute explicit. Equal graphs give equal text, so files diff well and round trips are exact.
+/// @throws goopt::error when the graph cannot be written faithfully (duplicate or ambiguous op names).
+inline std::string to_json_string(const graph::computation_graph& g);
+/// @brief Writes to_json_string(g) to a file atomically (io::atomic_write).
+inline void write_graph_file(const std::filesystem::path& path, const graph::computation_graph& g);
+
+}  // namespace goopt::io
+
+namespace goopt::graph {
+
+/// nlohmann::json conversions, found by ADL: `nlohmann::json j = g;` and `j.get<computation_graph>()`.
+/// Reading raises goopt::error, never an nlohmann exception; messages name the source as `<json>`.
+inline void to_json(nlohmann::json& j, const computation_graph& g);
+inline void to_json(nlohmann::ordered_json& j, const computation_graph& g);
+inline void from_json(const nlohmann::json& j, computation_graph& g);
+inline void from_json(const nlohmann::ordered_json& j, computation_graph& g);
+
+}  // namespace goopt::graph
+
+// ---- implementation ----
+
+namespace goopt::io::detail {
+
+/// Appends a string from a file or a graph for a one-line error message: control characters escaped,
+/// very long strings cut, so that a hostile file cannot make a message span lines or megabytes.
+inline void append_printable(std::string& out, std::string_view s) {
+    constexpr std::size_t max_shown = 80;
+    for (std::size_t i = 0; i < s.size() && i < max_shown; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (c < 0x20 || c == 0x7f) {
+            constexpr char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else out += static_cast<char>(c);
+    }
+    if (s.size() > max_shown) out += "...";
+}
+
+/// The whole message on one line: names inside messages from the graph (add()'s) are not escaped.
+inline std::string one_line(const std::string& message) {
+    std::string out;
+    out.reserve(message.size());
+    for (char c : message) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            constexpr char hex[] = "0123456789abcdef";
+            out += "\\x";
+            out += hex[static_cast<unsigned char>(c) >> 4];
+            out += hex[c & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+inline std::string quote(std::string_view s) {
+    std::string out = "'";
+    append_printable(out, s);
+    return out + "'";
+}
+
+/// A JSON pointer reference token (RFC 6901: '~' and '/' escaped), made printable as above.
+inline std::string pointer_token(std::string_view key) {
+    std::string escaped;
+    for (char c : key) {
+        if (c == '~') escaped += "~0";
+        else if (c == '/') escaped += "~1";
+        else escaped += c;
+    }
+    std::string out;
+    append_printable(out, escaped);
+    return out;
+}
+
+/// "a string", "an array", "the real number 1.5": what a JSON value is, for "expected X, got Y".
+template <class Json> std::string describe(const Json& v) {
+    switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "an array";
+    case nlohmann::json::value_t::string: return "a string";
+    case nlohmann::json::value_t::boolean: return v.template get<bool>() ? "true" : "false";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return "the integer " + v.dump();
+    case nlohmann::json::value_t::number_float: return "the real number " + v.dump();
+    default: return "a binary value";
+    }
+}
+
+/// nlohmann's messages start with "[json.exception.parse_error.101] ", which helps nobody reading ours.
+inline std::string without_nlohmann_prefix(std::string what) {
+    if (const auto p = what.find("] "); what.rfind("[json.exception.", 0) == 0 && p != std::string::npos)
+        what.erase(0, p + 2);
+    return what;
+}
+
+inline std::string join(const std::vector<std::string_view>& items, std::string_view sep = ", ") {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) (out += i ? sep : "") += items[i];
+    return out;
+}
+
+/// "name:k" with k in canonical decimal (how the writer spells output k > 0), or nullopt.
+inline std::optional<std::pair<std::string_view, std::uint32_t>> split_reference(std::string_view ref) {
+    const auto colon = ref.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 == ref.size()) return std::nullopt;
+    const std::string_view digits = ref.substr(colon + 1);
+    std::uint32_t k = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), k);
+    if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
+    return std::pair{ref.substr(0, colon), k};
+}
+
+/// The op name that makes `name` ambiguous as a reference (`x:1` when an op `x` exists), if any:
+/// such a name could mean the op itself or output 1 of `x`, so the format forbids it.
+template <class Contains> std::optional<std::string_view> ambiguous_with(std::string_view name, const Contains& has) {
+    if (auto r = split_reference(name); r && std::to_string(r->second) == name.substr(r->first.size() + 1) &&
+                                        has(r->first))
+        return r->first;
+    return std::nullopt;
+}
+
+inline constexpr std::string_view top_keys[] = {"format", "version", "name", "ops", "outputs"};
+inline constexpr std::string_view op_keys[] = {"name", "op", "inputs", "attrs", "shape", "dtype", "layer"};
+
+template <std::size_t N> bool is_one_of(std::string_view k, const std::string_view (&keys)[N]) {
+    for (auto x : keys)
+        if (x == k) return true;
+    return false;
+}
+template <std::size_t N> std::string list_of(const std::string_view (&keys)[N]) {
+    return join(std::vector<std::string_view>(std::begin(keys), std::end(keys)));
+}
+
+inline std::string dtype_list() {
+    std::vector<std::string_view> names;
+    for (std::size_t i = 0; i < ops::num_dtypes; ++i) names.push_back(ops::name(static_cast<ops::dtype>(i)));
+    return join(names);
+}
+
+/// Reads one graph document. Holds the source name and pointer prefix so every check can say where.
+template <class Json> class graph_reader {
+public:
+    graph_reader(const Json& root, std::string_view source, std::string_view prefix)
+        : root_(root), source_(source), prefix_(prefix) {}
+
+    graph::computation_graph read();
+
+private:
+    /// A tensor reference as written, and once resolved the producing op (file index) and output.
+    struct reference {
+        std::string text;
+        std::string place;  ///< JSON pointer of the reference string
+        std::size_t op = 0;  ///< index of the producing op in the file
+        std::uint32_t output = 0;
+    };
+    /// One op of the file, parsed but not yet added (the file may list it before its inputs).
+    struct entry {
+        std::string place;  ///< JSON pointer of the op object
+        std::string name;   ///< empty: the graph names it
+        ops::op_kind kind{};
+        ops::attribute_map attrs;
+        std::vector<reference> inputs;
+        std::optional<ops::shape> expected_shape;  ///< "shape" assertion on non-source ops
+        std::optional<ops::dtype> expected_dtype;
+        std::string shape_place, dtype_place;
+        std::int32_t layer = -1;
+        graph::op_id id = graph::no_op;  ///< once added
+    };
+
+    [[noreturn]] void fail(const std::string& place, const std::string& what) const {
+        throw error(std::string(source_) + ": " + (place.empty() ? std::string("top level") : place) + ": " +
+                    one_line(what));
+    }
+    std::string at(std::string_view key) const { return prefix_ + "/" + pointer_token(key); }
+    static std::string at(const std::string& place, std::string_view key) { return place + "/" + pointer_token(key); }
+    static std::string at(const std::string& place, std::size_t i) { return place + "/" + std::to_string(i); }
+
+    std::int64_t integer(const Json& v, const std::string& place) const {
+        if (v.is_number_unsigned() && v.template get<std::uint64_t>() >
+                                          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            fail(place, "the integer " + v.dump() + " is out of range (at most 2^63-1)");
+        if (!v.is_number_integer()) fail(place, "expected an integer, got " + describe(v));
+        return v.template get<std::int64_t>();
+    }
+    double real(const Json& v, const std::string& place) const {
+        if (v.is_number()) return v.template get<double>();
+        if (v.is_string()) {  // JSON has no spelling for these; the writer uses strings
+            const auto& s = v.template get_ref<const typename Json::string_t&>();
+            if (s == "inf") return std::numeric_limits<double>::infinity();
+            if (s == "-inf") return -std::numeric_limits<double>::infinity();
+            if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+        }
+        fail(place, "expected a real number (or \"inf\", \"-inf\", \"nan\"), got " + describe(v));
+    }
+    std::vector<std::int64_t> integers(const Json& v, const std::string& place) const {
+        if (!v.is_array()) fail(place, "expected a list of integers, got " + describe(v));
+        std::vector<std::int64_t> out;
+        out.reserve(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) out.push_back(integer(v[i], at(place, i)));
+        return out;
+    }
+    const std::string& string_value(const Json& v, const std::string& place, std::string_view what) const {
+        if (!v.is_string()) fail(place, "expected " + std::string(what) + ", got " + describe(v));
+        return v.template get_ref<const typename Json::string_t&>();
+    }
+    ops::dtype dtype_value(const Json& v, const std::string& place) const {
+        const std::string& s = string_value(v, place, "a dtype name");
+        if (auto t = ops::parse_dtype(s)) return *t;
+        fail(place, "unknown dtype " + quote(s) + ", expected one of " + dtype_list());
+    }
+    /// A shape: every dimension >= 1 and at most ops::max_rank of them.
+    ops::shape shape_value(const Json& v, const std::string& place) const {
+        const auto d = integers(v, place);
+        if (d.size() > ops::max_rank)
+            fail(place, "shape has rank " + std::to_string(d.size()) + ", at most " + std::to_string(ops::max_rank) +
+                            " is supported");
+        for (std::size_t i = 0; i < d.size(); ++i)
+            if (d[i] < 1) fail(at(place, i), "dimension " + std::to_string(d[i]) + ", expected >= 1");
+        return ops::shape(std::span<const std::int64_t>(d));
+    }
+
+    ops::attr_value attribute(const Json& v, const ops::attr_spec& spec, const std::string& place) const;
+    entry parse_op(const Json& o, const std::string& place) const;
+    reference resolve(std::string text, std::string place) const;
+    graph::tensor_id tensor_of(const graph::computation_graph& g, const reference& r) const;
+    std::vector<std::size_t> order() const;
+
+    const Json& root_;
+    std::string_view source_;
+    std::string prefix_;
+    std::vector<entry> entries_;
+    std::unordered_map<std::string, std::size_t> by_name_;
+};
+
+template <class Json>
+ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spec& spec,
+                                              const std::string& place) const {
+    // The enumerated attributes are written by name; numbers are accepted as the enum values.
+    switch (spec.id) {
+    case ops::attr_id::padding:
+        if (v.is_string()) {
+            const std::string& s = v.template get_ref<const typename Json::string_t&>();
+            for (auto p : {ops::padding_mode::same, ops::padding_mode::valid})
+                if (ops::name(p) == s) return static_cast<std::int64_t>(p);
+            fail(place, "unknown padding " + quote(s) + ", expected \"same\" or \"valid\" (or 0, 1)");
+        } else {
+            const auto p = integer(v, place);
+            if (p != 0 && p != 1) fail(place, "padding " + std::to_string(p) + ", expected \"same\" or \"valid\" (or 0, 1)");
+            return p;
+        }
+    case ops::attr_id::activation:
+        if (v.is_string()) {
+            const std::string& s = v.template get_ref<const typename Json::string_t&>();
+            for (std::int64_t a = 0; a < 4; ++a)
+                if (ops::name(static_cast<ops::activation>(a)) == s) return a;
+            fail(place, "unknown activation " + quote(s) + ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+        } else {
+            const auto a = integer(v, place);
+            if (a < 0 || a > 3)
+                fail(place, "activation " + std::to_string(a) + ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+            return a;
+        }
+    case ops::attr_id::dtype: return static_cast<std::int64_t>(dtype_value(v, place));
+    default: break;
+    }
+    switch (spec.type) {
+    case ops::attr_type::integer: return integer(v, place);
+    case ops::attr_type::real: return real(v, place);
+    case ops::attr_type::ints: return integers(v, place);
+    }
+    fail(place, "unsupported attribute type");
+}
+
+template <class Json>
+typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, const std::string& place) const {
+    if (!o.is_object()) fail(place, "expected an op object, got " + describe(o));
+    entry e;
+    e.place = place;
+    for (const auto& [key, value] : o.items())
+        if (!is_one_of(key, op_keys))
+            fail(at(place, key), "unknown key " + quote(key) + " in an op, expected one of " + list_of(op_keys));
+
+    if (auto it = o.find("name"); it != o.end()) {
+        e.name = string_value(*it, at(place, "name"), "a string");
+        if (e.name.empty()) fail(at(place, "name"), "empty op name; leave \"name\" out to let the graph name the op");
+    }
+    // Op-level messages carry the name too: a person looks for the op, not for its index.
+    const std::string who = e.name.empty() ? "" : "op " + quote(e.name) + ": ";
+
+    const auto kind_it = o.find("op");
+    if (kind_it == o.end()) fail(place, who + "missing \"op\" (the op kind, such as \"conv2d\")");
+    const std::string& kind_name = string_value(*kind_it, at(place, "op"), "an op kind name");
+    const auto kind = ops::parse_op_kind(kind_name);
+    if (!kind) fail(at(place, "op"), who + "unknown op kind " + quote(kind_name));
+    e.kind = *kind;
+    const ops::op_spec& spec = ops::spec(e.kind);
+    const bool is_source = spec.has(ops::source);
+
+    if (auto it = o.find("attrs"); it != o.end()) {
+        const std::string attrs_place = at(place, "attrs");
+        if (!it->is_object()) fail(attrs_place, who + "expected an object of attributes, got " + describe(*it));
+        for (const auto& [key, value] : it->items()) {
+            const std::string attr_place = at(attrs_place, key);
+            const auto id = ops::parse_attr_id(key);
+            const ops::attr_spec* as = nullptr;
+            if (id)
+                for (const auto& a : spec.attrs)
+                    if (a.id == *id) as = &a;
+            if (!as) {
+                std::vector<std::string_view> takes;
+                for (const auto& a : spec.attrs) takes.push_back(ops::name(a.id));
+                fail(attr_place, who + "unknown attribute " + quote(key) + " for " + std::string(spec.name) +
+                                     (takes.empty() ? " (it takes none)" : " (it takes " + join(takes) + ")"));
+            }
+            e.attrs.set(*id, attribute(value, *as, attr_place));
+        }
+    }
+
+    // "shape"/"dtype": the attributes of a source op, an assertion about output 0 of any other op.
+    if (auto it = o.find("shape"); it != o.end()) {
+        e.shape_place = at(place, "shape");
+        ops::shape s = shape_value(*it, e.shape_place);
+        if (is_source) {
+            if (e.attrs.has(ops::attr_id::shape))
+                fail(e.shape_place, who + "shape given both here and in \"attrs\"");
+            e.attrs.set(ops::attr_id::shape, std::vector<std::int64_t>(s.begin(), s.end()));
+        } else {
+            e.expected_shape = s;
+        }
+    }
+    if (auto it = o.find("dtype"); it != o.end()) {
+        e.dtype_place = at(place, "dtype");
+        const ops::dtype t = dtype_value(*it, e.dtype_place);
+        if (is_source) {
+            if (e.attrs.has(ops::attr_id::dtype))
+                fail(e.dtype_place, who + "dtype given both here and in \"attrs\"");
+            e.attrs.set(ops::attr_id::dtype, static_cast<std::int64_t>(t));
+        } else {
+            e.expected_dtype = t;
+        }
+    }
+    if (auto it = o.find("layer"); it != o.end()) {
+        const auto l = integer(*it, at(place, "layer"));
+        if (l < std::numeric_limits<std::int32_t>::min() || l > std::numeric_limits<std::int32_t>::max())
+            fail(at(place, "layer"), who + "layer " + std::to_string(l) + " is out of the 32-bit range");
+        e.layer = static_cast<std::int32_t>(l);
+    }
+    if (auto it = o.find("inputs"); it != o.end()) {
+        const std::string inputs_place = at(place, "inputs");
+        if (!it->is_array()) fail(inputs_place, who + "expected a list of tensor references, got " + describe(*it));
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            reference r;
+            r.place = at(inputs_place, i);
+            r.text = string_value((*it)[i], r.place, "a tensor reference (\"op\" or \"op:k\")");
+            e.inputs.push_back(std::move(r));
+        }
+    }
+    return e;
+}
+
+/// Resolves "name" (output 0) or "name:k" against the names of the file. An exact name wins, so an
+/// op may have a colon in its name as long as it is not ambiguous (checked when the names are read).
+template <class Json>
+typename graph_reader<Json>::reference graph_reader<Json>::resolve(std::string text, std::string place) const {
+    reference r;
+    r.text = std::move(text);
+    r.place = std::move(place);
+    if (auto it = by_name_.find(r.text); it != by_name_.end()) {
+        r.op = it->second;
+        return r;
+    }
+    if (auto s = split_reference(r.text)) {
+        if (auto it = by_name_.find(std::string(s->first)); it != by_name_.end()) {
+            r.op = it->second;
+            r.output = s->second;
+            return r;
+        }
+    }
+    fail(r.place, "reference " + quote(r.text) + " names no op in the file (expected \"op\" or \"op:k\" for a named op)");
+}
+
+/// The tensor a resolved reference denotes, once its producer is in the graph.
+template <class Json>
+graph::tensor_id graph_reader<Json>::tensor_of(const graph::computation_graph& g, const reference& r) const {
+    const graph::op& producer = g.get_op(entries_[r.op].id);
+    const std::size_t n = producer.outputs.size();
+    if (r.output >= n)
+        fail(r.place, "reference " + quote(r.text) + ": op " + quote(producer.name) + " has " + std::to_string(n) +
+                          (n == 1 ? " output" : " outputs") + ", so there is no output " + std::to_string(r.output));
+    return producer.outputs[r.output];
+}
+
+/// Kahn's algorithm taking the smallest file index among the ready ops, so that a file already in
+/// dependency order is added in file order (and a written graph reads back with the same op ids).
+template <class Json> std::vector<std::size_t> graph_reader<Json>::order() const {
+    const std::size_t n = entries_.size();
+    std::vector<std::vector<std::size_t>> consumers(n);
+    std::vector<std::size_t> pending(n, 0);
+    for (std::size_t i = 0; i < n; ++i)
+        for (const auto& r : entries_[i].inputs) {
+            consumers[r.op].push_back(i);
+            ++pending[i];
+        }
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t i = 0; i < n; ++i)
+        if (pending[i] == 0) ready.push(i);
+    std::vector<std::size_t> out;
+    out.reserve(n);
+    while (!ready.empty()) {
+        const std::size_t i = ready.top();
+        ready.pop();
+        out.push_back(i);
+        for (std::size_t c : consumers[i])
+            if (--pending[c] == 0) ready.push(c);
+    }
+    if (out.size() == n) return out;
+
+    // Every op left over waits for another left-over op, so walking from one to a waiting input
+    // must come back to an op already seen: that loop is a cycle.
+    std::vector<std::size_t> seen_at(n, n);
+    std::vector<std::size_t> walk;
+    std::size_t v = 0;
+    while (pending[v] == 0) ++v;
+    while (seen_at[v] == n) {
+        seen_at[v] = walk.size();
+        walk.push_back(v);
+        for (const auto& r : entries_[v].inputs)
+            if (pending[r.op] != 0) {
+                v = r.op;
+                break;
+            }
+    }
+    // walk[seen_at[v]..] follows inputs backwards; print it in the direction the data flows.
+    std::string cycle;
+    for (std::size_t k = walk.size(); k-- > seen_at[v];) cycle += quote(entries_[walk[k]].name) + " -> ";
+    cycle += quote(entries_[walk.back()].name);
+    fail(prefix_ + "/ops", "the ops form a cycle: " + cycle + " (each consumes the one before it)");
+}
+
+template <class Json> graph::computation_graph graph_reader<Json>::read() {
+    if (!root_.is_object()) fail(prefix_, "expected a JSON object (a goopt graph), got " + describe(root_));
+    const auto format_it = root_.find("format");
+    if (format_it == root_.end())
+        fail(prefix_, "missing \"format\": \"" + std::string(graph_format_name) + "\" (is this a goopt graph file?)");
+    if (!format_it->is_string() ||
+        format_it->template get_ref<const typename Json::string_t&>() != graph_format_name)
+        fail(at("format"), "expected \"" + std::string(graph_format_name) + "\", got " +
+                               (format_it->is_string() ? quote(format_it->template get_ref<const typename Json::string_t&>())
+                                                       : describe(*format_it)));
+    const auto version_it = root_.find("version");
+    if (version_it == root_.end())
+        fail(prefix_, "missing \"version\" (this reader supports version " + std::to_string(graph_format_version) + ")");
+    if (const auto v = integer(*version_it, at("version")); v != graph_format_version)
+        fail(at("version"), "unsupported version " + std::to_string(v) + ", this reader supports version " +
+                                std::to_string(graph_format_version));
+    for (const auto& [key, value] : root_.items())
+        if (!is_one_of(key, top_keys))
+            fail(at(key), "unknown key " + quote(key) + ", expected one of " + list_of(top_keys));
+
+    graph::computation_graph g;
+    if (auto it = root_.find("name"); it != root_.end()) g.set_name(string_value(*it, at("name"), "a string"));
+
+    const auto ops_it = root_.find("ops");
+    if (ops_it == root_.end()) fail(prefix_, "missing \"ops\" (the list of ops; [] for an empty graph)");
+    const std::string ops_place = at("ops");
+    if (!ops_it->is_array()) fail(ops_place, "expected a list of ops, got " + describe(*ops_it));
+
+    entries_.reserve(ops_it->size());
+    for (std::size_t i = 0; i < ops_it->size(); ++i) {
+        entries_.push_back(parse_op((*ops_it)[i], at(ops_place, i)));
+        const entry& e = entries_.back();
+        if (e.name.empty()) continue;
+        if (auto [it, fresh] = by_name_.emplace(e.name, i); !fresh)
+            fail(at(e.place, "name"), "duplicate op name " + quote(e.name) + " (first used at " +
+                                          entries_[it->second].place + "); op names must be unique");
+    }
+    for (const entry& e : entries_)
+        if (auto other = ambiguous_with(e.name, [&](std::string_view n) { return by_name_.count(std::string(n)) > 0; }))
+            fail(at(e.place, "name"), "op name " + quote(e.name) + " is ambiguous: it also reads as output " +
+                                          e.name.substr(other->size() + 1) + " of op " + quote(*other));
+    for (entry& e : entries_)
+        for (reference& r : e.inputs) r = resolve(std::move(r.text), std::move(r.place));
+
+    for (std::size_t i : order()) {
+        entry& e = entries_[i];
+        std::vector<graph::tensor_id> inputs;
+        for (const reference& r : e.inputs) inputs.push_back(tensor_of(g, r));
+        const auto id = static_cast<graph::op_id>(g.num_ops());
+        try {
+            g.add(e.kind, inputs, std::move(e.attrs), e.name);
+        } catch (const error& x) {
+            fail(e.place, x.what());
+        }
+        e.id = id;
+        const auto& added = g.get_op(id);
+        if (e.name.empty() && by_name_.count(added.name))
+            fail(e.place, "this unnamed op gets the name " + quote(added.name) +
+                              ", which another op in the file has; give it a name");
+        g.set_layer(id, e.layer);
+        // Cost models multiply element counts by element sizes; a type whose byte count does not fit
+        // in 64 bits is refused here rather than wrapping around in some later estimate.
+        for (std::size_t k = 0; k < added.outputs.size(); ++k) {
+            const ops::tensor_type& t = g.type_of(added.outputs[k]);
+            std::int64_t n = 0;
+            try {
+                n = t.dims.num_elements();
+            } catch (const error& x) {
+                fail(e.place, g.describe(id) + ": output " + std::to_string(k) + ": " + x.what());
+            }
+            if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(ops::size_of(t.type)))
+                fail(e.place, g.describe(id) + ": output " + std::to_string(k) + " " + ops::to_string(t) +
+                                  " has more bytes than 64 bits can count");
+        }
+        const ops::tensor_type& out = g.type_of(added.outputs[0]);
+        if (e.expected_shape && *e.expected_shape != out.dims)
+            fail(e.shape_place, g.describe(id) + " has shape " + out.dims.to_string() + ", the file says " +
+                                    e.expected_shape->to_string());
+        if (e.expected_dtype && *e.expected_dtype != out.type)
+            fail(e.dtype_place, g.describe(id) + " has dtype " + std::string(ops::name(out.type)) +
+                                    ", the file says " + std::string(ops::name(*e.expected_dtype)));
+    }
+
+    if (auto it = root_.find("outputs"); it != root_.end()) {
+        const std::string outputs_place = at("outputs");
+        if (!it->is_array()) fail(outputs_place, "expected a list of tensor references, got " + describe(*it));
+        for (std::size_t i = 0; i < it->size(); ++i) {
+            std::string place = at(outputs_place, i);
+            std::string text = string_value((*it)[i], place, "a tensor reference (\"op\" or \"op:k\")");
+            g.mark_output(tensor_of(g, resolve(std::move(text), std::move(place))));
+        }
+    }
+    return g;
+}
+
+template <class Json> graph::computation_graph read_graph_json(const Json& j, std::string_view source,
+                                                               std::string_view prefix) {
+    try {
+        return graph_reader<Json>(j, source, prefix).read();
+    } catch (const nlohmann::json::exception& e) {
+        // Every access above is checked first; this only keeps the promise that no nlohmann
+        // exception leaves the reader if one of those checks is ever missed.
+        throw error(std::string(source) + ": " + without_nlohmann_prefix(e.what()));
+    }
+}
+
+// ---- writer ----
+
+template <class Json> Json attribute_json(ops::attr_id id, const ops::attr_value& v) {
+    if (const auto* i = std::get_if<std::int64_t>(&v)) {
+        if (id == ops::attr_id::padding && (*i == 0 || *i == 1))
+            return Json(ops::name(static_cast<ops::padding_mode>(*i)));
+        if (id == ops::attr_id::activation && *i >= 0 && *i <= 3)
+            return Json(ops::name(static_cast<ops::activation>(*i)));
+        if (id == ops::attr_id::dtype && *i >= 0 && *i < static_cast<std::int64_t>(ops::num_dtypes))
+            return Json(ops::name(static_cast<ops::dtype>(*i)));
+        return Json(*i);
+    }
+    if (const auto* r = std::get_if<double>(&v)) {
+        if (std::isnan(*r)) return Json("nan");
+        if (std::isinf(*r)) return Json(*r > 0 ? "inf" : "-inf");
+        return Json(*r);
+    }
+    return Json(std::get<std::vector<std::int64_t>>(v));
+}
+
+/// Checks that every op can be referred to by its name alone, which is what makes the file readable.
+inline void check_names_writable(const graph::computation_graph& g) {
+    const std::string where = "cannot write graph " + (g.name().empty() ? "" : quote(g.name()) + " ") + "as JSON: ";
+    std::unordered_map<std::string_view, graph::op_id> by_name;
+    for (graph::op_id i = 0; i < g.num_ops(); ++i) {
+        const std::string& n = g.get_op(i).name;
+        if (n.empty()) throw error(where + "op " + std::to_string(i) + " has an empty name");
+        if (auto [it, fresh] = by_name.emplace(n, i); !fresh)
+            throw error(where + "ops " + std::to_string(it->second) + " and " + std::to_string(i) +
+                        " are both named " + quote(n) + "; names must be unique");
+    }
+    for (graph::op_id i = 0; i < g.num_ops(); ++i) {
+        const std::string& n = g.get_op(i).name;
+        if (auto other = ambiguous_with(n, [&](std::string_view x) { return by_name.count(x) > 0; }))
+            throw error(where + "op name " + quote(n) + " would also read as output " +
+                        n.substr(other->size() + 1) + " of op " + quote(*other) + "; rename one of them");
+    }
+}
+
+inline std::string reference_text(const graph::computation_graph& g, graph::tensor_id t) {
+    const graph::tensor& x = g.get_tensor(t);
+    const std::string& producer = g.get_op(x.producer).name;
+    // "s:0" rather than "s" when s has several outputs, so that its outputs read alike
+    return x.index == 0 && g.get_op(x.producer).outputs.size() == 1 ? producer
+                                                                     : producer + ":" + std::to_string(x.index);
+}
+
+template <class Json> void write_graph_json(Json& j, const graph::computation_graph& g) {
+    check_names_writable(g);
+    j = Json::object();
+    j["format"] = graph_format_name;
+    j["version"] = graph_format_version;
+    if (!g.name().empty()) j["name"] = g.name();
+    Json ops_json = Json::array();
+    for (graph::op_id i = 0; i < g.num_ops(); ++i) {
+        const graph::op& o = g.get_op(i);
+        const bool is_source = o.spec().has(ops::source);
+        Json x = Json::object();
+        x["name"] = o.name;
+        x["op"] = ops::name(o.kind);
+        if (!o.inputs.empty()) {
+            Json in = Json::array();
+            for (graph::tensor_id t : o.inputs) in.push_back(reference_text(g, t));
+            x["inputs"] = std::move(in);
+        }
+        Json attrs = Json::object();
+        for (const auto& [id, v] : o.attrs)
+            if (!(is_source && (id == ops::attr_id::shape || id == ops::attr_id::dtype)))
+                attrs[std::string(ops::name(id))] = attribute_json<Json>(id, v);
+        if (!attrs.empty()) x["attrs"] = std::move(attrs);
+        // Source ops: their shape and dtype attributes. Other ops: the inferred type of output 0,
+        // for the reader of the file, and checked again when it is read back.
+        if (is_source) {
+            x["shape"] = o.attrs.get_ints(ops::attr_id::shape);
+            x["dtype"] = attribute_json<Json>(ops::attr_id::dtype, o.attrs.get(ops::attr_id::dtype));
+        } else if (!o.outputs.empty()) {
+            const ops::tensor_type& t = g.type_of(o.outputs[0]);
+            x["shape"] = std::vector<std::int64_t>(t.dims.begin(), t.dims.end());
+            x["dtype"] = ops::name(t.type);
+        }
+        if (o.layer != -1) x["layer"] = o.layer;
+        ops_json.push_back(std::move(x));
+    }
+    j["ops"] = std::move(ops_json);
+    Json outs = Json::array();
+    for (graph::tensor_id t : g.outputs()) outs.push_back(reference_text(g, t));
+    j["outputs"] = std::move(outs);
+}
+
+/// One line of JSON with a space after ',' and ':' (nlohmann's compact form has none).
+inline void append_compact(std::string& out, const nlohmann::ordered_json& v) {
+    if (v.is_object()) {
+        out += '{';
+        bool first = true;
+        for (const auto& [key, value] : v.items()) {
+            if (!first) out += ", ";
+            first = false;
+            out += nlohmann::ordered_json(key).dump();
+            out += ": ";
+            append_compact(out, value);
+        }
+        out += '}';
+    } else if (v.is_array()) {
+        out += '[';
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            if (i) out += ", ";
+            append_compact(out, v[i]);
+        }
+        out += ']';
+    } else {
+        out += v.dump();
+    }
+}
+
+}  // namespace goopt::io::detail
+
+namespace goopt::io {
+
+inline graph::computation_graph graph_from_json(const nlohmann::json& j, std::string_view source_name,
+                                                std::string_view pointer_prefix) {
+    return detail::read_graph_json(j, source_name, pointer_prefix);
+}
+inline graph::computation_graph graph_from_json(const nlohmann::ordered_json& j, std::string_view source_name,
+                                                std::string_view pointer_prefix) {
+    return detail::read_graph_json(j, source_name, pointer_prefix);
+}
+
+inline graph::computation_graph from_json_string(std::string_view text, std::string_view source_name) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw error(std::string(source_name) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                    detail::without_nlohmann_prefix(e.what()));
+    } catch (const nlohmann::json::exception& e) {  // a number too large for a double: out_of_range.406
+        throw error(std::string(source_name) + ": invalid JSON: " + detail::without_nlohmann_prefix(e.what()));
+    }
+    return graph_from_json(j, source_name);
+}
+
+inline graph::computation_graph read_graph(std::istream& in, std::string_view source_name) {
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw error(std::string(source_name) + ": reading failed");
+    return from_json_string(text, source_name);
+}
+
+inline graph::computation_graph read_graph_file(const std::filesystem::path& path) {
+    const std::string source = path.string();
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw error(source + ": is a directory, expected a graph file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int e = errno;
+        throw error(source + ": cannot open the graph file: " + detail::errno_text(e));
+    }
+    return read_graph(in, source);
+}
+
+inline std::string to_json_string(const graph::computation_graph& g) {
+    nlohmann::ordered_json j;
+    detail::write_graph_json(j, g);
+    std::string out = "{\n";
+    try {
+        bool first = true;
+        for (const auto& [key, value] : j.items()) {
+            if (!first) out += ",\n";
+            first = false;
+            out += "  " + nlohmann::ordered_json(key).dump() + ": ";
+            if (key == "ops" && !value.empty()) {
+                out += "[\n";
+                for (std::size_t i = 0; i < value.size(); ++i) {
+                    out += "    ";
+                    detail::append_compact(out, value[i]);
+                    out += i + 1 < value.size() ? ",\n" : "\n";
+                }
+                out += "  ]";
+            } else {
+                detail::append_compact(out, value);
+            }
+        }
+    } catch (const nlohmann::json::exception& e) {  // a name that is not valid UTF-8
+        throw error("cannot write graph " + (g.name().empty() ? "" : detail::quote(g.name()) + " ") + "as JSON: " +
+                    detail::without_nlohmann_prefix(e.what()));
+    }
+    return out + "\n}\n";
+}
+
+inline void write_graph_file(const std::filesystem::path& path, const graph::computation_graph& g) {
+    atomic_write(path, to_json_string(g));
+}
+
+}  // namespace goopt::io
+
+namespace goopt::graph {
+
+inline void to_json(nlohmann::json& j, const computation_graph& g) { io::detail::write_graph_json(j, g); }
+inline void to_json(nlohmann::ordered_json& j, const computation_graph& g) { io::detail::write_graph_json(j, g); }
+inline void from_json(const nlohmann::json& j, computation_graph& g) { g = io::graph_from_json(j, "<json>"); }
+inline void from_json(const nlohmann::ordered_json& j, computation_graph& g) { g = io::graph_from_json(j, "<json>"); }
+
+}  // namespace goopt::graph

@@ -1,0 +1,131 @@
+#include <goopt/io/atomic_write.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#if !defined(_WIN32)
+#include <csignal>
+#include <sys/resource.h>
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct temp_dir {
+    fs::path path;
+    temp_dir() {
+        std::random_device rd;
+        path = fs::temp_directory_path() / ("goopt_atomic_write_test_" + std::to_string(rd()));
+        fs::create_directories(path);
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+    return out;
+}
+
+std::string error_of(const fs::path& target, const std::string& contents) {
+    try {
+        goopt::io::atomic_write(target, contents);
+    } catch (const goopt::error& e) {
+        return e.what();
+    }
+    FAIL("atomic_write did not fail for " << target);
+    return {};
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+#define CHECK_HAS(text, part) CHECK_MESSAGE(has(text, part), text)
+
+}  // namespace
+
+TEST_CASE("atomic_write creates and replaces a file, leaving no temporary") {
+    temp_dir dir;
+    const fs::path target = dir.path / "out.json";
+    goopt::io::atomic_write(target, "first");
+    CHECK(slurp(target) == "first");
+    CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
+
+    fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+    const std::string big(1 << 20, 'x');
+    goopt::io::atomic_write(target, big);
+    CHECK(slurp(target) == big);
+    CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
+#if !defined(_WIN32)
+    // the replaced file keeps the permissions of the one it replaced
+    CHECK(fs::status(target).permissions() == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+#endif
+    goopt::io::atomic_write(target, "");
+    CHECK(fs::file_size(target) == 0);
+}
+
+TEST_CASE("atomic_write into a directory that does not exist fails and leaves nothing") {
+    temp_dir dir;
+    const fs::path target = dir.path / "no_such_dir" / "out.json";
+    const auto m = error_of(target, "data");
+    CHECK_HAS(m, "cannot write '" + target.string() + "'");
+    CHECK_HAS(m, "No such file or directory");
+    CHECK(entries(dir.path).empty());
+}
+
+TEST_CASE("atomic_write that cannot replace the target leaves the target as it was") {
+    temp_dir dir;
+    SUBCASE("the target is a directory") {
+        const fs::path target = dir.path / "sub";
+        fs::create_directory(target);
+        fs::create_directory(target / "keep");
+        const auto m = error_of(target, "data");
+        CHECK_HAS(m, "cannot write '" + target.string() + "'");
+        CHECK(fs::is_directory(target / "keep"));
+        CHECK(entries(dir.path) == std::vector<std::string>{"sub"});
+    }
+    SUBCASE("the path names no file") {
+        CHECK_HAS(error_of(dir.path / "", "data"), "does not name a file");
+        CHECK(entries(dir.path).empty());
+    }
+#if !defined(_WIN32)
+    SUBCASE("the write itself fails (file size limit): old contents intact") {
+        // RLIMIT_FSIZE makes write() fail with EFBIG even for root, unlike a read-only directory.
+        const fs::path target = dir.path / "out.json";
+        goopt::io::atomic_write(target, "old contents");
+        rlimit old{};
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+        rlimit small = old;
+        small.rlim_cur = 64;
+        auto previous = std::signal(SIGXFSZ, SIG_IGN);
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+        std::string m;
+        try {
+            goopt::io::atomic_write(target, std::string(4096, 'n'));
+        } catch (const goopt::error& e) {
+            m = e.what();
+        }
+        setrlimit(RLIMIT_FSIZE, &old);
+        std::signal(SIGXFSZ, previous);
+        CHECK_HAS(m, "cannot write '" + target.string() + "': writing temporary file");
+        CHECK_HAS(m, "File too large");
+        CHECK(slurp(target) == "old contents");
+        CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
+    }
+#endif
+}
