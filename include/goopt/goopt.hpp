@@ -4,5 +4,7 @@
 
 #include <goopt/error.hpp>
 #include <goopt/graph.hpp>
+#include <goopt/interp.hpp>
+#include <goopt/io.hpp>
 #include <goopt/ops.hpp>
 #include <goopt/version.hpp>

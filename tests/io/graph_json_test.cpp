@@ -452,7 +452,7 @@ TEST_CASE("graph JSON errors: shapes and types") {
     }
     SUBCASE("a byte count that overflows int64") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [4611686018427387904]})")),
-                  "/ops/0: 'x' (input): output 0 f32[4611686018427387904] has more bytes than 64 bits can count");
+                  "/ops/0: op 'x' (input): tensor [4611686018427387904]: byte count overflows 64 bits");
         // the same element count in one-byte elements fits
         CHECK_NOTHROW(goopt::io::from_json_string(doc(R"({"name": "x", "op": "input", "shape": [4611686018427387904], "dtype": "u8"})")));
     }

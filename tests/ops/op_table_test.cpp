@@ -152,6 +152,11 @@ const std::vector<bad_example>& bad_examples() {
         {op_kind::reshape, {f32({2, 3})}, {{A::shape, ints{4, -1}}}, "cannot reshape"},
         {op_kind::reshape, {f32({2, 3})}, {{A::shape, ints{-1, -1}}}, "more than one -1"},
         {op_kind::flatten, {f32({2, 3})}, {{A::axis, std::int64_t(3)}}, "out of range"},
+        // sizes that overflow int64 are bad input, never undefined behaviour or a division by zero
+        {op_kind::reshape, {f32({2, 3})}, {{A::shape, ints{1ll << 32, 1ll << 32, -1}}}, "overflows 64 bits"},
+        {op_kind::split, {f32({1, 9})}, {{A::axis, std::int64_t(1)}, {A::sizes, ints{1ll << 62, 1ll << 62, 1}}}, "overflows"},
+        {op_kind::pad, {f32({2, 3})}, {{A::pads, ints{1ll << 62, 0, 1ll << 62, 0}}}, "overflows"},
+        {op_kind::matmul, {f32({1 << 30, 1, 8, 4}), f32({1, 1 << 30, 4, 8})}, {}, "overflows 64 bits"},
         {op_kind::pad, {f32({2, 3})}, {{A::pads, ints{1, 1}}}, "expected 4 values"},
         {op_kind::slice, {f32({4, 6})}, {{A::begin, ints{3, 0}}, {A::end, ints{3, 6}}}, "is empty or outside"},
         {op_kind::gather, {f32({10, 4}), f32({3})}, {}, "expected an integer type"},

@@ -104,9 +104,11 @@ public:
     }
 
     /// Any op, for kinds without a method: computation_graph::add with the current layer.
-    std::span<const tensor_id> add(ops::op_kind k, std::span<const tensor_id> inputs, ops::attribute_map attrs = {},
-                                   std::string name = {}) {
-        return stamp_all(g_->add(k, inputs, std::move(attrs), std::move(name)));
+    output_ids add(ops::op_kind k, std::span<const tensor_id> inputs, ops::attribute_map attrs = {},
+                   std::string name = {}) {
+        auto out = g_->add(k, inputs, std::move(attrs), std::move(name));
+        g_->set_layer(g_->producer(out[0]), layer_);  // every op has at least one output
+        return out;
     }
     tensor_id add1(ops::op_kind k, std::initializer_list<tensor_id> inputs, ops::attribute_map attrs = {},
                    std::string name = {}) {
@@ -126,10 +128,6 @@ private:
     tensor_id stamp(tensor_id t) {
         g_->set_layer(g_->producer(t), layer_);
         return t;
-    }
-    std::span<const tensor_id> stamp_all(std::span<const tensor_id> out) {
-        if (!out.empty()) g_->set_layer(g_->producer(out[0]), layer_);
-        return out;
     }
 
     computation_graph* g_;

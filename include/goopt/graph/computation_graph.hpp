@@ -38,6 +38,9 @@ struct tensor {
     boost::container::small_vector<use, 2> uses;
 };
 
+/// Output tensor ids of one op, returned by value (most ops have one or two).
+using output_ids = boost::container::small_vector<tensor_id, 2>;
+
 /// An op (a node): kind, attributes (every declared attribute present), name, inputs and outputs.
 /// `layer` is the layer or block the op belongs to in its model (-1: none); expert placements and
 /// visualizations use it.
@@ -66,11 +69,11 @@ public:
     /// @brief Adds an op: checks the arity and attributes against the op table, fills in default
     /// attributes, infers the output types. Throws goopt::error naming the op on any mismatch.
     /// @param name unique name; empty gives `<kind>_<id>`.
-    /// @return the ids of the op's outputs; the span is valid until the graph is next modified.
-    std::span<const tensor_id> add(ops::op_kind kind, std::span<const tensor_id> inputs,
-                                   ops::attribute_map attrs = {}, std::string name = {});
-    std::span<const tensor_id> add(ops::op_kind kind, std::initializer_list<tensor_id> inputs,
-                                   ops::attribute_map attrs = {}, std::string name = {}) {
+    /// @return the ids of the op's outputs.
+    output_ids add(ops::op_kind kind, std::span<const tensor_id> inputs, ops::attribute_map attrs = {},
+                   std::string name = {});
+    output_ids add(ops::op_kind kind, std::initializer_list<tensor_id> inputs, ops::attribute_map attrs = {},
+                   std::string name = {}) {
         return add(kind, std::span<const tensor_id>(inputs.begin(), inputs.size()), std::move(attrs), std::move(name));
     }
 
@@ -101,6 +104,12 @@ public:
     /// Makes input `slot` of op `o` consume tensor `t` instead. Output types are not re-inferred and
     /// the result may be cyclic: rewrites call graph::validate() afterwards.
     void rewire(op_id o, std::uint32_t slot, tensor_id t);
+
+    /// Reserves room for more ops and tensors (importers and model builders know their sizes).
+    void reserve(std::size_t num_ops, std::size_t num_tensors) {
+        ops_.reserve(num_ops);
+        tensors_.reserve(num_tensors);
+    }
 
     /// Sets the layer or block an op belongs to.
     void set_layer(op_id o, std::int32_t layer) { ops_.at(o).layer = layer; }
@@ -246,8 +255,8 @@ inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::
     }
 }
 
-inline std::span<const tensor_id> computation_graph::add(ops::op_kind kind, std::span<const tensor_id> inputs,
-                                                          ops::attribute_map attrs, std::string name) {
+inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tensor_id> inputs,
+                                         ops::attribute_map attrs, std::string name) {
     const ops::op_spec& s = ops::spec(kind);
     const auto id = static_cast<op_id>(ops_.size());
     if (name.empty()) name = std::string(s.name) + "_" + std::to_string(id);
@@ -263,18 +272,25 @@ inline std::span<const tensor_id> computation_graph::add(ops::op_kind kind, std:
     ops::output_types out;
     try {
         out = s.infer(ops::view(in), attrs);
+        for (const auto& t : out) (void)t.bytes();  // every output's size must be representable
     } catch (const error& e) {
         throw error(where + ": " + e.what());
     }
     struct op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1};
     for (std::size_t i = 0; i < inputs.size(); ++i)
         tensors_[inputs[i]].uses.push_back(use{id, static_cast<std::uint32_t>(i)});
+    output_ids result;
     for (std::size_t k = 0; k < out.size(); ++k) {
-        o.outputs.push_back(static_cast<tensor_id>(tensors_.size()));
-        tensors_.push_back(tensor{out[k], id, static_cast<std::uint32_t>(k), {}});
+        const auto t = static_cast<tensor_id>(tensors_.size());
+        result.push_back(t);
+        tensors_.emplace_back();
+        tensors_.back().type = out[k];
+        tensors_.back().producer = id;
+        tensors_.back().index = static_cast<std::uint32_t>(k);
     }
+    o.outputs.assign(result.begin(), result.end());
     ops_.push_back(std::move(o));
-    return {ops_.back().outputs.data(), ops_.back().outputs.size()};
+    return result;
 }
 
 inline void computation_graph::rewire(op_id o, std::uint32_t slot, tensor_id t) {

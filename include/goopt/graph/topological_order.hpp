@@ -6,6 +6,8 @@
 #include <goopt/graph/concepts.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,15 +63,20 @@ template <ComputationGraph G> std::optional<std::vector<std::size_t>> try_topolo
     std::vector<std::uint32_t> pending(n, 0);
     for (std::size_t v = 0; v < n; ++v)
         for ([[maybe_unused]] auto p : traits::predecessors(g, v)) ++pending[v];
-    // a min-index FIFO is enough for "smallest ready first" on graphs built in order; a heap would
-    // cost log n per op for an order nobody relies on beyond determinism.
+    // smallest ready index first: deterministic, and a graph built in dependency order (every op after
+    // its inputs, as computation_graph::add guarantees) gets exactly the identity order
+    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+    for (std::size_t v = 0; v < n; ++v)
+        if (pending[v] == 0) ready.push(v);
     std::vector<std::size_t> order;
     order.reserve(n);
-    for (std::size_t v = 0; v < n; ++v)
-        if (pending[v] == 0) order.push_back(v);
-    for (std::size_t head = 0; head < order.size(); ++head)
-        for (auto s : traits::successors(g, order[head]))
-            if (--pending[static_cast<std::size_t>(s)] == 0) order.push_back(static_cast<std::size_t>(s));
+    while (!ready.empty()) {
+        const std::size_t v = ready.top();
+        ready.pop();
+        order.push_back(v);
+        for (auto s : traits::successors(g, v))
+            if (--pending[static_cast<std::size_t>(s)] == 0) ready.push(static_cast<std::size_t>(s));
+    }
     if (order.size() != n) return std::nullopt;
     return order;
 }
@@ -77,7 +84,9 @@ template <ComputationGraph G> std::optional<std::vector<std::size_t>> try_topolo
 /// @brief A topological order of the ops; throws goopt::error naming an op on a cycle.
 template <ComputationGraph G> std::vector<std::size_t> topological_order(const G& g) {
     if (auto order = try_topological_order(g)) return std::move(*order);
-    throw error("graph has a cycle through op " + std::to_string(find_cycle(g).front()));
+    const std::size_t v = find_cycle(g).front();
+    if constexpr (requires { g.describe(v); }) throw error("graph has a cycle through op " + g.describe(v));
+    else throw error("graph has a cycle through op " + std::to_string(v));
 }
 
 }  // namespace goopt::graph

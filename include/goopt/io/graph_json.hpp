@@ -562,20 +562,6 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
             fail(e.place, "this unnamed op gets the name " + quote(added.name) +
                               ", which another op in the file has; give it a name");
         g.set_layer(id, e.layer);
-        // Cost models multiply element counts by element sizes; a type whose byte count does not fit
-        // in 64 bits is refused here rather than wrapping around in some later estimate.
-        for (std::size_t k = 0; k < added.outputs.size(); ++k) {
-            const ops::tensor_type& t = g.type_of(added.outputs[k]);
-            std::int64_t n = 0;
-            try {
-                n = t.dims.num_elements();
-            } catch (const error& x) {
-                fail(e.place, g.describe(id) + ": output " + std::to_string(k) + ": " + x.what());
-            }
-            if (n > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(ops::size_of(t.type)))
-                fail(e.place, g.describe(id) + ": output " + std::to_string(k) + " " + ops::to_string(t) +
-                                  " has more bytes than 64 bits can count");
-        }
         const ops::tensor_type& out = g.type_of(added.outputs[0]);
         if (e.expected_shape && *e.expected_shape != out.dims)
             fail(e.shape_place, g.describe(id) + " has shape " + out.dims.to_string() + ", the file says " +

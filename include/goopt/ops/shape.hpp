@@ -88,7 +88,13 @@ struct tensor_type {
     dtype type = dtype::f32;
 
     std::int64_t num_elements() const { return dims.num_elements(); }
-    std::int64_t bytes() const { return num_elements() * static_cast<std::int64_t>(size_of(type)); }
+    /// Size in bytes; throws goopt::error when it overflows int64.
+    std::int64_t bytes() const {
+        std::int64_t b = 0;
+        if (__builtin_mul_overflow(num_elements(), static_cast<std::int64_t>(size_of(type)), &b))
+            throw error("tensor " + dims.to_string() + ": byte count overflows 64 bits");
+        return b;
+    }
     friend constexpr bool operator==(const tensor_type&, const tensor_type&) = default;
 };
 

@@ -31,6 +31,18 @@ inline void expect(bool ok, const std::string& what) {
     if (!ok) throw error(what);
 }
 
+/// a + b and a * b on dimensions, with overflow as bad input rather than undefined behaviour.
+inline std::int64_t add(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) throw error("a dimension overflows 64 bits");
+    return r;
+}
+inline std::int64_t mul(std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) throw error("a dimension product overflows 64 bits");
+    return r;
+}
+
 inline void same_dtype(std::span<const tensor_type> in) {
     for (std::size_t i = 1; i < in.size(); ++i)
         expect(in[i].type == in[0].type, "input " + std::to_string(i) + " has dtype " +
@@ -46,7 +58,7 @@ inline void rank_is(const tensor_type& t, std::size_t r, const char* what) {
 /// Window geometry shared by conv2d and pooling (TensorFlow's SAME / VALID).
 inline std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t s, padding_mode p, const char* axis) {
     expect(k >= 1 && s >= 1, std::string("window along ") + axis + " needs kernel and stride >= 1");
-    if (p == padding_mode::same) return (in + s - 1) / s;
+    if (p == padding_mode::same) return add(in, s - 1) / s;
     expect(in >= k, std::string("VALID window of ") + std::to_string(k) + " does not fit input extent " +
                         std::to_string(in) + " along " + axis);
     return (in - k) / s + 1;
@@ -264,7 +276,7 @@ inline output_types concat(std::span<const tensor_type> in, const attribute_map&
         for (std::size_t d = 0; ok && d < s.rank(); ++d) ok = d == ax || s[d] == out[d];
         detail::expect(ok, "input " + std::to_string(i) + " has shape " + s.to_string() + ", expected " +
                                in[0].dims.to_string() + " except along axis " + std::to_string(ax));
-        out[ax] += s[ax];
+        out[ax] = detail::add(out[ax], s[ax]);
     }
     return {tensor_type{out, in[0].type}};
 }
@@ -278,7 +290,7 @@ inline output_types split(std::span<const tensor_type> in, const attribute_map& 
     output_types out;
     for (auto s : sizes) {
         detail::expect(s >= 1, "split sizes " + detail::str(sizes) + ", expected every size >= 1");
-        total += s;
+        total = detail::add(total, s);
         shape o = x;
         o[ax] = s;
         out.push_back(tensor_type{o, in[0].type});
@@ -300,7 +312,7 @@ inline output_types reshape(std::span<const tensor_type> in, const attribute_map
             infer_at = static_cast<int>(i);
         } else {
             detail::expect(target[i] >= 1, "reshape target " + detail::str(target) + ", expected dimensions >= 1 or one -1");
-            known *= target[i];
+            known = detail::mul(known, target[i]);
         }
     }
     const std::int64_t n = in[0].dims.num_elements();
@@ -321,7 +333,10 @@ inline output_types flatten(std::span<const tensor_type> in, const attribute_map
     detail::expect(ax >= 0 && ax <= static_cast<std::int64_t>(x.rank()),
                    "flatten axis " + std::to_string(ax) + " is out of range for rank " + std::to_string(x.rank()));
     std::int64_t outer = 1, inner = 1;
-    for (std::size_t i = 0; i < x.rank(); ++i) (static_cast<std::int64_t>(i) < ax ? outer : inner) *= x[i];
+    for (std::size_t i = 0; i < x.rank(); ++i) {
+        std::int64_t& part = static_cast<std::int64_t>(i) < ax ? outer : inner;
+        part = detail::mul(part, x[i]);
+    }
     return {tensor_type{{outer, inner}, in[0].type}};
 }
 
@@ -333,7 +348,7 @@ inline output_types pad(std::span<const tensor_type> in, const attribute_map& a)
     shape out = x;
     for (std::size_t i = 0; i < x.rank(); ++i) {
         detail::expect(p[i] >= 0 && p[i + x.rank()] >= 0, "pads " + detail::str(p) + ", expected non-negative values");
-        out[i] += p[i] + p[i + x.rank()];
+        out[i] = detail::add(out[i], detail::add(p[i], p[i + x.rank()]));
     }
     return {tensor_type{out, in[0].type}};
 }
@@ -416,9 +431,9 @@ inline output_types reduce(std::span<const tensor_type> in, const attribute_map&
 inline output_types lstm_cell(std::span<const tensor_type> in, const attribute_map&) {
     detail::same_dtype(in);
     for (std::size_t i = 0; i < 5; ++i) detail::rank_is(in[i], 2, "an LSTM operand");
-    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1];
-    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{B, H} && in[3].dims == shape{I, 4 * H} &&
-                       in[4].dims == shape{H, 4 * H} && in[5].dims == shape{4 * H},
+    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1], H4 = detail::mul(4, H);
+    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{B, H} && in[3].dims == shape{I, H4} &&
+                       in[4].dims == shape{H, H4} && in[5].dims == shape{H4},
                    "LSTM operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " c" +
                        in[2].dims.to_string() + " w" + in[3].dims.to_string() + " u" + in[4].dims.to_string() + " b" +
                        in[5].dims.to_string() + ", expected x[B,I] h[B,H] c[B,H] w[I,4H] u[H,4H] b[4H]");
@@ -429,9 +444,9 @@ inline output_types lstm_cell(std::span<const tensor_type> in, const attribute_m
 inline output_types gru_cell(std::span<const tensor_type> in, const attribute_map&) {
     detail::same_dtype(in);
     for (std::size_t i = 0; i < 4; ++i) detail::rank_is(in[i], 2, "a GRU operand");
-    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1];
-    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{I, 3 * H} && in[3].dims == shape{H, 3 * H} &&
-                       in[4].dims == shape{3 * H},
+    const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1], H3 = detail::mul(3, H);
+    detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{I, H3} && in[3].dims == shape{H, H3} &&
+                       in[4].dims == shape{H3},
                    "GRU operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " w" +
                        in[2].dims.to_string() + " u" + in[3].dims.to_string() + " b" + in[4].dims.to_string() +
                        ", expected x[B,I] h[B,H] w[I,3H] u[H,3H] b[3H]");
