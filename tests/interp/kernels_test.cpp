@@ -153,6 +153,20 @@ TEST_CASE("conv2d: 2x2 kernel on a 3x3 image, SAME and VALID, strides 1 and 2") 
     }
 }
 
+TEST_CASE("conv2d: dilation spreads the taps (WaveNet), VALID and SAME") {
+    // row 1..5, kernel [1, 10] with its taps 2 apart: y[t] = x[t] + 10 x[t + 2] (VALID)
+    auto run = [](std::int64_t padding) {
+        graph::computation_graph g;
+        auto x = g.input("x", {1, 1, 1, 5});
+        auto w = g.weight("w", {1, 1, 1, 2});
+        auto y = g.add1(op_kind::conv2d, {x, w}, {{attr_id::dilation, ints{1, 2}}, {attr_id::padding, padding}});
+        return eval(g, y, {{"x", tensor({1, 1, 1, 5}, {1, 2, 3, 4, 5})}, {"w", tensor({1, 1, 1, 2}, {1, 10})}});
+    };
+    check_value(run(valid), {1, 1, 1, 3}, {31, 42, 53});
+    // SAME: the 3-wide window gets one zero on each side, y[t] = x[t - 1] + 10 x[t + 1]
+    check_value(run(same), {1, 1, 1, 5}, {20, 31, 42, 53, 4});
+}
+
 TEST_CASE("conv2d: groups, batch and fused activations") {
     SUBCASE("two groups, one input channel each") {
         graph::computation_graph g;

@@ -61,6 +61,7 @@ computation_graph coverage_graph() {
     const auto mm = g.add1(op_kind::matmul, {scaled, wm}, {{attr_id::activation, static_cast<i64>(ops::activation::tanh)}},
                            "mm");
     g.set_layer(g.producer(mm), 3);
+    g.set_colocation(g.producer(mm), 5);
     const auto ids = g.input("ids", {3}, ops::dtype::i64);
     const auto table = g.weight("table", {10, 6}, ops::dtype::f16);
     const auto emb = g.add1(op_kind::gather, {table, ids}, {}, "emb");
@@ -88,6 +89,7 @@ void check_same_graph(const computation_graph& a, const computation_graph& b) {
         const auto ta = a.output_types(i), tb = b.output_types(i);
         CHECK(ta == tb);
         CHECK(x.layer == y.layer);
+        CHECK(x.colocation == y.colocation);
     }
     CHECK(a.outputs() == b.outputs());
 }
@@ -163,13 +165,13 @@ TEST_CASE("graph JSON: write then read is exact, and the text is a fixed point")
     CHECK(goopt::io::to_json_string(back) == text);
     // spot checks of the spelling the format documents
     CHECK_HAS(text, R"({"name": "x", "op": "input", "shape": [1, 16, 8, 8], "dtype": "f32"})");
-    CHECK_HAS(text, R"("attrs": {"stride": [1, 1], "padding": "same", "activation": "relu"})");
+    CHECK_HAS(text, R"("attrs": {"stride": [1, 1], "padding": "same", "activation": "relu", "dilation": [1, 1]})");
     CHECK_HAS(text, R"("inputs": ["split:1"])");
     CHECK_HAS(text, R"("min": "-inf", "max": "inf")");
     CHECK_HAS(text, R"("shape": [10, 6], "dtype": "f16")");
     CHECK_HAS(text, R"("outputs": ["mm", "split:1", "emb"])");
     CHECK_HAS(text, R"({"name": "mean", "op": "reduce_mean", "inputs": ["split:0"])");
-    CHECK_HAS(text, R"("layer": 3)");
+    CHECK_HAS(text, R"("layer": 3, "colocation": 5)");
 }
 
 TEST_CASE("graph JSON: nlohmann conversions by ADL, plain and ordered") {

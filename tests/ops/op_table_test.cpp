@@ -58,6 +58,11 @@ const std::vector<example>& examples() {
          {f32({2, 64, 109, 109})}},
         // grouped: 32 groups of 4 input channels (ResNeXt)
         {op_kind::conv2d, {f32({1, 128, 28, 28}), f32({128, 4, 3, 3})}, {{A::stride, ints{2, 2}}}, {f32({1, 128, 14, 14})}},
+        // dilation 4 on a 2-tap kernel covers 5 cells: VALID leaves 32 - 4 = 28
+        {op_kind::conv2d,
+         {f32({1, 16, 1, 32}), f32({16, 16, 1, 2})},
+         {{A::dilation, ints{1, 4}}, {A::padding, std::int64_t(1)}},
+         {f32({1, 16, 1, 28})}},
         {op_kind::matmul, {f32({8, 64}), f32({64, 32})}, {}, {f32({8, 32})}},
         {op_kind::matmul, {f32({4, 12, 128, 64}), f32({4, 12, 64, 128})}, {}, {f32({4, 12, 128, 128})}},
         {op_kind::matmul, {f32({4, 128, 768}), f32({768, 3072})}, {}, {f32({4, 128, 3072})}},
@@ -135,6 +140,7 @@ const std::vector<bad_example>& bad_examples() {
         {op_kind::conv2d, {f32({1, 6, 8, 8}), f32({4, 6, 3, 3})}, {{A::padding, std::int64_t(7)}}, "expected same"},
         {op_kind::conv2d, {f32({1, 6, 8, 8}), f32({4, 6, 3, 3})}, {{A::axis, std::int64_t(0)}}, "unknown attribute 'axis'"},
         {op_kind::conv2d, {f32({1, 6, 8, 8})}, {}, "has 1 inputs, expected 2"},
+        {op_kind::conv2d, {f32({1, 6, 8, 8}), f32({4, 6, 3, 3})}, {{A::dilation, ints{0, 1}}}, "expected values >= 1"},
         {op_kind::matmul, {f32({8, 64}), f32({32, 64})}, {}, "inner dimensions differ"},
         {op_kind::matmul, {f32({64}), f32({64, 2})}, {}, "rank >= 2"},
         {op_kind::matmul, {f32({2, 8, 64}), f32({3, 64, 2})}, {}, "do not broadcast"},

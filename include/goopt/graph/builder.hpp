@@ -17,6 +17,7 @@ struct conv2d_options {
     std::array<std::int64_t, 2> stride{1, 1};
     ops::padding_mode padding = ops::padding_mode::same;
     ops::activation activation = ops::activation::none;
+    std::array<std::int64_t, 2> dilation{1, 1};
     std::string name = {};
 };
 
@@ -55,7 +56,8 @@ public:
         return add1(ops::op_kind::conv2d, {x, w},
                     {{ops::attr_id::stride, ints(o.stride)},
                      {ops::attr_id::padding, static_cast<std::int64_t>(o.padding)},
-                     {ops::attr_id::activation, static_cast<std::int64_t>(o.activation)}},
+                     {ops::attr_id::activation, static_cast<std::int64_t>(o.activation)},
+                     {ops::attr_id::dilation, ints(o.dilation)}},
                     std::move(o.name));
     }
     tensor_id matmul(tensor_id a, tensor_id b, ops::activation act = ops::activation::none, std::string name = {}) {

@@ -43,7 +43,8 @@ using output_ids = boost::container::small_vector<tensor_id, 2>;
 
 /// An op (a node): kind, attributes (every declared attribute present), name, inputs and outputs.
 /// `layer` is the layer or block the op belongs to in its model (-1: none); expert placements and
-/// visualizations use it.
+/// visualizations use it. Ops with the same `colocation` group (>= 0) must run on one device: a
+/// parameter, the accumulation of its gradient and its update op (-1: unconstrained).
 struct op {
     ops::op_kind kind;
     ops::attribute_map attrs;
@@ -51,6 +52,7 @@ struct op {
     boost::container::small_vector<tensor_id, 3> inputs;
     boost::container::small_vector<tensor_id, 1> outputs;
     std::int32_t layer = -1;
+    std::int32_t colocation = -1;
 
     const ops::op_spec& spec() const noexcept { return ops::spec(kind); }
 };
@@ -113,6 +115,8 @@ public:
 
     /// Sets the layer or block an op belongs to.
     void set_layer(op_id o, std::int32_t layer) { ops_.at(o).layer = layer; }
+    /// Puts an op in a colocation group (-1: none).
+    void set_colocation(op_id o, std::int32_t group) { ops_.at(o).colocation = group; }
 
     // ---- queries
     const std::string& name() const noexcept { return name_; }
@@ -276,7 +280,7 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
     } catch (const error& e) {
         throw error(where + ": " + e.what());
     }
-    struct op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1};
+    struct op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1};
     for (std::size_t i = 0; i < inputs.size(); ++i)
         tensors_[inputs[i]].uses.push_back(use{id, static_cast<std::uint32_t>(i)});
     output_ids result;

@@ -237,8 +237,12 @@ template <std::floating_point T> value<T> conv2d(const kernel_args<T>& a) {
     const index groups = C / Cg, Og = O / groups;
     const auto& st = a.attrs().get_ints(attr_id::stride);
     const index sh = st[0], sw = st[1];
+    const auto& dl = a.attrs().get_ints(attr_id::dilation);
+    const index dh = dl[0], dw = dl[1];
     const auto padding = a.attrs().get_int(attr_id::padding);
-    const index top = pad_before(H, OH, kh, sh, padding), left = pad_before(W, OW, kw, sw, padding);
+    // the window of a dilated kernel spans (k - 1) * d + 1 cells
+    const index top = pad_before(H, OH, (kh - 1) * dh + 1, sh, padding);
+    const index left = pad_before(W, OW, (kw - 1) * dw + 1, sw, padding);
     value<T> r = filled(od, T(0));
     const T* x = a.data(0);
     const T* w = a.data(1);
@@ -251,12 +255,12 @@ template <std::floating_point T> value<T> conv2d(const kernel_args<T>& a) {
                 const T* xp = x + (n * C + g * Cg + c) * H * W;
                 const T* wp = w + (oc * Cg + c) * kh * kw;
                 for (index i = 0; i < kh; ++i) {
-                    const auto [oh0, oh1] = tap_range(H, OH, sh, top, i);
+                    const auto [oh0, oh1] = tap_range(H, OH, sh, top, i * dh);
                     for (index j = 0; j < kw; ++j) {
-                        const auto [ow0, ow1] = tap_range(W, OW, sw, left, j);
+                        const auto [ow0, ow1] = tap_range(W, OW, sw, left, j * dw);
                         const T wv = wp[i * kw + j];
                         for (index oh = oh0; oh < oh1; ++oh) {
-                            const index row = (oh * sh - top + i) * W - left + j;  // + ow * sw: the tap
+                            const index row = (oh * sh - top + i * dh) * W - left + j * dw;  // + ow * sw: the tap
                             T* yrow = yp + oh * OW;
                             for (index ow = ow0; ow < ow1; ++ow) yrow[ow] += wv * xp[row + ow * sw];
                         }

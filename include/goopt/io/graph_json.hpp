@@ -185,7 +185,7 @@ template <class Contains> std::optional<std::string_view> ambiguous_with(std::st
 }
 
 inline constexpr std::string_view top_keys[] = {"format", "version", "name", "ops", "outputs"};
-inline constexpr std::string_view op_keys[] = {"name", "op", "inputs", "attrs", "shape", "dtype", "layer"};
+inline constexpr std::string_view op_keys[] = {"name", "op", "inputs", "attrs", "shape", "dtype", "layer", "colocation"};
 
 template <std::size_t N> bool is_one_of(std::string_view k, const std::string_view (&keys)[N]) {
     for (auto x : keys)
@@ -229,6 +229,7 @@ private:
         std::optional<ops::dtype> expected_dtype;
         std::string shape_place, dtype_place;
         std::int32_t layer = -1;
+        std::int32_t colocation = -1;
         graph::op_id id = graph::no_op;  ///< once added
     };
 
@@ -404,12 +405,13 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
             e.expected_dtype = t;
         }
     }
-    if (auto it = o.find("layer"); it != o.end()) {
-        const auto l = integer(*it, at(place, "layer"));
-        if (l < std::numeric_limits<std::int32_t>::min() || l > std::numeric_limits<std::int32_t>::max())
-            fail(at(place, "layer"), who + "layer " + std::to_string(l) + " is out of the 32-bit range");
-        e.layer = static_cast<std::int32_t>(l);
-    }
+    for (const char* key : {"layer", "colocation"})
+        if (auto it = o.find(key); it != o.end()) {
+            const auto l = integer(*it, at(place, key));
+            if (l < std::numeric_limits<std::int32_t>::min() || l > std::numeric_limits<std::int32_t>::max())
+                fail(at(place, key), who + key + " " + std::to_string(l) + " is out of the 32-bit range");
+            (std::string_view(key) == "layer" ? e.layer : e.colocation) = static_cast<std::int32_t>(l);
+        }
     if (auto it = o.find("inputs"); it != o.end()) {
         const std::string inputs_place = at(place, "inputs");
         if (!it->is_array()) fail(inputs_place, who + "expected a list of tensor references, got " + describe(*it));
@@ -562,6 +564,7 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
             fail(e.place, "this unnamed op gets the name " + quote(added.name) +
                               ", which another op in the file has; give it a name");
         g.set_layer(id, e.layer);
+        g.set_colocation(id, e.colocation);
         const ops::tensor_type& out = g.type_of(added.outputs[0]);
         if (e.expected_shape && *e.expected_shape != out.dims)
             fail(e.shape_place, g.describe(id) + " has shape " + out.dims.to_string() + ", the file says " +
@@ -675,6 +678,7 @@ template <class Json> void write_graph_json(Json& j, const graph::computation_gr
             x["dtype"] = ops::name(t.type);
         }
         if (o.layer != -1) x["layer"] = o.layer;
+        if (o.colocation != -1) x["colocation"] = o.colocation;
         ops_json.push_back(std::move(x));
     }
     j["ops"] = std::move(ops_json);

@@ -38,14 +38,15 @@ enum class attr_id : std::uint8_t {
     min,         ///< real, for clip
     max,         ///< real, for clip
     value,       ///< real, pad value
+    dilation,    ///< ints [dh, dw]: spacing of a conv2d kernel's taps (WaveNet's dilated convolutions)
 };
 
-inline constexpr std::size_t num_attr_ids = 18;
+inline constexpr std::size_t num_attr_ids = 19;
 
 constexpr std::string_view name(attr_id a) noexcept {
     constexpr std::string_view names[num_attr_ids] = {
         "shape", "dtype", "stride", "kernel", "padding", "activation", "axis", "axes", "perm",
-        "sizes", "pads", "begin", "end", "keepdims", "epsilon", "min", "max", "value"};
+        "sizes", "pads", "begin", "end", "keepdims", "epsilon", "min", "max", "value", "dilation"};
     return names[static_cast<std::size_t>(a)];
 }
 

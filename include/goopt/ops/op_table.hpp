@@ -23,7 +23,7 @@ inline constexpr std::array source_attrs{
     attr_spec{A::shape, T::ints, true}, attr_spec{A::dtype, T::integer, false, static_cast<std::int64_t>(dtype::f32)}};
 inline constexpr std::array conv_attrs{
     attr_spec{A::stride, T::ints, false, 0, 0.0, ones2}, attr_spec{A::padding, T::integer},
-    attr_spec{A::activation, T::integer}};
+    attr_spec{A::activation, T::integer}, attr_spec{A::dilation, T::ints, false, 0, 0.0, ones2}};
 inline constexpr std::array matmul_attrs{attr_spec{A::activation, T::integer}};
 inline constexpr std::array pool_attrs{
     attr_spec{A::kernel, T::ints, true}, attr_spec{A::stride, T::ints, false, 0, 0.0, ones2},
@@ -66,7 +66,7 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table{{
      detail::cf::output_bytes, source | constant, 0, "all-ones tensor"},
     // ---- TASO's compute operators
     {op_kind::conv2d, "conv2d", 2, 2, 1, detail::conv_attrs, detail::sr::conv2d, detail::cf::conv2d, detail::cf::io_bytes,
-     linear | fused_activation, 0b11, "grouped 2-D convolution, NCHW, SAME/VALID padding, fused activation"},
+     linear | fused_activation, 0b11, "grouped, strided, dilated 2-D convolution, NCHW, SAME/VALID padding, fused activation"},
     {op_kind::matmul, "matmul", 2, 2, 1, detail::matmul_attrs, detail::sr::matmul, detail::cf::matmul,
      detail::cf::io_bytes, fused_activation, 0b11, "batched matrix product, batch dimensions broadcast"},
     {op_kind::ewadd, "ewadd", 2, 2, 1, {}, detail::sr::binary, detail::cf::per_output<1>, detail::cf::io_bytes,

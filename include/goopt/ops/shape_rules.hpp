@@ -156,6 +156,7 @@ inline output_types const_imm(std::span<const tensor_type>, const attribute_map&
 }
 
 /// Grouped 2-D convolution, NCHW input, [O, C/groups, kh, kw] weight; groups = C / weight dim 1.
+/// A dilation d spreads the taps d apart, so the window covers (k - 1) * d + 1 input cells.
 inline output_types conv2d(std::span<const tensor_type> in, const attribute_map& a) {
     detail::same_dtype(in);
     detail::rank_is(in[0], 4, "input");
@@ -168,10 +169,14 @@ inline output_types conv2d(std::span<const tensor_type> in, const attribute_map&
     detail::expect(w[0] % groups == 0, "output channels " + std::to_string(w[0]) + " are not a multiple of groups " +
                                            std::to_string(groups));
     const auto st = detail::pair_attr(a, attr_id::stride);
+    const auto dl = detail::pair_attr(a, attr_id::dilation);
+    detail::expect(dl[0] >= 1 && dl[1] >= 1, "attribute 'dilation' is " + detail::str(dl) + ", expected values >= 1");
     const auto p = detail::padding_of(a);
     detail::check_activation(a);
-    return {tensor_type{{x[0], w[0], detail::window_out(x[2], w[2], st[0], p, "height"),
-                         detail::window_out(x[3], w[3], st[1], p, "width")},
+    const std::int64_t kh = detail::add(detail::mul(w[2] - 1, dl[0]), 1);
+    const std::int64_t kw = detail::add(detail::mul(w[3] - 1, dl[1]), 1);
+    return {tensor_type{{x[0], w[0], detail::window_out(x[2], kh, st[0], p, "height"),
+                         detail::window_out(x[3], kw, st[1], p, "width")},
                         in[0].type}};
 }
 
