@@ -5,6 +5,7 @@
 
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/topological_order.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/dtype.hpp>
@@ -24,7 +25,6 @@
 #include <iterator>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <span>
 #include <string>
 #include <string_view>
@@ -201,6 +201,16 @@ inline std::string dtype_list() {
     for (std::size_t i = 0; i < ops::num_dtypes; ++i) names.push_back(ops::name(static_cast<ops::dtype>(i)));
     return join(names);
 }
+
+/// Dependencies between the ops of a file, as a graph::ComputationGraph, so that the reader orders
+/// them and finds cycles with the library's own algorithms.
+struct file_dependencies {
+    std::vector<std::vector<std::size_t>> preds, succs;
+    std::size_t num_ops() const { return preds.size(); }
+    const std::vector<std::size_t>& predecessors(std::size_t v) const { return preds[v]; }
+    const std::vector<std::size_t>& successors(std::size_t v) const { return succs[v]; }
+    std::uint64_t op_label(std::size_t) const { return 0; }
+};
 
 /// Reads one graph document. Holds the source name and pointer prefix so every check can say where.
 template <class Json> class graph_reader {
@@ -457,51 +467,24 @@ graph::tensor_id graph_reader<Json>::tensor_of(const graph::computation_graph& g
     return producer.outputs[r.output];
 }
 
-/// Kahn's algorithm taking the smallest file index among the ready ops, so that a file already in
-/// dependency order is added in file order (and a written graph reads back with the same op ids).
+/// The file's ops in dependency order, smallest file index first among the ready ones, so that a file
+/// already in dependency order is added in file order (and a written graph reads back with the same
+/// op ids); a cycle is reported with the names of the ops on it.
 template <class Json> std::vector<std::size_t> graph_reader<Json>::order() const {
-    const std::size_t n = entries_.size();
-    std::vector<std::vector<std::size_t>> consumers(n);
-    std::vector<std::size_t> pending(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
+    file_dependencies deps;
+    deps.preds.resize(entries_.size());
+    deps.succs.resize(entries_.size());
+    for (std::size_t i = 0; i < entries_.size(); ++i)
         for (const auto& r : entries_[i].inputs) {
-            consumers[r.op].push_back(i);
-            ++pending[i];
+            deps.preds[i].push_back(r.op);
+            deps.succs[r.op].push_back(i);
         }
-    std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
-    for (std::size_t i = 0; i < n; ++i)
-        if (pending[i] == 0) ready.push(i);
-    std::vector<std::size_t> out;
-    out.reserve(n);
-    while (!ready.empty()) {
-        const std::size_t i = ready.top();
-        ready.pop();
-        out.push_back(i);
-        for (std::size_t c : consumers[i])
-            if (--pending[c] == 0) ready.push(c);
-    }
-    if (out.size() == n) return out;
-
-    // Every op left over waits for another left-over op, so walking from one to a waiting input
-    // must come back to an op already seen: that loop is a cycle.
-    std::vector<std::size_t> seen_at(n, n);
-    std::vector<std::size_t> walk;
-    std::size_t v = 0;
-    while (pending[v] == 0) ++v;
-    while (seen_at[v] == n) {
-        seen_at[v] = walk.size();
-        walk.push_back(v);
-        for (const auto& r : entries_[v].inputs)
-            if (pending[r.op] != 0) {
-                v = r.op;
-                break;
-            }
-    }
-    // walk[seen_at[v]..] follows inputs backwards; print it in the direction the data flows.
-    std::string cycle;
-    for (std::size_t k = walk.size(); k-- > seen_at[v];) cycle += quote(entries_[walk[k]].name) + " -> ";
-    cycle += quote(entries_[walk.back()].name);
-    fail(prefix_ + "/ops", "the ops form a cycle: " + cycle + " (each consumes the one before it)");
+    if (auto order = graph::try_topological_order(deps)) return std::move(*order);
+    const auto cycle = graph::find_cycle(deps);
+    std::string names;
+    for (std::size_t v : cycle) names += quote(entries_[v].name) + " -> ";
+    names += quote(entries_[cycle.front()].name);
+    fail(prefix_ + "/ops", "the ops form a cycle: " + names + " (each consumes the one before it)");
 }
 
 template <class Json> graph::computation_graph graph_reader<Json>::read() {
