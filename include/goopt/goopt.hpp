@@ -6,5 +6,6 @@
 #include <goopt/graph.hpp>
 #include <goopt/interp.hpp>
 #include <goopt/io.hpp>
+#include <goopt/models.hpp>
 #include <goopt/ops.hpp>
 #include <goopt/version.hpp>

@@ -646,6 +646,349 @@ template <std::floating_point T> std::vector<value<T>> one(value<T> v) {
     return out;
 }
 
+// ---- gradients and optimizer updates (training graphs)
+// Each kernel is the exact derivative of its forward kernel above (same window geometry, same
+// tie-breaking), so that finite differences of the forward ops check the backward pass.
+
+template <std::floating_point T> value<T> add_n(const kernel_args<T>& a) {
+    value<T> r = filled(a.out_dims(), T(0));
+    T* z = r.data();
+    for (std::size_t i = 0; i < a.in.size(); ++i) {
+        const T* x = a.data(i);
+        for (std::size_t k = 0; k < r.size(); ++k) z[k] += x[k];
+    }
+    return r;
+}
+
+/// (y or x, dy) -> dy * f(y or x), elementwise.
+template <std::floating_point T, class F> value<T> pointwise_grad(const kernel_args<T>& a, F f) {
+    value<T> r = filled(a.out_dims(), T(0));
+    const T* y = a.data(0);
+    const T* dy = a.data(1);
+    T* z = r.data();
+    for (std::size_t i = 0; i < r.size(); ++i) z[i] = dy[i] * f(y[i]);
+    return r;
+}
+
+/// d/dx of x * Phi(x): Phi(x) + x * phi(x).
+template <std::floating_point T> T gelu_derivative(T x) {
+    const T cdf = T(0.5) * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>));
+    const T pdf = std::exp(T(-0.5) * x * x) * std::numbers::inv_sqrtpi_v<T> / std::numbers::sqrt2_v<T>;
+    return cdf + x * pdf;
+}
+
+/// The loops of conv2d with the roles turned around: Input accumulates into dx from (dy, w),
+/// otherwise into dw from (x, dy). Shapes: x = dx or input 0, w = dw or input 1, y = dy.
+template <std::floating_point T, bool Input> value<T> conv2d_grad(const kernel_args<T>& a) {
+    using ops::attr_id;
+    const ops::shape& xd = Input ? a.out_dims() : a.in_dims(0);
+    const ops::shape& wd = Input ? a.in_dims(1) : a.out_dims();
+    const ops::shape& od = Input ? a.in_dims(0) : a.in_dims(1);
+    const index N = xd[0], C = xd[1], H = xd[2], W = xd[3];
+    const index O = wd[0], Cg = wd[1], kh = wd[2], kw = wd[3];
+    const index OH = od[2], OW = od[3];
+    const index groups = C / Cg, Og = O / groups;
+    const auto& st = a.attrs().get_ints(attr_id::stride);
+    const index sh = st[0], sw = st[1];
+    const auto& dl = a.attrs().get_ints(attr_id::dilation);
+    const index dh = dl[0], dw = dl[1];
+    const auto padding = a.attrs().get_int(attr_id::padding);
+    const index top = pad_before(H, OH, (kh - 1) * dh + 1, sh, padding);
+    const index left = pad_before(W, OW, (kw - 1) * dw + 1, sw, padding);
+    value<T> r = filled(a.out_dims(), T(0));
+    const T* dy = Input ? a.data(0) : a.data(1);
+    for (index n = 0; n < N; ++n)
+        for (index oc = 0; oc < O; ++oc) {
+            const T* yp = dy + (n * O + oc) * OH * OW;
+            const index g = oc / Og;
+            for (index c = 0; c < Cg; ++c) {
+                const index xoff = (n * C + g * Cg + c) * H * W, woff = (oc * Cg + c) * kh * kw;
+                for (index i = 0; i < kh; ++i) {
+                    const auto [oh0, oh1] = tap_range(H, OH, sh, top, i * dh);
+                    for (index j = 0; j < kw; ++j) {
+                        const auto [ow0, ow1] = tap_range(W, OW, sw, left, j * dw);
+                        T acc = 0;
+                        for (index oh = oh0; oh < oh1; ++oh) {
+                            const index row = (oh * sh - top + i * dh) * W - left + j * dw;
+                            const T* yrow = yp + oh * OW;
+                            if constexpr (Input) {
+                                const T wv = a.data(1)[woff + i * kw + j];
+                                T* xp = r.data() + xoff;
+                                for (index ow = ow0; ow < ow1; ++ow) xp[row + ow * sw] += wv * yrow[ow];
+                            } else {
+                                const T* xp = a.data(0) + xoff;
+                                for (index ow = ow0; ow < ow1; ++ow) acc += xp[row + ow * sw] * yrow[ow];
+                            }
+                        }
+                        if constexpr (!Input) r.data()[woff + i * kw + j] += acc;
+                    }
+                }
+            }
+        }
+    return r;
+}
+
+/// Pooling gradients with pool2d's windows: the average spreads dy over the covered cells, the
+/// max routes it to the window's first maximum (pool2d's nan_max keeps the first of equal values).
+template <std::floating_point T, bool Max> value<T> pool2d_grad(const kernel_args<T>& a) {
+    using ops::attr_id;
+    const auto& xd = a.out_dims();
+    const auto& od = a.in_dims(a.in.size() - 1);
+    const index NC = xd[0] * xd[1], H = xd[2], W = xd[3], OH = od[2], OW = od[3];
+    const auto& k = a.attrs().get_ints(attr_id::kernel);
+    const auto& st = a.attrs().get_ints(attr_id::stride);
+    const auto padding = a.attrs().get_int(attr_id::padding);
+    const index top = pad_before(H, OH, k[0], st[0], padding), left = pad_before(W, OW, k[1], st[1], padding);
+    value<T> r = filled(xd, T(0));
+    const T* dy = a.data(a.in.size() - 1);
+    for (index p = 0; p < NC; ++p) {
+        T* dx = r.data() + p * H * W;
+        const T* xp = Max ? a.data(0) + p * H * W : nullptr;
+        for (index oh = 0; oh < OH; ++oh) {
+            const index h0 = std::max<index>(oh * st[0] - top, 0), h1 = std::min(oh * st[0] - top + k[0], H);
+            for (index ow = 0; ow < OW; ++ow) {
+                const index w0 = std::max<index>(ow * st[1] - left, 0), w1 = std::min(ow * st[1] - left + k[1], W);
+                const T g = *dy++;
+                if constexpr (Max) {
+                    T acc = -std::numeric_limits<T>::infinity();
+                    index at = h0 * W + w0;
+                    for (index h = h0; h < h1; ++h)
+                        for (index w = w0; w < w1; ++w)
+                            if (xp[h * W + w] > acc || std::isnan(xp[h * W + w])) {
+                                acc = xp[h * W + w];
+                                at = h * W + w;
+                            }
+                    dx[at] += g;
+                } else {
+                    const T share = g / static_cast<T>((h1 - h0) * (w1 - w0));
+                    for (index h = h0; h < h1; ++h)
+                        for (index w = w0; w < w1; ++w) dx[h * W + w] += share;
+                }
+            }
+        }
+    }
+    return r;
+}
+
+template <std::floating_point T> value<T> softmax_grad(const kernel_args<T>& a) {
+    const auto& yd = a.in_dims(0);
+    const axis_split x = around(yd, yd.axis(a.attrs().get_int(ops::attr_id::axis)));
+    value<T> r = filled(a.out_dims(), T(0));
+    for (index p = 0; p < x.outer; ++p)
+        for (index q = 0; q < x.inner; ++q) {
+            const index at = p * x.extent * x.inner + q;
+            const T* y = a.data(0) + at;
+            const T* dy = a.data(1) + at;
+            T dot = 0;
+            for (index i = 0; i < x.extent; ++i) dot += y[i * x.inner] * dy[i * x.inner];
+            for (index i = 0; i < x.extent; ++i) r.data()[at + i * x.inner] = y[i * x.inner] * (dy[i * x.inner] - dot);
+        }
+    return r;
+}
+
+/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) with dxhat = dy * gamma.
+template <std::floating_point T> std::vector<value<T>> layernorm_grad(const kernel_args<T>& a) {
+    const auto& xd = a.in_dims(0);
+    const std::size_t ax = xd.axis(a.attrs().get_int(ops::attr_id::axis));
+    const index outer = prod(xd, 0, ax), inner = prod(xd, ax, xd.rank());
+    const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
+    const T* gamma = a.data(1);
+    std::vector<value<T>> out;
+    out.push_back(filled(a.out_dims(0), T(0)));
+    out.push_back(filled(a.out_dims(1), T(0)));
+    out.push_back(filled(a.out_dims(2), T(0)));
+    std::vector<T> xhat(static_cast<std::size_t>(inner)), dxhat(static_cast<std::size_t>(inner));
+    for (index p = 0; p < outer; ++p) {
+        const T* xp = a.data(0) + p * inner;
+        const T* dy = a.data(2) + p * inner;
+        T mean = 0, var = 0;
+        for (index i = 0; i < inner; ++i) mean += xp[i];
+        mean /= static_cast<T>(inner);
+        for (index i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
+        var /= static_cast<T>(inner);
+        const T rstd = T(1) / std::sqrt(var + eps);
+        T m1 = 0, m2 = 0;
+        for (index i = 0; i < inner; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            xhat[k] = (xp[i] - mean) * rstd;
+            dxhat[k] = dy[i] * gamma[i];
+            m1 += dxhat[k];
+            m2 += dxhat[k] * xhat[k];
+            out[1].data()[i] += dy[i] * xhat[k];
+            out[2].data()[i] += dy[i];
+        }
+        m1 /= static_cast<T>(inner);
+        m2 /= static_cast<T>(inner);
+        for (index i = 0; i < inner; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            out[0].data()[p * inner + i] = rstd * (dxhat[k] - m1 - xhat[k] * m2);
+        }
+    }
+    return out;
+}
+
+/// The exact derivatives of batchnorm's (x - mean) / sqrt(var + eps) * scale + bias in all five inputs.
+template <std::floating_point T> std::vector<value<T>> batchnorm_grad(const kernel_args<T>& a) {
+    const axis_split x = around(a.in_dims(0), 1);
+    const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
+    const T *scale = a.data(1), *mean = a.data(2), *var = a.data(3), *dy = a.data(4);
+    std::vector<value<T>> out;
+    for (std::size_t k = 0; k < 5; ++k) out.push_back(filled(a.out_dims(k), T(0)));
+    for (index p = 0; p < x.outer; ++p)
+        for (index c = 0; c < x.extent; ++c) {
+            const T den = std::sqrt(var[c] + eps);
+            const index at = (p * x.extent + c) * x.inner;
+            T sum_dy = 0, sum_dy_xc = 0;
+            for (index i = at; i < at + x.inner; ++i) {
+                out[0].data()[i] = dy[i] * scale[c] / den;
+                sum_dy += dy[i];
+                sum_dy_xc += dy[i] * (a.data(0)[i] - mean[c]);
+            }
+            out[1].data()[c] += sum_dy_xc / den;
+            out[2].data()[c] += sum_dy;
+            out[3].data()[c] -= sum_dy * scale[c] / den;
+            out[4].data()[c] -= T(0.5) * sum_dy_xc * scale[c] / (den * den * den);
+        }
+    return out;
+}
+
+/// Scatter-add of dy into the gathered data's shape; indices as gather reads them.
+template <std::floating_point T> value<T> gather_grad(const kernel_args<T>& a) {
+    const auto& xd = a.out_dims();
+    const std::size_t ax = xd.axis(a.attrs().get_int(ops::attr_id::axis));
+    const axis_split x = around(xd, ax);
+    const auto ni = static_cast<std::size_t>(a.in_dims(0).num_elements());
+    std::vector<index> idx(ni);
+    for (std::size_t j = 0; j < ni; ++j) {
+        const T v = a.data(0)[j];
+        if (!(v == std::trunc(v) && v >= static_cast<T>(-x.extent) && v < static_cast<T>(x.extent)))
+            a.fail("index " + number_string(v) + " at position " + std::to_string(j) + " is not an integer in [" +
+                   std::to_string(-x.extent) + ", " + std::to_string(x.extent) + ") for axis " + std::to_string(ax) +
+                   " of data " + xd.to_string());
+        idx[j] = static_cast<index>(v) < 0 ? static_cast<index>(v) + x.extent : static_cast<index>(v);
+    }
+    value<T> r = filled(xd, T(0));
+    const T* dy = a.data(1);
+    for (index p = 0; p < x.outer; ++p)
+        for (index j : idx) {
+            T* dst = r.data() + (p * x.extent + j) * x.inner;
+            for (index i = 0; i < x.inner; ++i) dst[i] += *dy++;
+        }
+    return r;
+}
+
+/// c[M,N] += a^T b for a [K,M], b [K,N] (weight gradients: x^T times the gate gradients).
+template <std::floating_point T> void gemm_tn_acc(const T* x, const T* y, T* c, index M, index K, index N) {
+    for (index k = 0; k < K; ++k)
+        for (index m = 0; m < M; ++m) {
+            const T v = x[k * M + m];
+            for (index n = 0; n < N; ++n) c[m * N + n] += v * y[k * N + n];
+        }
+}
+/// c[M,N] += a b^T for a [M,K], b [N,K] (input gradients: gate gradients times w^T).
+template <std::floating_point T> void gemm_nt_acc(const T* x, const T* y, T* c, index M, index K, index N) {
+    for (index m = 0; m < M; ++m)
+        for (index n = 0; n < N; ++n) {
+            T acc = 0;
+            for (index k = 0; k < K; ++k) acc += x[m * K + k] * y[n * K + k];
+            c[m * N + n] += acc;
+        }
+}
+
+/// Recomputes the gates, then back through c' = f c + i g, h' = o tanh(c').
+template <std::floating_point T> std::vector<value<T>> lstm_cell_grad(const kernel_args<T>& a) {
+    const index B = a.in_dims(0)[0], I = a.in_dims(0)[1], H = a.in_dims(1)[1];
+    std::vector<T> gates = affine(a.data(0), a.data(3), B, I, 4 * H);
+    gemm_acc(a.data(1), a.data(4), gates.data(), B, H, 4 * H);
+    const T *bias = a.data(5), *c = a.data(2), *dhn = a.data(6), *dcn = a.data(7);
+    std::vector<value<T>> out;
+    for (std::size_t k = 0; k < 6; ++k) out.push_back(filled(a.out_dims(k), T(0)));
+    std::vector<T> dgates(gates.size());
+    for (index n = 0; n < B; ++n)
+        for (index j = 0; j < H; ++j) {
+            const T* gt = gates.data() + n * 4 * H;
+            T* dg = dgates.data() + n * 4 * H;
+            const index at = n * H + j;
+            const T i = sigmoid(gt[j] + bias[j]);
+            const T f = sigmoid(gt[H + j] + bias[H + j]);
+            const T g = std::tanh(gt[2 * H + j] + bias[2 * H + j]);
+            const T o = sigmoid(gt[3 * H + j] + bias[3 * H + j]);
+            const T tc = std::tanh(f * c[at] + i * g);
+            const T dct = dcn[at] + dhn[at] * o * (T(1) - tc * tc);
+            dg[j] = dct * g * i * (T(1) - i);
+            dg[H + j] = dct * c[at] * f * (T(1) - f);
+            dg[2 * H + j] = dct * i * (T(1) - g * g);
+            dg[3 * H + j] = dhn[at] * tc * o * (T(1) - o);
+            out[2].data()[at] = dct * f;
+        }
+    gemm_nt_acc(dgates.data(), a.data(3), out[0].data(), B, 4 * H, I);
+    gemm_nt_acc(dgates.data(), a.data(4), out[1].data(), B, 4 * H, H);
+    gemm_tn_acc(a.data(0), dgates.data(), out[3].data(), I, B, 4 * H);
+    gemm_tn_acc(a.data(1), dgates.data(), out[4].data(), H, B, 4 * H);
+    for (index n = 0; n < B; ++n)
+        for (index j = 0; j < 4 * H; ++j) out[5].data()[j] += dgates[static_cast<std::size_t>(n * 4 * H + j)];
+    return out;
+}
+
+/// Recomputes the gates, then back through h' = (1 - z) n + z h, n = tanh(xw_n + r * hu_n + b_n).
+template <std::floating_point T> std::vector<value<T>> gru_cell_grad(const kernel_args<T>& a) {
+    const index B = a.in_dims(0)[0], I = a.in_dims(0)[1], H = a.in_dims(1)[1];
+    const std::vector<T> xw = affine(a.data(0), a.data(2), B, I, 3 * H);
+    const std::vector<T> hu = affine(a.data(1), a.data(3), B, H, 3 * H);
+    const T *bias = a.data(4), *h = a.data(1), *dhn = a.data(5);
+    std::vector<value<T>> out;
+    for (std::size_t k = 0; k < 5; ++k) out.push_back(filled(a.out_dims(k), T(0)));
+    std::vector<T> dxw(xw.size()), dhu(hu.size());
+    for (index n = 0; n < B; ++n)
+        for (index j = 0; j < H; ++j) {
+            const index at = n * 3 * H;
+            const T rg = sigmoid(xw[at + j] + hu[at + j] + bias[j]);
+            const T z = sigmoid(xw[at + H + j] + hu[at + H + j] + bias[H + j]);
+            const T nn = std::tanh(xw[at + 2 * H + j] + rg * hu[at + 2 * H + j] + bias[2 * H + j]);
+            const T d = dhn[n * H + j];
+            const T dan = d * (T(1) - z) * (T(1) - nn * nn);
+            const T daz = d * (h[n * H + j] - nn) * z * (T(1) - z);
+            const T dar = dan * hu[at + 2 * H + j] * rg * (T(1) - rg);
+            dxw[at + j] = dhu[at + j] = dar;
+            dxw[at + H + j] = dhu[at + H + j] = daz;
+            dxw[at + 2 * H + j] = dan;
+            dhu[at + 2 * H + j] = dan * rg;
+            out[1].data()[n * H + j] = d * z;
+            out[4].data()[j] += dar;
+            out[4].data()[H + j] += daz;
+            out[4].data()[2 * H + j] += dan;
+        }
+    gemm_nt_acc(dxw.data(), a.data(2), out[0].data(), B, 3 * H, I);
+    gemm_nt_acc(dhu.data(), a.data(3), out[1].data(), B, 3 * H, H);
+    gemm_tn_acc(a.data(0), dxw.data(), out[2].data(), I, B, 3 * H);
+    gemm_tn_acc(a.data(1), dhu.data(), out[3].data(), H, B, 3 * H);
+    return out;
+}
+
+template <std::floating_point T> value<T> sgd_update(const kernel_args<T>& a) {
+    const T lr = *a.data(2);
+    value<T> r = filled(a.out_dims(), T(0));
+    const T *w = a.data(0), *g = a.data(1);
+    for (std::size_t i = 0; i < r.size(); ++i) r.data()[i] = w[i] - lr * g[i];
+    return r;
+}
+
+template <std::floating_point T> std::vector<value<T>> adam_update(const kernel_args<T>& a) {
+    const T lr = *a.data(4), b1 = *a.data(5), b2 = *a.data(6);
+    const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
+    std::vector<value<T>> out;
+    for (std::size_t k = 0; k < 3; ++k) out.push_back(filled(a.out_dims(k), T(0)));
+    const T *w = a.data(0), *g = a.data(1), *m = a.data(2), *v = a.data(3);
+    for (std::size_t i = 0; i < out[0].size(); ++i) {
+        const T mn = b1 * m[i] + (T(1) - b1) * g[i];
+        const T vn = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
+        out[0].data()[i] = w[i] - lr * mn / (std::sqrt(vn) + eps);
+        out[1].data()[i] = mn;
+        out[2].data()[i] = vn;
+    }
+    return out;
+}
+
 }  // namespace detail
 
 // ---- implementation ----
@@ -742,6 +1085,29 @@ std::vector<value<T>> evaluate_op(const graph::computation_graph& g, graph::op_i
     case op_kind::reduce_max: out = detail::one(detail::reduce(a, detail::reduction::max)); break;
     case op_kind::lstm_cell: out = detail::lstm_cell(a); break;
     case op_kind::gru_cell: out = detail::one(detail::gru_cell(a)); break;
+    // gradients and optimizer updates (training graphs)
+    case op_kind::const_fill: out = detail::one(detail::filled(a.out_dims(), attr_real(ops::attr_id::value))); break;
+    case op_kind::add_n: out = detail::one(detail::add_n(a)); break;
+    case op_kind::conv2d_grad_input: out = detail::one(detail::conv2d_grad<T, true>(a)); break;
+    case op_kind::conv2d_grad_weight: out = detail::one(detail::conv2d_grad<T, false>(a)); break;
+    case op_kind::relu_grad:
+        out = detail::one(detail::pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); }));
+        break;
+    case op_kind::sigmoid_grad: out = detail::one(detail::pointwise_grad(a, [](T y) { return y * (T(1) - y); })); break;
+    case op_kind::tanh_grad: out = detail::one(detail::pointwise_grad(a, [](T y) { return T(1) - y * y; })); break;
+    case op_kind::gelu_grad:
+        out = detail::one(detail::pointwise_grad(a, [](T x) { return detail::gelu_derivative(x); }));
+        break;
+    case op_kind::avgpool2d_grad: out = detail::one(detail::pool2d_grad<T, false>(a)); break;
+    case op_kind::maxpool2d_grad: out = detail::one(detail::pool2d_grad<T, true>(a)); break;
+    case op_kind::softmax_grad: out = detail::one(detail::softmax_grad(a)); break;
+    case op_kind::layernorm_grad: out = detail::layernorm_grad(a); break;
+    case op_kind::batchnorm_grad: out = detail::batchnorm_grad(a); break;
+    case op_kind::gather_grad: out = detail::one(detail::gather_grad(a)); break;
+    case op_kind::lstm_cell_grad: out = detail::lstm_cell_grad(a); break;
+    case op_kind::gru_cell_grad: out = detail::gru_cell_grad(a); break;
+    case op_kind::sgd_update: out = detail::one(detail::sgd_update(a)); break;
+    case op_kind::adam_update: out = detail::adam_update(a); break;
     }
     GOOPT_ASSERT(out.size() == op.outputs.size());
     for (std::size_t k = 0; k < out.size(); ++k) GOOPT_ASSERT(detail::same_shape(out[k].shape(), a.out_dims(k)));

@@ -87,4 +87,48 @@ inline double gather_bytes(std::span<const tensor_type> in, std::span<const tens
     return static_cast<double>(in[1].bytes()) + 2.0 * static_cast<double>(out[0].bytes());
 }
 
+// ---- gradients and optimizer updates (training graphs)
+
+/// Either conv2d gradient: the forward's multiply-adds once more, 2 * |dy| * (C / groups) * kh * kw;
+/// the weight's shape is input 1 of conv2d_grad_input and the output of conv2d_grad_weight.
+inline double conv2d_grad_input(std::span<const tensor_type> in, std::span<const tensor_type>, const attribute_map&) {
+    const shape& w = in[1].dims;
+    return detail::elements(in[0]) * 2.0 * static_cast<double>(w[1] * w[2] * w[3]);
+}
+inline double conv2d_grad_weight(std::span<const tensor_type> in, std::span<const tensor_type> out,
+                                 const attribute_map&) {
+    const shape& w = out[0].dims;
+    return detail::elements(in[1]) * 2.0 * static_cast<double>(w[1] * w[2] * w[3]);
+}
+
+/// Pooling gradients: one op per window element per incoming gradient element (dy is the last input).
+inline double pool2d_grad(std::span<const tensor_type> in, std::span<const tensor_type>, const attribute_map& a) {
+    const auto& k = a.get_ints(attr_id::kernel);
+    return detail::elements(in.back()) * static_cast<double>(k[0] * k[1]);
+}
+
+/// add_n: one addition per output element per addend after the first.
+inline double add_n(std::span<const tensor_type> in, std::span<const tensor_type> out, const attribute_map&) {
+    return detail::elements(out[0]) * static_cast<double>(in.size() - 1);
+}
+
+/// Gradient kernels that walk the incoming gradient (the last input) a fixed number of times.
+template <int PerElement>
+double per_last_input(std::span<const tensor_type> in, std::span<const tensor_type>, const attribute_map&) {
+    return PerElement * detail::elements(in.back());
+}
+
+/// Recurrent cell gradients: the forward's gate matmuls are recomputed, and the gate gradients are
+/// multiplied by x, h (weight gradients) and by w, u (input gradients): three times the matmuls.
+inline double lstm_cell_grad(std::span<const tensor_type> in, std::span<const tensor_type>, const attribute_map&) {
+    const double B = static_cast<double>(in[0].dims[0]), I = static_cast<double>(in[0].dims[1]),
+                 H = static_cast<double>(in[1].dims[1]);
+    return 3.0 * 2.0 * B * (I + H) * 4.0 * H + 30.0 * B * H;
+}
+inline double gru_cell_grad(std::span<const tensor_type> in, std::span<const tensor_type>, const attribute_map&) {
+    const double B = static_cast<double>(in[0].dims[0]), I = static_cast<double>(in[0].dims[1]),
+                 H = static_cast<double>(in[1].dims[1]);
+    return 3.0 * 2.0 * B * (I + H) * 3.0 * H + 25.0 * B * H;
+}
+
 }  // namespace goopt::ops::cost_formulas

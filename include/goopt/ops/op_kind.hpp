@@ -23,8 +23,12 @@ enum class op_kind : std::uint8_t {
     batchnorm, softmax, layernorm, reduce_sum, reduce_mean, reduce_max,
     // recurrent cells as composites (gate order i, f, g, o for LSTM; r, z, n for GRU)
     lstm_cell, gru_cell,
+    // gradients and optimizer updates (training graphs)
+    const_fill, add_n, conv2d_grad_input, conv2d_grad_weight, relu_grad, sigmoid_grad, tanh_grad, gelu_grad,
+    avgpool2d_grad, maxpool2d_grad, softmax_grad, layernorm_grad, batchnorm_grad, gather_grad, lstm_cell_grad,
+    gru_cell_grad, sgd_update, adam_update,
 };
 
-inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::gru_cell) + 1;
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::adam_update) + 1;
 
 }  // namespace goopt::ops

@@ -43,6 +43,22 @@ inline constexpr std::array softmax_attrs{attr_spec{A::axis, T::integer, false, 
 inline constexpr std::array layernorm_attrs{attr_spec{A::axis, T::integer, false, -1},
                                             attr_spec{A::epsilon, T::real, false, 0, 1e-5}};
 inline constexpr std::array reduce_attrs{attr_spec{A::axes, T::ints}, attr_spec{A::keepdims, T::integer, false, 1}};
+// gradients and optimizer updates (training graphs): `shape` records the forward input a gradient
+// has the shape of, where the incoming gradient alone does not determine it
+inline constexpr std::array fill_attrs{attr_spec{A::shape, T::ints, true},
+                                       attr_spec{A::dtype, T::integer, false, static_cast<std::int64_t>(dtype::f32)},
+                                       attr_spec{A::value, T::real}};
+inline constexpr std::array conv_grad_attrs{
+    attr_spec{A::stride, T::ints, false, 0, 0.0, ones2}, attr_spec{A::padding, T::integer},
+    attr_spec{A::dilation, T::ints, false, 0, 0.0, ones2}, attr_spec{A::shape, T::ints, true}};
+inline constexpr std::array avgpool_grad_attrs{
+    attr_spec{A::kernel, T::ints, true}, attr_spec{A::stride, T::ints, false, 0, 0.0, ones2},
+    attr_spec{A::padding, T::integer}, attr_spec{A::shape, T::ints, true}};
+inline constexpr std::array maxpool_grad_attrs{attr_spec{A::kernel, T::ints, true},
+                                               attr_spec{A::stride, T::ints, false, 0, 0.0, ones2},
+                                               attr_spec{A::padding, T::integer}};
+inline constexpr std::array gather_grad_attrs{attr_spec{A::axis, T::integer}, attr_spec{A::shape, T::ints, true}};
+inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 1e-8}};
 
 namespace cf = cost_formulas;
 namespace sr = shape_rules;
@@ -143,6 +159,51 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table{{
      multi_output, 0, "LSTM step (x, h, c, w, u, b) -> (h', c'), gates i, f, g, o"},
     {op_kind::gru_cell, "gru_cell", 5, 5, 1, {}, detail::sr::gru_cell, detail::cf::gru_cell, detail::cf::io_bytes,
      none_property, 0, "GRU step (x, h, w, u, b) -> h', gates r, z, n"},
+    // ---- gradients and optimizer updates (training graphs)
+    {op_kind::const_fill, "const_fill", 0, 0, 1, detail::fill_attrs, detail::sr::source, detail::cf::zero,
+     detail::cf::output_bytes, source | constant, 0, "tensor with every element equal to `value` (loss seeds, zeros, hyperparameters)"},
+    {op_kind::add_n, "add_n", 1, variadic, 1, {}, detail::sr::add_n, detail::cf::add_n, detail::cf::io_bytes,
+     elementwise | linear, 0, "sum of same-shaped tensors: accumulation of partial gradients"},
+    {op_kind::conv2d_grad_input, "conv2d_grad_input", 2, 2, 1, detail::conv_grad_attrs, detail::sr::conv2d_grad_input,
+     detail::cf::conv2d_grad_input, detail::cf::io_bytes, none_property, 0,
+     "(dy, w) -> dx of conv2d(x, w), x's shape in `shape` (a transposed convolution)"},
+    {op_kind::conv2d_grad_weight, "conv2d_grad_weight", 2, 2, 1, detail::conv_grad_attrs,
+     detail::sr::conv2d_grad_weight, detail::cf::conv2d_grad_weight, detail::cf::io_bytes, none_property, 0,
+     "(x, dy) -> dw of conv2d(x, w), w's shape in `shape`"},
+    {op_kind::relu_grad, "relu_grad", 2, 2, 1, {}, detail::sr::pointwise_grad, detail::cf::per_output<1>,
+     detail::cf::io_bytes, elementwise, 0, "(y, dy) -> dy where y > 0, else 0 (y = relu's output)"},
+    {op_kind::sigmoid_grad, "sigmoid_grad", 2, 2, 1, {}, detail::sr::pointwise_grad, detail::cf::per_output<3>,
+     detail::cf::io_bytes, elementwise, 0, "(y, dy) -> dy * y * (1 - y) (y = sigmoid's output)"},
+    {op_kind::tanh_grad, "tanh_grad", 2, 2, 1, {}, detail::sr::pointwise_grad, detail::cf::per_output<3>,
+     detail::cf::io_bytes, elementwise, 0, "(y, dy) -> dy * (1 - y^2) (y = tanh's output)"},
+    {op_kind::gelu_grad, "gelu_grad", 2, 2, 1, {}, detail::sr::pointwise_grad, detail::cf::per_output<12>,
+     detail::cf::io_bytes, elementwise, 0, "(x, dy) -> dy * (Phi(x) + x * phi(x)) (x = gelu's input)"},
+    {op_kind::avgpool2d_grad, "avgpool2d_grad", 1, 1, 1, detail::avgpool_grad_attrs, detail::sr::avgpool2d_grad,
+     detail::cf::pool2d_grad, detail::cf::io_bytes, none_property, 0,
+     "dy -> dx of avgpool2d, each window's gradient spread evenly over its cells, x's shape in `shape`"},
+    {op_kind::maxpool2d_grad, "maxpool2d_grad", 2, 2, 1, detail::maxpool_grad_attrs, detail::sr::maxpool2d_grad,
+     detail::cf::pool2d_grad, detail::cf::io_bytes, none_property, 0,
+     "(x, dy) -> dx of maxpool2d: each window's gradient to its first maximum"},
+    {op_kind::softmax_grad, "softmax_grad", 2, 2, 1, detail::softmax_attrs, detail::sr::softmax_grad,
+     detail::cf::per_output<4>, detail::cf::io_bytes, none_property, 0, "(y, dy) -> y * (dy - sum(dy * y)) along axis"},
+    {op_kind::layernorm_grad, "layernorm_grad", 3, 3, 3, detail::layernorm_attrs, detail::sr::layernorm_grad,
+     detail::cf::per_last_input<12>, detail::cf::io_bytes, multi_output, 0, "(x, gamma, dy) -> dx, dgamma, dbeta"},
+    {op_kind::batchnorm_grad, "batchnorm_grad", 5, 5, 5, detail::batchnorm_attrs, detail::sr::batchnorm_grad,
+     detail::cf::per_last_input<10>, detail::cf::io_bytes, multi_output, 0,
+     "(x, scale, mean, var, dy) -> dx, dscale, dbias, dmean, dvar of the inference-form batchnorm"},
+    {op_kind::gather_grad, "gather_grad", 2, 2, 1, detail::gather_grad_attrs, detail::sr::gather_grad,
+     detail::cf::per_last_input<1>, detail::cf::io_bytes, none_property, 0,
+     "(indices, dy) -> scatter-add of dy into zeros shaped as the gathered data (`shape`)"},
+    {op_kind::lstm_cell_grad, "lstm_cell_grad", 8, 8, 6, {}, detail::sr::lstm_cell_grad, detail::cf::lstm_cell_grad,
+     detail::cf::io_bytes, multi_output, 0, "(x, h, c, w, u, b, dh', dc') -> dx, dh, dc, dw, du, db"},
+    {op_kind::gru_cell_grad, "gru_cell_grad", 6, 6, 5, {}, detail::sr::gru_cell_grad, detail::cf::gru_cell_grad,
+     detail::cf::io_bytes, multi_output, 0, "(x, h, w, u, b, dh') -> dx, dh, dw, du, db"},
+    {op_kind::sgd_update, "sgd_update", 3, 3, 1, {}, detail::sr::sgd_update, detail::cf::per_output<2>,
+     detail::cf::io_bytes, none_property, 0, "(w, g, lr) -> w - lr * g"},
+    {op_kind::adam_update, "adam_update", 7, 7, 3, detail::adam_attrs, detail::sr::adam_update,
+     detail::cf::per_output<4>, detail::cf::io_bytes, multi_output, 0,
+     "(w, g, m, v, lr, beta1, beta2) -> w', m', v': m' = b1 m + (1-b1) g, v' = b2 v + (1-b2) g^2, "
+     "w' = w - lr m' / (sqrt(v') + epsilon)"},
 }};
 
 /// The spec of an operator kind.

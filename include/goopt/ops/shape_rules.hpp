@@ -458,4 +458,144 @@ inline output_types gru_cell(std::span<const tensor_type> in, const attribute_ma
     return {in[1]};
 }
 
+// ---- gradients and optimizer updates (training graphs)
+// A gradient op is checked against its forward op: the forward rule applied to the shapes the
+// gradient op knows must give the shape of the incoming gradient, so a miswired backward pass
+// fails shape inference instead of computing nonsense.
+
+namespace detail {
+inline void same_dims(const tensor_type& a, const tensor_type& b, const char* what_a, const char* what_b) {
+    expect(a.dims == b.dims, std::string(what_b) + " has shape " + b.dims.to_string() + ", expected " +
+                                 a.dims.to_string() + " like " + what_a);
+}
+inline void is_scalar(const tensor_type& t, const char* what) {
+    expect(t.dims.num_elements() == 1 && t.dims.rank() <= 1,
+           std::string(what) + " has shape " + t.dims.to_string() + ", expected [] or [1]");
+}
+/// The forward op's input as the `shape` attribute records it, with the dtype of the gradient.
+inline tensor_type recorded(const attribute_map& a, dtype t) { return {shape_attr(a), t}; }
+/// Attributes of a window gradient as its forward op reads them (no fused activation: the
+/// transform differentiates the activation separately).
+inline attribute_map forward_window_attrs(const attribute_map& a, bool conv) {
+    attribute_map f;
+    f.set(attr_id::stride, a.get(attr_id::stride));
+    f.set(attr_id::padding, a.get(attr_id::padding));
+    f.set(attr_id::activation, std::int64_t(0));
+    if (conv) f.set(attr_id::dilation, a.get(attr_id::dilation));
+    else f.set(attr_id::kernel, a.get(attr_id::kernel));
+    return f;
+}
+inline void forward_gives(const output_types& fwd, const tensor_type& dy) {
+    expect(fwd[0].dims == dy.dims, "incoming gradient has shape " + dy.dims.to_string() +
+                                       ", but the forward op gives " + fwd[0].dims.to_string());
+}
+}  // namespace detail
+
+/// add_n: the sum of one or more tensors of one type (accumulated partial gradients).
+inline output_types add_n(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    for (std::size_t i = 1; i < in.size(); ++i) detail::same_dims(in[0], in[i], "input 0", "an addend");
+    return {in[0]};
+}
+
+/// (forward value, incoming gradient) -> gradient of the same shape: relu_grad, sigmoid_grad, ...
+inline output_types pointwise_grad(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::same_dims(in[0], in[1], "the forward value", "the incoming gradient");
+    return {in[1]};
+}
+
+/// softmax_grad(y, dy): the axis must exist.
+inline output_types softmax_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    (void)in[0].dims.axis(a.get_int(attr_id::axis));
+    return pointwise_grad(in, a);
+}
+
+/// conv2d_grad_input(dy, w; shape = x): conv2d(x, w) must have dy's shape.
+inline output_types conv2d_grad_input(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type x = detail::recorded(a, in[0].type);
+    const tensor_type fin[2] = {x, in[1]};
+    detail::forward_gives(conv2d(fin, detail::forward_window_attrs(a, true)), in[0]);
+    return {x};
+}
+
+/// conv2d_grad_weight(x, dy; shape = w): conv2d(x, w) must have dy's shape.
+inline output_types conv2d_grad_weight(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type w = detail::recorded(a, in[1].type);
+    const tensor_type fin[2] = {in[0], w};
+    detail::forward_gives(conv2d(fin, detail::forward_window_attrs(a, true)), in[1]);
+    return {w};
+}
+
+/// avgpool2d_grad(dy; shape = x).
+inline output_types avgpool2d_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type x = detail::recorded(a, in[0].type);
+    const tensor_type fin[1] = {x};
+    detail::forward_gives(pool2d(fin, detail::forward_window_attrs(a, false)), in[0]);
+    return {x};
+}
+
+/// maxpool2d_grad(x, dy): the window maximum is found again from x.
+inline output_types maxpool2d_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    detail::forward_gives(pool2d(in.first(1), detail::forward_window_attrs(a, false)), in[1]);
+    return {in[0]};
+}
+
+/// layernorm_grad(x, gamma, dy) -> dx, dgamma, dbeta.
+inline output_types layernorm_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type fin[3] = {in[0], in[1], in[1]};
+    detail::forward_gives(layernorm(fin, a), in[2]);
+    return {in[0], in[1], in[1]};
+}
+
+/// batchnorm_grad(x, scale, mean, var, dy) -> dx, dscale, dbias, dmean, dvar.
+inline output_types batchnorm_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type fin[5] = {in[0], in[1], in[1], in[2], in[3]};
+    detail::forward_gives(batchnorm(fin, a), in[4]);
+    return {in[0], in[1], in[1], in[2], in[3]};
+}
+
+/// gather_grad(indices, dy; shape = data): scatter-add of dy into a zero tensor shaped as data.
+inline output_types gather_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    const tensor_type data = detail::recorded(a, in[1].type);
+    const tensor_type fin[2] = {data, in[0]};
+    detail::forward_gives(gather(fin, a), in[1]);
+    return {data};
+}
+
+/// lstm_cell_grad(x, h, c, w, u, b, dh', dc') -> dx, dh, dc, dw, du, db.
+inline output_types lstm_cell_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    const auto fwd = lstm_cell(in.first(6), a);
+    detail::forward_gives(fwd, in[6]);
+    detail::same_dims(fwd[1], in[7], "the cell state", "the cell state's gradient");
+    return {in[0], in[1], in[2], in[3], in[4], in[5]};
+}
+
+/// gru_cell_grad(x, h, w, u, b, dh') -> dx, dh, dw, du, db.
+inline output_types gru_cell_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::forward_gives(gru_cell(in.first(5), a), in[5]);
+    return {in[0], in[1], in[2], in[3], in[4]};
+}
+
+/// sgd_update(w, g, lr) -> w'.
+inline output_types sgd_update(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::same_dims(in[0], in[1], "the parameter", "the gradient");
+    detail::is_scalar(in[2], "the learning rate");
+    return {in[0]};
+}
+
+/// adam_update(w, g, m, v, lr, beta1, beta2) -> w', m', v'.
+inline output_types adam_update(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::same_dims(in[0], in[1], "the parameter", "the gradient");
+    detail::same_dims(in[0], in[2], "the parameter", "the first moment");
+    detail::same_dims(in[0], in[3], "the parameter", "the second moment");
+    detail::is_scalar(in[4], "the learning rate");
+    detail::is_scalar(in[5], "beta1");
+    detail::is_scalar(in[6], "beta2");
+    return {in[0], in[0], in[0]};
+}
+
 }  // namespace goopt::ops::shape_rules

@@ -1,0 +1,60 @@
+// Every built-in benchmark graph with its size: ops, parameter bytes, FLOPs per step and build time.
+//
+//   build/benchmarks/model_zoo [--out FILE] [--only NAME]
+//
+// Prints a table and writes a JSON list of {"model", "kind", "ops", "param_bytes", "flops",
+// "build_seconds"} (atomically) to FILE (default model_zoo.json). param_bytes counts the model's
+// own weights (for training graphs: those of the forward graph, not Adam's moment buffers); flops is
+// the sum of the op table's formulas over every op of the graph (forward + backward + update for
+// training graphs).
+#include <goopt/goopt.hpp>
+#include <goopt/models.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+using namespace goopt;
+
+int main(int argc, char** argv) try {
+    std::string out = "model_zoo.json", only;
+    for (int i = 1; i < argc; ++i) {
+        const std::string flag = argv[i];
+        if (flag == "--help" || flag == "-h") {
+            std::cout << "usage: model_zoo [--out FILE] [--only NAME]\n";
+            return 0;
+        }
+        if (i + 1 >= argc) throw error("flag " + flag + ": expected a value after it (see --help)");
+        if (flag == "--out") out = argv[++i];
+        else if (flag == "--only") only = argv[++i];
+        else throw error("unknown flag " + flag + " (see --help)");
+    }
+    auto entries = only.empty() ? models::zoo() : std::vector<models::zoo_entry>{models::find_workload(only)};
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    std::printf("%-20s %-9s %9s %14s %16s %9s\n", "model", "kind", "ops", "param_bytes", "flops", "build_s");
+    for (const auto& e : entries) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const graph::computation_graph g = e.build();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        graph::validate(g);
+        double flops = 0;
+        for (graph::op_id v = 0; v < g.num_ops(); ++v) flops += g.flops(v);
+        const std::int64_t params = e.training ? e.forward().parameter_bytes() : g.parameter_bytes();
+        const char* kind = e.training ? "training" : "inference";
+        std::printf("%-20s %-9s %9zu %14lld %16.4e %9.3f\n", e.name.c_str(), kind, g.num_ops(),
+                    static_cast<long long>(params), flops, seconds);
+        std::fflush(stdout);
+        results.push_back({{"model", e.name}, {"kind", kind}, {"ops", g.num_ops()}, {"param_bytes", params},
+                           {"flops", flops}, {"build_seconds", seconds}});
+    }
+    io::atomic_write(out, results.dump(2) + "\n");
+    std::cout << "wrote " << out << '\n';
+    return 0;
+} catch (const std::exception& e) {
+    std::cerr << "model_zoo: " << e.what() << '\n';
+    return 1;
+}
