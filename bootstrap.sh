@@ -31,7 +31,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 # ---- 1. required packages ----
 required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohmann-json3-dev
-          doctest-dev ccache)
+          doctest-dev ccache
+          libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
+          libmetis-dev)                # METIS placement baseline (goopt::metis)
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
     for pkg in "${required[@]}"; do

@@ -1,0 +1,313 @@
+// ONNX import: real PyTorch exports (structure, shapes, parameter counts), models with weights
+// evaluated by the interpreter against the exporter's own output, and rejected files.
+// The files come from tools/make_onnx_testdata.py (torch 1.13, torchvision 0.14, onnx 1.12).
+#include <goopt/graph/validate.hpp>
+#include <goopt/interp/interpreter.hpp>
+#include <goopt/io/onnx.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+using namespace goopt;
+using ops::op_kind;
+
+namespace {
+
+const std::filesystem::path data_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
+
+std::map<op_kind, std::size_t> count_kinds(const graph::computation_graph& g) {
+    std::map<op_kind, std::size_t> c;
+    for (const auto& o : g.ops()) ++c[o.kind];
+    return c;
+}
+
+std::size_t count(const graph::computation_graph& g, op_kind k) {
+    const auto c = count_kinds(g);
+    const auto it = c.find(k);
+    return it == c.end() ? 0 : it->second;
+}
+
+std::string read(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+interp::value<double> to_value(const nlohmann::json& t) {
+    ops::shape s;
+    for (auto d : t.at("shape")) s.push_back(d.get<std::int64_t>());
+    interp::value<double> v = interp::detail::filled(s, 0.0);
+    std::size_t k = 0;
+    for (const auto& x : t.at("data")) v.data()[k++] = x.get<double>();
+    REQUIRE(k == v.size());
+    return v;
+}
+
+/// Evaluates the model on the stored input and compares with the stored exporter output:
+/// |ours - torch| <= 1e-4 |torch| + 1e-5 elementwise. Returns the largest relative difference.
+double check_against_exporter(const std::string& stem) {
+    const io::onnx_model m = io::import_onnx(data_dir / (stem + ".onnx"));
+    graph::validate(m.graph);
+    const auto expected = nlohmann::json::parse(read(data_dir / (stem + ".json")));
+    auto feeds = io::weight_feeds<double>(m);
+    for (const auto& [name, t] : expected.at("inputs").items()) feeds.emplace(name, to_value(t));
+    const auto out = interp::run<double>(m.graph, feeds);
+    const auto& want = expected.at("outputs");
+    REQUIRE(out.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const auto w = to_value(want[i]);
+        REQUIRE(out[i].shape() == w.shape());
+        std::size_t bad = 0;
+        for (std::size_t k = 0; k < w.size(); ++k) {
+            const double a = out[i].data()[k], b = w.data()[k];
+            if (!(std::abs(a - b) <= 1e-4 * std::abs(b) + 1e-5)) ++bad;
+            worst = std::max(worst, std::abs(a - b) / std::max(std::abs(b), 1e-3));
+        }
+        CHECK_MESSAGE(bad == 0, stem << " output " << i << ": " << bad << " of " << w.size()
+                                     << " elements differ from the exporter's by more than 1e-4 relative");
+    }
+    return worst;
+}
+
+std::string import_error(const std::filesystem::path& p, const io::onnx_options& o = {}) {
+    try {
+        (void)io::import_onnx(p, o);
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("ResNet-50 exported by PyTorch (weights stripped): op counts, shapes, parameters") {
+    const io::onnx_model m = io::import_onnx(data_dir / "resnet50.onnx");
+    const auto& g = m.graph;
+    CHECK(graph::problems(g).empty());
+    CHECK(m.opset == 13);
+    // the export folds each BatchNormalization into its Conv, which then has a bias
+    CHECK(count(g, op_kind::conv2d) == 53);      // 1 stem + 16 blocks x 3 + 4 downsample
+    CHECK(count(g, op_kind::relu) == 49);        // 1 stem + 16 blocks x 3
+    CHECK(count(g, op_kind::ewadd) == 53 + 16 + 1);  // conv biases, residual sums, fc bias
+    CHECK(count(g, op_kind::maxpool2d) == 1);
+    CHECK(count(g, op_kind::global_avgpool) == 1);
+    CHECK(count(g, op_kind::flatten) == 1);
+    CHECK(count(g, op_kind::matmul) == 1);
+    CHECK(count(g, op_kind::transpose) == 1);    // Gemm's transB
+    // PyTorch pads symmetrically; TensorFlow's SAME puts the odd cell at the end, so the stem's
+    // 7x7/2 conv, the 3x3/2 max pool and the three 3x3/2 convs get an explicit pad op
+    CHECK(count(g, op_kind::pad) == 5);
+    CHECK(count(g, op_kind::weight) == 2 * 53 + 2);
+    CHECK(count(g, op_kind::input) == 1);
+    REQUIRE(g.outputs().size() == 1);
+    CHECK(g.type_of(g.outputs()[0]).dims == ops::shape{1, 1000});
+    // torchvision's 25,557,032 parameters, less one per BatchNorm channel (26,560): folding
+    // replaces gamma and beta by one conv bias
+    CHECK(g.parameter_bytes() == 4 * (25'557'032 - 26'560));
+    // ~4.1 GMAC of convolutions and the classifier
+    double flops = 0;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) flops += g.flops(o);
+    CHECK(flops > 8.0e9);
+    CHECK(flops < 8.4e9);
+    // the stem: 224 -> 112 -> 56; every stage halves it down to 7
+    const auto conv1 = g.find("/conv1/Conv");  // ops are named after their ONNX nodes
+    REQUIRE(conv1);
+    CHECK(g.type_of(g.get_op(*conv1).outputs[0]).dims == ops::shape{1, 64, 112, 112});
+    CHECK(g.get_op(g.producer(g.get_op(*conv1).inputs[0])).kind == op_kind::pad);
+    const auto pool = g.ops_of_kind(op_kind::global_avgpool);
+    CHECK(g.type_of(g.get_op(pool[0]).inputs[0]).dims == ops::shape{1, 2048, 7, 7});
+    // stripped: an initializer kept its data when Python's bytes object of it (33 bytes of header
+    // plus the data) stayed under onnx's size_threshold of 1024
+    std::size_t with_values = 0;
+    for (const graph::op_id w : g.ops_of_kind(op_kind::weight)) {
+        const auto& op = g.get_op(w);
+        const bool has_values = m.weight_values.count(op.name) > 0;
+        CHECK(has_values == (g.type_of(op.outputs[0]).bytes() + 33 < 1024));
+        with_values += has_values;
+    }
+    CHECK(with_values == 15);  // 64- and 128-channel conv biases: 2 initializers and 13 Identity copies
+}
+
+TEST_CASE("Inception-v3 exported by PyTorch (weights stripped)") {
+    const io::onnx_model m = io::import_onnx(data_dir / "inception_v3.onnx");
+    const auto& g = m.graph;
+    CHECK(graph::problems(g).empty());
+    CHECK(count(g, op_kind::conv2d) == 94);
+    CHECK(count(g, op_kind::relu) == 94);
+    CHECK(count(g, op_kind::ewadd) == 94 + 1);
+    // 3 A + 1 B + 4 C + 1 D + 2 E blocks: the export merges E's inner concats into the outer one
+    CHECK(count(g, op_kind::concat) == 11);
+    CHECK(count(g, op_kind::maxpool2d) == 4);
+    // avg_pool2d(3, 1, padding=1) counts padded zeros: the export writes Pad + AveragePool
+    CHECK(count(g, op_kind::avgpool2d) == 9);
+    CHECK(count(g, op_kind::pad) == 9);
+    CHECK(count(g, op_kind::global_avgpool) == 1);
+    CHECK(g.type_of(g.outputs()[0]).dims == ops::shape{1, 1000});
+    const auto pool = g.ops_of_kind(op_kind::global_avgpool);
+    CHECK(g.type_of(g.get_op(pool[0]).inputs[0]).dims == ops::shape{1, 2048, 8, 8});
+    // torchvision's 23,834,568 parameters (no aux head) less one per BatchNorm channel (17,216)
+    CHECK(g.parameter_bytes() == 4 * (23'834'568 - 17'216));
+}
+
+TEST_CASE("transformer encoder exported by PyTorch: shape-only subgraphs fold away") {
+    const io::onnx_model m = io::import_onnx(data_dir / "transformer_encoder.onnx");
+    const auto& g = m.graph;
+    CHECK(graph::problems(g).empty());
+    CHECK(m.opset == 14);
+    // Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains and Constants are evaluated at import
+    CHECK(m.onnx_nodes.at("Shape") == 2);
+    CHECK(m.onnx_nodes.at("Constant") == 40);
+    CHECK(m.folded_nodes >= 2 + 2 + 40);
+    CHECK(count(g, op_kind::gather) == 0);
+    // per layer: in-projection, Q K^T, attention x V (MatMul) and the out-projection, two
+    // feed-forward layers (Gemm / MatMul)
+    CHECK(count(g, op_kind::matmul) == 2 * 6);
+    CHECK(count(g, op_kind::softmax) == 2);
+    CHECK(count(g, op_kind::erf) == 2);             // exact GELU
+    // opset 14 has no LayerNormalization: each of the 4 is ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
+    CHECK(count(g, op_kind::reduce_mean) == 2 * 4);
+    CHECK(count(g, op_kind::sqrt) == 4);
+    CHECK(count(g, op_kind::pow) == 4);
+    CHECK(g.type_of(g.outputs()[0]).dims == ops::shape{32, 1, 256});
+    for (const graph::op_id o : g.ops_of_kind(op_kind::softmax))
+        CHECK(g.type_of(g.get_op(o).outputs[0]).dims == ops::shape{4, 32, 32});  // heads x seq x seq
+    // 2 x (4 d^2 + 2 d ff) weights and 2 x (4 d + ff + d + 4 d) biases and norms, d 256, ff 1024
+    // (the scalar constants of the decomposed LayerNorms and GELUs are weights too: no op kind holds
+    // a constant with values, so they are left out here)
+    const std::int64_t d = 256, ff = 1024;
+    std::int64_t bytes = 0;
+    for (const graph::op_id w : g.ops_of_kind(op_kind::weight))
+        if (g.type_of(g.get_op(w).outputs[0]).num_elements() > 1) bytes += g.type_of(g.get_op(w).outputs[0]).bytes();
+    CHECK(bytes == 4 * 2 * (4 * d * d + 2 * d * ff + 3 * d + d + ff + d + 4 * d));
+}
+
+TEST_CASE("SqueezeNet 1.1 with its weights evaluates to the exporter's output") {
+    const io::onnx_model m = io::import_onnx(data_dir / "squeezenet1_1.onnx");
+    CHECK(count(m.graph, op_kind::conv2d) == 26);
+    CHECK(count(m.graph, op_kind::concat) == 8);     // one per fire module
+    CHECK(m.graph.parameter_bytes() == 4 * 1'235'496);
+    CHECK(m.weight_values.size() == 52);
+    const double worst = check_against_exporter("squeezenet1_1");
+    MESSAGE("SqueezeNet 1.1: largest relative difference " << worst);
+}
+
+TEST_CASE("a 2-layer encoder with embedding and LayerNormalization (opset 17) evaluates to the exporter's output") {
+    const io::onnx_model m = io::import_onnx(data_dir / "encoder_small.onnx");
+    CHECK(count(m.graph, op_kind::layernorm) == 4);
+    CHECK(count(m.graph, op_kind::gather) == 1);     // the embedding lookup; the shape Gathers folded
+    check_against_exporter("encoder_small");
+}
+
+TEST_CASE("many operator forms (pads, ceil_mode, count_include_pad, BatchNorm, Gemm, Clip, Split) match the exporter") {
+    const io::onnx_model m = io::import_onnx(data_dir / "ops_torch.onnx");
+    CHECK(count(m.graph, op_kind::batchnorm) == 1);
+    CHECK(count(m.graph, op_kind::clip) == 1);
+    CHECK(count(m.graph, op_kind::split) == 1);
+    check_against_exporter("ops_torch");
+}
+
+TEST_CASE("helper-built opset 13 and 11 graphs match numpy") {
+    const io::onnx_model m = io::import_onnx(data_dir / "ops_helper.onnx");
+    // Constant, Shape, Gather, Equal, Where, Concat of the shape and Expand of a constant
+    CHECK(m.folded_nodes == 7);
+    const auto r = m.graph.find("reshape");
+    REQUIRE(r);
+    // Concat(Where(Equal(d, d), d, d), [-1]) with d = Gather(Shape(sq), [0, 2]) = [2, 2]
+    CHECK(m.graph.get_op(*r).attrs.get_ints(ops::attr_id::shape) == std::vector<std::int64_t>{2, 2, -1});
+    CHECK(m.graph.type_of(m.graph.get_op(*r).outputs[0]).dims == ops::shape{2, 2, 3});
+    // Expand of a computed [2,3,2] to [3,1] changes nothing: no op
+    CHECK(!m.graph.find("expand_x"));
+    check_against_exporter("ops_helper");
+    check_against_exporter("ops_opset11");
+
+    // opset 11: Softmax at axis 1 normalizes the flattened trailing block, Gemm's alpha and beta
+    // scale by scalars, SAME_UPPER equals TensorFlow's SAME (no pad op)
+    const io::onnx_model misc = io::import_onnx(data_dir / "ops_misc.onnx");
+    CHECK(count(misc.graph, op_kind::flatten) == 1);
+    CHECK(count(misc.graph, op_kind::smul) == 2);
+    CHECK(count(misc.graph, op_kind::transpose) == 1);
+    CHECK(count(misc.graph, op_kind::pad) == 0);
+    CHECK(count(misc.graph, op_kind::reduce_max) == 1);
+    check_against_exporter("ops_misc");
+}
+
+TEST_CASE("bad files give one-line errors naming the problem") {
+    SUBCASE("unsupported operators: the first node, and every unsupported type") {
+        const std::string e = import_error(data_dir / "unsupported.onnx");
+        CHECK(e.find("'top' (TopK)") != std::string::npos);
+        CHECK(e.find("unsupported operators in this file: LSTM, TopK") != std::string::npos);
+    }
+    SUBCASE("an input nothing produces") {
+        const std::string e = import_error(data_dir / "dangling.onnx");
+        CHECK(e.find("'add_bias' (Add)") != std::string::npos);
+        CHECK(e.find("'bias'") != std::string::npos);
+    }
+    SUBCASE("a symbolic dimension needs a given shape") {
+        CHECK(import_error(data_dir / "symbolic_dim.onnx").find("'batch'") != std::string::npos);
+        io::onnx_options o;
+        o.input_shapes["x"] = {4, 3};
+        const auto m = io::import_onnx(data_dir / "symbolic_dim.onnx", o);
+        CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{4, 3});
+        o.input_shapes["x"] = {4, 3, 1};
+        CHECK(import_error(data_dir / "symbolic_dim.onnx", o).find("rank") != std::string::npos);
+    }
+    SUBCASE("truncated, not protobuf, missing") {
+        const std::string bytes = read(data_dir / "resnet50.onnx");
+        for (const std::size_t n : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 3}) {
+            CAPTURE(n);
+            CHECK_THROWS_AS((void)io::import_onnx_bytes(std::string_view(bytes).substr(0, n), "cut.onnx"), error);
+        }
+        CHECK_THROWS_WITH_AS((void)io::import_onnx_bytes("{\"format\": \"goopt.graph\"}", "g.json"),
+                             doctest::Contains("g.json: not an ONNX model"), error);
+        CHECK(import_error(data_dir / "no_such_file.onnx").find("cannot open") != std::string::npos);
+    }
+    SUBCASE("every message is one line") {
+        for (const char* f : {"unsupported.onnx", "dangling.onnx", "symbolic_dim.onnx"})
+            CHECK(import_error(data_dir / f).find('\n') == std::string::npos);
+    }
+}
+
+TEST_CASE("corrupted files import or raise goopt::error, never crash") {
+    // flips bytes of a real export at random places: whatever still parses as a protobuf must be
+    // rejected with a goopt::error (or import into a valid graph), nothing else
+    const std::string original = read(data_dir / "ops_torch.onnx");
+    std::mt19937_64 rng(7);
+    std::size_t rejected = 0, imported = 0;
+    for (int round = 0; round < 300; ++round) {
+        std::string bytes = original;
+        const int flips = 1 + static_cast<int>(rng() % 4);
+        for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = static_cast<char>(rng() & 0xff);
+        CAPTURE(round);
+        try {
+            const auto m = io::import_onnx_bytes(bytes, "fuzz.onnx");
+            CHECK(graph::problems(m.graph).empty());
+            ++imported;
+        } catch (const error& e) {
+            CHECK(std::string(e.what()).rfind("fuzz.onnx: ", 0) == 0);
+            ++rejected;
+        }
+    }
+    MESSAGE(imported << " corrupted files imported, " << rejected << " rejected");
+    CHECK(rejected > 0);
+}
+
+TEST_CASE("supported operator list is sorted and names the issue's operators") {
+    const auto ops = io::onnx_supported_ops();
+    CHECK(std::is_sorted(ops.begin(), ops.end()));
+    for (const char* op : {"Conv", "Gemm", "MatMul", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf",
+                           "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "Concat", "Split",
+                           "Flatten", "Reshape", "Transpose", "Softmax", "ReduceMean", "Gather", "Slice", "Shape",
+                           "Constant", "Identity", "Pad", "Where", "Expand", "Unsqueeze", "Squeeze"})
+        CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
+}
