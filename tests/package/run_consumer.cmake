@@ -60,3 +60,10 @@ if(NOT EXISTS "${app}")  # multi-config generators put it in a per-config folder
   set(app "${CONSUMER_BINARY_DIR}/${CONFIG}/app${exe_suffix}")
 endif()
 run_step("run ${app}" "${app}")
+
+# The optional ONNX edge: built by tests/package when the installed package exports goopt::onnx.
+get_filename_component(source_root "${CONSUMER_SOURCE_DIR}/../.." ABSOLUTE)
+set(import_app "${CONSUMER_BINARY_DIR}/import_app${exe_suffix}")
+if(EXISTS "${import_app}")
+  run_step("run ${import_app}" "${import_app}" "${source_root}/tests/data/onnx/squeezenet1_1.onnx")
+endif()
