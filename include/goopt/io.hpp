@@ -1,8 +1,12 @@
 #pragma once
 /// @file
-/// @brief File I/O: graphs as JSON (goopt.graph v1), Graphviz drawings, atomic file replacement.
+/// @brief File I/O: graphs, clusters, cost tables and simulation traces as JSON, Graphviz drawings,
+/// SVG timelines, atomic file replacement.
 /// The only module that includes nlohmann/json; core headers stay free of it.
 
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/cluster_json.hpp>
 #include <goopt/io/dot.hpp>
 #include <goopt/io/graph_json.hpp>
+#include <goopt/io/svg_timeline.hpp>
+#include <goopt/io/trace_json.hpp>

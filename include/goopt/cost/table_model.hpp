@@ -1,0 +1,84 @@
+#pragma once
+/// @file
+/// @brief A cost model of measured per-op times (read from JSON by io/cost_table_json.hpp), falling
+/// back to another model (the roofline by default) for ops that were not measured.
+
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/concepts.hpp>
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace goopt::cost {
+
+/// Measured seconds per (device name, op name); an op without a measurement on a device costs what
+/// `Fallback` says. A fused group of measured ops costs the sum of its members' times less the
+/// launches and the internal memory traffic fusion saves (as the roofline counts them), but never less
+/// than its slowest member; a group with any unmeasured member costs what `Fallback` says.
+/// Lookups hash strings: the simulator asks once per op and device when it is built, never per run.
+template <class Fallback = roofline_model> class table_model {
+public:
+    table_model() = default;
+    explicit table_model(Fallback f) : fallback_(std::move(f)) {}
+
+    /// Records a measured time; throws goopt::error for a negative, NaN or infinite time.
+    void set(std::string_view device, std::string_view op, double seconds) {
+        if (!std::isfinite(seconds) || seconds < 0)
+            throw error("cost table: time of op '" + std::string(op) + "' on device '" + std::string(device) + "' is " +
+                        std::to_string(seconds) + ", expected a finite number of seconds >= 0");
+        times_[key(device, op)] = seconds;
+    }
+    std::optional<double> measured(std::string_view device, std::string_view op) const {
+        const auto it = times_.find(key(device, op));
+        if (it == times_.end()) return std::nullopt;
+        return it->second;
+    }
+    std::size_t size() const noexcept { return times_.size(); }
+    const Fallback& fallback() const noexcept { return fallback_; }
+
+    template <device::DeviceModel D>
+    double op_time(const graph::computation_graph& g, graph::op_id o, const D& d) const {
+        if (auto t = measured(device::device_traits<D>::name(d), g.get_op(o).name)) return *t;
+        return static_cast<double>(fallback_.op_time(g, o, d));
+    }
+
+    template <device::DeviceModel D>
+    double group_time(const graph::computation_graph& g, std::span<const graph::op_id> group, const D& d) const {
+        if (group.size() == 1) return op_time(g, group[0], d);
+        const std::string dev = device::device_traits<D>::name(d);
+        double sum = 0, slowest = 0;
+        std::size_t kernels = 0;
+        for (graph::op_id o : group) {
+            const auto t = measured(dev, g.get_op(o).name);
+            if (!t) return static_cast<double>(fallback_.group_time(g, group, d));
+            sum += *t;
+            slowest = std::max(slowest, *t);
+            if (!g.get_op(o).spec().has(ops::source)) ++kernels;
+        }
+        const double saved = (kernels > 0 ? static_cast<double>(kernels - 1) : 0.0) *
+                                 device::device_traits<D>::launch_overhead(d) +
+                             roofline_model::internal_bytes(g, group) / static_cast<double>(d.mem_bandwidth());
+        return std::max(slowest, sum - saved);
+    }
+
+private:
+    static std::string key(std::string_view device, std::string_view op) {
+        std::string k(device);
+        k += '\0';
+        k += op;
+        return k;
+    }
+
+    Fallback fallback_{};
+    std::unordered_map<std::string, double> times_;
+};
+
+}  // namespace goopt::cost

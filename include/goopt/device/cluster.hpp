@@ -1,0 +1,124 @@
+#pragma once
+/// @file
+/// @brief A cluster: devices and the links between them. Each link is one transfer queue in the
+/// simulator, so a shared bus is one link that every pair routes through, and NVLink all-to-all is one
+/// link per ordered pair.
+
+#include <goopt/device/concepts.hpp>
+#include <goopt/device/device_spec.hpp>
+#include <goopt/error.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace goopt::device {
+
+/// A communication channel with a FIFO transfer queue: a transfer of b bytes occupies it for
+/// latency + b / bandwidth seconds.
+struct link {
+    std::string name;
+    double bandwidth = 0;  ///< bytes/s, > 0
+    double latency = 0;    ///< seconds, >= 0
+
+    double transfer_time(double bytes) const noexcept { return latency + bytes / bandwidth; }
+};
+
+inline constexpr std::uint32_t no_link = std::numeric_limits<std::uint32_t>::max();
+
+/// @brief Devices and links; route(from, to) names the link a transfer from one device to another uses.
+/// @tparam D the device type; clusters read from files hold device_spec.
+template <DeviceModel D = device_spec> class cluster {
+public:
+    cluster() = default;
+
+    /// Adds a device; returns its id (0, 1, ...). It has no routes until connect() gives them.
+    std::uint32_t add_device(D d) {
+        const std::size_t n = devices_.size();
+        std::vector<std::uint32_t> r((n + 1) * (n + 1), no_link);
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < n; ++j) r[i * (n + 1) + j] = routes_[i * n + j];
+        routes_ = std::move(r);
+        devices_.push_back(std::move(d));
+        return static_cast<std::uint32_t>(n);
+    }
+
+    /// Adds a link; throws goopt::error when its bandwidth is not a finite positive number or its
+    /// latency is negative or not finite.
+    std::uint32_t add_link(link l) {
+        if (!std::isfinite(l.bandwidth) || l.bandwidth <= 0)
+            throw error("link '" + l.name + "': bandwidth is " + std::to_string(l.bandwidth) +
+                        ", expected a finite number > 0 (bytes/s)");
+        if (!std::isfinite(l.latency) || l.latency < 0)
+            throw error("link '" + l.name + "': latency is " + std::to_string(l.latency) +
+                        ", expected a finite number >= 0 (seconds)");
+        links_.push_back(std::move(l));
+        return static_cast<std::uint32_t>(links_.size() - 1);
+    }
+
+    /// Transfers from device `from` to device `to` go through link `l`.
+    void connect(std::uint32_t from, std::uint32_t to, std::uint32_t l) {
+        const std::size_t n = devices_.size();
+        if (from >= n || to >= n)
+            throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + "): the cluster has " +
+                        std::to_string(n) + " devices");
+        if (from == to) throw error("cluster: connect(" + std::to_string(from) + ", itself): a device needs no link to itself");
+        if (l >= links_.size())
+            throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + ", link " +
+                        std::to_string(l) + "): the cluster has " + std::to_string(links_.size()) + " links");
+        routes_[from * n + to] = l;
+    }
+
+    std::size_t num_devices() const noexcept { return devices_.size(); }
+    std::size_t num_links() const noexcept { return links_.size(); }
+    const D& device(std::size_t i) const { return devices_.at(i); }
+    const std::vector<D>& devices() const noexcept { return devices_; }
+    const link& get_link(std::size_t l) const { return links_.at(l); }
+    const std::vector<link>& links() const noexcept { return links_; }
+    /// The link from one device to another, or no_link when they are not connected (or equal).
+    std::uint32_t route(std::size_t from, std::size_t to) const noexcept { return routes_[from * devices_.size() + to]; }
+
+    /// A short description such as "4xV100:nvlink" when the cluster came from a spec string.
+    const std::string& description() const noexcept { return description_; }
+    void set_description(std::string s) { description_ = std::move(s); }
+
+    /// n copies of a device with one link per ordered pair (NVLink or NVSwitch all-to-all).
+    static cluster all_to_all(const D& d, std::size_t n, double bandwidth, double latency, const std::string& kind = "link") {
+        cluster c = copies(d, n);
+        for (std::uint32_t i = 0; i < n; ++i)
+            for (std::uint32_t j = 0; j < n; ++j)
+                if (i != j)
+                    c.connect(i, j, c.add_link({kind + " " + std::to_string(i) + "->" + std::to_string(j), bandwidth, latency}));
+        return c;
+    }
+    /// n copies of a device whose transfers all share one bus (PCIe through the host): one queue.
+    static cluster shared_bus(const D& d, std::size_t n, double bandwidth, double latency, const std::string& kind = "bus") {
+        cluster c = copies(d, n);
+        if (n > 1) {
+            const auto l = c.add_link({kind, bandwidth, latency});
+            for (std::uint32_t i = 0; i < n; ++i)
+                for (std::uint32_t j = 0; j < n; ++j)
+                    if (i != j) c.connect(i, j, l);
+        }
+        return c;
+    }
+
+private:
+    static cluster copies(const D& d, std::size_t n) {
+        if (n == 0) throw error("cluster: a cluster needs at least one device");
+        cluster c;
+        for (std::size_t i = 0; i < n; ++i) c.add_device(d);
+        return c;
+    }
+
+    std::vector<D> devices_;
+    std::vector<link> links_;
+    std::vector<std::uint32_t> routes_;  // num_devices x num_devices, row = source
+    std::string description_;
+};
+
+}  // namespace goopt::device

@@ -1,0 +1,63 @@
+#pragma once
+/// @file
+/// @brief Clusters from short spec strings: `4xV100:nvlink`, `2xK80:pcie`, `8xA100:nvlink`.
+
+#include <goopt/device/cluster.hpp>
+#include <goopt/device/device_spec.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/error.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace goopt::device {
+
+/// Link latencies the spec-string topologies assume (not datasheet figures): a peer-to-peer copy
+/// over NVLink, and a copy staged through the host over PCIe, each including the copy's setup.
+inline constexpr double nvlink_latency = 5e-6;
+inline constexpr double pcie_latency = 10e-6;
+
+/// @brief Parses `<count>x<preset>:<topology>`: count 1..1024, a preset name (case-insensitive: K80,
+/// P100, V100, T4, A100, H100, CPU), and `nvlink` (one link per ordered pair at the preset's NVLink
+/// bandwidth per direction) or `pcie` (one bus shared by all transfers, at the preset's PCIe bandwidth).
+/// @throws goopt::error quoting the spec and saying what was expected.
+inline cluster<device_spec> parse_cluster(std::string_view spec) {
+    const std::string where = "cluster spec '" + std::string(spec) + "'";
+    const std::string form = "expected <count>x<device>:<topology>, e.g. 4xV100:nvlink";
+    const auto x = spec.find('x');
+    const auto colon = spec.find(':');
+    if (x == std::string_view::npos || colon == std::string_view::npos || colon < x)
+        throw error(where + ": " + form);
+    const std::string_view count_text = spec.substr(0, x), name = spec.substr(x + 1, colon - x - 1),
+                           topology = spec.substr(colon + 1);
+    unsigned long count = 0;
+    const auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    if (count_text.empty() || ec != std::errc() || end != count_text.data() + count_text.size())
+        throw error(where + ": device count '" + std::string(count_text) + "' is not a number; " + form);
+    if (count == 0) throw error(where + ": device count is 0, expected at least 1");
+    if (count > 1024) throw error(where + ": device count " + std::to_string(count) + " is more than 1024");
+    const auto p = find_preset(name);
+    if (!p) {
+        std::string known;
+        for (const preset* q : presets) known += (known.empty() ? "" : ", ") + std::string(q->label);
+        throw error(where + ": unknown device '" + std::string(name) + "', expected one of " + known);
+    }
+    const device_spec d = describe(*p);
+    cluster<device_spec> c;
+    if (topology == "nvlink") {
+        if (p->nvlink_bandwidth <= 0)
+            throw error(where + ": " + std::string(p->label) + " has no NVLink; use " +
+                        std::to_string(count) + "x" + std::string(p->label) + ":pcie");
+        c = cluster<device_spec>::all_to_all(d, count, p->nvlink_bandwidth, nvlink_latency, "nvlink");
+    } else if (topology == "pcie") {
+        c = cluster<device_spec>::shared_bus(d, count, p->pcie_bandwidth, pcie_latency, "pcie");
+    } else {
+        throw error(where + ": unknown topology '" + std::string(topology) + "', expected nvlink or pcie");
+    }
+    c.set_description(std::to_string(count) + "x" + std::string(p->label) + ":" + std::string(topology));
+    return c;
+}
+
+}  // namespace goopt::device

@@ -1,0 +1,313 @@
+#pragma once
+/// @file
+/// @brief Clusters and measured cost tables as JSON ("goopt.cluster" and "goopt.cost_table", version
+/// 1). Reading builds device::device_spec devices: the one place where a device's type is erased.
+///
+/// goopt.cluster:
+/// @code
+/// {"format": "goopt.cluster", "version": 1,
+///  "spec": "4xV100:nvlink"}                         // either a spec string (device::parse_cluster) ...
+/// {"format": "goopt.cluster", "version": 1,          // ... or devices and links
+///  "devices": [{"preset": "V100"},                   // a preset, figures optionally overridden
+///              {"name": "my-npu", "peak_flops": {"f32": 2e14, "f16": 8e14},  // missing dtypes: f32's
+///               "mem_bandwidth": 1.2e12, "mem_capacity": 34359738368, "launch_overhead": 3e-6,
+///               "count": 2}],                        // count: this many copies (default 1)
+///  "links": [{"name": "bus", "bandwidth": 1.6e10, "latency": 1e-5,
+///             "routes": [[0, 1], [1, 0]]}]}           // [from, to] device pairs that use the link
+/// @endcode
+/// goopt.cost_table: {"format": "goopt.cost_table", "version": 1,
+///   "times": [{"device": "V100", "op": "matmul_3", "seconds": 1.2e-5}, ...]}
+
+#include <goopt/cost/table_model.hpp>
+#include <goopt/device/cluster.hpp>
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/device/device_spec.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/error.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/io/graph_json.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace goopt::io {
+
+inline constexpr std::string_view cluster_format_name = "goopt.cluster";
+inline constexpr std::string_view cost_table_format_name = "goopt.cost_table";
+
+/// @brief Builds a cluster from a parsed goopt.cluster document.
+/// @throws goopt::error `<source>: <JSON pointer>: <what was wrong, what was expected>`, also for NaN,
+/// infinite, zero or negative figures and routes naming missing devices.
+inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_view source = "<json>");
+/// Parses a goopt.cluster text; invalid JSON is reported with its byte offset.
+inline device::cluster<> cluster_from_json_string(std::string_view text, std::string_view source = "<string>");
+/// Reads a goopt.cluster file.
+inline device::cluster<> read_cluster_file(const std::filesystem::path& path);
+/// A cluster of any device type as a goopt.cluster document (devices written with all their figures).
+template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const device::cluster<D>& c);
+/// Writes cluster_to_json(c) to a file atomically.
+template <device::DeviceModel D> void write_cluster_file(const std::filesystem::path& path, const device::cluster<D>& c) {
+    atomic_write(path, cluster_to_json(c).dump(2) + "\n");
+}
+
+/// @brief Measured per-op times from a goopt.cost_table document into a table model.
+template <class Fallback = cost::roofline_model>
+cost::table_model<Fallback> cost_table_from_json(const nlohmann::json& j, std::string_view source = "<json>",
+                                                 Fallback fallback = {});
+/// Reads a goopt.cost_table file.
+template <class Fallback = cost::roofline_model>
+cost::table_model<Fallback> read_cost_table_file(const std::filesystem::path& path, Fallback fallback = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+inline nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw error(std::string(source) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                    without_nlohmann_prefix(e.what()));
+    } catch (const nlohmann::json::exception& e) {
+        throw error(std::string(source) + ": invalid JSON: " + without_nlohmann_prefix(e.what()));
+    }
+}
+
+inline std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw error(path.string() + ": is a directory, expected a " + std::string(what) + " file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int e = errno;
+        throw error(path.string() + ": cannot open the " + std::string(what) + " file: " + errno_text(e));
+    }
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw error(path.string() + ": reading failed");
+    return text;
+}
+
+/// Checks the "format" and "version" keys of a document of format `name`.
+inline void check_header(const nlohmann::json& j, std::string_view source, std::string_view name) {
+    const std::string s(source);
+    if (!j.is_object()) throw error(s + ": the document is " + describe(j) + ", expected an object");
+    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != name)
+        throw error(s + ": /format: expected \"" + std::string(name) + "\"");
+    if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != 1)
+        throw error(s + ": /version: expected 1");
+}
+
+/// A number at `place` that must be finite and > 0 (or >= 0 when zero_ok).
+inline double positive_number(const nlohmann::json& v, const std::string& where, bool zero_ok = false) {
+    if (!v.is_number()) throw error(where + ": is " + describe(v) + ", expected a number");
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0 || (!zero_ok && x == 0))
+        throw error(where + ": is " + v.dump() + ", expected a finite number " + (zero_ok ? ">= 0" : "> 0"));
+    return x;
+}
+
+inline std::size_t index_in(const nlohmann::json& v, const std::string& where, std::size_t size, std::string_view what) {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+        throw error(where + ": is " + describe(v) + ", expected a " + std::string(what) + " index");
+    const auto i = v.get<std::uint64_t>();
+    if (i >= size)
+        throw error(where + ": " + std::string(what) + " " + std::to_string(i) + " does not exist (there are " +
+                    std::to_string(size) + ")");
+    return static_cast<std::size_t>(i);
+}
+
+inline device::device_spec device_from_json(const nlohmann::json& d, const std::string& where) {
+    if (!d.is_object()) throw error(where + ": is " + describe(d) + ", expected an object");
+    device::device_spec s;
+    bool from_preset = false;
+    if (d.contains("preset")) {
+        if (!d["preset"].is_string()) throw error(where + "/preset: is " + describe(d["preset"]) + ", expected a string");
+        const auto p = device::find_preset(d["preset"].get<std::string>());
+        if (!p) {
+            std::string known;
+            for (const device::preset* q : device::presets) known += (known.empty() ? "" : ", ") + std::string(q->label);
+            throw error(where + "/preset: unknown device " + quote(d["preset"].get<std::string>()) + ", expected one of " + known);
+        }
+        s = device::describe(*p);
+        from_preset = true;
+    }
+    for (const auto& [key, v] : d.items()) {
+        const std::string at = where + "/" + pointer_token(key);
+        if (key == "preset" || key == "count") continue;
+        if (key == "name") {
+            if (!v.is_string()) throw error(at + ": is " + describe(v) + ", expected a string");
+            s.label = v.get<std::string>();
+        } else if (key == "peak_flops") {
+            if (v.is_number()) {
+                s.peak.fill(positive_number(v, at));
+            } else if (v.is_object()) {
+                if (!from_preset && !v.contains("f32")) throw error(at + ": missing \"f32\" (other dtypes default to it)");
+                if (v.contains("f32")) s.peak.fill(positive_number(v["f32"], at + "/f32"));
+                for (const auto& [tk, tv] : v.items()) {
+                    const auto t = ops::parse_dtype(tk);
+                    if (!t) throw error(at + "/" + pointer_token(tk) + ": unknown dtype, expected one of " + dtype_list());
+                    s.peak[static_cast<std::size_t>(*t)] = positive_number(tv, at + "/" + pointer_token(tk));
+                }
+            } else {
+                throw error(at + ": is " + describe(v) + ", expected a number or an object of numbers by dtype");
+            }
+        } else if (key == "mem_bandwidth") {
+            s.bandwidth = positive_number(v, at);
+        } else if (key == "mem_capacity") {
+            s.capacity = positive_number(v, at);
+        } else if (key == "launch_overhead") {
+            s.launch = positive_number(v, at, true);
+        } else {
+            throw error(at + ": unknown key, expected preset, name, peak_flops, mem_bandwidth, mem_capacity, "
+                             "launch_overhead or count");
+        }
+    }
+    if (!from_preset)
+        for (const char* k : {"peak_flops", "mem_bandwidth", "mem_capacity"})
+            if (!d.contains(k)) throw error(where + ": missing \"" + std::string(k) + "\" (or give a \"preset\")");
+    s.validate(where);
+    return s;
+}
+
+}  // namespace detail
+
+inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_view source) {
+    const std::string src(source);
+    detail::check_header(j, source, cluster_format_name);
+    if (j.contains("spec")) {
+        if (!j["spec"].is_string()) throw error(src + ": /spec: is " + detail::describe(j["spec"]) + ", expected a string");
+        if (j.contains("devices") || j.contains("links"))
+            throw error(src + ": /spec: give either a spec string or devices and links, not both");
+        try {
+            return device::parse_cluster(j["spec"].get<std::string>());
+        } catch (const error& e) {
+            throw error(src + ": /spec: " + e.what());
+        }
+    }
+    for (const auto& [key, v] : j.items())
+        if (key != "format" && key != "version" && key != "devices" && key != "links")
+            throw error(src + ": /" + detail::pointer_token(key) + ": unknown key, expected format, version, spec, devices, links");
+    if (!j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
+        throw error(src + ": /devices: expected a non-empty array of devices");
+    device::cluster<> c;
+    const auto& devs = j["devices"];
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+        const std::string where = src + ": /devices/" + std::to_string(i);
+        const auto d = detail::device_from_json(devs[i], where);
+        std::size_t count = 1;
+        if (devs[i].contains("count")) {
+            const auto& v = devs[i]["count"];
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
+                throw error(where + "/count: is " + detail::describe(v) + ", expected an integer from 1 to 1024");
+            count = static_cast<std::size_t>(v.get<std::int64_t>());
+        }
+        for (std::size_t k = 0; k < count; ++k) c.add_device(d);
+    }
+    if (j.contains("links")) {
+        const auto& links = j["links"];
+        if (!links.is_array()) throw error(src + ": /links: is " + detail::describe(links) + ", expected an array");
+        for (std::size_t i = 0; i < links.size(); ++i) {
+            const std::string where = src + ": /links/" + std::to_string(i);
+            const auto& l = links[i];
+            if (!l.is_object()) throw error(where + ": is " + detail::describe(l) + ", expected an object");
+            for (const auto& [key, v] : l.items())
+                if (key != "name" && key != "bandwidth" && key != "latency" && key != "routes")
+                    throw error(where + "/" + detail::pointer_token(key) + ": unknown key, expected name, bandwidth, latency, routes");
+            device::link lk;
+            lk.name = "link " + std::to_string(i);
+            if (l.contains("name")) {
+                if (!l["name"].is_string()) throw error(where + "/name: expected a string");
+                lk.name = l["name"].get<std::string>();
+            }
+            if (!l.contains("bandwidth")) throw error(where + ": missing \"bandwidth\" (bytes/s)");
+            lk.bandwidth = detail::positive_number(l["bandwidth"], where + "/bandwidth");
+            lk.latency = l.contains("latency") ? detail::positive_number(l["latency"], where + "/latency", true) : 0.0;
+            const auto id = c.add_link(lk);
+            if (!l.contains("routes") || !l["routes"].is_array())
+                throw error(where + "/routes: expected an array of [from, to] device pairs");
+            for (std::size_t r = 0; r < l["routes"].size(); ++r) {
+                const auto& pr = l["routes"][r];
+                const std::string at = where + "/routes/" + std::to_string(r);
+                if (!pr.is_array() || pr.size() != 2) throw error(at + ": expected a [from, to] pair of device indices");
+                const auto a = detail::index_in(pr[0], at + "/0", c.num_devices(), "device");
+                const auto b = detail::index_in(pr[1], at + "/1", c.num_devices(), "device");
+                if (a == b) throw error(at + ": a device needs no link to itself");
+                c.connect(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), id);
+            }
+        }
+    }
+    return c;
+}
+
+inline device::cluster<> cluster_from_json_string(std::string_view text, std::string_view source) {
+    return cluster_from_json(detail::parse_json_text(text, source), source);
+}
+
+inline device::cluster<> read_cluster_file(const std::filesystem::path& path) {
+    return cluster_from_json_string(detail::read_text_file(path, "cluster"), path.string());
+}
+
+template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const device::cluster<D>& c) {
+    nlohmann::ordered_json j;
+    j["format"] = cluster_format_name;
+    j["version"] = 1;
+    auto& devs = j["devices"] = nlohmann::ordered_json::array();
+    for (const auto& d : c.devices()) {
+        const device::device_spec s = device::describe(d);
+        nlohmann::ordered_json x;
+        x["name"] = s.label;
+        auto& peak = x["peak_flops"] = nlohmann::ordered_json::object();
+        for (std::size_t i = 0; i < ops::num_dtypes; ++i) peak[std::string(ops::name(static_cast<ops::dtype>(i)))] = s.peak[i];
+        x["mem_bandwidth"] = s.bandwidth;
+        x["mem_capacity"] = s.capacity;
+        x["launch_overhead"] = s.launch;
+        devs.push_back(std::move(x));
+    }
+    auto& links = j["links"] = nlohmann::ordered_json::array();
+    for (std::size_t l = 0; l < c.num_links(); ++l) {
+        nlohmann::ordered_json x;
+        x["name"] = c.get_link(l).name;
+        x["bandwidth"] = c.get_link(l).bandwidth;
+        x["latency"] = c.get_link(l).latency;
+        auto& routes = x["routes"] = nlohmann::ordered_json::array();
+        for (std::size_t a = 0; a < c.num_devices(); ++a)
+            for (std::size_t b = 0; b < c.num_devices(); ++b)
+                if (a != b && c.route(a, b) == l) routes.push_back({a, b});
+        links.push_back(std::move(x));
+    }
+    return j;
+}
+
+template <class Fallback>
+cost::table_model<Fallback> cost_table_from_json(const nlohmann::json& j, std::string_view source, Fallback fallback) {
+    const std::string src(source);
+    detail::check_header(j, source, cost_table_format_name);
+    if (!j.contains("times") || !j["times"].is_array()) throw error(src + ": /times: expected an array");
+    cost::table_model<Fallback> m(std::move(fallback));
+    const auto& times = j["times"];
+    for (std::size_t i = 0; i < times.size(); ++i) {
+        const std::string where = src + ": /times/" + std::to_string(i);
+        const auto& e = times[i];
+        if (!e.is_object()) throw error(where + ": is " + detail::describe(e) + ", expected an object");
+        for (const char* k : {"device", "op"})
+            if (!e.contains(k) || !e[k].is_string()) throw error(where + "/" + k + ": expected a string");
+        if (!e.contains("seconds")) throw error(where + ": missing \"seconds\"");
+        m.set(e["device"].get<std::string>(), e["op"].get<std::string>(),
+              detail::positive_number(e["seconds"], where + "/seconds", true));
+    }
+    return m;
+}
+
+template <class Fallback>
+cost::table_model<Fallback> read_cost_table_file(const std::filesystem::path& path, Fallback fallback) {
+    return cost_table_from_json(detail::parse_json_text(detail::read_text_file(path, "cost table"), path.string()),
+                                path.string(), std::move(fallback));
+}
+
+}  // namespace goopt::io

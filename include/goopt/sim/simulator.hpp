@@ -1,0 +1,606 @@
+#pragma once
+/// @file
+/// @brief The event-driven execution simulator every placement, schedule and fusion decision is
+/// scored on (the simulator of GO, NeurIPS'20 §4, and of Placeto/HDP before it).
+
+#include <goopt/cost/concepts.hpp>
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/cluster.hpp>
+#include <goopt/device/concepts.hpp>
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/reachability.hpp>
+#include <goopt/graph/topological_order.hpp>
+#include <goopt/sim/placement.hpp>
+#include <goopt/sim/simulation_result.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace goopt::sim {
+
+/// Optional inputs of one simulation, beside the placement.
+struct simulation_options {
+    /// Per op (indexed by op id): a device's compute stream runs the ready op with the largest priority
+    /// first (ties: the one that became ready first). Empty: FIFO ready queue, as TensorFlow's executor.
+    /// A fused group's priority is its members' largest.
+    std::span<const double> priorities = {};
+    /// Per op fusion group (see sim::fusion_groups); empty: no fusion.
+    std::span<const std::int32_t> fusion = {};
+    /// Fill simulation_result::ops and ::transfers.
+    bool record_trace = true;
+};
+
+/// @brief Simulates one step of a graph on a cluster under a placement.
+///
+/// Model: each device has one compute stream that runs one op (or fused group) at a time, for the
+/// time the cost model gives; each link has a FIFO transfer queue; a tensor consumed on another device
+/// is copied there once (one transfer per tensor per destination device) over the link
+/// cluster.route(from, to), taking latency + bytes / bandwidth, after its producer finishes. An op
+/// becomes ready when all its inputs are on its device.
+///
+/// Memory per device: an op's output is allocated when its producer starts and freed when its last
+/// consumer on that device has finished and every copy of it to other devices is done; a copy
+/// is allocated on the destination when its transfer starts and freed when its last consumer there
+/// has finished; graph outputs stay until the end; weights' outputs are persistent (counted from the
+/// start). Tensors that live only inside a fused group take no memory. A device whose peak exceeds
+/// its capacity is flagged, and the step still runs to the end.
+///
+/// Built once per (graph, cluster, cost model): construction evaluates the cost model for every op
+/// on every device; run() then allocates nothing per event (its work arrays are reused across
+/// calls) and is O((ops + edges) log ops). The simulator keeps references to the graph and cluster.
+/// @tparam D device type; @tparam Cost cost model.
+template <device::DeviceModel D, cost::CostModel<D> Cost = cost::roofline_model> class simulator {
+public:
+    /// @throws goopt::error when the graph has a cycle or the cost model gives a negative or
+    /// non-finite time (naming the op and device).
+    simulator(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{});
+
+    /// @brief Simulates one step.
+    /// @param placement device of every op (sim::placement).
+    /// @throws goopt::error when the placement has the wrong length, names a device the cluster lacks,
+    /// splits a colocation group, routes a tensor between unconnected devices, or when priorities or
+    /// fusion groups are malformed or illegal (a group on two devices, or groups that form a cycle).
+    simulation_result run(std::span<const device_id> placement, const simulation_options& options = {}) {
+        simulation_result r;
+        run(placement, options, r);
+        return r;
+    }
+    /// As above, reusing `out`'s storage.
+    void run(std::span<const device_id> placement, const simulation_options& options, simulation_result& out);
+
+    /// Throws goopt::error when a placement is not valid for this graph and cluster (see run()).
+    void check_placement(std::span<const device_id> placement) const;
+
+    /// The cost model's time of op `o` on device `d`, as cached at construction.
+    double op_time(graph::op_id o, device_id d) const { return op_time_[std::size_t{o} * nd_ + d]; }
+    const graph::computation_graph& graph() const noexcept { return *g_; }
+    const device::cluster<D>& cluster() const noexcept { return *c_; }
+    const Cost& cost_model() const noexcept { return cost_; }
+
+private:
+    struct event {
+        double time;
+        std::uint32_t seq;
+        std::uint32_t code;  // top bit set: transfer (delivery index); else unit index
+    };
+    struct queued {
+        double priority;
+        std::uint32_t seq;
+        std::uint32_t unit;
+    };
+    static constexpr std::uint32_t transfer_bit = 0x80000000u;
+    static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+
+    void build_units(std::span<const device_id> placement, const simulation_options& options);
+    void check_fusion_legal();
+    void build_deliveries();
+    void push_event(double t, std::uint32_t code) {
+        events_.push_back({t, seq_++, code});
+        std::push_heap(events_.begin(), events_.end(), later);
+    }
+    static bool later(const event& a, const event& b) noexcept {
+        return a.time > b.time || (a.time == b.time && a.seq > b.seq);
+    }
+    static bool lower_priority(const queued& a, const queued& b) noexcept {
+        return a.priority < b.priority || (a.priority == b.priority && a.seq > b.seq);
+    }
+    void make_ready(std::uint32_t u);
+    void try_start(std::uint32_t d, double now, simulation_result& out, bool trace);
+    void request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
+    void start_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
+    void release(std::uint32_t copy) {
+        copy_state& c = copies_[copy];
+        if (--c.refs == 0) mem_[c.device] -= c.bytes;
+        GOOPT_ASSERT(mem_[c.device] >= 0);
+    }
+    void allocate(std::uint32_t copy) {
+        const auto d = copies_[copy].device;
+        mem_[d] += copies_[copy].bytes;
+        peak_[d] = std::max(peak_[d], mem_[d]);
+    }
+
+    const graph::computation_graph* g_;
+    const device::cluster<D>* c_;
+    Cost cost_;
+    std::size_t n_ = 0, nt_ = 0, nd_ = 0;
+
+    // ---- fixed per graph and cluster
+    std::vector<double> op_time_;               // n x devices
+    std::vector<std::int64_t> tensor_bytes_;
+    std::vector<std::uint8_t> persistent_, is_output_;
+    std::vector<graph::op_id> producer_;
+    std::vector<std::uint32_t> cons_begin_, cons_;   // distinct consumer ops of each tensor
+    std::vector<std::uint32_t> in_begin_, in_;       // distinct input tensors of each op
+    std::vector<std::uint32_t> out_begin_, out_;     // outputs of each op (flat: ops are large structs)
+    std::vector<std::int32_t> coloc_;                // dense colocation group per op, -1 none
+    std::size_t num_coloc_ = 0;
+    std::unique_ptr<graph::reachability<graph::computation_graph>> reach_;  // built on first fusion
+
+    // ---- work arrays of one run, reused
+    std::size_t nu_ = 0;
+    std::vector<std::uint32_t> unit_of_, unit_dev_, mem_begin_, members_, pending_, stamp_;
+    std::vector<double> unit_dur_, unit_prio_;
+    // what the event loop needs of a unit, packed: one cache line holds two units
+    struct unit_state {
+        double duration;
+        double priority;
+        std::uint32_t device;
+        std::uint32_t pending;  // inputs not yet on the device
+        std::uint32_t first;    // members_[first, last)
+        std::uint32_t last;
+    };
+    std::vector<unit_state> units_;
+    // a delivery: one tensor to the units that read it on one device (by a transfer when remote);
+    // deliveries_[k + 1].first_unit ends k's units (a sentinel closes the list)
+    struct delivery {
+        std::uint32_t device;
+        std::uint32_t copy;
+        std::uint32_t link;  // device::no_link when local
+        std::uint32_t first_unit;
+    };
+    std::vector<std::uint32_t> del_begin_, del_units_;
+    std::vector<delivery> deliveries_;
+    // a tensor's buffer on one device: index t is its producer's, then one per remote destination
+    struct copy_state {
+        std::int64_t bytes;  // 0: not materialized (persistent weights are counted apart)
+        std::uint32_t refs;  // holders left: consumers on that device, outgoing transfers, the producer
+        std::uint32_t device;
+        std::uint32_t tensor;
+    };
+    std::vector<copy_state> copies_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // scratch (device, unit) / (unit, copy)
+    std::vector<std::uint32_t> rel_begin_, rel_;
+    std::vector<std::uint32_t> lq_begin_, lq_, lq_head_, lq_tail_;
+    std::vector<std::uint8_t> link_busy_, dev_busy_;
+    std::vector<std::uint32_t> dq_begin_, dq_size_, dq_head_;
+    std::vector<queued> dq_;
+    std::vector<event> events_;
+    std::vector<std::int64_t> mem_, peak_;
+    std::vector<std::int32_t> group_unit_;
+    std::vector<std::size_t> scratch_a_, scratch_b_;
+    std::uint32_t seq_ = 0, ready_seq_ = 0;
+    bool use_priority_ = false;
+};
+
+/// @brief One simulation without keeping a simulator: builds one and runs it (the cost model is
+/// evaluated for every op on every device, so score many decisions with one sim::simulator instead).
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+simulation_result simulate(const graph::computation_graph& g, const device::cluster<D>& c, const Cost& cost,
+                           std::span<const device_id> placement, const simulation_options& options = {}) {
+    simulator<D, Cost> s(g, c, cost);
+    return s.run(placement, options);
+}
+
+// ---- implementation ----
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+simulator<D, Cost>::simulator(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost)
+    : g_(&g), c_(&c), cost_(std::move(cost)), n_(g.num_ops()), nt_(g.num_tensors()), nd_(c.num_devices()) {
+    if (nd_ == 0) throw error("simulator: the cluster has no devices");
+    if (n_ >= transfer_bit || nt_ >= transfer_bit) throw error("simulator: graph too large (2^31 ops or tensors)");
+    (void)graph::topological_order(g);  // a cyclic graph is an error here, not a hang later
+    op_time_.resize(n_ * nd_);
+    for (std::size_t d = 0; d < nd_; ++d)
+        for (graph::op_id o = 0; o < n_; ++o) {
+            const double t = static_cast<double>(cost_.op_time(g, o, c.device(d)));
+            if (!std::isfinite(t) || t < 0)
+                throw error("simulator: cost model gives op " + g.describe(o) + " on device " + std::to_string(d) +
+                            " a time of " + std::to_string(t) + " s, expected a finite number >= 0");
+            op_time_[o * nd_ + d] = t;
+        }
+    tensor_bytes_.resize(nt_);
+    producer_.resize(nt_);
+    persistent_.assign(nt_, 0);
+    is_output_.assign(nt_, 0);
+    for (graph::tensor_id t = 0; t < nt_; ++t) {
+        const auto& x = g.get_tensor(t);
+        tensor_bytes_[t] = x.type.bytes();
+        producer_[t] = x.producer;
+        persistent_[t] = g.get_op(x.producer).kind == ops::op_kind::weight;
+    }
+    for (graph::tensor_id t : g.outputs()) is_output_[t] = 1;
+    std::vector<std::uint32_t> seen(n_ + nt_, none);
+    cons_begin_.assign(nt_ + 1, 0);
+    cons_.clear();
+    for (graph::tensor_id t = 0; t < nt_; ++t) {
+        cons_begin_[t] = static_cast<std::uint32_t>(cons_.size());
+        for (const graph::use& u : g.get_tensor(t).uses)
+            if (seen[u.op] != t) {
+                seen[u.op] = t;
+                cons_.push_back(u.op);
+            }
+    }
+    cons_begin_[nt_] = static_cast<std::uint32_t>(cons_.size());
+    in_begin_.assign(n_ + 1, 0);
+    in_.clear();
+    for (graph::op_id o = 0; o < n_; ++o) {
+        in_begin_[o] = static_cast<std::uint32_t>(in_.size());
+        for (graph::tensor_id t : g.get_op(o).inputs)
+            if (seen[n_ + t] != o) {
+                seen[n_ + t] = o;
+                in_.push_back(t);
+            }
+    }
+    in_begin_[n_] = static_cast<std::uint32_t>(in_.size());
+    out_begin_.assign(n_ + 1, 0);
+    out_.clear();
+    for (graph::op_id o = 0; o < n_; ++o) {
+        out_begin_[o] = static_cast<std::uint32_t>(out_.size());
+        for (graph::tensor_id t : g.get_op(o).outputs) out_.push_back(t);
+    }
+    out_begin_[n_] = static_cast<std::uint32_t>(out_.size());
+    coloc_.assign(n_, -1);
+    std::unordered_map<std::int32_t, std::int32_t> dense;
+    for (graph::op_id o = 0; o < n_; ++o) {
+        const auto grp = g.get_op(o).colocation;
+        if (grp < 0) continue;
+        coloc_[o] = dense.emplace(grp, static_cast<std::int32_t>(dense.size())).first->second;
+    }
+    num_coloc_ = dense.size();
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::check_placement(std::span<const device_id> placement) const {
+    if (placement.size() != n_)
+        throw error("placement has " + std::to_string(placement.size()) + " entries, expected one per op (" +
+                    std::to_string(n_) + ")");
+    std::vector<graph::op_id> first(num_coloc_, graph::no_op);
+    for (graph::op_id o = 0; o < n_; ++o) {
+        if (placement[o] >= nd_)
+            throw error("placement puts op " + g_->describe(o) + " on device " + std::to_string(placement[o]) +
+                        ", but the cluster has devices 0.." + std::to_string(nd_ - 1));
+        if (coloc_[o] < 0) continue;
+        auto& f = first[static_cast<std::size_t>(coloc_[o])];
+        if (f == graph::no_op) f = o;
+        else if (placement[f] != placement[o])
+            throw error("placement breaks colocation group " + std::to_string(g_->get_op(o).colocation) + ": op " +
+                        g_->describe(f) + " is on device " + std::to_string(placement[f]) + " but op " +
+                        g_->describe(o) + " is on device " + std::to_string(placement[o]));
+    }
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::build_units(std::span<const device_id> placement, const simulation_options& options) {
+    unit_of_.resize(n_);
+    const bool fused = !options.fusion.empty();
+    if (fused && options.fusion.size() != n_)
+        throw error("fusion groups have " + std::to_string(options.fusion.size()) + " entries, expected one per op (" +
+                    std::to_string(n_) + ") or none");
+    nu_ = 0;
+    if (!fused) {
+        for (graph::op_id o = 0; o < n_; ++o) unit_of_[o] = o;
+        nu_ = n_;
+    } else {
+        group_unit_.assign(n_, -1);
+        for (graph::op_id o = 0; o < n_; ++o) {
+            const std::int32_t grp = options.fusion[o];
+            if (grp < 0) {
+                unit_of_[o] = static_cast<std::uint32_t>(nu_++);
+                continue;
+            }
+            if (static_cast<std::size_t>(grp) >= n_)
+                throw error("fusion group id " + std::to_string(grp) + " of op " + g_->describe(o) +
+                            " is out of range, expected -1 or 0.." + std::to_string(n_ - 1));
+            if (group_unit_[grp] < 0) group_unit_[grp] = static_cast<std::int32_t>(nu_++);
+            unit_of_[o] = static_cast<std::uint32_t>(group_unit_[grp]);
+        }
+    }
+    // members of each unit (op id order)
+    mem_begin_.assign(nu_ + 1, 0);
+    for (graph::op_id o = 0; o < n_; ++o) ++mem_begin_[unit_of_[o] + 1];
+    for (std::size_t u = 0; u < nu_; ++u) mem_begin_[u + 1] += mem_begin_[u];
+    members_.resize(n_);
+    pending_.assign(nu_, 0);  // used as fill cursor first
+    for (graph::op_id o = 0; o < n_; ++o) members_[mem_begin_[unit_of_[o]] + pending_[unit_of_[o]]++] = o;
+    unit_dev_.resize(nu_);
+    unit_dur_.resize(nu_);
+    unit_prio_.assign(nu_, -std::numeric_limits<double>::infinity());
+    use_priority_ = !options.priorities.empty();
+    if (use_priority_ && options.priorities.size() != n_)
+        throw error("priorities have " + std::to_string(options.priorities.size()) + " entries, expected one per op (" +
+                    std::to_string(n_) + ") or none");
+    for (std::size_t u = 0; u < nu_; ++u) {
+        const graph::op_id first = members_[mem_begin_[u]];
+        unit_dev_[u] = placement[first];
+        const std::span<const graph::op_id> ms(members_.data() + mem_begin_[u], mem_begin_[u + 1] - mem_begin_[u]);
+        for (graph::op_id o : ms) {
+            if (placement[o] != unit_dev_[u])
+                throw error("fusion group " + std::to_string(options.fusion[o]) + " spans two devices: op " +
+                            g_->describe(first) + " on device " + std::to_string(unit_dev_[u]) + " and op " +
+                            g_->describe(o) + " on device " + std::to_string(placement[o]) +
+                            "; a fused kernel runs on one device");
+            if (use_priority_) {
+                const double p = options.priorities[o];
+                if (!std::isfinite(p))
+                    throw error("priority of op " + g_->describe(o) + " is " + std::to_string(p) + ", expected a finite number");
+                unit_prio_[u] = std::max(unit_prio_[u], p);
+            }
+        }
+        if (ms.size() == 1) {
+            unit_dur_[u] = op_time_[std::size_t{first} * nd_ + unit_dev_[u]];
+        } else {
+            const double t = static_cast<double>(cost_.group_time(*g_, ms, c_->device(unit_dev_[u])));
+            if (!std::isfinite(t) || t < 0)
+                throw error("simulator: cost model gives the fusion group of op " + g_->describe(first) + " a time of " +
+                            std::to_string(t) + " s, expected a finite number >= 0");
+            unit_dur_[u] = t;
+        }
+    }
+    if (fused && nu_ < n_) check_fusion_legal();
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::check_fusion_legal() {
+    // A group is legal only if no path leaves it and comes back: such a path would make the fused
+    // kernel wait for its own output. Groups that are each convex can still form a cycle together;
+    // run() detects that as a deadlock.
+    if (!reach_) reach_ = std::make_unique<graph::reachability<graph::computation_graph>>(*g_);
+    for (std::size_t u = 0; u < nu_; ++u) {
+        if (mem_begin_[u + 1] - mem_begin_[u] < 2) continue;
+        scratch_a_.clear();
+        scratch_b_.clear();
+        for (std::uint32_t i = mem_begin_[u]; i < mem_begin_[u + 1]; ++i) {
+            const graph::op_id o = members_[i];
+            scratch_b_.push_back(o);
+            for (std::uint32_t m = out_begin_[o]; m < out_begin_[o + 1]; ++m)
+                for (std::uint32_t j = cons_begin_[out_[m]]; j < cons_begin_[out_[m] + 1]; ++j)
+                    if (unit_of_[cons_[j]] != u) scratch_a_.push_back(cons_[j]);
+        }
+        if (reach_->reaches(scratch_a_, scratch_b_)) {
+            graph::op_id culprit = graph::no_op;
+            for (std::size_t s : scratch_a_)
+                if (reach_->reaches(std::span<const std::size_t>(&s, 1), scratch_b_)) {
+                    culprit = static_cast<graph::op_id>(s);
+                    break;
+                }
+            throw error("fusion group of op " + g_->describe(members_[mem_begin_[u]]) + " is illegal: op " +
+                        g_->describe(culprit) + " outside the group depends on it and feeds it (a cycle)");
+        }
+    }
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::build_deliveries() {
+    const std::size_t nl = c_->num_links();
+    pending_.assign(nu_, 0);
+    stamp_.assign(nu_, none);
+    del_begin_.resize(nt_ + 1);
+    deliveries_.clear();
+    del_units_.clear();
+    copies_.resize(nt_);
+    lq_begin_.assign(nl + 1, 0);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>& rel_pairs = pairs_;
+    rel_pairs.clear();
+    scratch_a_.clear();  // (device << 32 | unit) of one tensor's consumers
+    for (graph::tensor_id t = 0; t < nt_; ++t) {
+        del_begin_[t] = static_cast<std::uint32_t>(deliveries_.size());
+        const graph::op_id p = producer_[t];
+        const std::uint32_t pu = unit_of_[p], pd = unit_dev_[pu];
+        scratch_a_.clear();
+        for (std::uint32_t j = cons_begin_[t]; j < cons_begin_[t + 1]; ++j) {
+            const std::uint32_t u = unit_of_[cons_[j]];
+            if (u == pu || stamp_[u] == t) continue;
+            stamp_[u] = t;
+            scratch_a_.push_back((std::size_t{unit_dev_[u]} << 32) | u);
+        }
+        if (scratch_a_.size() > 1) std::sort(scratch_a_.begin(), scratch_a_.end());
+        const bool fused_internal = scratch_a_.empty() && !is_output_[t] && mem_begin_[pu + 1] - mem_begin_[pu] > 1;
+        copies_[t] = {persistent_[t] || fused_internal ? 0 : tensor_bytes_[t], 1u + is_output_[t], pd, t};
+        for (std::size_t i = 0; i < scratch_a_.size();) {
+            const auto dev = static_cast<std::uint32_t>(scratch_a_[i] >> 32);
+            const auto first_unit = static_cast<std::uint32_t>(del_units_.size());
+            std::uint32_t copy = t, l = device::no_link;
+            if (dev != pd) {
+                l = c_->route(pd, dev);
+                if (l == device::no_link)
+                    throw error("tensor " + std::to_string(t) + " of op " + g_->describe(p) + " must go from device " +
+                                std::to_string(pd) + " to device " + std::to_string(dev) +
+                                ", but the cluster has no link between them");
+                copy = static_cast<std::uint32_t>(copies_.size());
+                copies_.push_back({tensor_bytes_[t], 0, dev, t});
+                ++copies_[t].refs;  // the transfer reads the source buffer
+                ++lq_begin_[l + 1];
+            }
+            deliveries_.push_back({dev, copy, l, first_unit});
+            for (; i < scratch_a_.size() && (scratch_a_[i] >> 32) == dev; ++i) {
+                const auto u = static_cast<std::uint32_t>(scratch_a_[i] & 0xffffffffu);
+                del_units_.push_back(u);
+                ++pending_[u];
+                ++copies_[copy].refs;
+                rel_pairs.emplace_back(u, copy);
+            }
+        }
+    }
+    del_begin_[nt_] = static_cast<std::uint32_t>(deliveries_.size());
+    deliveries_.push_back({0, 0, device::no_link, static_cast<std::uint32_t>(del_units_.size())});  // sentinel
+    // inputs each unit releases when it finishes (counting sort by unit)
+    rel_begin_.assign(nu_ + 1, 0);
+    for (const auto& [u, c] : rel_pairs) ++rel_begin_[u + 1];
+    for (std::size_t u = 0; u < nu_; ++u) rel_begin_[u + 1] += rel_begin_[u];
+    rel_.resize(rel_pairs.size());
+    stamp_.assign(nu_, 0);
+    for (const auto& [u, c] : rel_pairs) rel_[rel_begin_[u] + stamp_[u]++] = c;
+    units_.resize(nu_);
+    for (std::size_t u = 0; u < nu_; ++u)
+        units_[u] = {unit_dur_[u], unit_prio_[u], unit_dev_[u], pending_[u], mem_begin_[u], mem_begin_[u + 1]};
+    // per-link FIFO segments
+    for (std::size_t l = 0; l < nl; ++l) lq_begin_[l + 1] += lq_begin_[l];
+    lq_.resize(lq_begin_[nl]);
+    lq_head_.assign(nl, 0);
+    lq_tail_.assign(nl, 0);
+    link_busy_.assign(nl, 0);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::make_ready(std::uint32_t u) {
+    const unit_state& x = units_[u];
+    const std::uint32_t d = x.device;
+    queued* base = dq_.data() + dq_begin_[d] + dq_head_[d];
+    base[dq_size_[d]] = {x.priority, ready_seq_++, u};
+    ++dq_size_[d];
+    if (use_priority_) std::push_heap(base, base + dq_size_[d], lower_priority);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_result& out, bool trace) {
+    if (dev_busy_[d] || dq_size_[d] == 0) return;
+    queued* base = dq_.data() + dq_begin_[d] + dq_head_[d];
+    std::uint32_t u;
+    if (use_priority_) {
+        std::pop_heap(base, base + dq_size_[d], lower_priority);
+        u = base[dq_size_[d] - 1].unit;
+    } else {
+        u = base[0].unit;
+        ++dq_head_[d];  // FIFO: each unit enters once, so the segment never wraps
+    }
+    --dq_size_[d];
+    dev_busy_[d] = 1;
+    const unit_state& x = units_[u];
+    const double end = now + x.duration;
+    out.busy_time[d] += x.duration;
+    for (std::uint32_t i = x.first; i < x.last; ++i) {
+        const graph::op_id o = members_[i];
+        for (std::uint32_t k = out_begin_[o]; k < out_begin_[o + 1]; ++k) allocate(out_[k]);
+        if (trace) out.ops.push_back({o, d, now, end});
+    }
+    push_event(end, u);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace) {
+    const std::uint32_t l = deliveries_[k].link;
+    if (link_busy_[l]) lq_[lq_begin_[l] + lq_tail_[l]++] = k;
+    else start_transfer(k, now, out, trace);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::start_transfer(std::uint32_t k, double now, simulation_result& out, bool trace) {
+    const delivery& x = deliveries_[k];
+    const std::uint32_t l = x.link, t = copies_[x.copy].tensor;
+    link_busy_[l] = 1;
+    allocate(x.copy);
+    const double end = now + c_->get_link(l).transfer_time(static_cast<double>(tensor_bytes_[t]));
+    out.bytes_moved += tensor_bytes_[t];
+    ++out.num_transfers;
+    if (trace) out.transfers.push_back({t, copies_[t].device, x.device, l, now, end, tensor_bytes_[t]});
+    push_event(end, transfer_bit | k);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+void simulator<D, Cost>::run(std::span<const device_id> placement, const simulation_options& options,
+                             simulation_result& out) {
+    check_placement(placement);
+    build_units(placement, options);
+    build_deliveries();
+    const bool trace = options.record_trace;
+    out.step_time = 0;
+    out.busy_time.assign(nd_, 0.0);
+    out.out_of_memory.assign(nd_, 0);
+    out.oom = false;
+    out.bytes_moved = 0;
+    out.num_transfers = 0;
+    out.ops.clear();
+    out.transfers.clear();
+    if (trace) {
+        out.ops.reserve(n_);
+        out.transfers.reserve(copies_.size() - nt_);
+    }
+    mem_.assign(nd_, 0);
+    for (graph::tensor_id t = 0; t < nt_; ++t)
+        if (persistent_[t]) mem_[copies_[t].device] += tensor_bytes_[t];
+    peak_ = mem_;
+    // per-device ready queues: one segment per device, sized by its number of units
+    dq_begin_.assign(nd_ + 1, 0);
+    for (std::size_t u = 0; u < nu_; ++u) ++dq_begin_[unit_dev_[u] + 1];
+    for (std::size_t d = 0; d < nd_; ++d) dq_begin_[d + 1] += dq_begin_[d];
+    dq_.resize(nu_);
+    dq_size_.assign(nd_, 0);
+    dq_head_.assign(nd_, 0);
+    dev_busy_.assign(nd_, 0);
+    events_.clear();
+    events_.reserve(nu_ + deliveries_.size() + 1);
+    seq_ = ready_seq_ = 0;
+
+    for (std::uint32_t u = 0; u < nu_; ++u)
+        if (units_[u].pending == 0) make_ready(u);
+    for (std::uint32_t d = 0; d < nd_; ++d) try_start(d, 0.0, out, trace);
+
+    std::size_t done = 0;
+    double now = 0;
+    while (!events_.empty()) {
+        std::pop_heap(events_.begin(), events_.end(), later);
+        const event e = events_.back();
+        events_.pop_back();
+        now = e.time;
+        if (e.code & transfer_bit) {
+            const std::uint32_t k = e.code & ~transfer_bit, l = deliveries_[k].link, dst = deliveries_[k].device;
+            link_busy_[l] = 0;
+            if (lq_head_[l] != lq_tail_[l]) start_transfer(lq_[lq_begin_[l] + lq_head_[l]++], now, out, trace);
+            release(copies_[deliveries_[k].copy].tensor);
+            for (std::uint32_t i = deliveries_[k].first_unit; i < deliveries_[k + 1].first_unit; ++i)
+                if (--units_[del_units_[i]].pending == 0) make_ready(del_units_[i]);
+            try_start(dst, now, out, trace);
+            continue;
+        }
+        const std::uint32_t u = e.code, d = units_[u].device;
+        ++done;
+        dev_busy_[d] = 0;
+        for (std::uint32_t i = rel_begin_[u]; i < rel_begin_[u + 1]; ++i) release(rel_[i]);
+        for (std::uint32_t i = units_[u].first; i < units_[u].last; ++i)
+            for (std::uint32_t m = out_begin_[members_[i]]; m < out_begin_[members_[i] + 1]; ++m) {
+                const graph::tensor_id t = out_[m];
+                release(t);  // the producer's own hold
+                for (std::uint32_t k = del_begin_[t]; k < del_begin_[t + 1]; ++k) {
+                    if (deliveries_[k].device == d) {
+                        for (std::uint32_t j = deliveries_[k].first_unit; j < deliveries_[k + 1].first_unit; ++j)
+                            if (--units_[del_units_[j]].pending == 0) make_ready(del_units_[j]);
+                    } else {
+                        request_transfer(k, now, out, trace);
+                    }
+                }
+            }
+        try_start(d, now, out, trace);
+    }
+    if (done != nu_) {
+        for (std::uint32_t u = 0; u < nu_; ++u)
+            if (units_[u].pending != 0)
+                throw error("fusion groups form a cycle once contracted: the group of op " +
+                            g_->describe(members_[mem_begin_[u]]) + " waits for its own output through other groups");
+        throw error("simulator: internal error, not every op ran");
+    }
+    out.step_time = now;
+    out.peak_memory = peak_;
+    for (std::size_t d = 0; d < nd_; ++d)
+        if (static_cast<double>(peak_[d]) > static_cast<double>(c_->device(d).mem_capacity())) {
+            out.out_of_memory[d] = 1;
+            out.oom = true;
+        }
+}
+
+}  // namespace goopt::sim

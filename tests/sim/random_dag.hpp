@@ -1,0 +1,50 @@
+#pragma once
+// Random layered DAGs of small elementwise and matmul ops for property tests of the simulator and
+// the baselines (shared by tests/sim and tests/tasks).
+
+#include <goopt/graph/computation_graph.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace goopt_test {
+
+/// `layers` layers of `width` ops; each op reads one or two tensors from earlier layers; every op
+/// gets its layer; weights feed matmuls and share a colocation group with them.
+inline goopt::graph::computation_graph random_dag(std::mt19937_64& rng, int layers, int width) {
+    using goopt::ops::op_kind;
+    goopt::graph::computation_graph g("random");
+    std::vector<goopt::graph::tensor_id> pool;
+    for (int i = 0; i < width; ++i) pool.push_back(g.input("x" + std::to_string(i), {16, 16}));
+    std::int32_t coloc = 0;
+    for (int l = 0; l < layers; ++l) {
+        std::vector<goopt::graph::tensor_id> made;
+        for (int i = 0; i < width; ++i) {
+            auto pick = [&] { return pool[std::uniform_int_distribution<std::size_t>(0, pool.size() - 1)(rng)]; };
+            const int kind = std::uniform_int_distribution<int>(0, 3)(rng);
+            goopt::graph::tensor_id t;
+            if (kind == 0) {
+                t = g.add1(op_kind::relu, {pick()});
+            } else if (kind == 1) {
+                t = g.add1(op_kind::ewadd, {pick(), pick()});
+            } else if (kind == 2) {
+                t = g.add1(op_kind::sigmoid, {pick()});
+            } else {
+                const auto w = g.weight("w" + std::to_string(l) + "_" + std::to_string(i), {16, 16});
+                t = g.add1(op_kind::matmul, {pick(), w});
+                g.set_colocation(g.producer(w), coloc);
+                g.set_colocation(g.producer(t), coloc);
+                g.set_layer(g.producer(w), l);
+                ++coloc;
+            }
+            g.set_layer(g.producer(t), l);
+            made.push_back(t);
+        }
+        pool.insert(pool.end(), made.begin(), made.end());
+    }
+    g.mark_output(pool.back());
+    return g;
+}
+
+}  // namespace goopt_test

@@ -1,0 +1,315 @@
+#include "random_dag.hpp"
+
+#include <goopt/cost.hpp>
+#include <goopt/device.hpp>
+#include <goopt/graph/critical_path.hpp>
+#include <goopt/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <unordered_map>
+
+using namespace goopt;
+using graph::op_id;
+using ops::op_kind;
+
+namespace {
+
+/// A device with round figures so that roofline times can be worked out by hand.
+struct round_device {
+    double flops, bandwidth, capacity, launch;
+    double peak_flops(ops::dtype) const { return flops; }
+    double mem_bandwidth() const { return bandwidth; }
+    double mem_capacity() const { return capacity; }
+    double launch_overhead() const { return launch; }
+};
+static_assert(device::DeviceModel<round_device>);
+
+/// Fixed seconds per op id (sources cost 0): isolates the simulator from the cost formulas.
+struct fixed_cost {
+    std::vector<double> seconds;
+    template <class D> double op_time(const graph::computation_graph&, op_id o, const D&) const { return seconds[o]; }
+    template <class D>
+    double group_time(const graph::computation_graph&, std::span<const op_id> ops, const D&) const {
+        double s = 0;
+        for (op_id o : ops) s += seconds[o];
+        return s;
+    }
+};
+static_assert(cost::CostModel<fixed_cost, round_device>);
+
+device::cluster<round_device> two_devices(round_device d, double bandwidth, double latency) {
+    return device::cluster<round_device>::all_to_all(d, 2, bandwidth, latency);
+}
+
+}  // namespace
+
+TEST_CASE("a chain split over two devices: roofline times and one transfer, worked out by hand") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {256});  // 1024 bytes
+    const auto a = g.add1(op_kind::relu, {x}, {}, "a");
+    const auto b = g.add1(op_kind::relu, {a}, {}, "b");
+    const auto c = g.add1(op_kind::relu, {b}, {}, "c");
+    g.mark_output(c);
+    // relu on 256 floats: 256 FLOPs / 1e6 = 0.256 ms, 2048 bytes / 1e6 = 2.048 ms -> 2.048 ms
+    const round_device dev{1e6, 1e6, 1e9, 0.0};
+    const auto cl = two_devices(dev, 1e6, 1e-3);  // 1024 bytes: 1 ms + 1.024 ms
+    sim::simulator s(g, cl);
+    CHECK(s.op_time(1, 0) == doctest::Approx(2.048e-3));
+    const sim::placement p{0, 0, 1, 1};
+    const auto r = s.run(p);
+    CHECK(r.step_time == doctest::Approx(8.168e-3));
+    REQUIRE(r.transfers.size() == 1);
+    CHECK(r.transfers[0].tensor == a);
+    CHECK(r.transfers[0].start == doctest::Approx(2.048e-3));
+    CHECK(r.transfers[0].end == doctest::Approx(4.072e-3));
+    CHECK(r.bytes_moved == 1024);
+    CHECK(r.busy_time[0] == doctest::Approx(2.048e-3));
+    CHECK(r.busy_time[1] == doctest::Approx(4.096e-3));
+    // device 0: x and a's output together (a's output stays until its copy is done)
+    CHECK(r.peak_memory[0] == 2048);
+    // device 1: the copy of a with b's output, then b's output with c's
+    CHECK(r.peak_memory[1] == 2048);
+    CHECK_FALSE(r.oom);
+    REQUIRE(r.ops.size() == 4);
+    const auto ev_c = std::find_if(r.ops.begin(), r.ops.end(), [&](const sim::op_event& e) { return e.op == g.producer(c); });
+    CHECK(ev_c->start == doctest::Approx(6.120e-3));
+    CHECK(ev_c->device == 1u);
+    (void)b;
+
+    // on one device there is no transfer: 3 x 2.048 ms
+    const auto r1 = s.run(sim::placement{0, 0, 0, 0});
+    CHECK(r1.step_time == doctest::Approx(6.144e-3));
+    CHECK(r1.bytes_moved == 0);
+}
+
+TEST_CASE("a diamond over two devices waits for the slower branch and its copy") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1});
+    const auto a = g.add1(op_kind::relu, {x}, {}, "a");
+    const auto b = g.add1(op_kind::relu, {a}, {}, "b");
+    const auto c = g.add1(op_kind::sigmoid, {a}, {}, "c");
+    const auto d = g.add1(op_kind::ewadd, {b, c}, {}, "d");
+    g.mark_output(d);
+    // a = 1 s, b = 2 s, c = 1 s, d = 1 s; a 4-byte tensor crosses a link in 0.5 + 4/8 = 1 s
+    const fixed_cost cost{{0, 1, 2, 1, 1}};
+    const auto cl = two_devices({1, 1, 1e9, 0}, 8, 0.5);
+    sim::simulator s(g, cl, cost);
+    const auto r = s.run(sim::placement{0, 0, 0, 1, 0});
+    // a 0-1; b 1-3 on device 0; copy a 1-2; c 2-3 on device 1; copy c 3-4; d 4-5
+    CHECK(r.step_time == doctest::Approx(5.0));
+    CHECK(r.num_transfers == 2);
+    CHECK(r.bytes_moved == 8);
+    CHECK(r.busy_time[0] == doctest::Approx(4.0));
+    CHECK(r.busy_time[1] == doctest::Approx(1.0));
+    // all on one device: 1 + 2 + 1 + 1
+    CHECK(s.run(sim::placement{0, 0, 0, 0, 0}).step_time == doctest::Approx(5.0));
+    // c on device 1 with a slower link (latency 2.5 s): d starts at 3 + 3 = 6... plus a's copy 1-4, c 4-5, copy 5-8
+    const auto slow = two_devices({1, 1, 1e9, 0}, 8, 2.5);
+    CHECK(sim::simulate(g, slow, cost, sim::placement{0, 0, 0, 1, 0}).step_time == doctest::Approx(9.0));
+}
+
+TEST_CASE("FIFO runs ready ops in the order they became ready; priorities override it") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1});
+    g.add1(op_kind::relu, {x}, {}, "first");
+    g.add1(op_kind::relu, {x}, {}, "second");
+    const fixed_cost cost{{0, 1, 1}};
+    device::cluster<round_device> cl;
+    cl.add_device({1, 1, 1e9, 0});
+    sim::simulator s(g, cl, cost);
+    const sim::placement p{0, 0, 0};
+    auto start_of = [](const sim::simulation_result& r, op_id o) {
+        return std::find_if(r.ops.begin(), r.ops.end(), [&](const sim::op_event& e) { return e.op == o; })->start;
+    };
+    const auto fifo = s.run(p);
+    CHECK(start_of(fifo, 1) == 0.0);
+    CHECK(start_of(fifo, 2) == 1.0);
+    const std::vector<double> prio{0, 1, 5};
+    const auto pr = s.run(p, {.priorities = prio});
+    CHECK(start_of(pr, 2) == 0.0);
+    CHECK(start_of(pr, 1) == 1.0);
+    CHECK(pr.step_time == 2.0);
+}
+
+TEST_CASE("a fused elementwise chain is one kernel: one launch, no intermediate traffic or memory") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1024});  // 4096 bytes
+    const auto r1 = g.add1(op_kind::relu, {x});
+    const auto r2 = g.add1(op_kind::relu, {r1});
+    const auto r3 = g.add1(op_kind::relu, {r2});
+    g.mark_output(r3);
+    // per relu: launch 1 us + max(1024 / 1e9, 8192 / 1e9) = 9.192 us
+    device::cluster<round_device> cl;
+    cl.add_device({1e9, 1e9, 1e9, 1e-6});
+    sim::simulator s(g, cl);
+    const sim::placement p{0, 0, 0, 0};
+    const auto unfused = s.run(p);
+    CHECK(unfused.step_time == doctest::Approx(3 * 9.192e-6));
+    CHECK(unfused.peak_memory[0] == 8192);  // two live 4 KiB tensors at a time
+    // fused: one launch + 8192 bytes (read x, write r3) -> 9.192 us
+    const std::vector<std::int32_t> fusion{-1, 0, 0, 0};
+    const auto fused = s.run(p, {.fusion = fusion});
+    CHECK(fused.step_time == doctest::Approx(9.192e-6));
+    CHECK(fused.peak_memory[0] == 8192);  // x and r3 only
+    REQUIRE(fused.ops.size() == 4);
+    CHECK(fused.ops[1].start == fused.ops[3].start);
+    // saved: r1 and r2 are each read once inside and never written out; r3 is a graph output
+    CHECK(cost::roofline_model::internal_bytes(g, std::vector<op_id>{1, 2, 3}) == doctest::Approx(16384));
+}
+
+TEST_CASE("illegal fusion groups and malformed decisions are clear errors") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1});
+    const auto a = g.add1(op_kind::relu, {x}, {}, "a");
+    const auto b = g.add1(op_kind::relu, {x}, {}, "b");
+    const auto c = g.add1(op_kind::relu, {a}, {}, "c");
+    const auto d = g.add1(op_kind::relu, {b}, {}, "d");
+    const auto e = g.add1(op_kind::ewadd, {c, d}, {}, "e");
+    (void)e;
+    const fixed_cost cost{{0, 1, 1, 1, 1, 1}};
+    const auto cl = two_devices({1, 1, 1e9, 0}, 1, 0);
+    sim::simulator s(g, cl, cost);
+    const sim::placement p(6, 0);
+    // {a, e} with c outside: a -> c -> e leaves and re-enters the group
+    const std::vector<std::int32_t> nonconvex{-1, 0, -1, -1, -1, 0};
+    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = nonconvex}), doctest::Contains("'c' (relu) outside the group"), error);
+    // {a, d} and {b, c}: each convex, but a -> c and b -> d make the contracted graph cyclic
+    const std::vector<std::int32_t> cyclic{-1, 0, 1, 1, 0, -1};
+    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = cyclic}), doctest::Contains("cycle"), error);
+    const std::vector<std::int32_t> split{-1, 0, -1, 0, -1, -1};
+    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 1, 0, 0}, {.fusion = split}),
+                         doctest::Contains("spans two devices"), error);
+    const std::vector<std::int32_t> out_of_range{-1, 7, -1, -1, -1, -1};
+    CHECK_THROWS_AS(s.run(p, {.fusion = out_of_range}), error);
+    CHECK_THROWS_WITH_AS(s.run(sim::placement(5, 0)), doctest::Contains("expected one per op (6)"), error);
+    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 2, 0, 0}),
+                         doctest::Contains("'c' (relu) on device 2, but the cluster has devices 0..1"), error);
+    const std::vector<double> short_prio{1, 2};
+    CHECK_THROWS_AS(s.run(p, {.priorities = short_prio}), error);
+    // a legal group works: {c, e} is a chain
+    const std::vector<std::int32_t> legal{-1, -1, -1, 3, -1, 3};
+    CHECK(s.run(p, {.fusion = legal}).step_time == doctest::Approx(5.0));
+}
+
+TEST_CASE("placements that break a colocation group are rejected, naming both ops") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {4, 4});
+    const auto w = g.weight("w", {4, 4});
+    const auto y = g.add1(op_kind::matmul, {x, w}, {}, "y");
+    g.set_colocation(g.producer(w), 7);
+    g.set_colocation(g.producer(y), 7);
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 1}),
+                         doctest::Contains("breaks colocation group 7: op 'w' (weight) is on device 0 but op 'y' (matmul)"),
+                         error);
+    const auto r = s.run(sim::placement{1, 1, 1});
+    // the weight is persistent: 64 bytes from the start, plus x and y
+    CHECK(r.peak_memory[1] == 64 * 3);
+    CHECK(r.peak_memory[0] == 0);
+}
+
+TEST_CASE("out of memory is reported, not hidden, and the step still completes") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1024});
+    const auto y = g.add1(op_kind::relu, {x});
+    g.mark_output(y);
+    device::cluster<round_device> cl;
+    cl.add_device({1e9, 1e9, 6000, 0});  // x and y need 8192 bytes at once
+    cl.add_device({1e9, 1e9, 1e6, 0});
+    cl.connect(0, 1, cl.add_link({"l", 1e9, 0}));
+    cl.connect(1, 0, cl.add_link({"l", 1e9, 0}));
+    sim::simulator s(g, cl);
+    const auto r = s.run(sim::placement{0, 0});
+    CHECK(r.oom);
+    CHECK(r.out_of_memory[0] == 1);
+    CHECK(r.out_of_memory[1] == 0);
+    CHECK(r.peak_memory[0] == 8192);
+    CHECK(r.step_time > 0);
+    CHECK_FALSE(s.run(sim::placement{1, 1}).oom);
+}
+
+TEST_CASE("a transfer between devices without a link is an error") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {4});
+    g.add1(op_kind::relu, {x});
+    device::cluster<round_device> cl;
+    cl.add_device({1, 1, 1e9, 0});
+    cl.add_device({1, 1, 1e9, 0});
+    sim::simulator s(g, cl);
+    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 1}), doctest::Contains("no link"), error);
+}
+
+TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") {
+    std::mt19937_64 rng(42);
+    const auto cl = device::parse_cluster("3xV100:pcie");
+    for (int trial = 0; trial < 20; ++trial) {
+        const auto g = goopt_test::random_dag(rng, 6 + trial % 5, 4 + trial % 3);
+        sim::simulator s(g, cl);
+        const std::size_t n = g.num_ops();
+        // random placement respecting colocation (a weight follows its matmul's group)
+        sim::placement p(n);
+        std::unordered_map<std::int32_t, sim::device_id> coloc;
+        for (op_id o = 0; o < n; ++o) {
+            const auto grp = g.get_op(o).colocation;
+            const auto d = static_cast<sim::device_id>(rng() % 3);
+            p[o] = grp < 0 ? d : coloc.emplace(grp, d).first->second;
+        }
+        std::vector<double> prio(n);
+        for (auto& v : prio) v = static_cast<double>(rng() % 100);
+        const bool use_prio = trial % 2 == 1;
+        const auto r = s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
+        REQUIRE(r.ops.size() == n);
+        std::vector<sim::op_event> ev(n);
+        for (const auto& e : r.ops) ev[e.op] = e;
+        // dependencies: same device -> after the producer; other device -> after the copy arrives
+        for (op_id o = 0; o < n; ++o) {
+            CHECK(ev[o].device == p[o]);
+            CHECK(ev[o].end >= ev[o].start);
+            for (graph::tensor_id t : g.get_op(o).inputs) {
+                const op_id q = g.producer(t);
+                if (p[q] == p[o]) {
+                    CHECK(ev[o].start >= ev[q].end - 1e-15);
+                } else {
+                    const auto tr = std::find_if(r.transfers.begin(), r.transfers.end(), [&](const sim::transfer_event& x) {
+                        return x.tensor == t && x.to == p[o];
+                    });
+                    REQUIRE(tr != r.transfers.end());
+                    CHECK(tr->start >= ev[q].end - 1e-15);
+                    CHECK(ev[o].start >= tr->end - 1e-15);
+                }
+            }
+        }
+        // one transfer per tensor per destination
+        for (std::size_t i = 0; i < r.transfers.size(); ++i)
+            for (std::size_t j = i + 1; j < r.transfers.size(); ++j)
+                CHECK_FALSE((r.transfers[i].tensor == r.transfers[j].tensor && r.transfers[i].to == r.transfers[j].to));
+        // one op at a time per device stream, one transfer at a time on the shared bus
+        for (std::size_t d = 0; d < 3; ++d) {
+            std::vector<std::pair<double, double>> iv;
+            for (const auto& e : r.ops)
+                if (e.device == d && e.end > e.start) iv.emplace_back(e.start, e.end);
+            std::sort(iv.begin(), iv.end());
+            for (std::size_t i = 1; i < iv.size(); ++i) CHECK(iv[i].first >= iv[i - 1].second - 1e-15);
+        }
+        for (std::size_t i = 1; i < r.transfers.size(); ++i) CHECK(r.transfers[i].start >= r.transfers[i - 1].end - 1e-15);
+        // bounds: critical path (devices are identical) and total work over devices
+        const auto cp = graph::critical_path(g, [&](std::size_t o) { return s.op_time(static_cast<op_id>(o), 0); });
+        double work = 0;
+        for (op_id o = 0; o < n; ++o) work += s.op_time(o, 0);
+        CHECK(r.step_time >= cp.length * (1 - 1e-12));
+        CHECK(r.step_time >= work / 3 * (1 - 1e-12));
+        double busy = 0;
+        for (double b : r.busy_time) busy += b;
+        CHECK(busy == doctest::Approx(work));
+        // memory never negative (asserted inside run) and at least the persistent weights
+        for (std::size_t d = 0; d < 3; ++d) CHECK(r.peak_memory[d] >= 0);
+        // the same decisions give the same result (work arrays are reused correctly)
+        const auto again = s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
+        CHECK(again.step_time == r.step_time);
+        CHECK(again.peak_memory == r.peak_memory);
+    }
+}
