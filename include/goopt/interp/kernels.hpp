@@ -200,6 +200,23 @@ inline std::pair<index, index> tap_range(index n, index out, index s, index pad,
     return {lo, hi};
 }
 
+/// Geometry of a grouped, strided, dilated NCHW convolution with input x, weight w and output y,
+/// shared by conv2d and its two gradients so that all three walk the same windows.
+struct conv_geometry {
+    index N, C, H, W, O, Cg, kh, kw, OH, OW, Og, sh, sw, dh, dw, top, left;
+    conv_geometry(const ops::shape& xd, const ops::shape& wd, const ops::shape& yd, const ops::attribute_map& at)
+        : N(xd[0]), C(xd[1]), H(xd[2]), W(xd[3]), O(wd[0]), Cg(wd[1]), kh(wd[2]), kw(wd[3]), OH(yd[2]), OW(yd[3]),
+          Og(O / (C / Cg)) {
+        const auto& st = at.get_ints(ops::attr_id::stride);
+        const auto& dl = at.get_ints(ops::attr_id::dilation);
+        sh = st[0], sw = st[1], dh = dl[0], dw = dl[1];
+        const auto padding = at.get_int(ops::attr_id::padding);
+        // the window of a dilated kernel spans (k - 1) * d + 1 cells
+        top = pad_before(H, OH, (kh - 1) * dh + 1, sh, padding);
+        left = pad_before(W, OW, (kw - 1) * dw + 1, sw, padding);
+    }
+};
+
 // ---- sources
 
 template <std::floating_point T> value<T> const_pool(const kernel_args<T>& a) {
@@ -228,22 +245,9 @@ template <std::floating_point T> value<T> const_imm(const kernel_args<T>& a) {
 /// computed once, so the innermost loop is a branch-free axpy over an output row.
 template <std::floating_point T> value<T> conv2d(const kernel_args<T>& a) {
     using ops::attr_id;
-    const auto& xd = a.in_dims(0);
-    const auto& wd = a.in_dims(1);
-    const auto& od = a.out_dims();
-    const index N = xd[0], C = xd[1], H = xd[2], W = xd[3];
-    const index O = wd[0], Cg = wd[1], kh = wd[2], kw = wd[3];
-    const index OH = od[2], OW = od[3];
-    const index groups = C / Cg, Og = O / groups;
-    const auto& st = a.attrs().get_ints(attr_id::stride);
-    const index sh = st[0], sw = st[1];
-    const auto& dl = a.attrs().get_ints(attr_id::dilation);
-    const index dh = dl[0], dw = dl[1];
-    const auto padding = a.attrs().get_int(attr_id::padding);
-    // the window of a dilated kernel spans (k - 1) * d + 1 cells
-    const index top = pad_before(H, OH, (kh - 1) * dh + 1, sh, padding);
-    const index left = pad_before(W, OW, (kw - 1) * dw + 1, sw, padding);
-    value<T> r = filled(od, T(0));
+    const auto [N, C, H, W, O, Cg, kh, kw, OH, OW, Og, sh, sw, dh, dw, top, left] =
+        conv_geometry(a.in_dims(0), a.in_dims(1), a.out_dims(), a.attrs());
+    value<T> r = filled(a.out_dims(), T(0));
     const T* x = a.data(0);
     const T* w = a.data(1);
     T* y = r.data();
@@ -681,20 +685,9 @@ template <std::floating_point T> T gelu_derivative(T x) {
 /// otherwise into dw from (x, dy). Shapes: x = dx or input 0, w = dw or input 1, y = dy.
 template <std::floating_point T, bool Input> value<T> conv2d_grad(const kernel_args<T>& a) {
     using ops::attr_id;
-    const ops::shape& xd = Input ? a.out_dims() : a.in_dims(0);
-    const ops::shape& wd = Input ? a.in_dims(1) : a.out_dims();
-    const ops::shape& od = Input ? a.in_dims(0) : a.in_dims(1);
-    const index N = xd[0], C = xd[1], H = xd[2], W = xd[3];
-    const index O = wd[0], Cg = wd[1], kh = wd[2], kw = wd[3];
-    const index OH = od[2], OW = od[3];
-    const index groups = C / Cg, Og = O / groups;
-    const auto& st = a.attrs().get_ints(attr_id::stride);
-    const index sh = st[0], sw = st[1];
-    const auto& dl = a.attrs().get_ints(attr_id::dilation);
-    const index dh = dl[0], dw = dl[1];
-    const auto padding = a.attrs().get_int(attr_id::padding);
-    const index top = pad_before(H, OH, (kh - 1) * dh + 1, sh, padding);
-    const index left = pad_before(W, OW, (kw - 1) * dw + 1, sw, padding);
+    const auto [N, C, H, W, O, Cg, kh, kw, OH, OW, Og, sh, sw, dh, dw, top, left] =
+        conv_geometry(Input ? a.out_dims() : a.in_dims(0), Input ? a.in_dims(1) : a.out_dims(),
+                      Input ? a.in_dims(0) : a.in_dims(1), a.attrs());
     value<T> r = filled(a.out_dims(), T(0));
     const T* dy = Input ? a.data(0) : a.data(1);
     for (index n = 0; n < N; ++n)
