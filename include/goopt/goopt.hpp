@@ -11,5 +11,6 @@
 #include <goopt/models.hpp>
 #include <goopt/ops.hpp>
 #include <goopt/sim.hpp>
+#include <goopt/subst.hpp>
 #include <goopt/tasks.hpp>
 #include <goopt/version.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// @brief File I/O: graphs, clusters, cost tables and simulation traces as JSON, Graphviz drawings,
+/// @brief File I/O: graphs, rules, clusters, cost tables and simulation traces as JSON, Graphviz drawings,
 /// SVG timelines, atomic file replacement.
 /// The only module that includes nlohmann/json; core headers stay free of it.
 
@@ -8,5 +8,6 @@
 #include <goopt/io/cluster_json.hpp>
 #include <goopt/io/dot.hpp>
 #include <goopt/io/graph_json.hpp>
+#include <goopt/io/rule_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/trace_json.hpp>

@@ -1,0 +1,269 @@
+#pragma once
+/// @file
+/// @brief The JSON rule file: substitution rules as their source and target graphs.
+///
+/// Schema (format "goopt.rules", version 1):
+/// @code
+/// { "format": "goopt.rules", "version": 1,
+///   "rules": [
+///     { "text": "concat{axis=1}(matmul(x0,x1),matmul(x0,x2)) => matmul(x0,concat{axis=1}(x1,x2))",
+///       "variables": [ {"name": "x0", "shape": [4,4]}, ... ],   // the shapes it was found at
+///       "source": { "ops": [ {"op": "matmul", "attrs": {"activation": 0}, "inputs": ["x0", "x1"]}, ... ],
+///                   "outputs": ["%2"] },
+///       "target": { ... } } ] }
+/// @endcode
+/// An input or output reference is a variable name, `%i` (output 0 of op i of the same side, ops
+/// in topological order) or `%i#k` (output k). Attributes are written in full, integers (padding
+/// 0 = same, 1 = valid; activation 0 = none, 1 = relu), reals or integer lists. `text` is the rule's
+/// one-line form (subst::to_string); on reading it must match the graphs. Output i of the target
+/// equals output i of the source.
+
+#include <goopt/error.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/ops/attributes.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/subst/rule.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace goopt::io {
+
+inline constexpr std::string_view rules_format_name = "goopt.rules";
+inline constexpr std::int64_t rules_format_version = 1;
+
+/// @brief The rule file's JSON for `rules`, in their order.
+inline nlohmann::ordered_json rules_to_json(std::span<const subst::rule> rules);
+
+/// @brief Rules from the rule file's JSON. @param source_name names the file in error messages.
+/// @throws goopt::error naming the file, the rule index and the field for anything malformed:
+/// wrong format or version, unknown op or attribute, a reference to a later op or a missing
+/// variable, a side that fails shape inference, a `text` that does not match the graphs.
+inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::string_view source_name);
+
+/// @brief Writes the rule file atomically (io::atomic_write), one rule a line.
+inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules);
+
+/// @brief Reads a rule file. @throws goopt::error for an unreadable or malformed file.
+inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& path);
+
+// ---- implementation ----
+
+namespace detail {
+
+inline std::string value_text(const subst::rule& r, subst::value_ref v) {
+    if (v.is_variable()) return r.variables.at(v.index).name;
+    std::string s(1, '%');  // appended piecewise: GCC 12 warns (-Wrestrict) on the one-expression form
+    s += std::to_string(v.op);
+    if (v.index) {
+        s += '#';
+        s += std::to_string(v.index);
+    }
+    return s;
+}
+
+inline nlohmann::ordered_json side_to_json(const subst::rule& r, const subst::rule_graph& g) {
+    nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+    for (const auto& o : g.ops) {
+        nlohmann::ordered_json attrs = nlohmann::ordered_json::object();
+        for (const auto& [id, v] : o.attrs)
+            std::visit([&, id = id](const auto& x) { attrs[std::string(ops::name(id))] = x; }, v);
+        nlohmann::ordered_json in = nlohmann::ordered_json::array();
+        for (auto v : o.inputs) in.push_back(value_text(r, v));
+        ops.push_back({{"op", std::string(ops::name(o.kind))}, {"attrs", std::move(attrs)}, {"inputs", std::move(in)}});
+    }
+    nlohmann::ordered_json outs = nlohmann::ordered_json::array();
+    for (auto v : g.outputs) outs.push_back(value_text(r, v));
+    return {{"ops", std::move(ops)}, {"outputs", std::move(outs)}};
+}
+
+class rule_reader {
+public:
+    explicit rule_reader(std::string_view source) : source_(source) {}
+
+    [[noreturn]] void fail(const std::string& place, const std::string& what) const {
+        throw error(source_ + ": " + place + ": " + what);
+    }
+
+    const nlohmann::json& field(const nlohmann::json& obj, const char* key, const std::string& place) const {
+        if (!obj.is_object()) fail(place, "expected an object");
+        auto it = obj.find(key);
+        if (it == obj.end()) fail(place, std::string("field '") + key + "' is missing");
+        return *it;
+    }
+
+    subst::value_ref reference(const nlohmann::json& v, const subst::rule& r, std::size_t num_ops,
+                               const std::string& place) const {
+        if (!v.is_string()) fail(place, "expected a string: a variable name, %i or %i#k");
+        const std::string s = v.get<std::string>();
+        if (!s.empty() && s[0] == '%') {
+            std::size_t op = 0, out = 0;
+            const auto hash = s.find('#');
+            try {
+                std::size_t used = 0;
+                op = std::stoul(s.substr(1, hash == std::string::npos ? std::string::npos : hash - 1), &used);
+                if (used + 1 != (hash == std::string::npos ? s.size() : hash)) throw std::invalid_argument(s);
+                if (hash != std::string::npos) {
+                    out = std::stoul(s.substr(hash + 1), &used);
+                    if (used + hash + 1 != s.size()) throw std::invalid_argument(s);
+                }
+            } catch (const std::exception&) {
+                fail(place, "reference '" + s + "' is malformed, expected %i or %i#k");
+            }
+            if (op >= num_ops) fail(place, "reference '" + s + "' names op " + std::to_string(op) + ", expected an earlier op (< " + std::to_string(num_ops) + ")");
+            return {static_cast<std::uint16_t>(op), static_cast<std::uint16_t>(out)};
+        }
+        for (std::size_t i = 0; i < r.variables.size(); ++i)
+            if (r.variables[i].name == s) return {subst::variable_op, static_cast<std::uint16_t>(i)};
+        fail(place, "unknown variable '" + s + "'");
+    }
+
+    subst::rule_graph side(const nlohmann::json& j, const subst::rule& r, const std::string& place) const {
+        subst::rule_graph g;
+        const auto& ops_j = field(j, "ops", place);
+        if (!ops_j.is_array()) fail(place + ".ops", "expected an array");
+        for (std::size_t i = 0; i < ops_j.size(); ++i) {
+            const std::string p = place + ".ops[" + std::to_string(i) + "]";
+            const auto& oj = ops_j[i];
+            const auto& name = field(oj, "op", p);
+            if (!name.is_string()) fail(p + ".op", "expected a string");
+            const auto kind = ops::parse_op_kind(name.get<std::string>());
+            if (!kind) fail(p + ".op", "unknown op '" + name.get<std::string>() + "'");
+            subst::rule_op o{*kind, {}, {}, 1};
+            const auto& attrs = field(oj, "attrs", p);
+            if (!attrs.is_object()) fail(p + ".attrs", "expected an object");
+            for (const auto& [key, v] : attrs.items()) {
+                const auto id = ops::parse_attr_id(key);
+                if (!id || !ops::spec(*kind).takes(*id)) fail(p + ".attrs", "op " + std::string(ops::name(*kind)) + " takes no attribute '" + key + "'");
+                if (v.is_number_integer()) o.attrs.set(*id, v.get<std::int64_t>());
+                else if (v.is_number()) o.attrs.set(*id, v.get<double>());
+                else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }))
+                    o.attrs.set(*id, v.get<std::vector<std::int64_t>>());
+                else fail(p + ".attrs." + key, "expected an integer, a real or a list of integers");
+            }
+            const auto& in = field(oj, "inputs", p);
+            if (!in.is_array()) fail(p + ".inputs", "expected an array");
+            for (std::size_t k = 0; k < in.size(); ++k)
+                o.inputs.push_back(reference(in[k], r, i, p + ".inputs[" + std::to_string(k) + "]"));
+            g.ops.push_back(std::move(o));
+        }
+        const auto& outs = field(j, "outputs", place);
+        if (!outs.is_array() || outs.empty()) fail(place + ".outputs", "expected a non-empty array");
+        for (std::size_t k = 0; k < outs.size(); ++k)
+            g.outputs.push_back(reference(outs[k], r, g.ops.size(), place + ".outputs[" + std::to_string(k) + "]"));
+        return g;
+    }
+
+    std::vector<subst::rule> read(const nlohmann::json& j) const {
+        const auto& format = field(j, "format", "top level");
+        if (format != std::string(rules_format_name))
+            fail("format", "is " + format.dump() + ", expected \"" + std::string(rules_format_name) + "\"");
+        const auto& version = field(j, "version", "top level");
+        if (version != rules_format_version)
+            fail("version", "is " + version.dump() + ", expected " + std::to_string(rules_format_version));
+        const auto& rs = field(j, "rules", "top level");
+        if (!rs.is_array()) fail("rules", "expected an array");
+        std::vector<subst::rule> out;
+        for (std::size_t i = 0; i < rs.size(); ++i) {
+            const std::string p = "rules[" + std::to_string(i) + "]";
+            subst::rule r;
+            const auto& vars = field(rs[i], "variables", p);
+            if (!vars.is_array()) fail(p + ".variables", "expected an array");
+            for (std::size_t k = 0; k < vars.size(); ++k) {
+                const std::string vp = p + ".variables[" + std::to_string(k) + "]";
+                const auto& n = field(vars[k], "name", vp);
+                const auto& s = field(vars[k], "shape", vp);
+                if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>()[0] == '%')
+                    fail(vp + ".name", "expected a name not starting with %");
+                if (!s.is_array() || s.size() > ops::max_rank ||
+                    !std::all_of(s.begin(), s.end(), [](const auto& x) { return x.is_number_integer() && x.template get<std::int64_t>() >= 1; }))
+                    fail(vp + ".shape", "expected a list of at most " + std::to_string(ops::max_rank) + " dimensions >= 1");
+                const auto dims = s.get<std::vector<std::int64_t>>();
+                r.variables.push_back({n.get<std::string>(), ops::shape{std::span<const std::int64_t>(dims)}});
+            }
+            r.source = side(field(rs[i], "source", p), r, p + ".source");
+            r.target = side(field(rs[i], "target", p), r, p + ".target");
+            if (r.source.outputs.size() != r.target.outputs.size())
+                fail(p, "source has " + std::to_string(r.source.outputs.size()) + " outputs, target " +
+                            std::to_string(r.target.outputs.size()) + ", expected as many");
+            try {
+                // shape inference of both sides, and the output counts of multi-output ops
+                for (auto* g : {&r.source, &r.target}) {
+                    const auto cg = subst::to_graph(r, *g);
+                    for (std::size_t k = 0; k < g->ops.size(); ++k)
+                        g->ops[k].num_outputs = static_cast<std::uint16_t>(cg.get_op(static_cast<graph::op_id>(r.variables.size() + k)).outputs.size());
+                }
+                const auto s = subst::to_graph(r, r.source), t = subst::to_graph(r, r.target);
+                for (std::size_t k = 0; k < s.outputs().size(); ++k)
+                    if (!(s.type_of(s.outputs()[k]) == t.type_of(t.outputs()[k])))
+                        fail(p, "output " + std::to_string(k) + " has type " + ops::to_string(s.type_of(s.outputs()[k])) +
+                                    " in the source and " + ops::to_string(t.type_of(t.outputs()[k])) + " in the target");
+            } catch (const goopt::error& e) {
+                if (std::string_view(e.what()).starts_with(source_)) throw;
+                fail(p, e.what());
+            }
+            const auto& text = field(rs[i], "text", p);
+            if (!text.is_string() || text.get<std::string>() != subst::to_string(r))
+                fail(p + ".text", "is " + text.dump() + ", expected the graphs' form \"" + subst::to_string(r) + "\"");
+            out.push_back(std::move(r));
+        }
+        return out;
+    }
+
+private:
+    std::string source_;
+};
+
+}  // namespace detail
+
+inline nlohmann::ordered_json rules_to_json(std::span<const subst::rule> rules) {
+    nlohmann::ordered_json rs = nlohmann::ordered_json::array();
+    for (const auto& r : rules) {
+        nlohmann::ordered_json vars = nlohmann::ordered_json::array();
+        for (const auto& v : r.variables)
+            vars.push_back({{"name", v.name}, {"shape", std::vector<std::int64_t>(v.dims.begin(), v.dims.end())}});
+        rs.push_back({{"text", subst::to_string(r)},
+                      {"variables", std::move(vars)},
+                      {"source", detail::side_to_json(r, r.source)},
+                      {"target", detail::side_to_json(r, r.target)}});
+    }
+    return {{"format", std::string(rules_format_name)}, {"version", rules_format_version}, {"rules", std::move(rs)}};
+}
+
+inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::string_view source_name) {
+    return detail::rule_reader(source_name).read(j);
+}
+
+inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules) {
+    // one rule a line: a rule file of tens of thousands of rules stays small and diffs line by line
+    const auto j = rules_to_json(rules);
+    std::string text = "{\"format\": " + j["format"].dump() + ", \"version\": " + j["version"].dump() + ", \"rules\": [";
+    for (std::size_t i = 0; i < j["rules"].size(); ++i) {
+        text += i ? ",\n  " : "\n  ";
+        text += j["rules"][i].dump();
+    }
+    text += "\n]}\n";
+    atomic_write(path, text);
+}
+
+inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    if (!in) throw error(path.string() + ": cannot open the rule file");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw error(path.string() + ": not valid JSON: " + std::string(e.what()));
+    }
+    return rules_from_json(j, path.string());
+}
+
+}  // namespace goopt::io
