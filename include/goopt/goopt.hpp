@@ -9,6 +9,7 @@
 #include <goopt/interp.hpp>
 #include <goopt/io.hpp>
 #include <goopt/models.hpp>
+#include <goopt/nn.hpp>
 #include <goopt/ops.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/subst.hpp>

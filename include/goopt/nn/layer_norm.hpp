@@ -1,0 +1,63 @@
+#pragma once
+/// @file
+/// @brief Layer normalization (Ba et al. 2016) over the features of each row.
+
+#include <goopt/nn/types.hpp>
+
+#include <string>
+
+namespace goopt::nn {
+
+/// @brief y = (x - mean) / sqrt(var + eps) * gamma + beta, per row; gamma starts at 1, beta at 0.
+template <std::floating_point S> class layer_norm {
+public:
+    using scalar = S;
+    layer_norm() = default;
+    template <class Rng> layer_norm(std::size_t dim, Rng& rng, const std::string& name = "layer_norm") {
+        gamma_ = make_parameter<S>(name + ".gamma", 1, dim, rng, true);
+        gamma_.value.setOnes();
+        beta_ = make_parameter<S>(name + ".beta", 1, dim, rng, true);
+    }
+
+    matrix<S> forward(const matrix<S>& x) {
+        const auto d = static_cast<S>(x.cols());
+        xhat_.resize(x.rows(), x.cols());
+        inv_std_.resize(x.rows());
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const S mean = x.row(i).sum() / d;
+            const S var = (x.row(i).array() - mean).square().sum() / d;
+            inv_std_[i] = S(1) / std::sqrt(var + eps_);
+            xhat_.row(i) = (x.row(i).array() - mean) * inv_std_[i];
+        }
+        matrix<S> y = xhat_.array().rowwise() * gamma_.value.row(0).array();
+        y.rowwise() += beta_.value.row(0);
+        return y;
+    }
+
+    /// dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, per row.
+    matrix<S> backward(const matrix<S>& dy) {
+        gamma_.grad.row(0) += (dy.array() * xhat_.array()).colwise().sum().matrix();
+        beta_.grad.row(0) += dy.colwise().sum();
+        const auto d = static_cast<S>(dy.cols());
+        matrix<S> g = dy.array().rowwise() * gamma_.value.row(0).array();
+        matrix<S> dx(dy.rows(), dy.cols());
+        for (Eigen::Index i = 0; i < dy.rows(); ++i) {
+            const S mg = g.row(i).sum() / d;
+            const S mgx = g.row(i).dot(xhat_.row(i)) / d;
+            dx.row(i) = inv_std_[i] * (g.row(i).array() - mg - xhat_.row(i).array() * mgx);
+        }
+        return dx;
+    }
+    void collect(parameter_list<S>& ps) {
+        ps.push_back(&gamma_);
+        ps.push_back(&beta_);
+    }
+
+private:
+    parameter<S> gamma_, beta_;
+    matrix<S> xhat_;
+    Eigen::Matrix<S, Eigen::Dynamic, 1> inv_std_;
+    S eps_ = S(1e-5);
+};
+
+}  // namespace goopt::nn

@@ -1,0 +1,48 @@
+#pragma once
+/// @file
+/// @brief Fully connected layer y = x W + b.
+
+#include <goopt/nn/types.hpp>
+
+#include <string>
+
+namespace goopt::nn {
+
+/// @brief y = x W + b with W of shape (in x out): one GEMM forward, two backward.
+/// @tparam S float or double.
+template <std::floating_point S> class linear {
+public:
+    using scalar = S;
+    linear() = default;
+    template <class Rng>
+    linear(std::size_t in, std::size_t out, Rng& rng, const std::string& name = "linear")
+        : w_(make_parameter<S>(name + ".w", in, out, rng)), b_(make_parameter<S>(name + ".b", 1, out, rng, true)) {}
+
+    matrix<S> forward(const matrix<S>& x) {
+        x_ = x;
+        matrix<S> y(x.rows(), w_.value.cols());
+        y.noalias() = x * w_.value;
+        y.rowwise() += b_.value.row(0);
+        return y;
+    }
+    matrix<S> backward(const matrix<S>& dy) {
+        w_.grad.noalias() += x_.transpose() * dy;
+        b_.grad.row(0) += dy.colwise().sum();
+        matrix<S> dx(dy.rows(), w_.value.rows());
+        dx.noalias() = dy * w_.value.transpose();
+        return dx;
+    }
+    void collect(parameter_list<S>& ps) {
+        ps.push_back(&w_);
+        ps.push_back(&b_);
+    }
+    std::size_t in_features() const { return static_cast<std::size_t>(w_.value.rows()); }
+    std::size_t out_features() const { return static_cast<std::size_t>(w_.value.cols()); }
+    const parameter<S>& weight() const { return w_; }
+
+private:
+    parameter<S> w_, b_;
+    matrix<S> x_;
+};
+
+}  // namespace goopt::nn
