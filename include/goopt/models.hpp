@@ -4,6 +4,7 @@
 
 #include <goopt/models/amoebanet.hpp>
 #include <goopt/models/bert.hpp>
+#include <goopt/models/classifier_head.hpp>
 #include <goopt/models/gnmt.hpp>
 #include <goopt/models/inception_v3.hpp>
 #include <goopt/models/nasnet_a.hpp>

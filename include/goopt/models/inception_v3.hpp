@@ -7,6 +7,7 @@
 #include <goopt/graph/builder.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/validate.hpp>
+#include <goopt/models/classifier_head.hpp>
 
 #include <cstdint>
 #include <initializer_list>
@@ -159,11 +160,7 @@ inline graph::computation_graph inception_v3(const inception_v3_config& c) {
     x = inception_e(x, "Mixed_7c");
 
     b.set_layer(++layer);
-    x = b.unary(ops::op_kind::global_avgpool, x, "avgpool");
-    x = b.add1(ops::op_kind::flatten, {x}, {{ops::attr_id::axis, std::int64_t{1}}}, "flatten");
-    const std::int64_t features = g.type_of(x).dims[1];
-    x = b.matmul(x, b.weight("fc.weight", {features, c.num_classes}), ops::activation::none, "fc");
-    x = b.ewadd(x, b.weight("fc.bias", {c.num_classes}), "fc.add");
+    x = classifier_head(b, x, c.num_classes);
     g.mark_output(x);
     graph::validate(g);
     return g;

@@ -8,6 +8,7 @@
 #include <goopt/graph/builder.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/validate.hpp>
+#include <goopt/models/classifier_head.hpp>
 
 #include <cstdint>
 #include <string>
@@ -121,10 +122,7 @@ inline graph::computation_graph nasnet_a(const nasnet_a_config& c) {
     }
 
     b.set_layer(cell);
-    x = b.unary(ops::op_kind::global_avgpool, x, "avgpool");
-    x = b.add1(ops::op_kind::flatten, {x}, {{ops::attr_id::axis, std::int64_t{1}}}, "flatten");
-    x = b.matmul(x, b.weight("fc.weight", {channels_of(x), c.num_classes}), ops::activation::none, "fc");
-    x = b.ewadd(x, b.weight("fc.bias", {c.num_classes}), "fc.add");
+    x = classifier_head(b, x, c.num_classes);
     g.mark_output(x);
     graph::validate(g);
     return g;
