@@ -424,6 +424,12 @@ template <std::floating_point T, bool Max> value<T> pool2d(const kernel_args<T>&
 /// Splits a shape at `axis` into outer (before), extent, inner (after) element counts.
 struct axis_split {
     index outer, extent, inner;
+
+    /// Calls f(start) for every line along the axis: its elements are start + i * inner, i < extent.
+    template <class F> void for_each_line(F f) const {
+        for (index p = 0; p < outer; ++p)
+            for (index q = 0; q < inner; ++q) f(p * extent * inner + q);
+    }
 };
 inline axis_split around(const ops::shape& s, std::size_t axis) {
     return {prod(s, 0, axis), s[axis], prod(s, axis + 1, s.rank())};
@@ -528,17 +534,15 @@ template <std::floating_point T> value<T> softmax(const kernel_args<T>& a) {
     const auto& xd = a.in_dims(0);
     const axis_split x = around(xd, xd.axis(a.attrs().get_int(ops::attr_id::axis)));
     value<T> r = filled(a.out_dims(), T(0));
-    for (index p = 0; p < x.outer; ++p)
-        for (index q = 0; q < x.inner; ++q) {
-            const index at = p * x.extent * x.inner + q;
-            const T* xp = a.data(0) + at;
-            T* z = r.data() + at;
-            T top = -std::numeric_limits<T>::infinity();
-            for (index i = 0; i < x.extent; ++i) top = std::max(top, xp[i * x.inner]);
-            T sum = 0;
-            for (index i = 0; i < x.extent; ++i) sum += z[i * x.inner] = std::exp(xp[i * x.inner] - top);
-            for (index i = 0; i < x.extent; ++i) z[i * x.inner] /= sum;
-        }
+    x.for_each_line([&](index at) {
+        const T* xp = a.data(0) + at;
+        T* z = r.data() + at;
+        T top = -std::numeric_limits<T>::infinity();
+        for (index i = 0; i < x.extent; ++i) top = std::max(top, xp[i * x.inner]);
+        T sum = 0;
+        for (index i = 0; i < x.extent; ++i) sum += z[i * x.inner] = std::exp(xp[i * x.inner] - top);
+        for (index i = 0; i < x.extent; ++i) z[i * x.inner] /= sum;
+    });
     return r;
 }
 
@@ -767,15 +771,13 @@ template <std::floating_point T> value<T> softmax_grad(const kernel_args<T>& a) 
     const auto& yd = a.in_dims(0);
     const axis_split x = around(yd, yd.axis(a.attrs().get_int(ops::attr_id::axis)));
     value<T> r = filled(a.out_dims(), T(0));
-    for (index p = 0; p < x.outer; ++p)
-        for (index q = 0; q < x.inner; ++q) {
-            const index at = p * x.extent * x.inner + q;
-            const T* y = a.data(0) + at;
-            const T* dy = a.data(1) + at;
-            T dot = 0;
-            for (index i = 0; i < x.extent; ++i) dot += y[i * x.inner] * dy[i * x.inner];
-            for (index i = 0; i < x.extent; ++i) r.data()[at + i * x.inner] = y[i * x.inner] * (dy[i * x.inner] - dot);
-        }
+    x.for_each_line([&](index at) {
+        const T* y = a.data(0) + at;
+        const T* dy = a.data(1) + at;
+        T dot = 0;
+        for (index i = 0; i < x.extent; ++i) dot += y[i * x.inner] * dy[i * x.inner];
+        for (index i = 0; i < x.extent; ++i) r.data()[at + i * x.inner] = y[i * x.inner] * (dy[i * x.inner] - dot);
+    });
     return r;
 }
 
