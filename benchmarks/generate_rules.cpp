@@ -5,7 +5,8 @@
 //   build/benchmarks/generate_rules --max-ops K [--threads N] --out rules.json
 //
 // stdout: one JSON line {"max_ops", "graphs", "candidates", "after_renaming", "after_subgraph",
-// "after_supergraph", "verified", "rejected", "seconds", "peak_memory_bytes"}; stderr: a table.
+// "after_supergraph", "after_transitivity", "verified", "rejected", "seconds", "peak_memory_bytes"};
+// stderr: a table.
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst.hpp>
 
@@ -60,15 +61,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "max ops %zu, %zu threads\n  graphs enumerated  %12zu\n  candidates         %12zu\n"
                      "  after renaming     %12zu\n  after subgraph     %12zu\n  after supergraph   %12zu\n"
-                     "  verified (float)   %12zu\n  rejected           %12zu\n  seconds            %12.2f\n"
+                     "  after transitivity %12zu\n  verified           %12zu\n  rejected           %12zu\n  seconds            %12.2f\n"
                      "rules written to %s\n",
                      s.max_ops, cfg.threads, s.graphs, s.candidates, s.after_renaming, s.after_subgraph,
-                     s.after_supergraph, s.verified, s.rejected, s.seconds, out.c_str());
+                     s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.seconds, out.c_str());
         std::printf("{\"max_ops\": %zu, \"graphs\": %zu, \"candidates\": %zu, \"after_renaming\": %zu, "
-                    "\"after_subgraph\": %zu, \"after_supergraph\": %zu, \"verified\": %zu, \"rejected\": %zu, "
+                    "\"after_subgraph\": %zu, \"after_supergraph\": %zu, \"after_transitivity\": %zu, \"verified\": %zu, \"rejected\": %zu, "
                     "\"seconds\": %.3f, \"peak_memory_bytes\": %zu}\n",
                     s.max_ops, s.graphs, s.candidates, s.after_renaming, s.after_subgraph, s.after_supergraph,
-                    s.verified, s.rejected, s.seconds, peak_memory_bytes());
+                    s.after_transitivity, s.verified, s.rejected, s.seconds, peak_memory_bytes());
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());

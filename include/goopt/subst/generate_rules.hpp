@@ -47,8 +47,11 @@ struct generation_stats {
     std::size_t after_renaming = 0;    ///< distinct up to renaming the variables (and swapping sides)
     std::size_t after_subgraph = 0;    ///< and no op common to both sides
     std::size_t after_supergraph = 0;  ///< and not f(A) vs f(B) for a smaller candidate A, B
-    std::size_t verified = 0;          ///< passed the float re-check in every check world
-    std::size_t rejected = 0;          ///< failed it
+    /// and not implied by smaller pairs of its bucket through transitivity (A = B and B = C give
+    /// A = C): what is verified, verified + rejected
+    std::size_t after_transitivity = 0;
+    std::size_t verified = 0;          ///< passed verification: kept
+    std::size_t rejected = 0;          ///< failed it: reported with the reason
     double seconds = 0;
 };
 
@@ -75,8 +78,12 @@ struct generation_result {
 ///    is dropped (TASO: it is a special case of the rule with that op replaced by a variable);
 /// 5. common supergraph: a pair f(A) vs f(B), every output the same op on equal values, is dropped
 ///    (A vs B is a smaller candidate);
-/// 6. each survivor is re-checked with the float interpreter in `w` and in every check world; it is
-///    kept (verified) or rejected with the reason. This is a numerical check, not a proof.
+/// 6. transitivity: within a bucket, the surviving pairs are taken smallest first, and a pair whose
+///    two graphs are already joined by verified pairs and by the pairs dropped in 4-5 is dropped
+///    (it follows from them); the bucket keeps at most one pair fewer than it has graphs;
+/// 7. each pair that stage 6 takes is verified: re-checked with the float interpreter in `w` and in
+///    every check world; it is kept or rejected with the reason, and a rejected pair joins nothing.
+///    The same rule found in buckets that differ by a renaming of the variables is kept once.
 /// The side with more ops becomes the source; the variables are renamed to give the least text.
 /// @param check_worlds the same world at other shapes (same variables, kinds and attribute choice
 ///        lists, as taso_world(taso_dims) gives): every surviving candidate is instantiated in each
@@ -222,14 +229,6 @@ template <class F> void parallel(std::size_t n, F f) {
         if (e) std::rethrow_exception(e);
 }
 
-struct candidate {
-    std::uint64_t canon;
-    std::uint32_t a, b;  // indices into the sorted store
-    friend bool operator<(const candidate& x, const candidate& y) {
-        return std::tie(x.canon, x.a, x.b) < std::tie(y.canon, y.a, y.b);
-    }
-};
-
 /// Output hashes of `p` at the fingerprint inputs, per op output.
 inline std::vector<std::vector<std::uint64_t>> value_hashes(const world& w, const pattern& p,
                                                             std::span<const mod_tensor> vars) {
@@ -239,6 +238,134 @@ inline std::vector<std::vector<std::uint64_t>> value_hashes(const world& w, cons
         for (const auto& t : outs) h.back().push_back(value_hash(t));
     }
     return h;
+}
+
+using value_hash_table = std::vector<std::vector<std::uint64_t>>;
+
+/// Value hash of `v` in a graph whose op outputs hash to `h`.
+inline std::uint64_t hash_of(const value_hash_table& h, std::span<const mod_tensor> vars, value_ref v) {
+    return v.is_variable() ? value_hash(vars[v.index]) : h[v.op][v.index];
+}
+
+/// Disjoint sets of the graphs of one bucket: which are already known equal.
+class union_find {
+public:
+    explicit union_find(std::size_t n) : parent_(n) {
+        for (std::size_t i = 0; i < n; ++i) parent_[i] = static_cast<std::uint32_t>(i);
+    }
+    std::uint32_t find(std::uint32_t x) {
+        while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+        return x;
+    }
+    void unite(std::uint32_t a, std::uint32_t b) {
+        a = find(a);
+        b = find(b);
+        if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+    }
+
+private:
+    std::vector<std::uint32_t> parent_;
+};
+
+/// Whether two sorted key lists share a key (the two graphs share an op: common subgraph).
+inline bool share_a_key(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
+    for (std::size_t x = 0, y = 0; x < a.size() && y < b.size();) {
+        if (a[x] == b[y]) return true;
+        if (a[x] < b[y]) ++x;
+        else ++y;
+    }
+    return false;
+}
+
+/// `b`'s outputs in the order of `a`'s equal-valued ones; nullopt when the output values differ
+/// (equal fingerprints make the output multisets equal unless the 64-bit hash collided).
+inline std::optional<std::vector<value_ref>> align_outputs(const pattern& a, const value_hash_table& ha, const pattern& b,
+                                                          const value_hash_table& hb, std::span<const mod_tensor> vars) {
+    std::vector<value_ref> bo;
+    std::vector<bool> used(b.outputs.size(), false);
+    for (auto va : a.outputs)
+        for (std::size_t k = 0; k < b.outputs.size(); ++k)
+            if (!used[k] && hash_of(hb, vars, b.outputs[k]) == hash_of(ha, vars, va)) {
+                used[k] = true;
+                bo.push_back(b.outputs[k]);
+                break;
+            }
+    if (bo.size() != a.outputs.size() || bo.size() != b.outputs.size()) return std::nullopt;
+    return bo;
+}
+
+/// Common supergraph: every output pair is the same op applied to equal values, f(A) vs f(B); then
+/// A vs B is a smaller candidate that implies this one.
+inline bool common_supergraph(const world& w, const pattern& a, const value_hash_table& ha, const pattern& b,
+                              const value_hash_table& hb, const std::vector<value_ref>& b_outputs,
+                              std::span<const mod_tensor> vars) {
+    for (std::size_t k = 0; k < a.outputs.size(); ++k) {
+        if (a.outputs[k].is_variable() || b_outputs[k].is_variable()) return false;
+        const auto& oa = a.ops[a.outputs[k].op];
+        const auto& ob = b.ops[b_outputs[k].op];
+        if (oa.kind != ob.kind || oa.choice != ob.choice || a.outputs[k].index != b_outputs[k].index ||
+            oa.inputs.size() != ob.inputs.size())
+            return false;
+        boost::container::small_vector<std::uint64_t, 2> ia, ib;
+        for (auto v : oa.inputs) ia.push_back(hash_of(ha, vars, v));
+        for (auto v : ob.inputs) ib.push_back(hash_of(hb, vars, v));
+        if (w.one_order_for_commutative && ops::spec(oa.kind).has(ops::commutative)) {
+            std::sort(ia.begin(), ia.end());
+            std::sort(ib.begin(), ib.end());
+        }
+        if (ia != ib) return false;
+    }
+    return true;
+}
+
+/// A candidate pair within a bucket, ordered so that smaller rules come first.
+struct edge {
+    std::size_t max_ops, total_ops;
+    std::uint64_t canon;
+    std::uint32_t source, target;  // the source has at least as many ops as the target
+    friend bool operator<(const edge& x, const edge& y) {
+        return std::tie(x.max_ops, x.total_ops, x.canon, x.source, x.target) <
+               std::tie(y.max_ops, y.total_ops, y.canon, y.source, y.target);
+    }
+};
+
+/// The rule `source => target` spelled with the renaming of its variables that gives the least
+/// text, and why it fails verification (nullopt: verified): the float re-check in every check world
+/// and in `w`.
+inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
+                                                          const pattern& source, const pattern& target,
+                                                          const std::vector<std::vector<std::uint16_t>>& renamings,
+                                                          const generation_config& cfg, std::uint64_t canon) {
+    std::mt19937_64 rng(cfg.seed ^ mix(canon));
+    std::optional<std::string> why;
+    for (const auto& cw : check_worlds) {
+        try {
+            why = float_mismatch(to_graph(cw, source), to_graph(cw, target), rng, cfg.tolerance);
+        } catch (const error& e) {
+            why = std::string("does not build at other shapes: ") + e.what();
+        }
+        if (why) break;
+    }
+    if (!why) why = float_mismatch(to_graph(w, source), to_graph(w, target), rng, cfg.tolerance);
+    rule r = make_rule(w, source, target);
+    std::string text = to_string(r);
+    for (std::size_t k = 1; k < renamings.size(); ++k) {
+        auto renamed = [&](pattern p) {
+            for (auto& o : p.ops)
+                for (auto& v : o.inputs)
+                    if (v.is_variable()) v.index = renamings[k][v.index];
+            for (auto& v : p.outputs)
+                if (v.is_variable()) v.index = renamings[k][v.index];
+            return p;
+        };
+        rule q = make_rule(w, renamed(source), renamed(target));
+        std::string qt = to_string(q);
+        if (qt < text) {
+            text = std::move(qt);
+            r = std::move(q);
+        }
+    }
+    return {std::move(r), std::move(why)};
 }
 
 }  // namespace detail
@@ -316,166 +443,113 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
         i = j;
     }
 
-    // renaming and common-subgraph stages, bucket by bucket
+    // pruning stages and verification, bucket by bucket (a bucket: the graphs of one fingerprint,
+    // all equal to each other when the fingerprint does not collide)
     const auto renamings = detail::shape_preserving_renamings(w);
     const std::size_t R = renamings.size();
-    std::vector<std::vector<std::uint64_t>> canon_parts(threads);
-    std::vector<std::vector<detail::candidate>> kept_parts(threads);
+    const auto vars = variable_values(w, cfg.seed);
+    struct thread_out {
+        std::vector<std::uint64_t> renamed, subgraph, supergraph;  // canonical keys of the survivors of each stage
+        std::vector<std::pair<std::string, rule>> kept;
+        std::vector<std::pair<std::string, rejected_rule>> rejected;
+    };
+    std::vector<thread_out> outs(threads);
     std::atomic<std::size_t> next_bucket{0};
     detail::parallel(threads, [&](std::size_t t) {
+        thread_out& out = outs[t];
         std::vector<std::uint64_t> keys, hashes;
+        std::vector<pattern> graphs;
         std::vector<std::vector<std::uint64_t>> own_keys;
+        std::vector<detail::value_hash_table> values;
+        std::vector<detail::edge> edges;
         for (std::size_t b; (b = next_bucket.fetch_add(1)) < buckets.size();) {
             const auto [lo, hi] = buckets[b];
             const std::size_t n = hi - lo;
+            graphs.clear();
+            values.clear();
             hashes.assign(n * R, 0);
             own_keys.assign(n, {});
             for (std::size_t i = 0; i < n; ++i) {
-                const pattern p = detail::unpack(store[lo + i]);
-                for (std::size_t r = 0; r < R; ++r) hashes[i * R + r] = detail::structure_hash(w, p, renamings[r], keys);
-                detail::op_keys(w, p, renamings[0], own_keys[i]);
+                graphs.push_back(detail::unpack(store[lo + i]));
+                for (std::size_t r = 0; r < R; ++r) hashes[i * R + r] = detail::structure_hash(w, graphs[i], renamings[r], keys);
+                detail::op_keys(w, graphs[i], renamings[0], own_keys[i]);
                 std::sort(own_keys[i].begin(), own_keys[i].end());
+                values.push_back(detail::value_hashes(w, graphs[i], vars));
             }
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t j = i + 1; j < n; ++j) {
+            detail::union_find classes(n);
+            edges.clear();
+            for (std::uint32_t i = 0; i < n; ++i)
+                for (std::uint32_t j = i + 1; j < n; ++j) {
                     std::uint64_t canon = ~std::uint64_t{0};
                     for (std::size_t r = 0; r < R; ++r)
                         canon = std::min(canon, detail::unordered_pair_hash(hashes[i * R + r], hashes[j * R + r]));
-                    canon_parts[t].push_back(canon);
-                    const auto& ka = own_keys[i];
-                    const auto& kb = own_keys[j];
-                    bool common = false;
-                    for (std::size_t x = 0, y = 0; !common && x < ka.size() && y < kb.size();) {
-                        if (ka[x] == kb[y]) common = true;
-                        else if (ka[x] < kb[y]) ++x;
-                        else ++y;
+                    out.renamed.push_back(canon);
+                    if (detail::share_a_key(own_keys[i], own_keys[j])) {  // common subgraph
+                        classes.unite(i, j);
+                        continue;
                     }
-                    if (!common)
-                        kept_parts[t].push_back({canon, static_cast<std::uint32_t>(lo + i), static_cast<std::uint32_t>(lo + j)});
+                    out.subgraph.push_back(canon);
+                    const auto [s, d] = graphs[j].ops.size() > graphs[i].ops.size() ? std::pair{j, i} : std::pair{i, j};
+                    const auto aligned = detail::align_outputs(graphs[s], values[s], graphs[d], values[d], vars);
+                    if (!aligned) continue;  // a 64-bit fingerprint collision: not equal at all
+                    if (detail::common_supergraph(w, graphs[s], values[s], graphs[d], values[d], *aligned, vars)) {
+                        classes.unite(i, j);
+                        continue;
+                    }
+                    out.supergraph.push_back(canon);
+                    edges.push_back({graphs[s].ops.size(), graphs[s].ops.size() + graphs[d].ops.size(), canon, s, d});
                 }
+            // transitivity: smaller pairs first; a pair whose graphs are already joined by the pairs
+            // before it (verified ones, or ones implied by smaller rules) follows from them
+            std::sort(edges.begin(), edges.end());
+            for (const auto& e : edges) {
+                if (classes.find(e.source) == classes.find(e.target)) continue;
+                pattern target = graphs[e.target];
+                target.outputs = *detail::align_outputs(graphs[e.source], values[e.source], target, values[e.target], vars);
+                auto [r, why] = detail::verify(w, check_worlds, graphs[e.source], target, renamings, cfg, e.canon);
+                std::string text = to_string(r);
+                if (why) {
+                    out.rejected.emplace_back(std::move(text), rejected_rule{std::move(r), std::move(*why)});
+                } else {
+                    classes.unite(e.source, e.target);
+                    out.kept.emplace_back(std::move(text), std::move(r));
+                }
+            }
         }
     });
-    {
-        std::vector<std::uint64_t> canon;
-        for (auto& c : canon_parts) {
-            canon.insert(canon.end(), c.begin(), c.end());
-            std::vector<std::uint64_t>().swap(c);
+    auto distinct = [&](std::vector<std::uint64_t> thread_out::*member) {
+        std::vector<std::uint64_t> all_keys;
+        for (auto& o : outs) {
+            all_keys.insert(all_keys.end(), (o.*member).begin(), (o.*member).end());
+            std::vector<std::uint64_t>().swap(o.*member);
         }
-        std::sort(canon.begin(), canon.end());
-        st.after_renaming = static_cast<std::size_t>(std::unique(canon.begin(), canon.end()) - canon.begin());
-    }
-    std::vector<detail::candidate> kept;
-    for (auto& k : kept_parts) kept.insert(kept.end(), k.begin(), k.end());
-    std::sort(kept.begin(), kept.end());
-    kept.erase(std::unique(kept.begin(), kept.end(),
-                           [](const detail::candidate& x, const detail::candidate& y) { return x.canon == y.canon; }),
-               kept.end());
-    st.after_subgraph = kept.size();
-
-    // common supergraph stage, output matching and the float re-check, candidate by candidate
-    const auto vars = variable_values(w, cfg.seed);
-    struct outcome {
-        bool redundant = false;
-        std::optional<rule> kept_rule;
-        std::optional<rejected_rule> rejected;
+        std::sort(all_keys.begin(), all_keys.end());
+        return static_cast<std::size_t>(std::unique(all_keys.begin(), all_keys.end()) - all_keys.begin());
     };
-    std::vector<outcome> outcomes(kept.size());
-    std::atomic<std::size_t> next{0};
-    detail::parallel(threads, [&](std::size_t) {
-        for (std::size_t c; (c = next.fetch_add(1)) < kept.size();) {
-            pattern a = detail::unpack(store[kept[c].a]);
-            pattern b = detail::unpack(store[kept[c].b]);
-            if (b.ops.size() > a.ops.size()) std::swap(a, b);  // source: the larger side
-            const auto ha = detail::value_hashes(w, a, vars);
-            const auto hb = detail::value_hashes(w, b, vars);
-            auto hash_of = [&](const std::vector<std::vector<std::uint64_t>>& h, value_ref v) {
-                return v.is_variable() ? value_hash(vars[v.index]) : h[v.op][v.index];
-            };
-            // order b's outputs as a's: equal fingerprints make the output multisets equal
-            std::vector<value_ref> bo;
-            std::vector<bool> used(b.outputs.size(), false);
-            for (auto va : a.outputs) {
-                for (std::size_t k = 0; k < b.outputs.size(); ++k)
-                    if (!used[k] && hash_of(hb, b.outputs[k]) == hash_of(ha, va)) {
-                        used[k] = true;
-                        bo.push_back(b.outputs[k]);
-                        break;
-                    }
-            }
-            if (bo.size() != a.outputs.size()) {  // a 64-bit fingerprint collision: not a candidate at all
-                outcomes[c].redundant = true;
-                continue;
-            }
-            b.outputs = bo;
-            // common supergraph: every output pair is the same op applied to equal values
-            bool super = true;
-            for (std::size_t k = 0; super && k < a.outputs.size(); ++k) {
-                const auto& oa = a.ops[a.outputs[k].op];
-                const auto& ob = b.ops[b.outputs[k].op];
-                if (oa.kind != ob.kind || oa.choice != ob.choice || a.outputs[k].index != b.outputs[k].index ||
-                    oa.inputs.size() != ob.inputs.size()) {
-                    super = false;
-                    break;
-                }
-                std::vector<std::uint64_t> ia, ib;
-                for (auto v : oa.inputs) ia.push_back(hash_of(ha, v));
-                for (auto v : ob.inputs) ib.push_back(hash_of(hb, v));
-                if (w.one_order_for_commutative && ops::spec(oa.kind).has(ops::commutative)) {
-                    std::sort(ia.begin(), ia.end());
-                    std::sort(ib.begin(), ib.end());
-                }
-                super = ia == ib;
-            }
-            if (super) {
-                outcomes[c].redundant = true;
-                continue;
-            }
-            std::mt19937_64 rng(cfg.seed ^ mix(c));
-            std::optional<std::string> why;
-            for (const auto& cw : check_worlds) {
-                try {
-                    why = float_mismatch(to_graph(cw, a), to_graph(cw, b), rng, cfg.tolerance);
-                } catch (const error& e) {
-                    why = std::string("does not build at other shapes: ") + e.what();
-                }
-                if (why) break;
-            }
-            if (!why) why = float_mismatch(to_graph(w, a), to_graph(w, b), rng, cfg.tolerance);
-            // the spelling of the rule: the renaming of its variables with the least text
-            rule r = make_rule(w, a, b);
-            std::string text = to_string(r);
-            for (std::size_t k = 1; k < R; ++k) {
-                auto renamed = [&](pattern p) {
-                    for (auto& o : p.ops)
-                        for (auto& v : o.inputs)
-                            if (v.is_variable()) v.index = renamings[k][v.index];
-                    return p;
-                };
-                rule q = make_rule(w, renamed(a), renamed(b));
-                std::string qt = to_string(q);
-                if (qt < text) {
-                    text = std::move(qt);
-                    r = std::move(q);
-                }
-            }
-            if (why) outcomes[c].rejected = rejected_rule{std::move(r), *why};
-            else outcomes[c].kept_rule = std::move(r);
-        }
-    });
-    for (auto& o : outcomes) {
-        if (o.redundant) continue;
-        ++st.after_supergraph;
-        if (o.kept_rule) result.rules.push_back(std::move(*o.kept_rule));
-        if (o.rejected) result.rejected.push_back(std::move(*o.rejected));
+    st.after_renaming = distinct(&thread_out::renamed);
+    st.after_subgraph = distinct(&thread_out::subgraph);
+    st.after_supergraph = distinct(&thread_out::supergraph);
+    // the same pair found in buckets that differ by a renaming of the variables is spelled the same
+    // (verify() picks the least text over the renamings): keep one; a rejection anywhere rejects it
+    std::vector<std::pair<std::string, rule>> kept;
+    std::vector<std::pair<std::string, rejected_rule>> rejected;
+    for (auto& o : outs) {
+        std::move(o.kept.begin(), o.kept.end(), std::back_inserter(kept));
+        std::move(o.rejected.begin(), o.rejected.end(), std::back_inserter(rejected));
     }
+    auto by_text = [](const auto& x, const auto& y) { return x.first < y.first; };
+    auto same_text = [](const auto& x, const auto& y) { return x.first == y.first; };
+    std::stable_sort(kept.begin(), kept.end(), by_text);
+    kept.erase(std::unique(kept.begin(), kept.end(), same_text), kept.end());
+    std::stable_sort(rejected.begin(), rejected.end(), by_text);
+    rejected.erase(std::unique(rejected.begin(), rejected.end(), same_text), rejected.end());
+    for (auto& [text, r] : kept)
+        if (!std::binary_search(rejected.begin(), rejected.end(), std::pair{text, rejected_rule{}}, by_text))
+            result.rules.push_back(std::move(r));
+    for (auto& [text, r] : rejected) result.rejected.push_back(std::move(r));
     st.verified = result.rules.size();
     st.rejected = result.rejected.size();
-    std::vector<std::pair<std::string, std::size_t>> order;
-    for (std::size_t i = 0; i < result.rules.size(); ++i) order.emplace_back(to_string(result.rules[i]), i);
-    std::sort(order.begin(), order.end());
-    std::vector<rule> sorted;
-    for (const auto& [text, i] : order) sorted.push_back(std::move(result.rules[i]));
-    result.rules = std::move(sorted);
+    st.after_transitivity = st.verified + st.rejected;
     st.seconds = std::chrono::duration<double>(clock::now() - start).count();
     return result;
 }
