@@ -8,5 +8,6 @@
 #include <goopt/subst/fingerprint.hpp>
 #include <goopt/subst/generate_rules.hpp>
 #include <goopt/subst/pattern.hpp>
+#include <goopt/subst/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/world.hpp>

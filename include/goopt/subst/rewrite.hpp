@@ -1,0 +1,360 @@
+#pragma once
+/// @file
+/// @brief Applying a substitution rule to a computation graph: find where its source matches, build
+/// the graph with the matched outputs computed by its target instead, and (in test and debug
+/// builds) re-check the rewrite on the interpreter at the shapes it is applied at, so that a rule
+/// that holds only at the shapes it was found at never silently changes a graph. TASO (SOSP'19) §5.
+
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/topological_order.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/subst/check_rule.hpp>
+#include <goopt/subst/rule.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace goopt::subst {
+
+/// Where a rule's source sits in a graph: the graph op of every source op (in rule order) and the
+/// graph tensor bound to every rule variable.
+struct match {
+    std::vector<graph::op_id> ops;
+    std::vector<graph::tensor_id> variables;
+    friend bool operator==(const match&, const match&) = default;
+};
+
+/// @brief Every match of `r.source` in `g`, at most `limit`, in a deterministic order (by the graph
+/// op that the first source output's op maps to, then by the later choices).
+///
+/// A source op matches a graph op of the same kind, attributes (defaults filled in) and arity; a
+/// commutative binary op matches either input order; distinct source ops match distinct graph ops;
+/// a variable matches any tensor of the same rank, the same tensor wherever it occurs. A match whose
+/// target would read a value computed from a matched output (a cycle after the rewrite) is left out.
+/// Whether the target builds at the matched shapes is decided by apply().
+inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit = SIZE_MAX);
+
+/// Knobs of apply().
+struct rewrite_options {
+#if defined(GOOPT_ENABLE_ASSERTS) || !defined(NDEBUG)
+    bool check = true;  ///< re-check the rewrite with the float interpreter (default in test/debug builds)
+#else
+    bool check = false;  ///< re-check the rewrite with the float interpreter (default in test/debug builds)
+#endif
+    std::uint64_t seed = 0x5eed;  ///< inputs of the re-check
+};
+
+/// @brief `g` with `r` applied at `m`: the target's ops are added (reading the tensors the variables
+/// are bound to), every use of a matched source output and every graph output that is one now uses
+/// the target's output, and ops that no longer contribute to an output are removed (graph inputs
+/// and weights stay). Names, layers and colocation groups of the remaining ops are kept; a target
+/// op takes the layer of the source op whose output it replaces, when it replaces one.
+/// @throws goopt::error naming the rule when its target does not build at the matched shapes, and
+/// (opts.check) when the rule's two sides disagree on the interpreter at those shapes.
+inline graph::computation_graph apply(const graph::computation_graph& g, const rule& r, const match& m,
+                                      const rewrite_options& opts = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+/// Backtracking matcher: binds rule values to graph tensors, undoing bindings on failure.
+class matcher {
+public:
+    matcher(const graph::computation_graph& g, const rule& r)
+        : g_(g), r_(r), op_of_(r.source.ops.size(), unbound), var_of_(r.variables.size(), unbound),
+          used_(g.num_ops(), false) {}
+
+    void run(std::size_t limit, std::vector<match>& out) {
+        limit_ = limit;
+        out_ = &out;
+        match_output(0);
+    }
+
+private:
+    static constexpr std::uint32_t unbound = UINT32_MAX;
+
+    /// Matches source output `k` (and then the rest), trying every graph tensor when its op is
+    /// not bound yet by an earlier output.
+    void match_output(std::size_t k) {
+        if (out_->size() >= limit_) return;
+        if (k == r_.source.outputs.size()) return record();
+        const value_ref v = r_.source.outputs[k];
+        if (v.is_variable()) throw error("rule '" + to_string(r_) + "': a source output is a variable, expected an op output");
+        if (op_of_[v.op] != unbound) {
+            const auto t = g_.get_op(op_of_[v.op]).outputs.at(v.index);
+            bind(v, t, [&] { match_output(k + 1); });
+            return;
+        }
+        for (graph::op_id o = 0; o < g_.num_ops() && out_->size() < limit_; ++o) {
+            const auto& op = g_.get_op(o);
+            if (op.kind != r_.source.ops[v.op].kind || v.index >= op.outputs.size()) continue;
+            bind(v, op.outputs[v.index], [&] { match_output(k + 1); });
+        }
+    }
+
+    /// Binds rule value `v` to graph tensor `t`, then calls `next`; undoes what it bound.
+    void bind(value_ref v, graph::tensor_id t, const std::function<void()>& next) {
+        if (v.is_variable()) {
+            auto& slot = var_of_[v.index];
+            if (slot != unbound) {
+                if (slot == t) next();
+                return;
+            }
+            if (g_.type_of(t).dims.rank() != r_.variables[v.index].dims.rank()) return;
+            slot = t;
+            next();
+            slot = unbound;
+            return;
+        }
+        const rule_op& ro = r_.source.ops[v.op];
+        const graph::op_id o = g_.producer(t);
+        const auto& go = g_.get_op(o);
+        if (go.outputs.at(v.index) != t) return;  // another output of the same op
+        if (op_of_[v.op] != unbound) {
+            if (op_of_[v.op] == o) next();
+            return;
+        }
+        if (used_[o] || go.kind != ro.kind || go.inputs.size() != ro.inputs.size() || !(go.attrs == ro.attrs)) return;
+        op_of_[v.op] = o;
+        used_[o] = true;
+        bind_inputs(ro, go, 0, false, next);
+        if (ops::spec(ro.kind).has(ops::commutative) && ro.inputs.size() == 2) bind_inputs(ro, go, 0, true, next);
+        used_[o] = false;
+        op_of_[v.op] = unbound;
+    }
+
+    void bind_inputs(const rule_op& ro, const graph::op& go, std::size_t i, bool swapped, const std::function<void()>& next) {
+        if (i == ro.inputs.size()) return next();
+        const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
+        bind(ro.inputs[i], go.inputs[gi], [&] { bind_inputs(ro, go, i + 1, swapped, next); });
+    }
+
+    void record() {
+        match m;
+        m.ops.assign(op_of_.begin(), op_of_.end());
+        m.variables.assign(var_of_.begin(), var_of_.end());
+        for (auto o : m.ops)
+            if (o == unbound) return;  // a source op no output reaches: not a well-formed rule side
+        for (auto t : m.variables)
+            if (t == unbound) {
+                // a variable only the target reads (e.g. a => ewmul(a, const)) cannot be bound here
+                return;
+            }
+        if (std::find(out_->begin(), out_->end(), m) != out_->end()) return;  // commutative twin
+        if (cyclic_after_rewrite(m)) return;
+        out_->push_back(std::move(m));
+    }
+
+    /// Whether a variable's tensor is computed from a matched output: the target would read it
+    /// while replacing it.
+    bool cyclic_after_rewrite(const match& m) const {
+        std::vector<bool> seen(g_.num_ops(), false);
+        std::vector<graph::op_id> stack;
+        for (auto v : r_.source.outputs)
+            for (auto u : g_.get_tensor(g_.get_op(m.ops[v.op]).outputs[v.index]).uses) stack.push_back(u.op);
+        while (!stack.empty()) {
+            const auto o = stack.back();
+            stack.pop_back();
+            if (seen[o]) continue;
+            seen[o] = true;
+            for (auto t : g_.get_op(o).outputs)
+                for (auto u : g_.get_tensor(t).uses) stack.push_back(u.op);
+        }
+        for (auto t : m.variables)
+            if (seen[g_.producer(t)]) return true;
+        return false;
+    }
+
+    const graph::computation_graph& g_;
+    const rule& r_;
+    std::vector<std::uint32_t> op_of_;   // source op -> graph op
+    std::vector<std::uint32_t> var_of_;  // variable -> graph tensor
+    std::vector<bool> used_;
+    std::size_t limit_ = 0;
+    std::vector<match>* out_ = nullptr;
+};
+
+}  // namespace detail
+
+inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit) {
+    std::vector<match> out;
+    if (r.source.outputs.empty() || limit == 0) return out;
+    detail::matcher(g, r).run(limit, out);
+    return out;
+}
+
+inline graph::computation_graph apply(const graph::computation_graph& g, const rule& r, const match& m,
+                                      const rewrite_options& opts) {
+    const std::string where = "rewrite with rule '" + to_string(r) + "'";
+    if (m.ops.size() != r.source.ops.size() || m.variables.size() != r.variables.size())
+        throw error(where + ": the match has " + std::to_string(m.ops.size()) + " ops and " +
+                    std::to_string(m.variables.size()) + " variables, expected " + std::to_string(r.source.ops.size()) +
+                    " and " + std::to_string(r.variables.size()));
+    for (auto t : m.variables)
+        if (t >= g.num_tensors()) throw error(where + ": the match binds a variable to tensor " + std::to_string(t) + ", which does not exist");
+    for (auto o : m.ops)
+        if (o >= g.num_ops()) throw error(where + ": the match names op " + std::to_string(o) + ", which does not exist");
+
+    // the rule at the matched shapes: the re-check runs both sides there
+    rule at = r;
+    for (std::size_t i = 0; i < at.variables.size(); ++i) at.variables[i].dims = g.type_of(m.variables[i]).dims;
+    if (opts.check) {
+        std::mt19937_64 rng(opts.seed);
+        if (auto why = check_rule(at, rng, 1))
+            throw error(where + " changes the graph's values at the matched shapes: " + *why);
+    }
+
+    // replaced tensor -> which target output replaces it
+    std::vector<std::int64_t> replaced_by(g.num_tensors(), -1);
+    std::vector<std::int32_t> layer_of_output(r.target.outputs.size(), -1);
+    for (std::size_t k = 0; k < r.source.outputs.size(); ++k) {
+        const value_ref v = r.source.outputs[k];
+        const auto& op = g.get_op(m.ops.at(v.op));
+        replaced_by[op.outputs.at(v.index)] = static_cast<std::int64_t>(k);
+        layer_of_output[k] = op.layer;
+    }
+
+    // live ops: those an output depends on once the replaced tensors come from the target
+    std::vector<bool> live(g.num_ops(), false);
+    {
+        std::vector<graph::tensor_id> stack;
+        auto need = [&](graph::tensor_id t) {
+            if (replaced_by[t] >= 0) {
+                for (auto v : m.variables) stack.push_back(v);  // the target reads the variables
+            } else {
+                stack.push_back(t);
+            }
+        };
+        for (auto t : g.outputs()) need(t);
+        while (!stack.empty()) {
+            const auto t = stack.back();
+            stack.pop_back();
+            const auto o = g.producer(t);
+            if (live[o]) continue;
+            live[o] = true;
+            for (auto i : g.get_op(o).inputs) need(i);
+        }
+        for (graph::op_id o = 0; o < g.num_ops(); ++o)
+            if (g.get_op(o).kind == ops::op_kind::input || g.get_op(o).kind == ops::op_kind::weight) live[o] = true;
+    }
+
+    graph::computation_graph out(g.name());
+    out.reserve(g.num_ops() + r.target.ops.size(), g.num_tensors() + r.target.ops.size());
+    std::vector<graph::tensor_id> new_id(g.num_tensors(), UINT32_MAX);
+    std::vector<graph::tensor_id> target_out;  // new ids of the target's outputs, once built
+    // names of the target's ops: unused in `g`, so that the result keeps names unique
+    std::unordered_set<std::string> names;
+    for (const auto& op : g.ops()) names.insert(op.name);
+    std::size_t serial = 0;
+    auto fresh_name = [&](ops::op_kind k) {
+        std::string n;
+        do n = "rewritten_" + std::string(ops::name(k)) + "_" + std::to_string(serial++);
+        while (!names.insert(n).second);
+        return n;
+    };
+    auto build_target = [&] {
+        std::vector<std::vector<graph::tensor_id>> vals;
+        auto resolve = [&](value_ref v) {
+            if (!v.is_variable()) return vals.at(v.op).at(v.index);
+            const auto t = new_id[m.variables.at(v.index)];
+            if (t == UINT32_MAX) throw error(where + ": variable " + r.variables[v.index].name + " is not computed before the target needs it");
+            return t;
+        };
+        for (std::size_t i = 0; i < r.target.ops.size(); ++i) {
+            const rule_op& ro = r.target.ops[i];
+            std::vector<graph::tensor_id> in;
+            for (auto v : ro.inputs) in.push_back(resolve(v));
+            try {
+                const auto ids = out.add(ro.kind, in, ro.attrs, fresh_name(ro.kind));
+                vals.emplace_back(ids.begin(), ids.end());
+            } catch (const error& e) {
+                throw error(where + ": the target does not build at the matched shapes: " + e.what());
+            }
+        }
+        for (std::size_t k = 0; k < r.target.outputs.size(); ++k) {
+            const auto t = resolve(r.target.outputs[k]);
+            const auto& src = g.type_of(g.get_op(m.ops[r.source.outputs[k].op]).outputs[r.source.outputs[k].index]);
+            if (!(out.type_of(t) == src))
+                throw error(where + ": target output " + std::to_string(k) + " has another type than the output it replaces");
+            if (!r.target.outputs[k].is_variable() && layer_of_output[k] >= 0) out.set_layer(out.producer(t), layer_of_output[k]);
+            target_out.push_back(t);
+        }
+    };
+    // copy the live ops depth first from the original topological order, so that an op that reads a
+    // replaced tensor comes after the target, and the target after every op its variables need
+    std::vector<std::uint8_t> state(g.num_ops(), 0);  // 0 new, 1 on the stack, 2 copied
+    auto copy_op = [&](graph::op_id o) {
+        const auto& op = g.get_op(o);
+        std::vector<graph::tensor_id> in;
+        for (auto t : op.inputs) in.push_back(replaced_by[t] >= 0 ? target_out[static_cast<std::size_t>(replaced_by[t])] : new_id[t]);
+        const auto ids = out.add(op.kind, in, op.attrs, op.name);
+        const auto id = out.producer(ids[0]);
+        out.set_layer(id, op.layer);
+        out.set_colocation(id, op.colocation);
+        for (std::size_t k = 0; k < ids.size(); ++k) new_id[op.outputs[k]] = ids[k];
+    };
+    constexpr graph::op_id target_frame = UINT32_MAX;
+    struct frame {
+        graph::op_id op;
+        std::size_t next = 0;
+    };
+    std::vector<frame> stack;
+    bool target_on_stack = false;
+    auto visit = [&](graph::op_id root) {
+        if (state[root] != 0) return;
+        stack.push_back({root});
+        state[root] = 1;
+        while (!stack.empty()) {
+            frame& f = stack.back();
+            // what the frame's op (or the target) needs next
+            std::optional<graph::tensor_id> need;
+            if (f.op == target_frame) {
+                if (f.next < m.variables.size()) need = m.variables[f.next++];
+            } else if (f.next < g.get_op(f.op).inputs.size()) {
+                need = g.get_op(f.op).inputs[f.next++];
+            }
+            if (!need) {
+                if (f.op == target_frame) {
+                    build_target();
+                    target_on_stack = false;
+                } else {
+                    copy_op(f.op);
+                    state[f.op] = 2;
+                }
+                stack.pop_back();
+                continue;
+            }
+            if (replaced_by[*need] >= 0) {
+                if (!target_out.empty()) continue;
+                if (target_on_stack) throw error(where + ": the target would read a value computed from what it replaces");
+                target_on_stack = true;
+                stack.push_back({target_frame});
+                continue;
+            }
+            const auto p = g.producer(*need);
+            if (state[p] == 2) continue;
+            if (state[p] == 1) throw error(where + ": the graph has a cycle through op " + g.describe(p));
+            state[p] = 1;
+            stack.push_back({p});
+        }
+    };
+    for (graph::op_id o : graph::topological_order(g))
+        if (live[o]) visit(o);
+    for (auto t : g.outputs())
+        if (replaced_by[t] >= 0 && target_out.empty()) build_target();
+    auto map_tensor = [&](graph::tensor_id t) {
+        return replaced_by[t] >= 0 ? target_out[static_cast<std::size_t>(replaced_by[t])] : new_id[t];
+    };
+    for (auto t : g.outputs()) out.mark_output(map_tensor(t));
+    return out;
+}
+
+}  // namespace goopt::subst
