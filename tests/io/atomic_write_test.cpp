@@ -79,6 +79,22 @@ TEST_CASE("atomic_write creates and replaces a file, leaving no temporary") {
     CHECK(fs::file_size(target) == 0);
 }
 
+TEST_CASE("atomic_write steps over a temporary left by a killed writer that had the same pid") {
+    temp_dir dir;
+    const fs::path target = dir.path / "out.json";
+    // the next names this process would use, taken by leftovers of an earlier process of this pid
+    const fs::path probe = goopt::io::detail::temporary_path_for(target);
+    const std::string stem = probe.filename().string();
+    const auto dot = stem.rfind('.');
+    const unsigned long next = std::stoul(stem.substr(dot + 1)) + 1;
+    for (unsigned long k = next; k < next + 5; ++k) {
+        std::ofstream(dir.path / (stem.substr(0, dot + 1) + std::to_string(k))) << "left over";
+    }
+    goopt::io::atomic_write(target, "new contents");
+    CHECK(slurp(target) == "new contents");
+    CHECK(entries(dir.path).size() == 6);  // the five leftovers are not touched
+}
+
 TEST_CASE("atomic_write into a directory that does not exist fails and leaves nothing") {
     temp_dir dir;
     const fs::path target = dir.path / "no_such_dir" / "out.json";

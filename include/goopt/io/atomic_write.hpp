@@ -65,8 +65,8 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
     const std::string where = "cannot write '" + target.string() + "'";
     if (target.filename().empty() || target.filename() == "." || target.filename() == "..")
         throw error(where + ": the path does not name a file");
-    const std::filesystem::path tmp = detail::temporary_path_for(target);
 #if defined(_WIN32)
+    const std::filesystem::path tmp = detail::temporary_path_for(target);
     {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         if (!f) throw error(where + ": cannot create temporary file '" + tmp.string() + "'");
@@ -87,10 +87,18 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
         throw error(where + ": renaming '" + tmp.string() + "' over it failed: " + ec.message());
     }
 #else
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        const int e = errno;
-        throw error(where + ": cannot create temporary file '" + tmp.string() + "': " + detail::errno_text(e));
+    // A writer killed before its rename leaves its temporary behind; a later process that gets the
+    // same pid would meet that name again (EEXIST), so it takes the next name. The leftover is never
+    // deleted here: goopt cannot tell whether its writer is still running.
+    std::filesystem::path tmp;
+    int fd = -1;
+    for (int attempt = 0; fd < 0; ++attempt) {
+        tmp = detail::temporary_path_for(target);
+        fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && (errno != EEXIST || attempt == 63)) {
+            const int e = errno;
+            throw error(where + ": cannot create temporary file '" + tmp.string() + "': " + detail::errno_text(e));
+        }
     }
     // Every failure from here on removes the temporary before reporting.
     auto fail = [&](const std::string& step, int e) {
