@@ -3,11 +3,14 @@
 /// @brief Umbrella header of the substitution generator (subst/): enumeration, fingerprints,
 /// pruning, float re-check and rules. The JSON rule file is in io/rule_json.hpp.
 
+#include <goopt/subst/axioms.hpp>
 #include <goopt/subst/check_rule.hpp>
+#include <goopt/subst/egraph.hpp>
 #include <goopt/subst/enumerate_graphs.hpp>
 #include <goopt/subst/fingerprint.hpp>
 #include <goopt/subst/generate_rules.hpp>
 #include <goopt/subst/pattern.hpp>
+#include <goopt/subst/prover.hpp>
 #include <goopt/subst/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/world.hpp>

@@ -10,6 +10,7 @@
 #include <goopt/subst/enumerate_graphs.hpp>
 #include <goopt/subst/fingerprint.hpp>
 #include <goopt/subst/pattern.hpp>
+#include <goopt/subst/prover.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/world.hpp>
 
@@ -37,6 +38,10 @@ struct generation_config {
     std::size_t threads = 0;         ///< 0: std::thread::hardware_concurrency()
     std::uint64_t seed = 0x7a50'2019;  ///< fixed random inputs of fingerprints and of float checks
     double tolerance = 1e-9;         ///< float check, relative per element (double precision)
+    /// Bounds of each proof from the axioms (subst/prover.hpp). The node and iteration bounds decide;
+    /// the time bound is far above what they allow, so that a loaded machine cannot change the
+    /// rules (output is the same on every run and for every thread count).
+    proof_limits proof{.max_iterations = 8, .max_nodes = 1000, .max_time = std::chrono::seconds(2)};
 };
 
 /// Counts after each stage, as TASO's Table 3, and the wall time.
@@ -52,6 +57,7 @@ struct generation_stats {
     std::size_t after_transitivity = 0;
     std::size_t verified = 0;          ///< passed verification: kept
     std::size_t rejected = 0;          ///< failed it: reported with the reason
+    std::size_t not_proven = 0;        ///< of the rejected: passed the float re-check, but no proof was found
     double seconds = 0;
 };
 
@@ -82,7 +88,9 @@ struct generation_result {
 ///    two graphs are already joined by verified pairs and by the pairs dropped in 4-5 is dropped
 ///    (it follows from them); the bucket keeps at most one pair fewer than it has graphs;
 /// 7. each pair that stage 6 takes is verified: re-checked with the float interpreter in `w` and in
-///    every check world; it is kept or rejected with the reason, and a rejected pair joins nothing.
+///    every check world, then proven from the operator axioms (subst::prove, bounded by cfg.proof);
+///    it is kept only when both succeed, else rejected with the reason, and a rejected pair joins
+///    nothing.
 ///    The same rule found in buckets that differ by a renaming of the variables is kept once.
 /// The side with more ops becomes the source; the variables are renamed to give the least text.
 /// @param check_worlds the same world at other shapes (same variables, kinds and attribute choice
@@ -329,9 +337,12 @@ struct edge {
     }
 };
 
+/// Prefix of the reason of a rule that passed the float re-check but could not be proven.
+inline constexpr std::string_view not_proven_reason = "not proven from the axioms: ";
+
 /// The rule `source => target` spelled with the renaming of its variables that gives the least
 /// text, and why it fails verification (nullopt: verified): the float re-check in every check world
-/// and in `w`.
+/// and in `w` (first: a false candidate can only blow up the prover's e-graph), then the proof.
 inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
                                                           const pattern& source, const pattern& target,
                                                           const std::vector<std::vector<std::uint16_t>>& renamings,
@@ -364,6 +375,10 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
             text = std::move(qt);
             r = std::move(q);
         }
+    }
+    if (!why) {
+        const proof_result proof = prove(r, cfg.proof);
+        if (!proof.proven) why = std::string(not_proven_reason) + proof.reason;
     }
     return {std::move(r), std::move(why)};
 }
@@ -549,6 +564,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     for (auto& [text, r] : rejected) result.rejected.push_back(std::move(r));
     st.verified = result.rules.size();
     st.rejected = result.rejected.size();
+    for (const auto& x : result.rejected) st.not_proven += x.reason.starts_with(detail::not_proven_reason);
     st.after_transitivity = st.verified + st.rejected;
     st.seconds = std::chrono::duration<double>(clock::now() - start).count();
     return result;
