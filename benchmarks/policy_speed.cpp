@@ -7,6 +7,9 @@
 // "fraction_of_peak", "torch_ms", "ratio", "peak_memory_bytes"} (atomically) to FILE (default
 // policy_speed.json). flops are counted from the layer shapes (go_policy::flops_forward_backward);
 // peak_memory_bytes is the process's peak resident set (getrusage) after that graph's runs.
+// glibc's malloc is told to keep freed memory (as PyTorch's CPU allocator does): otherwise every
+// fresh n x 128 matrix is returned to the kernel and page-faulted in again (one fault per 4 KiB),
+// measured at ~40 % of a pass on one core of this (virtual) machine.
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/models/zoo.hpp>
@@ -16,6 +19,9 @@
 
 #include <sys/resource.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -125,6 +131,10 @@ std::optional<double> run_torch(const std::string& python, const std::filesystem
 }  // namespace
 
 int main(int argc, char** argv) try {
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: blocks up to 32 MiB come from the heap...
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);   // ... and freed heap memory stays mapped (up to 1 GiB)
+#endif
     std::string out = "policy_speed.json";
     int repeats = 3;
     bool torch = true;
@@ -156,6 +166,9 @@ int main(int argc, char** argv) try {
     const std::vector<named> graphs{{"random_1k", [] { return random_graph(1000, 1); }},
                                     {"random_10k", [] { return random_graph(10000, 2); }},
                                     {"gnmt8_train", [] { return models::find_workload("gnmt8").build(); }}};
+    std::cout << "random_1k, random_10k: random DAGs of 1,000 / 10,000 elementwise ops (relu, tanh, sigmoid, add) on\n"
+                 "  [1, 128] tensors, each input drawn uniformly from the 16 latest tensors (seeds 1, 2); gnmt8_train:\n"
+                 "  the model zoo's 8-layer GNMT with its backward pass and optimizer (models::find_workload(\"gnmt8\"))\n";
     const nn::policy_config cfg{};  // GO's shape: 128 wide, 2 SAGE, 2 shared + 1 task attention layers, 8 heads, 256
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf("%-12s %8s %10s %10s %8s %9s %10s %7s %9s\n", "graph", "nodes", "GFLOP", "goopt ms", "GFLOP/s", "of peak",

@@ -6,6 +6,7 @@
 #include <goopt/nn/adjacency.hpp>
 #include <goopt/nn/linear.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace goopt::nn {
@@ -39,13 +40,23 @@ public:
             pooled_ = pool_.forward(x).cwiseMax(S(0));
         }
         const matrix<S>& m = agg_ == aggregator::max_pool ? pooled_ : x;
-        a_.setZero(n, d);
-        if (agg_ == aggregator::max_pool) argmax_.setConstant(n, d, -1);
+        a_.resize(n, d);
+        if (agg_ == aggregator::max_pool) argmax_.resize(n, d);
+        // each node writes only its own rows of a_ and argmax_, reading its neighbours in CSR order,
+        // so the rows run in parallel with the same result on any number of threads
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 256)
+#endif
         for (Eigen::Index v = 0; v < n; ++v) {
             const auto b = adj.offsets[v], e = adj.offsets[v + 1];
-            if (b == e) continue;
+            if (b == e) {
+                a_.row(v).setZero();
+                if (agg_ == aggregator::max_pool) argmax_.row(v).setConstant(-1);
+                continue;
+            }
             if (agg_ == aggregator::mean) {
-                for (auto i = b; i < e; ++i) a_.row(v) += m.row(adj.indices[i]);
+                a_.row(v) = m.row(adj.indices[b]);
+                for (auto i = b + 1; i < e; ++i) a_.row(v) += m.row(adj.indices[i]);
                 a_.row(v) /= static_cast<S>(e - b);
             } else {
                 a_.row(v) = m.row(adj.indices[b]);
@@ -61,32 +72,47 @@ public:
             }
         }
         matrix<S> z = self_.forward(x);
-        z.noalias() += a_ * w_neigh_.value;
+        multiply_rows(z, a_, w_neigh_.value, true);
         y_ = z.cwiseMax(S(0));
         return y_;
     }
 
     matrix<S> backward(const matrix<S>& dy) {
-        const matrix<S> dz = (y_.array() > S(0)).select(dy, S(0));
-        matrix<S> dx = self_.backward(dz);
-        w_neigh_.grad.noalias() += a_.transpose() * dz;
-        matrix<S> da(dz.rows(), a_.cols());
-        da.noalias() = dz * w_neigh_.value.transpose();
+        dz_ = (y_.array() > S(0)).select(dy, S(0));  // member buffers keep their storage between calls
+        matrix<S> dx = self_.backward(dz_);
+        add_transposed_product(w_neigh_.grad, a_, dz_);
+        multiply_rows(da_, dz_, w_neigh_.value.transpose());
         const adjacency& adj = *adj_;
-        const Eigen::Index n = dz.rows(), d = a_.cols();
-        matrix<S> dm = matrix<S>::Zero(n, d);
-        for (Eigen::Index v = 0; v < n; ++v) {
-            const auto b = adj.offsets[v], e = adj.offsets[v + 1];
-            if (b == e) continue;
-            if (agg_ == aggregator::mean) {
-                const S inv = S(1) / static_cast<S>(e - b);
-                for (auto i = b; i < e; ++i) dm.row(adj.indices[i]) += inv * da.row(v);
-            } else {
-                for (Eigen::Index j = 0; j < d; ++j) dm(argmax_(v, j), j) += da(v, j);
+        const Eigen::Index n = dz_.rows(), d = a_.cols();
+        dm_.setZero(n, d);
+        // Scattering into neighbours' rows would race across nodes, so threads split the columns
+        // instead (blocks of 16, a 64-byte line of floats): every column still adds its terms in node
+        // order, so the sums are bit-identical on any number of threads.
+        constexpr Eigen::Index block = 16;
+        const Eigen::Index blocks = (d + block - 1) / block;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+        for (Eigen::Index cb = 0; cb < blocks; ++cb) {
+            const Eigen::Index j0 = cb * block, j1 = std::min(d, j0 + block);
+            for (Eigen::Index v = 0; v < n; ++v) {
+                const auto b = adj.offsets[v], e = adj.offsets[v + 1];
+                if (b == e) continue;
+                if (agg_ == aggregator::mean) {
+                    const S inv = S(1) / static_cast<S>(e - b);
+                    for (auto i = b; i < e; ++i)
+                        for (Eigen::Index j = j0; j < j1; ++j) dm_(adj.indices[i], j) += inv * da_(v, j);
+                } else {
+                    for (Eigen::Index j = j0; j < j1; ++j) dm_(argmax_(v, j), j) += da_(v, j);
+                }
             }
         }
-        if (agg_ == aggregator::max_pool) dx += pool_.backward((pooled_.array() > S(0)).select(dm, S(0)));
-        else dx += dm;
+        if (agg_ == aggregator::max_pool) {
+            dm_ = (pooled_.array() > S(0)).select(dm_, S(0));
+            dx += pool_.backward(dm_);
+        } else {
+            dx += dm_;
+        }
         return dx;
     }
 
@@ -102,6 +128,7 @@ private:
     parameter<S> w_neigh_;
     const adjacency* adj_ = nullptr;
     matrix<S> pooled_, a_, y_;
+    matrix<S> dz_, da_, dm_;  // backward's buffers, kept between calls
     Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> argmax_;
 };
 

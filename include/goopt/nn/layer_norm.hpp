@@ -23,6 +23,10 @@ public:
         const auto d = static_cast<S>(x.cols());
         xhat_.resize(x.rows(), x.cols());
         inv_std_.resize(x.rows());
+        // rows are independent: under OpenMP they split across threads, each row computed as alone
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 256)
+#endif
         for (Eigen::Index i = 0; i < x.rows(); ++i) {
             const S mean = x.row(i).sum() / d;
             const S var = (x.row(i).array() - mean).square().sum() / d;
@@ -39,12 +43,17 @@ public:
         gamma_.grad.row(0) += (dy.array() * xhat_.array()).colwise().sum().matrix();
         beta_.grad.row(0) += dy.colwise().sum();
         const auto d = static_cast<S>(dy.cols());
-        matrix<S> g = dy.array().rowwise() * gamma_.value.row(0).array();
+        const auto gamma = gamma_.value.row(0).array();
         matrix<S> dx(dy.rows(), dy.cols());
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 256)
+#endif
         for (Eigen::Index i = 0; i < dy.rows(); ++i) {
-            const S mg = g.row(i).sum() / d;
-            const S mgx = g.row(i).dot(xhat_.row(i)) / d;
-            dx.row(i) = inv_std_[i] * (g.row(i).array() - mg - xhat_.row(i).array() * mgx);
+            auto g = dx.row(i).array();  // g = dy * gamma, formed in place in dx's row
+            g = dy.row(i).array() * gamma;
+            const S mg = g.sum() / d;
+            const S mgx = (g * xhat_.row(i).array()).sum() / d;
+            g = inv_std_[i] * (g - mg - xhat_.row(i).array() * mgx);
         }
         return dx;
     }

@@ -2,6 +2,7 @@
 /// @file
 /// @brief Fully connected layer y = x W + b.
 
+#include <goopt/nn/tall_products.hpp>
 #include <goopt/nn/types.hpp>
 
 #include <string>
@@ -20,16 +21,16 @@ public:
 
     matrix<S> forward(const matrix<S>& x) {
         x_ = x;
-        matrix<S> y(x.rows(), w_.value.cols());
-        y.noalias() = x * w_.value;
+        matrix<S> y;
+        multiply_rows(y, x, w_.value);
         y.rowwise() += b_.value.row(0);
         return y;
     }
     matrix<S> backward(const matrix<S>& dy) {
-        w_.grad.noalias() += x_.transpose() * dy;
+        add_transposed_product(w_.grad, x_, dy);
         b_.grad.row(0) += dy.colwise().sum();
-        matrix<S> dx(dy.rows(), w_.value.rows());
-        dx.noalias() = dy * w_.value.transpose();
+        matrix<S> dx;
+        multiply_rows(dx, dy, w_.value.transpose());
         return dx;
     }
     void collect(parameter_list<S>& ps) {
