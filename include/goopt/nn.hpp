@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// @brief The GO policy network on Eigen: layers with explicit backward passes, GraphSAGE,
-/// segment-recurrent attention, feature modulation, heads, node features, Adam, save/load.
+/// segment-recurrent attention, feature modulation, heads, node features, Adam, save/load, and a
+/// guard that stops training at the first NaN.
 
 #include <goopt/nn/activations.hpp>
 #include <goopt/nn/adam.hpp>
@@ -18,4 +19,5 @@
 #include <goopt/nn/residual_block.hpp>
 #include <goopt/nn/segment_attention.hpp>
 #include <goopt/nn/serialization.hpp>
+#include <goopt/nn/training_guard.hpp>
 #include <goopt/nn/types.hpp>
