@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # Install what goopt needs (Debian/Ubuntu), configure and build it in build/, then run the demo or
-# the tests.  Usage: ./bootstrap.sh demo|test|build [--clean]
+# the tests; or build the sanitizer or fuzzing configurations and run them.
+# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
 set -euo pipefail
 
 usage() {
     cat <<'USAGE'
-usage: ./bootstrap.sh demo|test|build [--clean]
-  build    install missing Debian packages, configure and build everything in build/
-  test     build, then run all tests with ctest
-  demo     build, then run build/examples/resnet_block
-  --clean  delete build/ first
+usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
+  build     install missing Debian packages, configure and build everything in build/
+  test      build, then run all tests with ctest
+  demo      build, then run build/examples/resnet_block
+  sanitize  build the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer in
+            build-asan/ (-O1, no benchmarks), then run them with ctest; any report fails
+  fuzz      build the libFuzzer harnesses with clang in build-fuzz/, then run each for SECONDS
+            (default 60) from its seed corpus tests/data/fuzz/<reader>/; any finding fails
+  --clean   delete the command's build directory first
 USAGE
 }
 
 command=""
 clean=0
+fuzz_seconds=60
 for arg in "$@"; do
     case "$arg" in
-        demo | test | build)
+        demo | test | build | sanitize | fuzz)
             if [[ -n "$command" ]]; then usage >&2; exit 2; fi
             command="$arg" ;;
         --clean) clean=1 ;;
         -h | --help) usage; exit 0 ;;
-        *) echo "bootstrap.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+        *)
+            if [[ "$command" == fuzz && "$arg" =~ ^[1-9][0-9]*$ ]]; then
+                fuzz_seconds="$arg"
+            else
+                echo "bootstrap.sh: unknown argument '$arg'" >&2; usage >&2; exit 2
+            fi ;;
     esac
 done
 if [[ -z "$command" ]]; then usage >&2; exit 2; fi
@@ -34,6 +45,9 @@ required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohman
           doctest-dev ccache
           libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
           libmetis-dev)                # METIS placement baseline (goopt::metis)
+if [[ "$command" == fuzz ]]; then
+    required+=(clang libclang-rt-14-dev)  # libFuzzer and clang's sanitizer runtimes (Debian 12: clang 14)
+fi
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
     for pkg in "${required[@]}"; do
@@ -61,6 +75,55 @@ else
 fi
 
 # ---- 2. configure and build ----
+# Sanitizer reports abort the program (so they fail its test) and print a symbolized stack.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_init_order=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+case "$command" in
+    sanitize)
+        # -O1 -g1: a quarter less compile time than -O2 -g, stacks still name file and line.
+        # Benchmarks are left out (ctest does not run them); header checks and the package consumer
+        # test are compile/install checks that the normal build already makes.
+        if ((clean)); then rm -rf build-asan; fi
+        cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+              -DGOOPT_SANITIZE=ON -DGOOPT_NATIVE=OFF -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON \
+              -DGOOPT_BUILD_BENCHMARKS=OFF -DGOOPT_HEADER_CHECKS=OFF
+        cmake --build build-asan -j"$(nproc)"
+        exec ctest --test-dir build-asan --output-on-failure --label-exclude package ;;
+    fuzz)
+        if ((clean)); then rm -rf build-fuzz; fi
+        cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+              "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DGOOPT_BUILD_FUZZERS=ON -DGOOPT_NATIVE=OFF \
+              -DGOOPT_BUILD_TESTS=OFF -DGOOPT_BUILD_EXAMPLES=OFF -DGOOPT_BUILD_BENCHMARKS=OFF
+        cmake --build build-fuzz -j"$(nproc)"
+        failed=()
+        for harness in build-fuzz/tests/fuzz/goopt_fuzz_*; do
+            [[ -x "$harness" ]] || continue
+            reader="${harness##*/goopt_fuzz_}"
+            seeds="tests/data/fuzz/$reader"
+            corpus="build-fuzz/corpus/$reader"       # new inputs go here, never into the source tree
+            artifacts="build-fuzz/artifacts/$reader/"
+            mkdir -p "$corpus" "$artifacts"
+            dict=()
+            if [[ -f "tests/fuzz/$reader.dict" ]]; then dict=(-dict="tests/fuzz/$reader.dict"); fi
+            echo "bootstrap.sh: fuzzing $reader for ${fuzz_seconds}s (seeds: $seeds)"
+            # -timeout: one input may take 10 s; -rss_limit_mb: 2 GB; leaks count as findings
+            # (libFuzzer prints a line per new input: the whole log goes to a file, its end to the screen)
+            log="build-fuzz/$reader.log"
+            if "$harness" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+                    -print_final_stats=1 "${dict[@]}" -artifact_prefix="$artifacts" "$corpus" "$seeds" >"$log" 2>&1; then
+                grep -E '^(stat::|Done )|DONE ' "$log" || true
+            else
+                tail -n 60 "$log"
+                failed+=("$reader")
+            fi
+        done
+        if ((${#failed[@]} > 0)); then
+            echo "bootstrap.sh: fuzzing found problems in: ${failed[*]}; the inputs are in build-fuzz/artifacts/<reader>/;" \
+                 "fix the reader and add each input to tests/data/fuzz/<reader>/regressions/" >&2
+            exit 1
+        fi
+        exit 0 ;;
+esac
 if ((clean)); then rm -rf build; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON -DGOOPT_BUILD_BENCHMARKS=ON

@@ -21,7 +21,8 @@ inline constexpr double pcie_latency = 10e-6;
 
 /// @brief Parses `<count>x<preset>:<topology>`: count 1..1024, a preset name (case-insensitive: K80,
 /// P100, V100, T4, A100, H100, CPU), and `nvlink` (one link per ordered pair at the preset's NVLink
-/// bandwidth per direction) or `pcie` (one bus shared by all transfers, at the preset's PCIe bandwidth).
+/// bandwidth per direction; at most 256 devices) or `pcie` (one bus shared by all transfers, at the
+/// preset's PCIe bandwidth).
 /// @throws goopt::error quoting the spec and saying what was expected.
 inline cluster<device_spec> parse_cluster(std::string_view spec) {
     const std::string where = "cluster spec '" + std::string(spec) + "'";
@@ -47,6 +48,10 @@ inline cluster<device_spec> parse_cluster(std::string_view spec) {
     const device_spec d = describe(*p);
     cluster<device_spec> c;
     if (topology == "nvlink") {
+        // one link (one simulated transfer queue) per ordered pair: 256 devices are 65,280 links
+        if (count > 256)
+            throw error(where + ": " + std::to_string(count) + " devices all-to-all over NVLink, at most 256 are "
+                        "supported (NVSwitch domains are no larger); use :pcie for more");
         if (p->nvlink_bandwidth <= 0)
             throw error(where + ": " + std::string(p->label) + " has no NVLink; use " +
                         std::to_string(count) + "x" + std::string(p->label) + ":pcie");

@@ -7,11 +7,24 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 
+#include <cmath>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 namespace goopt::graph {
+
+/// @brief What is wrong with the value `v` of a real attribute, or an empty string when nothing is.
+/// A NaN clip bound or a NaN, infinite or negative epsilon makes every output NaN, which no model
+/// means; pad and fill values may be anything, NaN included (a mask), and clip bounds may be infinite.
+inline std::string real_attribute_problem(ops::attr_id id, double v) {
+    if (id == ops::attr_id::epsilon && !(std::isfinite(v) && v >= 0))
+        return "epsilon is " + std::to_string(v) + ", expected a finite number >= 0";
+    if ((id == ops::attr_id::min || id == ops::attr_id::max) && std::isnan(v))
+        return std::string(ops::name(id)) + " is NaN, expected a number (an infinite bound is allowed)";
+    return {};
+}
 
 /// @brief Every problem found in g, one message each (empty when g is valid): duplicate names,
 /// dangling tensor references, arity and attribute errors, cycles (naming the ops on one), shape and
@@ -44,6 +57,9 @@ inline std::vector<std::string> problems(const computation_graph& g) {
             found.push_back(e.what());
             wired[v] = false;
         }
+        for (const auto& [id, value] : ops[v].attrs)
+            if (const double* r = std::get_if<double>(&value))
+                if (auto p = real_attribute_problem(id, *r); !p.empty()) found.push_back(where + ": " + p);
     }
     for (std::size_t i = 0; i < g.outputs().size(); ++i)
         if (g.outputs()[i] >= tensors.size())

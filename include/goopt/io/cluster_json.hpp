@@ -35,6 +35,8 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace goopt::io {
 
@@ -207,6 +209,10 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
                 throw error(where + "/count: is " + detail::describe(v) + ", expected an integer from 1 to 1024");
             count = static_cast<std::size_t>(v.get<std::int64_t>());
         }
+        // the route table grows as the square of the device count: the spec strings' limit, in all
+        if (c.num_devices() + count > 1024)
+            throw error(where + (devs[i].contains("count") ? "/count: " : ": ") + std::to_string(c.num_devices() + count) +
+                        " devices in all, more than 1024 devices are not supported");
         for (std::size_t k = 0; k < count; ++k) c.add_device(d);
     }
     if (j.contains("links")) {
@@ -269,6 +275,11 @@ template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const de
         x["launch_overhead"] = s.launch;
         devs.push_back(std::move(x));
     }
+    // routes bucketed by link in one pass over the pairs: an all-to-all cluster has n^2 links
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> routes_of(c.num_links());
+    for (std::size_t a = 0; a < c.num_devices(); ++a)
+        for (std::size_t b = 0; b < c.num_devices(); ++b)
+            if (const auto l = c.route(a, b); a != b && l != device::no_link) routes_of[l].emplace_back(a, b);
     auto& links = j["links"] = nlohmann::ordered_json::array();
     for (std::size_t l = 0; l < c.num_links(); ++l) {
         nlohmann::ordered_json x;
@@ -276,9 +287,7 @@ template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const de
         x["bandwidth"] = c.get_link(l).bandwidth;
         x["latency"] = c.get_link(l).latency;
         auto& routes = x["routes"] = nlohmann::ordered_json::array();
-        for (std::size_t a = 0; a < c.num_devices(); ++a)
-            for (std::size_t b = 0; b < c.num_devices(); ++b)
-                if (a != b && c.route(a, b) == l) routes.push_back({a, b});
+        for (const auto& [a, b] : routes_of[l]) routes.push_back({a, b});
         links.push_back(std::move(x));
     }
     return j;

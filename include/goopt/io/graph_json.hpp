@@ -6,6 +6,7 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
+#include <goopt/graph/validate.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/dtype.hpp>
@@ -341,7 +342,11 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
     }
     switch (spec.type) {
     case ops::attr_type::integer: return integer(v, place);
-    case ops::attr_type::real: return real(v, place);
+    case ops::attr_type::real: {
+        const double r = real(v, place);
+        if (auto p = graph::real_attribute_problem(spec.id, r); !p.empty()) fail(place, p);
+        return r;
+    }
     case ops::attr_type::ints: return integers(v, place);
     }
     fail(place, "unsupported attribute type");

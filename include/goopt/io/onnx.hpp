@@ -101,14 +101,22 @@ struct onnx_const {
     bool integral() const noexcept { return !ops::is_floating(type); }
     std::size_t size() const noexcept { return integral() ? i.size() : f.size(); }
     double at(std::size_t k) const { return integral() ? static_cast<double>(i[k]) : f[k]; }
+    /// v truncated to an int64 (shapes and indices held in a floating constant, folded results):
+    /// NaN, infinities and values beyond int64 are bad input, not undefined behaviour.
+    static std::int64_t to_int(double v) {
+        constexpr double two63 = 9223372036854775808.0;  // 2^63, exact as a double
+        if (!(v >= -two63 && v < two63))
+            throw error("the value " + std::to_string(v) + " is not in the range of a 64-bit integer");
+        return static_cast<std::int64_t>(v);
+    }
     std::int64_t int_at(std::size_t k) const {
         if (integral()) return i[k];
-        return static_cast<std::int64_t>(f[k]);
+        return to_int(f[k]);
     }
     std::vector<std::int64_t> ints() const {
         if (integral()) return i;
         std::vector<std::int64_t> r;
-        for (double v : f) r.push_back(static_cast<std::int64_t>(v));
+        for (double v : f) r.push_back(to_int(v));
         return r;
     }
     /// Largest constant the importer creates (folding ConstantOfShape / Expand / Range): 2^26 elements.
@@ -128,7 +136,7 @@ struct onnx_const {
     }
     void set(std::size_t k, double v) {
         if (type == ops::dtype::boolean) i[k] = v != 0.0;
-        else if (integral()) i[k] = static_cast<std::int64_t>(v);
+        else if (integral()) i[k] = to_int(v);
         else f[k] = v;
     }
     void set_int(std::size_t k, std::int64_t v) {
@@ -415,6 +423,8 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
         return r;
     }
     if (!tt.has_shape()) fail(where + " has no shape; give it in onnx_options::input_shapes");
+    if (static_cast<std::size_t>(tt.shape().dim_size()) > ops::max_rank)
+        fail(where + ": rank " + std::to_string(tt.shape().dim_size()) + " exceeds " + std::to_string(ops::max_rank));
     for (const auto& d : tt.shape().dim()) {
         if (!d.has_dim_value() || d.dim_value() < 1)
             fail(where + " has a symbolic or unknown dimension" +
@@ -767,7 +777,10 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         auto iv = [&](std::size_t k) { return in[k]->int_at(offs[k][e]); };
         if (op == "Expand") { c.set(e, v(0)); if (c.integral()) c.i[e] = iv(0); }
         else if (op == "Sqrt") c.set(e, std::sqrt(v(0)));
-        else if (op == "Neg") { if (int_math) c.i[e] = -iv(0); else c.set(e, -v(0)); }
+        else if (op == "Neg") {
+            if (int_math && iv(0) == std::numeric_limits<std::int64_t>::min()) fail(n, "integer negation overflows 64 bits");
+            if (int_math) c.i[e] = -iv(0); else c.set(e, -v(0));
+        }
         else if (op == "Equal") c.set(e, v(0) == v(1));
         else if (op == "Greater") c.set(e, v(0) > v(1));
         else if (op == "Less") c.set(e, v(0) < v(1));
@@ -775,8 +788,14 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         else if (int_math) {
             const std::int64_t a = iv(0), b = iv(1);
             if (op == "Div" && b == 0) fail(n, "integer division by zero");
-            c.i[e] = op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b
-                   : op == "Div" ? a / b : static_cast<std::int64_t>(std::pow(a, b));
+            std::int64_t r = 0;
+            const bool overflow = op == "Add"   ? __builtin_add_overflow(a, b, &r)
+                                  : op == "Sub" ? __builtin_sub_overflow(a, b, &r)
+                                  : op == "Mul" ? __builtin_mul_overflow(a, b, &r)
+                                  : op == "Div" ? (a == std::numeric_limits<std::int64_t>::min() && b == -1) || ((r = a / b), false)
+                                                : ((r = onnx_const::to_int(std::pow(static_cast<double>(a), static_cast<double>(b)))), false);
+            if (overflow) fail(n, "integer " + op + " overflows 64 bits");
+            c.i[e] = r;
         } else {
             const double a = v(0), b = v(1);
             c.set(e, op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : op == "Div" ? a / b : std::pow(a, b));

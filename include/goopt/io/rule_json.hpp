@@ -19,6 +19,7 @@
 /// equals output i of the source.
 
 #include <goopt/error.hpp>
+#include <goopt/graph/validate.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
@@ -29,9 +30,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -48,6 +51,10 @@ inline nlohmann::ordered_json rules_to_json(std::span<const subst::rule> rules);
 /// wrong format or version, unknown op or attribute, a reference to a later op or a missing
 /// variable, a side that fails shape inference, a `text` that does not match the graphs.
 inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::string_view source_name);
+
+/// @brief Rules from the rule file's text; invalid JSON is reported with its byte offset.
+/// @throws goopt::error as rules_from_json.
+inline std::vector<subst::rule> rules_from_json_string(std::string_view text, std::string_view source_name = "<string>");
 
 /// @brief Writes the rule file atomically (io::atomic_write), one rule a line.
 inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules);
@@ -89,8 +96,18 @@ class rule_reader {
 public:
     explicit rule_reader(std::string_view source) : source_(source) {}
 
+    /// Control characters (from op or variable names in the file) are escaped: one line, always.
     [[noreturn]] void fail(const std::string& place, const std::string& what) const {
-        throw error(source_ + ": " + place + ": " + what);
+        std::string message = source_ + ": " + place + ": ";
+        for (const char c : what) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+                constexpr char hex[] = "0123456789abcdef";
+                ((message += "\\x") += hex[static_cast<unsigned char>(c) >> 4]) += hex[c & 15];
+            } else {
+                message += c;
+            }
+        }
+        throw error(message);
     }
 
     const nlohmann::json& field(const nlohmann::json& obj, const char* key, const std::string& place) const {
@@ -119,6 +136,10 @@ public:
                 fail(place, "reference '" + s + "' is malformed, expected %i or %i#k");
             }
             if (op >= num_ops) fail(place, "reference '" + s + "' names op " + std::to_string(op) + ", expected an earlier op (< " + std::to_string(num_ops) + ")");
+            // value_ref holds 16-bit indices (0xffff marks a variable): larger ones would wrap silently
+            if (op >= subst::variable_op || out >= subst::variable_op)
+                fail(place, "reference '" + s + "' is out of range, expected op and output indices below " +
+                                std::to_string(subst::variable_op));
             return {static_cast<std::uint16_t>(op), static_cast<std::uint16_t>(out)};
         }
         for (std::size_t i = 0; i < r.variables.size(); ++i)
@@ -144,7 +165,10 @@ public:
                 const auto id = ops::parse_attr_id(key);
                 if (!id || !ops::spec(*kind).takes(*id)) fail(p + ".attrs", "op " + std::string(ops::name(*kind)) + " takes no attribute '" + key + "'");
                 if (v.is_number_integer()) o.attrs.set(*id, v.get<std::int64_t>());
-                else if (v.is_number()) o.attrs.set(*id, v.get<double>());
+                else if (v.is_number()) {
+                    if (auto bad = graph::real_attribute_problem(*id, v.get<double>()); !bad.empty()) fail(p + ".attrs." + key, bad);
+                    o.attrs.set(*id, v.get<double>());
+                }
                 else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }))
                     o.attrs.set(*id, v.get<std::vector<std::int64_t>>());
                 else fail(p + ".attrs." + key, "expected an integer, a real or a list of integers");
@@ -177,6 +201,9 @@ public:
             subst::rule r;
             const auto& vars = field(rs[i], "variables", p);
             if (!vars.is_array()) fail(p + ".variables", "expected an array");
+            if (vars.size() >= subst::variable_op)
+                fail(p + ".variables", "has " + std::to_string(vars.size()) + " variables, expected fewer than " +
+                                           std::to_string(subst::variable_op));
             for (std::size_t k = 0; k < vars.size(); ++k) {
                 const std::string vp = p + ".variables[" + std::to_string(k) + "]";
                 const auto& n = field(vars[k], "name", vp);
@@ -242,6 +269,18 @@ inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::st
     return detail::rule_reader(source_name).read(j);
 }
 
+inline std::vector<subst::rule> rules_from_json_string(std::string_view text, std::string_view source_name) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw error(std::string(source_name) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const nlohmann::json::exception& e) {  // a number too large for a double
+        throw error(std::string(source_name) + ": invalid JSON: " + e.what());
+    }
+    return rules_from_json(j, source_name);
+}
+
 inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules) {
     // one rule a line: a rule file of tens of thousands of rules stays small and diffs line by line
     const auto j = rules_to_json(rules);
@@ -255,15 +294,11 @@ inline void write_rules_file(const std::filesystem::path& path, std::span<const 
 }
 
 inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
+    std::ifstream in(path, std::ios::binary);
     if (!in) throw error(path.string() + ": cannot open the rule file");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw error(path.string() + ": not valid JSON: " + std::string(e.what()));
-    }
-    return rules_from_json(j, path.string());
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw error(path.string() + ": reading the rule file failed");
+    return rules_from_json_string(text, path.string());
 }
 
 }  // namespace goopt::io

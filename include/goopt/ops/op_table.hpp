@@ -9,8 +9,10 @@
 #include <goopt/ops/shape_rules.hpp>
 
 #include <array>
+#include <cstddef>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace goopt::ops {
 
@@ -62,10 +64,50 @@ inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 
 
 namespace cf = cost_formulas;
 namespace sr = shape_rules;
+
+/// A function pointer that cannot be null: it is only made from a function reference, and there is
+/// no default. Checking `infer != nullptr` in the consteval check below is not a constant expression
+/// where a function's address may be null (GCC with -fsanitize=undefined or
+/// -fno-delete-null-pointer-checks), so a missing or null function is made a type error instead.
+template <class Fn> struct required_fn {
+    Fn fn;
+    // implicit, so that a row names its functions plainly: detail::sr::conv2d
+    constexpr required_fn(std::remove_pointer_t<Fn>& f) noexcept : fn(&f) {}
+};
+static_assert(!std::is_default_constructible_v<required_fn<infer_fn>> &&
+              !std::is_constructible_v<required_fn<infer_fn>, std::nullptr_t> &&
+              !std::is_constructible_v<required_fn<cost_fn>, cost_fn>);
+
+/// One table row as written below: an op_spec whose shape rule and cost formulas must be given.
+struct table_row {
+    op_kind kind;
+    std::string_view name;
+    std::uint16_t min_inputs;
+    std::uint16_t max_inputs;
+    std::uint16_t num_outputs;
+    std::span<const attr_spec> attrs;
+    required_fn<infer_fn> infer;
+    required_fn<cost_fn> flops;
+    required_fn<cost_fn> bytes;
+    property props = none_property;
+    std::uint8_t linear_in = 0;
+    std::string_view semantics = {};
+};
+
+template <std::size_t N> consteval std::array<op_spec, N> to_specs(const std::array<table_row, N>& rows) {
+    std::array<op_spec, N> specs{};
+    for (std::size_t i = 0; i < N; ++i) {
+        const table_row& r = rows[i];
+        specs[i] = op_spec{r.kind,       r.name,      r.min_inputs, r.max_inputs, r.num_outputs, r.attrs,
+                           r.infer.fn,   r.flops.fn,  r.bytes.fn,   r.props,      r.linear_in,   r.semantics};
+    }
+    return specs;
+}
 }  // namespace detail
 
 /// The operator table, indexed by op_kind.
-inline constexpr std::array<op_spec, num_op_kinds> op_table{{
+inline constexpr std::array<op_spec, num_op_kinds> op_table =
+    detail::to_specs(std::array<detail::table_row, num_op_kinds>{{
     // ---- sources
     {op_kind::input, "input", 0, 0, 1, detail::source_attrs, detail::sr::source, detail::cf::zero, detail::cf::no_bytes,
      source, 0, "a graph input fed at run time"},
@@ -204,7 +246,7 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table{{
      detail::cf::per_output<4>, detail::cf::io_bytes, multi_output, 0,
      "(w, g, m, v, lr, beta1, beta2) -> w', m', v': m' = b1 m + (1-b1) g, v' = b2 v + (1-b2) g^2, "
      "w' = w - lr m' / (sqrt(v') + epsilon)"},
-}};
+}});
 
 /// The spec of an operator kind.
 constexpr const op_spec& spec(op_kind k) noexcept { return op_table[static_cast<std::size_t>(k)]; }
@@ -223,7 +265,7 @@ consteval bool table_is_consistent() {
     for (std::size_t i = 0; i < op_table.size(); ++i) {
         const op_spec& s = op_table[i];
         if (static_cast<std::size_t>(s.kind) != i) return false;  // entry order = enum order
-        if (s.name.empty() || s.infer == nullptr || s.flops == nullptr || s.bytes == nullptr) return false;
+        if (s.name.empty()) return false;  // infer, flops, bytes: never null (detail::required_fn)
         for (std::size_t j = 0; j < i; ++j)
             if (op_table[j].name == s.name) return false;  // names unique
         if (s.min_inputs > s.max_inputs) return false;

@@ -1,0 +1,84 @@
+// Replays the fuzzers' inputs in the normal test build, with the harnesses' own checks
+// (tests/fuzz/<reader>_input.hpp): the seed corpora tests/data/fuzz/<reader>/ must be accepted (so
+// that fuzzing starts from meaningful documents), and every input that once made a reader crash, hang
+// or break a promise, kept in tests/data/fuzz/<reader>/regressions/, must now be read (accept_*) or
+// refused with a goopt::error (reject_*). ONNX inputs are replayed in tests/onnx/bad_input_test.cpp.
+#include "../fuzz/cluster_json_input.hpp"
+#include "../fuzz/graph_json_input.hpp"
+#include "../fuzz/rule_json_input.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string bytes_of(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    REQUIRE_MESSAGE(in, "cannot open " << p);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The regular files directly in `dir`, sorted (none when it does not exist).
+std::vector<fs::path> files_in(const fs::path& dir) {
+    std::vector<fs::path> out;
+    if (fs::is_directory(dir))
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.is_regular_file()) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+template <class Input> void replay(const std::string& reader, Input input) {
+    const fs::path dir = fs::path(GOOPT_TEST_DATA_DIR) / "fuzz" / reader;
+    const auto seeds = files_in(dir);
+    CHECK(seeds.size() >= 2);
+    for (const auto& p : seeds) {
+        CAPTURE(p.string());
+        bool accepted = false;
+        CHECK_NOTHROW(accepted = input(bytes_of(p)));
+        CHECK(accepted);
+    }
+    // reject_*: must be refused with a goopt::error; accept_*: must be read; either way nothing else
+    for (const auto& p : files_in(dir / "regressions")) {
+        CAPTURE(p.string());
+        const std::string name = p.filename().string();
+        bool accepted = false;
+        CHECK_NOTHROW(accepted = input(bytes_of(p)));
+        if (name.rfind("reject_", 0) == 0) CHECK_FALSE(accepted);
+        if (name.rfind("accept_", 0) == 0) CHECK(accepted);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("fuzz corpora: graph JSON seeds read, regressions replay cleanly") {
+    replay("graph_json", goopt::fuzz::graph_json_input);
+}
+
+TEST_CASE("fuzz corpora: rule file seeds read, regressions replay cleanly") {
+    replay("rule_json", goopt::fuzz::rule_json_input);
+}
+
+TEST_CASE("fuzz corpora: cluster seeds read, regressions replay cleanly") {
+    replay("cluster_json", goopt::fuzz::cluster_json_input);
+}
+
+TEST_CASE("fuzz harness checks catch what they promise to") {
+    // Without these, a harness that accepted everything would make the replays above vacuous.
+    using goopt::fuzz::graph_json_input;
+    CHECK_FALSE(graph_json_input("{"));
+    CHECK_FALSE(graph_json_input(R"({"format": "goopt.graph", "version": 1, "ops": [{"op": "relu", "inputs": ["a"], "name": "a"}]})"));
+    CHECK(graph_json_input(R"({"format": "goopt.graph", "version": 1, "ops": []})"));
+    CHECK_FALSE(goopt::fuzz::cluster_json_input(R"({"format": "goopt.cluster", "version": 1, "devices": []})"));
+    CHECK(goopt::fuzz::cluster_json_input(R"({"format": "goopt.cluster", "version": 1, "spec": "2xT4:pcie"})"));
+    CHECK_FALSE(goopt::fuzz::rule_json_input(R"({"format": "goopt.rules", "version": 1})"));
+    CHECK(goopt::fuzz::rule_json_input(R"({"format": "goopt.rules", "version": 1, "rules": []})"));
+}

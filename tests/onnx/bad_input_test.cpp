@@ -1,0 +1,206 @@
+// The bad-input table for the ONNX importer: small models built here with ONNX's own protobuf
+// classes, each wrong in one way, must raise goopt::error naming the file, the node or tensor and
+// what was expected. Then the fuzzer's ONNX inputs (tests/data/fuzz/onnx/, regressions/ included)
+// are replayed with the harness's own checks (tests/fuzz/onnx_input.hpp).
+#include "../fuzz/onnx_input.hpp"
+
+#include <goopt/io/onnx.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace goopt;
+
+namespace {
+
+/// A one-graph ONNX model, built node by node.
+struct model_builder {
+    onnx::ModelProto m;
+    onnx::GraphProto* g;
+
+    explicit model_builder(std::int64_t opset = 13) {
+        m.set_ir_version(7);
+        auto* o = m.add_opset_import();
+        o->set_domain("");
+        o->set_version(opset);
+        g = m.mutable_graph();
+        g->set_name("bad");
+    }
+    model_builder& input(const std::string& name, std::initializer_list<std::int64_t> dims, int elem_type = 1) {
+        auto* v = g->add_input();
+        v->set_name(name);
+        auto* t = v->mutable_type()->mutable_tensor_type();
+        t->set_elem_type(elem_type);
+        auto* s = t->mutable_shape();
+        for (auto d : dims) s->add_dim()->set_dim_value(d);
+        return *this;
+    }
+    onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> in, std::initializer_list<std::string> out) {
+        auto* n = g->add_node();
+        n->set_op_type(op);
+        n->set_name(*out.begin());
+        for (const auto& x : in) n->add_input(x);
+        for (const auto& x : out) n->add_output(x);
+        return *n;
+    }
+    model_builder& floats(const std::string& name, std::initializer_list<std::int64_t> dims, std::initializer_list<float> values) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(1);
+        for (auto d : dims) t->add_dims(d);
+        for (float v : values) t->add_float_data(v);
+        return *this;
+    }
+    model_builder& int64s(const std::string& name, std::initializer_list<std::int64_t> dims, std::initializer_list<std::int64_t> values) {
+        auto* t = g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(7);
+        for (auto d : dims) t->add_dims(d);
+        for (auto v : values) t->add_int64_data(v);
+        return *this;
+    }
+    model_builder& output(const std::string& name) {
+        g->add_output()->set_name(name);
+        return *this;
+    }
+    std::string bytes() const { return m.SerializeAsString(); }
+};
+
+struct bad_model {
+    const char* what;
+    std::function<void(model_builder&)> build;
+    std::vector<std::string> expected;  ///< substrings of the message
+};
+
+constexpr float not_a_number = std::numeric_limits<float>::quiet_NaN();
+constexpr float infinity = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and what was expected") {
+    // the good model the rows below break one thing of
+    {
+        model_builder b;
+        b.input("x", {2, 3}).input("y", {2, 3});
+        b.node("Add", {"x", "y"}, {"z"});
+        b.output("z");
+        CHECK(io::import_onnx_bytes(b.bytes(), "good.onnx").graph.num_ops() == 3);
+    }
+    const std::vector<bad_model> rows = {
+        {"empty graph", [](model_builder& b) { b.input("x", {2}).output("x"); }, {"bad.onnx: not an ONNX model (no graph with nodes)"}},
+        {"unsupported opset", [](model_builder& b) {
+             b.m.mutable_opset_import(0)->set_version(99);
+             b.input("x", {2});
+             b.node("Relu", {"x"}, {"r"});
+         }, {"bad.onnx", "operator set version 99 is not supported, expected 7-18"}},
+        {"unknown op", [](model_builder& b) {
+             b.input("x", {2});
+             b.node("Frobnicate", {"x"}, {"f"});
+         }, {"bad.onnx", "'f' (Frobnicate)", "unsupported operators in this file: Frobnicate"}},
+        {"wrong arity", [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.node("Add", {"x"}, {"a"});
+         }, {"bad.onnx: node 'a' (Add)", "has 1 inputs, expected at least 2"}},
+        {"cycle: a node consumes its own output", [](model_builder& b) {
+             b.input("x", {2});
+             b.node("Add", {"x", "a"}, {"a"});
+         }, {"bad.onnx", "'a' (Add)", "'a'"}},
+        {"shape mismatch", [](model_builder& b) {
+             b.input("x", {2, 3}).input("y", {4, 5});
+             b.node("Add", {"x", "y"}, {"a"});
+         }, {"bad.onnx: node 'a' (Add)", "[2,3]", "[4,5]"}},
+        {"zero dimension", [](model_builder& b) {
+             b.input("x", {2, 0});
+             b.node("Relu", {"x"}, {"r"});
+         }, {"bad.onnx: graph input 'x'", "symbolic or unknown dimension"}},
+        {"negative dimension in an initializer", [](model_builder& b) {
+             b.input("x", {2});
+             b.floats("w", {-2}, {});
+             b.node("Add", {"x", "w"}, {"a"});
+         }, {"bad.onnx: initializer 'w'", "negative dimension -2"}},
+        {"element count overflows int64", [](model_builder& b) {
+             b.input("x", {4294967296, 4294967296});
+             b.node("Relu", {"x"}, {"r"});
+         }, {"bad.onnx", "overflows 64 bits"}},
+        {"initializer with too few values", [](model_builder& b) {
+             b.input("x", {3});
+             b.floats("w", {3}, {1, 2});
+             b.node("Add", {"x", "w"}, {"a"});
+         }, {"bad.onnx: initializer 'w'", "holds 2 values, expected 3"}},
+        {"NaN as a shape", [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.floats("s", {2}, {not_a_number, 2});
+             b.node("Reshape", {"x", "s"}, {"r"});
+         }, {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
+        {"infinite shape", [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.floats("s", {2}, {infinity, 2});
+             b.node("Reshape", {"x", "s"}, {"r"});
+         }, {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
+        {"folded integer overflow", [](model_builder& b) {
+             b.int64s("a", {1}, {std::numeric_limits<std::int64_t>::max()}).int64s("one", {1}, {1});
+             b.node("Add", {"a", "one"}, {"s"});
+             b.output("s");
+         }, {"bad.onnx: node 's' (Add)", "integer Add overflows 64 bits"}},
+        {"output nothing produces", [](model_builder& b) {
+             b.input("x", {2});
+             b.node("Relu", {"x"}, {"r"});
+             b.output("nope");
+         }, {"bad.onnx", "graph output 'nope' is produced by no node"}},
+    };
+    for (const bad_model& row : rows) {
+        const std::string name = row.what;
+        CAPTURE(name);
+        model_builder b;
+        row.build(b);
+        std::string message;
+        try {
+            (void)io::import_onnx_bytes(b.bytes(), "bad.onnx");
+            FAIL("imported: " << name);
+        } catch (const error& e) {
+            message = e.what();
+        }
+        CAPTURE(message);
+        CHECK(message.find('\n') == std::string::npos);
+        for (const std::string& part : row.expected) {
+            CAPTURE(part);
+            CHECK(message.find(part) != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("fuzz corpus: ONNX seeds and regressions replay cleanly") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(GOOPT_TEST_DATA_DIR) / "fuzz" / "onnx";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    CHECK(files.size() >= 4);
+    std::size_t accepted = 0;
+    for (const auto& p : files) {
+        CAPTURE(p.string());
+        std::ifstream in(p, std::ios::binary);
+        const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        bool ok = false;
+        CHECK_NOTHROW(ok = fuzz::onnx_input(bytes));
+        accepted += ok;
+        // regressions: reject_* must be refused with a goopt::error, accept_* must import
+        if (p.parent_path().filename() == "regressions") {
+            const std::string name = p.filename().string();
+            if (name.rfind("reject_", 0) == 0) CHECK_FALSE(ok);
+            if (name.rfind("accept_", 0) == 0) CHECK(ok);
+        }
+    }
+    CHECK(accepted >= 3);  // the seeds include rejected files (dangling, unsupported) on purpose
+}
