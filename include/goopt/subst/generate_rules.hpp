@@ -360,7 +360,10 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
     if (!why) why = float_mismatch(to_graph(w, source), to_graph(w, target), rng, cfg.tolerance);
     rule r = make_rule(w, source, target);
     std::string text = to_string(r);
-    for (std::size_t k = 1; k < renamings.size(); ++k) {
+    // sides of equal size: either may be the source; the spelling decides, so that a rule and its
+    // reverse found in two buckets come out as one text
+    const bool either_way = source.ops.size() == target.ops.size();
+    for (std::size_t k = 0; k < renamings.size(); ++k) {
         auto renamed = [&](pattern p) {
             for (auto& o : p.ops)
                 for (auto& v : o.inputs)
@@ -369,11 +372,14 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
                 if (v.is_variable()) v.index = renamings[k][v.index];
             return p;
         };
-        rule q = make_rule(w, renamed(source), renamed(target));
-        std::string qt = to_string(q);
-        if (qt < text) {
-            text = std::move(qt);
-            r = std::move(q);
+        for (int flip = 0; flip < (either_way ? 2 : 1); ++flip) {
+            if (k == 0 && flip == 0) continue;
+            rule q = flip ? make_rule(w, renamed(target), renamed(source)) : make_rule(w, renamed(source), renamed(target));
+            std::string qt = to_string(q);
+            if (qt < text) {
+                text = std::move(qt);
+                r = std::move(q);
+            }
         }
     }
     if (!why) {
