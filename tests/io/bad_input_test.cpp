@@ -17,6 +17,8 @@
 #include <goopt/tasks/heft.hpp>
 #include <goopt/tasks/single_device.hpp>
 
+#include "../error_message_check.hpp"
+
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -47,12 +49,7 @@ void check_table(const std::vector<bad_input>& rows, const std::function<void(co
         } catch (const error& e) {
             message = e.what();
         }
-        CAPTURE(message);
-        CHECK(message.find('\n') == std::string::npos);
-        for (const std::string& part : row.expected) {
-            CAPTURE(part);
-            CHECK(message.find(part) != std::string::npos);
-        }
+        check_error_message(message, row.expected);
     }
 }
 
