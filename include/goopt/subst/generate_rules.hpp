@@ -22,12 +22,14 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace goopt::subst {
@@ -76,10 +78,13 @@ struct generation_result {
 
 /// @brief Generates the rewrite rules of `w`, in stages (counts in generation_stats):
 /// 1. enumerate_graphs twice, sharded over the threads: first only fingerprints (8 bytes a graph),
-///    then the graphs whose fingerprint occurs twice, packed (40 bytes a graph);
+///    then the graphs whose fingerprint occurs twice, packed (25 bytes a graph) straight into their
+///    bucket's place (depth 4 of TASO's world: 181 M graphs, 103 M of them kept, about 4 GB);
 /// 2. candidates: every pair of graphs in a fingerprint bucket;
 /// 3. renaming: pairs equal after a shape-preserving renaming of the variables (either side first)
-///    count once;
+///    count once; the count keeps no key per pair: a pair is counted where it is the member of its
+///    renaming class with the least hash (every member is a candidate too, as a renaming of two
+///    equal graphs gives two equal graphs), and stages 4-5 are counted the same way;
 /// 4. common subgraph: a pair whose sides share an op (same kind, attributes and inputs, recursively)
 ///    is dropped (TASO: it is a special case of the rule with that op replaced by a variable);
 /// 5. common supergraph: a pair f(A) vs f(B), every output the same op on equal values, is dropped
@@ -91,8 +96,10 @@ struct generation_result {
 ///    every check world, then proven from the operator axioms (subst::prove, bounded by cfg.proof);
 ///    it is kept only when both succeed, else rejected with the reason, and a rejected pair joins
 ///    nothing.
-///    The same rule found in buckets that differ by a renaming of the variables is kept once.
-/// The side with more ops becomes the source; the variables are renamed to give the least text.
+///    The same rule found in buckets that differ by a renaming of the variables is kept once, and
+///    verified once per thread (the answer is remembered by the pair's renaming class).
+/// The side with more ops becomes the source; the variables are renamed, and the outputs ordered,
+/// to give the least text, and the ops put in a normal order, so that one rule has one spelling.
 /// @param check_worlds the same world at other shapes (same variables, kinds and attribute choice
 ///        lists, as taso_world(taso_dims) gives): every surviving candidate is instantiated in each
 ///        and re-checked with the float interpreter; one that fails to build or to agree is rejected.
@@ -107,14 +114,13 @@ namespace detail {
 
 inline constexpr std::size_t max_packed_ops = 4;
 
-/// A pattern in 40 bytes (per op: kind, choice, outputs, inputs, two input refs), so that the
-/// millions of graphs that share a fingerprint with another fit in memory.
+/// A pattern in 25 bytes (per op: kind, choice, outputs, inputs, two input refs), so that the
+/// hundred million graphs of depth 4 that share a fingerprint with another fit in memory. Its
+/// fingerprint is where it is stored (the bucket), not a field.
 struct packed_graph {
-    std::uint64_t fingerprint = 0;
     std::array<std::uint8_t, 6 * max_packed_ops> bytes{};
     std::uint8_t num_ops = 0;
     friend bool operator<(const packed_graph& a, const packed_graph& b) {
-        if (a.fingerprint != b.fingerprint) return a.fingerprint < b.fingerprint;
         if (a.num_ops != b.num_ops) return a.num_ops < b.num_ops;
         return a.bytes < b.bytes;
     }
@@ -128,18 +134,18 @@ inline value_ref unpack_ref(std::uint8_t b) {
     return {static_cast<std::uint16_t>(b / 8), static_cast<std::uint16_t>(b % 8)};
 }
 
-inline packed_graph pack(const pattern& p, std::uint64_t fingerprint) {
+inline packed_graph pack(const pattern& p) {
     packed_graph g;
-    g.fingerprint = fingerprint;
-    g.num_ops = static_cast<std::uint8_t>(p.ops.size());
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    // generate_rules admits at most max_packed_ops ops of at most two inputs; the bounds say so here
+    g.num_ops = static_cast<std::uint8_t>(std::min(p.ops.size(), max_packed_ops));
+    for (std::size_t i = 0; i < g.num_ops; ++i) {
         const auto& o = p.ops[i];
         auto* b = &g.bytes[6 * i];
         b[0] = static_cast<std::uint8_t>(o.kind);
         b[1] = static_cast<std::uint8_t>(o.choice);
         b[2] = static_cast<std::uint8_t>(o.num_outputs);
-        b[3] = static_cast<std::uint8_t>(o.inputs.size());
-        for (std::size_t k = 0; k < o.inputs.size(); ++k) b[4 + k] = pack_ref(o.inputs[k]);
+        b[3] = static_cast<std::uint8_t>(std::min<std::size_t>(o.inputs.size(), 2));
+        for (std::size_t k = 0; k < b[3]; ++k) b[4 + k] = pack_ref(o.inputs[k]);
     }
     return g;
 }
@@ -275,6 +281,62 @@ private:
     std::vector<std::uint32_t> parent_;
 };
 
+/// The fingerprints that more than one graph has (the buckets), sorted, and where each bucket's
+/// graphs go in the store. Built from the threads' sorted fingerprint lists by a merge, so the
+/// 8-bytes-a-graph table of pass 1 is never copied; found by a table of the top bits, so that a
+/// lookup costs two cache misses instead of a binary search's ~25.
+class bucket_table {
+public:
+    /// @param sorted one sorted fingerprint list per thread (all the graphs)
+    explicit bucket_table(const std::vector<std::vector<std::uint64_t>>& sorted) {
+        std::vector<std::size_t> at(sorted.size(), 0);
+        std::uint64_t total = 0;
+        for (;;) {
+            std::optional<std::uint64_t> least;
+            for (std::size_t t = 0; t < sorted.size(); ++t)
+                if (at[t] < sorted[t].size() && (!least || sorted[t][at[t]] < *least)) least = sorted[t][at[t]];
+            if (!least) break;
+            std::uint64_t n = 0;
+            for (std::size_t t = 0; t < sorted.size(); ++t)
+                for (; at[t] < sorted[t].size() && sorted[t][at[t]] == *least; ++at[t]) ++n;
+            if (n < 2) continue;
+            fingerprints_.push_back(*least);
+            begin_.push_back(static_cast<std::uint32_t>(total));
+            total += n;
+            if (total > std::numeric_limits<std::uint32_t>::max())
+                throw error("generate_rules: more than 2^32 graphs share a fingerprint; expected fewer (lower max_ops)");
+        }
+        begin_.push_back(static_cast<std::uint32_t>(total));
+        while (bits_ < 24 && (std::size_t{1} << (bits_ + 1)) <= fingerprints_.size()) ++bits_;
+        top_.assign((std::size_t{1} << bits_) + 1, 0);
+        for (std::size_t b = 0, t = 0; t < top_.size(); ++t) {
+            while (b < fingerprints_.size() && top_bits(fingerprints_[b]) < t) ++b;
+            top_[t] = static_cast<std::uint32_t>(b);
+        }
+    }
+    static constexpr std::size_t none = ~std::size_t{0};
+    std::size_t size() const { return fingerprints_.size(); }
+    /// Graphs in all buckets.
+    std::size_t graphs() const { return begin_.back(); }
+    /// Bucket b's graphs are store[begin(b), end(b)).
+    std::size_t begin(std::size_t b) const { return begin_[b]; }
+    std::size_t end(std::size_t b) const { return begin_[b + 1]; }
+    /// The bucket of fingerprint `f`, or none when no other graph has it.
+    std::size_t find(std::uint64_t f) const {
+        const auto t = top_bits(f);
+        const auto first = fingerprints_.begin() + top_[t], last = fingerprints_.begin() + top_[t + 1];
+        const auto it = std::lower_bound(first, last, f);
+        return it != last && *it == f ? static_cast<std::size_t>(it - fingerprints_.begin()) : none;
+    }
+
+private:
+    std::size_t top_bits(std::uint64_t f) const { return bits_ ? static_cast<std::size_t>(f >> (64 - bits_)) : 0; }
+    std::vector<std::uint64_t> fingerprints_;
+    std::vector<std::uint32_t> begin_;
+    std::vector<std::uint32_t> top_;  // top_[t]: first bucket whose fingerprint's top bits are >= t
+    unsigned bits_ = 0;
+};
+
 /// Whether two sorted key lists share a key (the two graphs share an op: common subgraph).
 inline bool share_a_key(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
     for (std::size_t x = 0, y = 0; x < a.size() && y < b.size();) {
@@ -337,29 +399,52 @@ struct edge {
     }
 };
 
+/// `p` in a normal form of its terms: a commutative op's inputs in the order of their structural
+/// keys (where the world takes one order of them), and the ops renumbered in the order a left-to-right post-order walk of the output terms
+/// meets them. Two spellings of one graph with the same outputs in the same order become equal.
+inline pattern in_term_order(const world& w, const pattern& p) {
+    std::vector<std::uint64_t> keys;
+    std::vector<std::uint16_t> identity(w.variables.size());
+    for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::uint16_t>(i);
+    op_keys(w, p, identity, keys);
+    auto key = [&](value_ref v) { return v.is_variable() ? mix(0x1000 + v.index) : mix(keys[v.op] ^ (0x51ed + v.index)); };
+    pattern q;
+    std::vector<std::uint16_t> at(p.ops.size(), variable_op);
+    auto visit = [&](auto& self, std::uint16_t op) -> void {
+        if (at[op] != variable_op) return;
+        pattern_op o = p.ops[op];
+        if (w.one_order_for_commutative && ops::spec(o.kind).has(ops::commutative))
+            std::stable_sort(o.inputs.begin(), o.inputs.end(), [&](value_ref a, value_ref b) { return key(a) < key(b); });
+        for (auto v : o.inputs)
+            if (!v.is_variable()) self(self, v.op);
+        for (auto& v : o.inputs)
+            if (!v.is_variable()) v.op = at[v.op];
+        at[op] = static_cast<std::uint16_t>(q.ops.size());
+        q.ops.push_back(std::move(o));
+    };
+    for (auto v : p.outputs)
+        if (!v.is_variable()) visit(visit, v.op);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) visit(visit, static_cast<std::uint16_t>(i));  // not read by an output
+    for (auto v : p.outputs) q.outputs.push_back(v.is_variable() ? v : value_ref{at[v.op], v.index});
+    return q;
+}
+
 /// Prefix of the reason of a rule that passed the float re-check but could not be proven.
 inline constexpr std::string_view not_proven_reason = "not proven from the axioms: ";
 
-/// The rule `source => target` spelled with the renaming of its variables that gives the least
-/// text, and why it fails verification (nullopt: verified): the float re-check in every check world
-/// and in `w` (first: a false candidate can only blow up the prover's e-graph), then the proof.
+/// The rule `source => target` spelled with the renaming of its variables and the order of its
+/// outputs that give the least text, and why it fails verification (nullopt: verified): the float re-check of that spelling in
+/// every check world and in `w` (first: a false candidate can only blow up the prover's e-graph),
+/// then the proof. The answer depends only on the spelling and on `canon` (the seed of the float
+/// inputs), which are the same for every renaming of the pair, so a pair met again in another
+/// bucket may reuse it.
 inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
                                                           const pattern& source, const pattern& target,
                                                           const std::vector<std::vector<std::uint16_t>>& renamings,
                                                           const generation_config& cfg, std::uint64_t canon) {
-    std::mt19937_64 rng(cfg.seed ^ mix(canon));
-    std::optional<std::string> why;
-    for (const auto& cw : check_worlds) {
-        try {
-            why = float_mismatch(to_graph(cw, source), to_graph(cw, target), rng, cfg.tolerance);
-        } catch (const error& e) {
-            why = std::string("does not build at other shapes: ") + e.what();
-        }
-        if (why) break;
-    }
-    if (!why) why = float_mismatch(to_graph(w, source), to_graph(w, target), rng, cfg.tolerance);
-    rule r = make_rule(w, source, target);
-    std::string text = to_string(r);
+    pattern best_source, best_target;
+    rule r;
+    std::string text;
     // sides of equal size: either may be the source; the spelling decides, so that a rule and its
     // reverse found in two buckets come out as one text
     const bool either_way = source.ops.size() == target.ops.size();
@@ -373,15 +458,40 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
             return p;
         };
         for (int flip = 0; flip < (either_way ? 2 : 1); ++flip) {
-            if (k == 0 && flip == 0) continue;
-            rule q = flip ? make_rule(w, renamed(target), renamed(source)) : make_rule(w, renamed(source), renamed(target));
-            std::string qt = to_string(q);
-            if (qt < text) {
-                text = std::move(qt);
-                r = std::move(q);
-            }
+            const pattern s = renamed(flip ? target : source), t = renamed(flip ? source : target);
+            // the outputs in every order (the sides' outputs are paired by position)
+            std::vector<std::size_t> order(s.outputs.size());
+            for (std::size_t o = 0; o < order.size(); ++o) order[o] = o;
+            do {
+                pattern so = s, to = t;
+                for (std::size_t o = 0; o < order.size(); ++o) {
+                    so.outputs[o] = s.outputs[order[o]];
+                    to.outputs[o] = t.outputs[order[o]];
+                }
+                so = in_term_order(w, so);
+                to = in_term_order(w, to);
+                rule q = make_rule(w, so, to);
+                std::string qt = to_string(q);
+                if (text.empty() || qt < text) {
+                    text = std::move(qt);
+                    r = std::move(q);
+                    best_source = std::move(so);
+                    best_target = std::move(to);
+                }
+            } while (std::next_permutation(order.begin(), order.end()));
         }
     }
+    std::mt19937_64 rng(cfg.seed ^ mix(canon));
+    std::optional<std::string> why;
+    for (const auto& cw : check_worlds) {
+        try {
+            why = float_mismatch(to_graph(cw, best_source), to_graph(cw, best_target), rng, cfg.tolerance);
+        } catch (const error& e) {
+            why = std::string("does not build at other shapes: ") + e.what();
+        }
+        if (why) break;
+    }
+    if (!why) why = float_mismatch(to_graph(w, best_source), to_graph(w, best_target), rng, cfg.tolerance);
     if (!why) {
         const proof_result proof = prove(r, cfg.proof);
         if (!proof.proven) why = std::string(not_proven_reason) + proof.reason;
@@ -419,49 +529,44 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     st.max_ops = cfg.max_ops;
     const enumeration_config ecfg{.max_ops = cfg.max_ops, .seed = cfg.seed, .shard = 0, .num_shards = threads};
 
-    // pass 1: fingerprints only, to find the ones that occur twice (the fingerprint table is 8 bytes
-    // a graph; the graphs themselves are kept only for the shared fingerprints, in pass 2)
+    // pass 1: fingerprints only, to find the ones that occur twice (8 bytes a graph, sorted by each
+    // thread in place and merged, never copied); the graphs themselves are kept only for the shared
+    // fingerprints, in pass 2
     std::vector<std::vector<std::uint64_t>> fps(threads);
     detail::parallel(threads, [&](std::size_t t) {
         auto c = ecfg;
         c.shard = t;
         enumerate_graphs(w, c, [&](const enumerated_graph& g) { fps[t].push_back(g.fingerprint); });
+        std::sort(fps[t].begin(), fps[t].end());
     });
-    std::vector<std::uint64_t> all;
-    for (auto& f : fps) {
-        st.graphs += f.size();
-        all.insert(all.end(), f.begin(), f.end());
-        std::vector<std::uint64_t>().swap(f);
+    for (const auto& f : fps) st.graphs += f.size();
+    const detail::bucket_table buckets(fps);
+    std::vector<std::vector<std::uint64_t>>().swap(fps);
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+        const std::size_t n = buckets.end(b) - buckets.begin(b);
+        st.candidates += n * (n - 1) / 2;
     }
-    std::sort(all.begin(), all.end());
-    std::vector<std::uint64_t> shared;
-    for (std::size_t i = 0; i + 1 < all.size(); ++i)
-        if (all[i] == all[i + 1] && (shared.empty() || shared.back() != all[i])) shared.push_back(all[i]);
-    std::vector<std::uint64_t>().swap(all);
 
-    // pass 2: the graphs whose fingerprint is shared
-    std::vector<std::vector<detail::packed_graph>> parts(threads);
-    detail::parallel(threads, [&](std::size_t t) {
-        auto c = ecfg;
-        c.shard = t;
-        enumerate_graphs(w, c, [&](const enumerated_graph& g) {
-            if (std::binary_search(shared.begin(), shared.end(), g.fingerprint))
-                parts[t].push_back(detail::pack(g.graph, g.fingerprint));
+    // pass 2: each graph whose fingerprint is shared goes to the next free place of its bucket
+    // (25 bytes a graph); the order within a bucket is made deterministic when it is processed
+    std::vector<detail::packed_graph> store(buckets.graphs());
+    {
+        std::vector<std::atomic<std::uint32_t>> filled(buckets.size());
+        detail::parallel(threads, [&](std::size_t t) {
+            auto c = ecfg;
+            c.shard = t;
+            enumerate_graphs(w, c, [&](const enumerated_graph& g) {
+                const std::size_t b = buckets.find(g.fingerprint);
+                if (b == detail::bucket_table::none) return;
+                const std::size_t at = buckets.begin(b) + filled[b].fetch_add(1, std::memory_order_relaxed);
+                if (at >= buckets.end(b))
+                    throw error("generate_rules: the second enumeration produced more graphs than the first");
+                store[at] = detail::pack(g.graph);
+            });
         });
-    });
-    std::vector<detail::packed_graph> store;
-    for (auto& p : parts) {
-        store.insert(store.end(), p.begin(), p.end());
-        std::vector<detail::packed_graph>().swap(p);
-    }
-    std::sort(store.begin(), store.end());
-    std::vector<std::pair<std::size_t, std::size_t>> buckets;  // [begin, end) in store
-    for (std::size_t i = 0; i < store.size();) {
-        std::size_t j = i;
-        while (j < store.size() && store[j].fingerprint == store[i].fingerprint) ++j;
-        buckets.emplace_back(i, j);
-        st.candidates += (j - i) * (j - i - 1) / 2;
-        i = j;
+        for (std::size_t b = 0; b < buckets.size(); ++b)
+            if (buckets.begin(b) + filled[b].load() != buckets.end(b))
+                throw error("generate_rules: the second enumeration produced fewer graphs than the first");
     }
 
     // pruning stages and verification, bucket by bucket (a bucket: the graphs of one fingerprint,
@@ -470,7 +575,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     const std::size_t R = renamings.size();
     const auto vars = variable_values(w, cfg.seed);
     struct thread_out {
-        std::vector<std::uint64_t> renamed, subgraph, supergraph;  // canonical keys of the survivors of each stage
+        std::size_t renamed = 0, subgraph = 0, supergraph = 0;  // survivors of each stage, one per renaming class
+        std::unordered_map<std::uint64_t, bool> verified;  // canonical key -> kept (see verify())
         std::vector<std::pair<std::string, rule>> kept;
         std::vector<std::pair<std::string, rejected_rule>> rejected;
     };
@@ -484,8 +590,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
         std::vector<detail::value_hash_table> values;
         std::vector<detail::edge> edges;
         for (std::size_t b; (b = next_bucket.fetch_add(1)) < buckets.size();) {
-            const auto [lo, hi] = buckets[b];
-            const std::size_t n = hi - lo;
+            const std::size_t lo = buckets.begin(b), hi = buckets.end(b), n = hi - lo;
+            std::sort(store.begin() + static_cast<std::ptrdiff_t>(lo), store.begin() + static_cast<std::ptrdiff_t>(hi));
             graphs.clear();
             values.clear();
             hashes.assign(n * R, 0);
@@ -501,15 +607,19 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             edges.clear();
             for (std::uint32_t i = 0; i < n; ++i)
                 for (std::uint32_t j = i + 1; j < n; ++j) {
-                    std::uint64_t canon = ~std::uint64_t{0};
-                    for (std::size_t r = 0; r < R; ++r)
+                    // the pair's renaming class is counted once, at the renaming of it whose
+                    // hash is least: renamings[0] is the identity, so at (i, j) when it is that one
+                    const std::uint64_t own = detail::unordered_pair_hash(hashes[i * R], hashes[j * R]);
+                    std::uint64_t canon = own;
+                    for (std::size_t r = 1; r < R; ++r)
                         canon = std::min(canon, detail::unordered_pair_hash(hashes[i * R + r], hashes[j * R + r]));
-                    out.renamed.push_back(canon);
+                    const std::size_t counts = canon == own;
+                    out.renamed += counts;
                     if (detail::share_a_key(own_keys[i], own_keys[j])) {  // common subgraph
                         classes.unite(i, j);
                         continue;
                     }
-                    out.subgraph.push_back(canon);
+                    out.subgraph += counts;
                     const auto [s, d] = graphs[j].ops.size() > graphs[i].ops.size() ? std::pair{j, i} : std::pair{i, j};
                     const auto aligned = detail::align_outputs(graphs[s], values[s], graphs[d], values[d], vars);
                     if (!aligned) continue;  // a 64-bit fingerprint collision: not equal at all
@@ -517,7 +627,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                         classes.unite(i, j);
                         continue;
                     }
-                    out.supergraph.push_back(canon);
+                    out.supergraph += counts;
                     edges.push_back({graphs[s].ops.size(), graphs[s].ops.size() + graphs[d].ops.size(), canon, s, d});
                 }
             // transitivity: smaller pairs first; a pair whose graphs are already joined by the pairs
@@ -525,10 +635,15 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             std::sort(edges.begin(), edges.end());
             for (const auto& e : edges) {
                 if (classes.find(e.source) == classes.find(e.target)) continue;
+                if (const auto seen = out.verified.find(e.canon); seen != out.verified.end()) {
+                    if (seen->second) classes.unite(e.source, e.target);
+                    continue;
+                }
                 pattern target = graphs[e.target];
                 target.outputs = *detail::align_outputs(graphs[e.source], values[e.source], target, values[e.target], vars);
                 auto [r, why] = detail::verify(w, check_worlds, graphs[e.source], target, renamings, cfg, e.canon);
                 std::string text = to_string(r);
+                out.verified.emplace(e.canon, !why);
                 if (why) {
                     out.rejected.emplace_back(std::move(text), rejected_rule{std::move(r), std::move(*why)});
                 } else {
@@ -538,18 +653,11 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             }
         }
     });
-    auto distinct = [&](std::vector<std::uint64_t> thread_out::*member) {
-        std::vector<std::uint64_t> all_keys;
-        for (auto& o : outs) {
-            all_keys.insert(all_keys.end(), (o.*member).begin(), (o.*member).end());
-            std::vector<std::uint64_t>().swap(o.*member);
-        }
-        std::sort(all_keys.begin(), all_keys.end());
-        return static_cast<std::size_t>(std::unique(all_keys.begin(), all_keys.end()) - all_keys.begin());
-    };
-    st.after_renaming = distinct(&thread_out::renamed);
-    st.after_subgraph = distinct(&thread_out::subgraph);
-    st.after_supergraph = distinct(&thread_out::supergraph);
+    for (const auto& o : outs) {
+        st.after_renaming += o.renamed;
+        st.after_subgraph += o.subgraph;
+        st.after_supergraph += o.supergraph;
+    }
     // the same pair found in buckets that differ by a renaming of the variables is spelled the same
     // (verify() picks the least text over the renamings): keep one; a rejection anywhere rejects it
     std::vector<std::pair<std::string, rule>> kept;
