@@ -9,8 +9,9 @@
 // critical_path (expert placement, upward-rank priorities); greedy_fusion (single device with
 // XLA-style elementwise fusion); random_search (best of --random-calls random placements).
 // Writes a JSON list of {"model", "devices", "baseline", "step_time_ms", "peak_memory_bytes": [..], "oom"}.
+#include "benchmark_main.hpp"
+
 #include <goopt/device.hpp>
-#include <goopt/io/atomic_write.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
@@ -42,9 +43,8 @@ std::vector<std::size_t> parse_counts(const std::string& text) {
     std::stringstream ss(text);
     std::string item;
     while (std::getline(ss, item, ',')) {
-        std::size_t used = 0;
-        const unsigned long v = std::stoul(item, &used);
-        if (used != item.size() || v == 0) throw goopt::error("--devices: '" + item + "' is not a positive count");
+        const auto v = goopt::bench::count_value("--devices", item);
+        if (v == 0) throw goopt::error("flag --devices: '" + item + "' is not a positive count");
         r.push_back(v);
     }
     if (r.empty()) throw goopt::error("--devices: expected a list such as 2,4,8");
@@ -68,8 +68,8 @@ int run(int argc, char** argv) {
         else if (a == "--devices") counts_text = value();
         else if (a == "--device") device = value();
         else if (a == "--topology") topology = value();
-        else if (a == "--random-calls") random_calls = std::stoul(value());
-        else if (a == "--seed") seed = std::stoull(value());
+        else if (a == "--random-calls") random_calls = goopt::bench::count_value(a, value());
+        else if (a == "--seed") seed = goopt::bench::count_value(a, value());
         else if (a == "-h" || a == "--help") {
             std::puts("usage: baselines [--out FILE] [--model NAME]... [--graph FILE.json]... [--devices 2,4,8]\n"
                       "                 [--device V100] [--topology nvlink] [--random-calls 100] [--seed 1]");
@@ -139,20 +139,10 @@ int run(int argc, char** argv) {
             std::printf("\n");
         }
     }
-    if (!out.empty()) {
-        goopt::io::atomic_write(out, results.dump(1) + "\n");
-        std::printf("wrote %s\n", out.c_str());
-    }
+    if (!out.empty()) goopt::bench::write_results(out, results.dump(1) + "\n");
     return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    try {
-        return run(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "baselines: error: %s\n", e.what());
-        return 1;
-    }
-}
+int main(int argc, char** argv) { return goopt::bench::run_main("baselines", [&] { return run(argc, argv); }); }

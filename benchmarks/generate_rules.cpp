@@ -10,47 +10,25 @@
 // "peak_memory_bytes"} (verified: passed the float re-check and proven from the axioms; not_proven:
 // rejected although the float re-check passed);
 // stderr: a table.
+#include "benchmark_main.hpp"
+
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst.hpp>
 
-#include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <thread>
 
-namespace {
-
-/// Peak resident memory of this process (VmHWM), in bytes; 0 where /proc is absent.
-std::size_t peak_memory_bytes() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-    return 0;
-}
-
-std::size_t number(std::string_view flag, const char* text) {
-    std::size_t v = 0;
-    const std::string_view s(text);
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size())
-        throw goopt::error("flag " + std::string(flag) + ": '" + std::string(s) + "' is not a non-negative integer");
-    return v;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-    try {
+    return goopt::bench::run_main("generate_rules", [&] {
         goopt::subst::generation_config cfg{.max_ops = 3, .threads = 0};
         std::string out = "rules.json";
         for (int i = 1; i < argc; ++i) {
             const std::string_view a = argv[i];
             if (i + 1 >= argc) throw goopt::error("flag " + std::string(a) + " needs a value");
-            if (a == "--max-ops") cfg.max_ops = number(a, argv[++i]);
-            else if (a == "--threads") cfg.threads = number(a, argv[++i]);
+            if (a == "--max-ops") cfg.max_ops = goopt::bench::count_value(a, argv[++i]);
+            else if (a == "--threads") cfg.threads = goopt::bench::count_value(a, argv[++i]);
             else if (a == "--out") out = argv[++i];
             else throw goopt::error("unknown flag " + std::string(a) + ", expected --max-ops K, --threads N, --out FILE");
         }
@@ -73,10 +51,7 @@ int main(int argc, char** argv) {
                     "\"after_subgraph\": %zu, \"after_supergraph\": %zu, \"after_transitivity\": %zu, \"verified\": %zu, \"rejected\": %zu, \"not_proven\": %zu, "
                     "\"seconds\": %.3f, \"peak_memory_bytes\": %zu}\n",
                     s.max_ops, s.graphs, s.candidates, s.after_renaming, s.after_subgraph, s.after_supergraph,
-                    s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds, peak_memory_bytes());
+                    s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds, goopt::bench::peak_memory_bytes());
         return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-        return 1;
-    }
+    });
 }

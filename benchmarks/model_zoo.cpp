@@ -7,6 +7,8 @@
 // own weights (for training graphs: those of the forward graph, not Adam's moment buffers); flops is
 // the sum of the op table's formulas over every op of the graph (forward + backward + update for
 // training graphs).
+#include "benchmark_main.hpp"
+
 #include <goopt/goopt.hpp>
 #include <goopt/models.hpp>
 
@@ -19,7 +21,9 @@
 
 using namespace goopt;
 
-int main(int argc, char** argv) try {
+namespace {
+
+int run(int argc, char** argv) {
     std::string out = "model_zoo.json", only;
     for (int i = 1; i < argc; ++i) {
         const std::string flag = argv[i];
@@ -51,10 +55,10 @@ int main(int argc, char** argv) try {
         results.push_back({{"model", e.name}, {"kind", kind}, {"ops", g.num_ops()}, {"param_bytes", params},
                            {"flops", flops}, {"build_seconds", seconds}});
     }
-    io::atomic_write(out, results.dump(2) + "\n");
-    std::cout << "wrote " << out << '\n';
+    bench::write_results(out, results.dump(2) + "\n");
     return 0;
-} catch (const std::exception& e) {
-    std::cerr << "model_zoo: " << e.what() << '\n';
-    return 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return bench::run_main("model_zoo", [&] { return run(argc, argv); }); }

@@ -10,8 +10,9 @@
 // glibc's malloc is told to keep freed memory (as PyTorch's CPU allocator does): otherwise every
 // fresh n x 128 matrix is returned to the kernel and page-faulted in again (one fault per 4 KiB),
 // measured at ~40 % of a pass on one core of this (virtual) machine.
+#include "benchmark_main.hpp"
+
 #include <goopt/graph/computation_graph.hpp>
-#include <goopt/io/atomic_write.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/nn.hpp>
 
@@ -128,9 +129,7 @@ std::optional<double> run_torch(const std::string& python, const std::filesystem
     return nlohmann::json::parse(text.substr(at, text.find('\n', at) - at)).at("torch_ms").get<double>();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
+int run(int argc, char** argv) {
 #if defined(__GLIBC__)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: blocks up to 32 MiB come from the heap...
     mallopt(M_TRIM_THRESHOLD, 1 << 30);   // ... and freed heap memory stays mapped (up to 1 GiB)
@@ -142,7 +141,10 @@ int main(int argc, char** argv) try {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--out" && i + 1 < argc) out = argv[++i];
-        else if (a == "--repeats" && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--repeats" && i + 1 < argc) {
+            repeats = static_cast<int>(std::min<std::uint64_t>(bench::count_value(a, argv[++i]), 1000));
+            if (repeats == 0) throw error("flag --repeats: 0, expected at least 1");
+        }
         else if (a == "--no-torch") torch = false;
         else if (a == "--torch-script" && i + 1 < argc) script = argv[++i];
         else {
@@ -207,10 +209,10 @@ int main(int argc, char** argv) try {
                     static_cast<double>(mem) / (1 << 20));
         std::fflush(stdout);
     }
-    io::atomic_write(out, results.dump(2) + "\n");
-    std::cout << "wrote " << out << "\n";
+    bench::write_results(out, results.dump(2) + "\n");
     return 0;
-} catch (const std::exception& e) {
-    std::cerr << "policy_speed: " << e.what() << "\n";
-    return 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return bench::run_main("policy_speed", [&] { return run(argc, argv); }); }

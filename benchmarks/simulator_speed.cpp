@@ -6,8 +6,9 @@
 //
 // Writes a JSON list of {"model", "ops", "ms_per_simulation", "ops_per_second", ...} (ms_per_simulation
 // is the expert placement without a trace, as a search loop runs it).
+#include "benchmark_main.hpp"
+
 #include <goopt/device.hpp>
-#include <goopt/io/atomic_write.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
@@ -67,7 +68,7 @@ int run(int argc, char** argv) {
         else if (a == "--model") models.push_back(value());
         else if (a == "--graph") graphs.push_back(value());
         else if (a == "--cluster") cluster_spec = value();
-        else if (a == "--seconds") budget = std::stod(value());
+        else if (a == "--seconds") budget = goopt::bench::real_value(a, value());
         else if (a == "-h" || a == "--help") {
             std::puts("usage: simulator_speed [--out FILE] [--model NAME]... [--graph FILE.json]... [--cluster SPEC] [--seconds S]");
             return 0;
@@ -119,20 +120,10 @@ int run(int argc, char** argv) {
                            {"cluster", cluster_spec},
                            {"simulated_step_time_ms", step * 1e3}});
     }
-    if (!out.empty()) {
-        goopt::io::atomic_write(out, results.dump(2) + "\n");
-        std::printf("wrote %s\n", out.c_str());
-    }
+    if (!out.empty()) goopt::bench::write_results(out, results.dump(2) + "\n");
     return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    try {
-        return run(argc, argv);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "simulator_speed: error: %s\n", e.what());
-        return 1;
-    }
-}
+int main(int argc, char** argv) { return goopt::bench::run_main("simulator_speed", [&] { return run(argc, argv); }); }

@@ -5,10 +5,11 @@
 //   training_transform [--repeat N] [--out FILE]
 // prints a table and, with --out, writes a JSON list of
 //   {"graph", "forward_ops", "training_ops", "transform_seconds", "validate_seconds"}.
+#include "benchmark_main.hpp"
+
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/validate.hpp>
-#include <goopt/io/atomic_write.hpp>
 #include <goopt/models/training_graph.hpp>
 
 #if __has_include(<goopt/models/gnmt.hpp>)
@@ -94,12 +95,15 @@ row measure(const std::string& name, const graph::computation_graph& fwd, int re
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
+    return bench::run_main("training_transform", [&] {
         int repeat = 3;
         std::string out;
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
-            if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
+            if (a == "--repeat" && i + 1 < argc) {
+                repeat = static_cast<int>(std::min<std::uint64_t>(bench::count_value(a, argv[++i]), 1000));
+                if (repeat == 0) throw error("flag --repeat: 0, expected at least 1");
+            }
             else if (a == "--out" && i + 1 < argc) out = argv[++i];
             else throw error("unknown argument '" + a + "'; expected --repeat N or --out FILE");
         }
@@ -124,10 +128,7 @@ int main(int argc, char** argv) {
             json += buf;
         }
         json += "]\n";
-        if (!out.empty()) io::atomic_write(out, json);
+        if (!out.empty()) bench::write_results(out, json);
         return 0;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "training_transform: %s\n", e.what());
-        return 1;
-    }
+    });
 }
