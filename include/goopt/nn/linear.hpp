@@ -17,17 +17,29 @@ public:
     linear() = default;
     template <class Rng>
     linear(std::size_t in, std::size_t out, Rng& rng, const std::string& name = "linear")
-        : w_(make_parameter<S>(name + ".w", in, out, rng)), b_(make_parameter<S>(name + ".b", 1, out, rng, true)) {}
+        : linear(in, out, rng, name + ".w", name + ".b") {}
+    /// With the parameters' names given (a layer that holds a linear keeps its saved names).
+    template <class Rng>
+    linear(std::size_t in, std::size_t out, Rng& rng, const std::string& weight_name, const std::string& bias_name)
+        : w_(make_parameter<S>(weight_name, in, out, rng)), b_(make_parameter<S>(bias_name, 1, out, rng, true)) {}
 
+    /// y for input x, which backward() will need (a copy is kept).
     matrix<S> forward(const matrix<S>& x) {
         x_ = x;
+        return apply(x);
+    }
+    matrix<S> backward(const matrix<S>& dy) { return backward(dy, x_); }
+
+    /// y for input x, keeping nothing: for a layer that keeps x itself and passes it to backward.
+    matrix<S> apply(const matrix<S>& x) const {
         matrix<S> y;
         multiply_rows(y, x, w_.value);
         y.rowwise() += b_.value.row(0);
         return y;
     }
-    matrix<S> backward(const matrix<S>& dy) {
-        add_transposed_product(w_.grad, x_, dy);
+    /// Accumulates the parameter gradients of output gradient dy at input x; returns dx.
+    matrix<S> backward(const matrix<S>& dy, const matrix<S>& x) {
+        add_transposed_product(w_.grad, x, dy);
         b_.grad.row(0) += dy.colwise().sum();
         matrix<S> dx;
         multiply_rows(dx, dy, w_.value.transpose());

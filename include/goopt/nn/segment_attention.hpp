@@ -4,6 +4,7 @@
 /// Transformer-XL (Dai et al., ACL'19) §3.2, as used by GO (NeurIPS'20) §3.2.
 
 #include <goopt/error.hpp>
+#include <goopt/nn/linear.hpp>
 #include <goopt/nn/tall_products.hpp>
 #include <goopt/nn/types.hpp>
 
@@ -40,8 +41,7 @@ public:
         wq_ = make_parameter<S>(name + ".wq", c.dim, c.dim, rng);
         wk_ = make_parameter<S>(name + ".wk", c.dim, c.dim, rng);
         wv_ = make_parameter<S>(name + ".wv", c.dim, c.dim, rng);
-        wo_ = make_parameter<S>(name + ".wo", c.dim, c.dim, rng);
-        bo_ = make_parameter<S>(name + ".bo", 1, c.dim, rng, true);
+        out_ = linear<S>(c.dim, c.dim, rng, name + ".wo", name + ".bo");
     }
 
     /// @param x one row per node, nodes in topological order.
@@ -76,16 +76,11 @@ public:
                 }
             }
         }
-        matrix<S> y;
-        multiply_rows(y, o_, wo_.value);
-        y.rowwise() += bo_.value.row(0);
-        return y;
+        return out_.apply(o_);
     }
 
     matrix<S> backward(const matrix<S>& dy) {
-        add_transposed_product(wo_.grad, o_, dy);
-        bo_.grad.row(0) += dy.colwise().sum();
-        multiply_rows(d_o_, dy, wo_.value.transpose());
+        d_o_ = out_.backward(dy, o_);
         const Eigen::Index dh = static_cast<Eigen::Index>(c_.dim / c_.heads);
         const S scale = S(1) / std::sqrt(static_cast<S>(dh));
         // With the memory's gradient stopped, segment s alone writes rows [s0, s0+len) of dq, dk, dv,
@@ -150,7 +145,8 @@ public:
     }
 
     void collect(parameter_list<S>& ps) {
-        for (auto* p : {&wq_, &wk_, &wv_, &wo_, &bo_}) ps.push_back(p);
+        for (auto* p : {&wq_, &wk_, &wv_}) ps.push_back(p);
+        out_.collect(ps);
     }
     const attention_config& config() const { return c_; }
     void set_memory_gradient(bool on) { c_.memory_gradient = on; }
@@ -185,7 +181,8 @@ private:
     }
 
     attention_config c_;
-    parameter<S> wq_, wk_, wv_, wo_, bo_;
+    parameter<S> wq_, wk_, wv_;
+    linear<S> out_;  // the output projection
     matrix<S> x_, q_, k_, v_, o_;
     matrix<S> d_o_, dq_, dk_, dv_;  // backward's buffers, kept between calls
 };
