@@ -79,7 +79,7 @@ struct generation_result {
 /// @brief Generates the rewrite rules of `w`, in stages (counts in generation_stats):
 /// 1. enumerate_graphs twice, sharded over the threads: first only fingerprints (8 bytes a graph),
 ///    then the graphs whose fingerprint occurs twice, packed (25 bytes a graph) straight into their
-///    bucket's place (depth 4 of TASO's world: 181 M graphs, 103 M of them kept, about 4 GB);
+///    bucket's place (depth 4 of TASO's world: 181 M graphs, 103 M of them kept, 3.3 GB at the peak);
 /// 2. candidates: every pair of graphs in a fingerprint bucket;
 /// 3. renaming: pairs equal after a shape-preserving renaming of the variables (either side first)
 ///    count once; the count keeps no key per pair: a pair is counted where it is the member of its
