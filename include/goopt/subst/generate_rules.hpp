@@ -400,8 +400,9 @@ struct edge {
 };
 
 /// `p` in a normal form of its terms: a commutative op's inputs in the order of their structural
-/// keys (where the world takes one order of them), and the ops renumbered in the order a left-to-right post-order walk of the output terms
-/// meets them. Two spellings of one graph with the same outputs in the same order become equal.
+/// keys (where the world takes one order of them), and the ops renumbered in the order a
+/// left-to-right post-order walk of the output terms meets them. Two spellings of one graph with
+/// the same outputs in the same order become equal.
 inline pattern in_term_order(const world& w, const pattern& p) {
     std::vector<std::uint64_t> keys;
     std::vector<std::uint16_t> identity(w.variables.size());
@@ -433,9 +434,9 @@ inline pattern in_term_order(const world& w, const pattern& p) {
 inline constexpr std::string_view not_proven_reason = "not proven from the axioms: ";
 
 /// The rule `source => target` spelled with the renaming of its variables and the order of its
-/// outputs that give the least text, and why it fails verification (nullopt: verified): the float re-check of that spelling in
-/// every check world and in `w` (first: a false candidate can only blow up the prover's e-graph),
-/// then the proof. The answer depends only on the spelling and on `canon` (the seed of the float
+/// outputs that give the least text, and why it fails verification (nullopt: verified): the float
+/// re-check of that spelling in every check world and in `w` (first: a false candidate can only
+/// blow up the prover's e-graph), then the proof. The answer depends only on the spelling and on `canon` (the seed of the float
 /// inputs), which are the same for every renaming of the pair, so a pair met again in another
 /// bucket may reuse it.
 inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
