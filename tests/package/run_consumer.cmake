@@ -67,3 +67,9 @@ set(import_app "${CONSUMER_BINARY_DIR}/import_app${exe_suffix}")
 if(EXISTS "${import_app}")
   run_step("run ${import_app}" "${import_app}" "${source_root}/tests/data/onnx/squeezenet1_1.onnx")
 endif()
+
+# The optional METIS edge: built by tests/package when goopt-config.cmake defines goopt::metis.
+set(metis_app "${CONSUMER_BINARY_DIR}/metis_app${exe_suffix}")
+if(EXISTS "${metis_app}")
+  run_step("run ${metis_app}" "${metis_app}")
+endif()
