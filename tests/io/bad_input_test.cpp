@@ -272,7 +272,8 @@ TEST_CASE("bad cluster documents and device figures: each is a goopt::error nami
     graph::computation_graph g;
     const auto x = g.input("x", {64, 64});
     g.add1(ops::op_kind::relu, {x}, {}, "r");
-    CHECK_THROWS_WITH_AS(sim::simulator(g, device::cluster<>{}), doctest::Contains("the cluster has no devices"), error);
+    const device::cluster<> no_devices;
+    CHECK_THROWS_WITH_AS(sim::simulator(g, no_devices), doctest::Contains("the cluster has no devices"), error);
 }
 
 TEST_CASE("documented results: an empty graph, and a colocation group too big for every device") {

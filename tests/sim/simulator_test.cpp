@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <random>
+#include <type_traits>
 #include <unordered_map>
 
 using namespace goopt;
@@ -39,6 +40,16 @@ struct fixed_cost {
     }
 };
 static_assert(cost::CostModel<fixed_cost, round_device>);
+
+// The simulator keeps references: it is made from lvalues only, never from a temporary graph or
+// cluster that would dangle.
+using round_simulator = sim::simulator<round_device, fixed_cost>;
+static_assert(std::is_constructible_v<round_simulator, const graph::computation_graph&,
+                                      const device::cluster<round_device>&, fixed_cost>);
+static_assert(!std::is_constructible_v<round_simulator, const graph::computation_graph&,
+                                       device::cluster<round_device>, fixed_cost>);
+static_assert(!std::is_constructible_v<round_simulator, graph::computation_graph,
+                                       const device::cluster<round_device>&, fixed_cost>);
 
 device::cluster<round_device> two_devices(round_device d, double bandwidth, double latency) {
     return device::cluster<round_device>::all_to_all(d, 2, bandwidth, latency);

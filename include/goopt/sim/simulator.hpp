@@ -63,6 +63,11 @@ public:
     /// @throws goopt::error when the graph has a cycle or the cost model gives a negative or
     /// non-finite time (naming the op and device).
     simulator(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{});
+    /// The simulator keeps references to the graph and the cluster, so a temporary of either would
+    /// dangle (`simulator s(g, parse_cluster("2xV100"))`): refused at compile time.
+    simulator(graph::computation_graph&&, const device::cluster<D>&, Cost = Cost{}) = delete;
+    simulator(const graph::computation_graph&, device::cluster<D>&&, Cost = Cost{}) = delete;
+    simulator(graph::computation_graph&&, device::cluster<D>&&, Cost = Cost{}) = delete;
 
     /// @brief Simulates one step.
     /// @param placement device of every op (sim::placement).
