@@ -27,6 +27,15 @@ inline std::uint64_t count_value(std::string_view flag, std::string_view text) {
     return v;
 }
 
+/// The value of `flag` as an integer in [lo, hi]; outside it is an error naming the range.
+inline std::uint64_t count_value(std::string_view flag, std::string_view text, std::uint64_t lo, std::uint64_t hi) {
+    const std::uint64_t v = count_value(flag, text);
+    if (v < lo || v > hi)
+        throw error("flag " + std::string(flag) + ": " + std::to_string(v) + ", expected " + std::to_string(lo) + ".." +
+                    std::to_string(hi));
+    return v;
+}
+
 /// The value of `flag` as a finite number >= 0: the whole text ("0.5"; not "0.5s", "nan" or "-1").
 inline double real_value(std::string_view flag, std::string_view text) {
     double v = 0;

@@ -100,10 +100,7 @@ int main(int argc, char** argv) {
         std::string out;
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
-            if (a == "--repeat" && i + 1 < argc) {
-                repeat = static_cast<int>(std::min<std::uint64_t>(bench::count_value(a, argv[++i]), 1000));
-                if (repeat == 0) throw error("flag --repeat: 0, expected at least 1");
-            }
+            if (a == "--repeat" && i + 1 < argc) repeat = static_cast<int>(bench::count_value(a, argv[++i], 1, 1000));
             else if (a == "--out" && i + 1 < argc) out = argv[++i];
             else throw error("unknown argument '" + a + "'; expected --repeat N or --out FILE");
         }
