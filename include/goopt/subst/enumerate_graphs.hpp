@@ -67,6 +67,15 @@ std::size_t enumerate_graphs(const world& w, const enumeration_config& cfg, OnGr
 
 namespace detail {
 
+/// Structural key of variable `i`, of an op of kind `k` with attribute choice `choice` before its
+/// inputs are mixed in, and of output `i` of an op whose key is `op_key`: the enumerator's canonical
+/// op order and generate_rules' structure hashes are built on these.
+constexpr std::uint64_t kind_key(ops::op_kind k, std::uint64_t choice) noexcept {
+    return mix(static_cast<std::uint64_t>(k) * 4096 + choice);
+}
+constexpr std::uint64_t variable_key(std::uint64_t i) noexcept { return mix(0x1000 + i); }
+constexpr std::uint64_t output_key(std::uint64_t op_key, std::uint64_t i) noexcept { return mix(op_key ^ (0x51ed + i)); }
+
 class enumerator {
 public:
     enumerator(const world& w, const enumeration_config& cfg) : w_(w), cfg_(cfg) {
@@ -85,7 +94,7 @@ public:
         for (std::uint16_t i = 0; i < vars.size(); ++i) {
             data_.push_back(vars[i]);
             values_.push_back({value_ref{variable_op, i}, shape_id(vars[i].dims), value_hash(vars[i]),
-                               mix(0x1000 + i), variable_op, w.variables[i].weight ? role::kernel : role::data});
+                               variable_key(i), variable_op, w.variables[i].weight ? role::kernel : role::data});
         }
     }
 
@@ -116,7 +125,7 @@ private:
     /// Output types of an application, memoized on (kind, choice, input shapes): a shape rule
     /// throwing is what rejects most applications, and exceptions are too slow to raise millions of.
     const ops::output_types* infer(ops::op_kind k, std::uint16_t choice, std::span<const std::size_t> in) {
-        std::uint64_t key = mix(static_cast<std::uint64_t>(k) * 4096 + choice);
+        std::uint64_t key = kind_key(k, choice);
         for (auto v : in) key = mix(key ^ values_[v].shape);
         auto it = shape_memo_.find(key);
         if (it == shape_memo_.end()) {
@@ -175,7 +184,7 @@ private:
             for (auto v : in)
                 if (values_[v].shape != values_[in[0]].shape) return;
         // structural key of the op; commutative inputs were put in key order above
-        std::uint64_t key = mix(static_cast<std::uint64_t>(k) * 4096 + c);
+        std::uint64_t key = kind_key(k, c);
         for (auto v : in) key = mix(key ^ values_[v].key);
         for (const auto& o : op_keys_)
             if (o == key) return;  // duplicate op
@@ -228,7 +237,7 @@ private:
         }
         if (has_kernel_slot) r = other_slot ? (r == role::either ? role::data : r) : role::kernel;
         for (std::uint16_t i = 0; i < result.size(); ++i) {
-            values_.push_back({value_ref{op_index, i}, shape_id(result[i].dims), hashes[i], mix(key ^ (0x51ed + i)), op_index, r});
+            values_.push_back({value_ref{op_index, i}, shape_id(result[i].dims), hashes[i], output_key(key, i), op_index, r});
             data_.push_back(std::move(result[i]));
         }
         emit(on_graph);

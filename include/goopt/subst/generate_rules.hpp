@@ -201,10 +201,10 @@ inline void op_keys(const world& w, const pattern& p, std::span<const std::uint1
                     std::vector<std::uint64_t>& keys) {
     keys.clear();
     auto value_key = [&](value_ref v) {
-        return v.is_variable() ? mix(0x1000 + rename[v.index]) : mix(keys[v.op] ^ (0x51ed + v.index));
+        return v.is_variable() ? variable_key(rename[v.index]) : output_key(keys[v.op], v.index);
     };
     for (const auto& o : p.ops) {
-        std::uint64_t h = mix(static_cast<std::uint64_t>(o.kind) * 4096 + o.choice);
+        std::uint64_t h = kind_key(o.kind, o.choice);
         boost::container::small_vector<std::uint64_t, 2> in;
         for (auto v : o.inputs) in.push_back(value_key(v));
         if (w.one_order_for_commutative && ops::spec(o.kind).has(ops::commutative)) std::sort(in.begin(), in.end());
@@ -217,7 +217,7 @@ inline std::uint64_t structure_hash(const world& w, const pattern& p, std::span<
                                     std::vector<std::uint64_t>& keys) {
     op_keys(w, p, rename, keys);
     std::vector<std::uint64_t> outs;
-    for (auto v : p.outputs) outs.push_back(mix(keys[v.op] ^ (0x51ed + v.index)));
+    for (auto v : p.outputs) outs.push_back(output_key(keys[v.op], v.index));
     return combine_unordered(outs);
 }
 
@@ -408,7 +408,7 @@ inline pattern in_term_order(const world& w, const pattern& p) {
     std::vector<std::uint16_t> identity(w.variables.size());
     for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::uint16_t>(i);
     op_keys(w, p, identity, keys);
-    auto key = [&](value_ref v) { return v.is_variable() ? mix(0x1000 + v.index) : mix(keys[v.op] ^ (0x51ed + v.index)); };
+    auto key = [&](value_ref v) { return v.is_variable() ? variable_key(v.index) : output_key(keys[v.op], v.index); };
     pattern q;
     std::vector<std::uint16_t> at(p.ops.size(), variable_op);
     auto visit = [&](auto& self, std::uint16_t op) -> void {
