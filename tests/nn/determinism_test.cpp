@@ -8,6 +8,8 @@
 // rows of the attention and normalization loops are independent). Measured: the same parameter bytes
 // after three training steps for OMP_NUM_THREADS = 1..4 and without OpenMP (README, "Guarantees").
 // Another CPU or other compiler flags (-march=native: FMA, vector width) do change the bits.
+#include "random_graph.hpp"
+
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/nn.hpp>
 
@@ -24,24 +26,9 @@
 #include <unistd.h>
 
 using namespace goopt;
-using ops::op_kind;
+using goopt_test::random_graph;
 
 namespace {
-
-/// A random chain-like graph: an input, then relu/tanh/ewadd ops on recent tensors.
-graph::computation_graph random_graph(std::size_t n, std::mt19937_64& rng) {
-    graph::computation_graph g("det");
-    std::vector<graph::tensor_id> ts{g.input("x", ops::shape{2, 4})};
-    while (g.num_ops() < n) {
-        std::uniform_int_distribution<std::size_t> pick(ts.size() > 5 ? ts.size() - 5 : 0, ts.size() - 1);
-        switch (rng() % 3) {
-        case 0: ts.push_back(g.add1(op_kind::relu, {ts[pick(rng)]})); break;
-        case 1: ts.push_back(g.add1(op_kind::tanh, {ts[pick(rng)]})); break;
-        default: ts.push_back(g.add1(op_kind::ewadd, {ts[pick(rng)], ts[pick(rng)]})); break;
-        }
-    }
-    return g;
-}
 
 /// The bytes of every parameter value, concatenated in parameter order.
 template <class S> std::string value_bytes(const nn::parameter_list<S>& ps) {

@@ -1,5 +1,7 @@
 // The whole policy: node features, gradient check, sizes 1 and 100,000, determinism, Adam, save/load,
 // and a tiny supervised task that the stack must learn.
+#include "random_graph.hpp"
+
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/nn.hpp>
 
@@ -13,25 +15,10 @@
 #include <unistd.h>
 
 using namespace goopt;
+using goopt_test::random_graph;
 using ops::op_kind;
 
 namespace {
-
-/// A random graph of `n` ops over [1, 8] tensors: an input, then relu/tanh/sigmoid/ewadd on random
-/// earlier tensors.
-graph::computation_graph random_graph(std::size_t n, std::mt19937_64& rng) {
-    graph::computation_graph g("random");
-    std::vector<graph::tensor_id> ts{g.input("x", ops::shape{1, 8})};
-    const op_kind kinds[] = {op_kind::relu, op_kind::tanh, op_kind::sigmoid, op_kind::ewadd};
-    std::uniform_int_distribution<int> kind(0, 3);
-    while (g.num_ops() < n) {
-        std::uniform_int_distribution<std::size_t> pick(ts.size() > 6 ? ts.size() - 6 : 0, ts.size() - 1);
-        const op_kind k = kinds[kind(rng)];
-        if (k == op_kind::ewadd) ts.push_back(g.add1(k, {ts[pick(rng)], ts[pick(rng)]}));
-        else ts.push_back(g.add1(k, {ts[pick(rng)]}));
-    }
-    return g;
-}
 
 nn::matrix<double> random_matrix(Eigen::Index r, Eigen::Index c, std::mt19937_64& rng) {
     std::normal_distribution<double> d(0, 1);
