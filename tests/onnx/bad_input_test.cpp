@@ -154,6 +154,39 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("Add", {"a", "one"}, {"s"});
              b.output("s");
          }, {"bad.onnx: node 's' (Add)", "integer Add overflows 64 bits"}},
+        {"Clip bound with no value", [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.floats("lo", {0}, {});
+             b.node("Clip", {"x", "lo"}, {"c"});
+         }, {"bad.onnx: node 'c' (Clip)", "input 1 ('min', tensor 'lo') must hold one value, it holds 0"}},
+        {"Range bound with two values", [](model_builder& b) {
+             b.int64s("start", {2}, {0, 1}).int64s("limit", {}, {4}).int64s("delta", {}, {1});
+             b.node("Range", {"start", "limit", "delta"}, {"r"});
+             b.output("r");
+         }, {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') must hold one value, it holds 2"}},
+        {"Slice with fewer ends than starts", [](model_builder& b) {
+             b.int64s("v", {4}, {1, 2, 3, 4}).int64s("starts", {1}, {1}).int64s("ends", {0}, {});
+             b.node("Slice", {"v", "starts", "ends"}, {"s"});
+             b.output("s");
+         }, {"bad.onnx: node 's' (Slice)", "starts, ends, axes and steps differ in length"}},
+        {"folding multiplies a few bytes into hundreds of MB", [](model_builder& b) {
+             b.floats("one", {1}, {1}).int64s("shape", {3}, {2, 3, 8388613});
+             b.node("Expand", {"one", "shape"}, {"e"});
+             b.output("e");
+         }, {"bad.onnx: node 'e' (Expand)", "a constant of shape [2,3,8388613] is too large to compute at import time (limit 4194304 elements)"}},
+        {"folding a shape-only constant past the limit", [](model_builder& b) {
+             b.int64s("shape", {2}, {4096, 4096});
+             b.node("ConstantOfShape", {"shape"}, {"m"});
+             b.output("m");
+         }, {"bad.onnx: node 'm' (ConstantOfShape)", "too large to compute at import time"}},
+        {"a chain of folds, each under the limit, computing too much in all", [](model_builder& b) {
+             // c0..c3 (1 M elements each) fit the budget of 4 M plus 4 per file element; c4 does not
+             b.int64s("shape", {2}, {1024, 1024});
+             b.node("ConstantOfShape", {"shape"}, {"c0"});
+             for (int k = 1; k <= 4; ++k)
+                 b.node("Add", {"c" + std::to_string(k - 1), "c" + std::to_string(k - 1)}, {"c" + std::to_string(k)});
+             b.output("c4");
+         }, {"bad.onnx: node 'c4' (Add)", "folding constants at import time computes more than 4194304 elements"}},
         {"output nothing produces", [](model_builder& b) {
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});

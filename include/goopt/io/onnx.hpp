@@ -100,7 +100,15 @@ struct onnx_const {
 
     bool integral() const noexcept { return !ops::is_floating(type); }
     std::size_t size() const noexcept { return integral() ? i.size() : f.size(); }
-    double at(std::size_t k) const { return integral() ? static_cast<double>(i[k]) : f[k]; }
+    /// Value k; a file can give fewer values than an operator needs, so the index is checked.
+    double at(std::size_t k) const {
+        in_range(k);
+        return integral() ? static_cast<double>(i[k]) : f[k];
+    }
+    void in_range(std::size_t k) const {
+        if (k >= size())
+            throw error("a constant of shape " + dims.to_string() + " has no value " + std::to_string(k));
+    }
     /// v truncated to an int64 (shapes and indices held in a floating constant, folded results):
     /// NaN, infinities and values beyond int64 are bad input, not undefined behaviour.
     static std::int64_t to_int(double v) {
@@ -110,6 +118,7 @@ struct onnx_const {
         return static_cast<std::int64_t>(v);
     }
     std::int64_t int_at(std::size_t k) const {
+        in_range(k);
         if (integral()) return i[k];
         return to_int(f[k]);
     }
@@ -119,16 +128,27 @@ struct onnx_const {
         for (double v : f) r.push_back(to_int(v));
         return r;
     }
-    /// Largest constant the importer creates (folding ConstantOfShape / Expand / Range): 2^26 elements.
+    /// Largest constant the importer reads from a file (an initializer or a Constant node): 2^26
+    /// elements, more than GPT-2's token embedding (38.6 M).
     static constexpr std::int64_t max_elements = std::int64_t{1} << 26;
+    /// Largest constant the importer computes by folding (ConstantOfShape, Expand, Range, Gather,
+    /// elementwise ops on constants) beyond the size of the node's largest input: 2^22 elements, a
+    /// 2048 x 2048 attention mask. Folding is for shape subgraphs, masks and weight arithmetic; a
+    /// node that multiplies a few bytes of file into hundreds of MB is refused, not computed.
+    static constexpr std::int64_t max_folded_elements = std::int64_t{1} << 22;
+    /// The size limit for a folded result whose largest input has `input_elements` elements.
+    static std::int64_t fold_limit(std::size_t input_elements) {
+        return std::max(max_folded_elements, static_cast<std::int64_t>(input_elements));
+    }
 
-    static onnx_const make(ops::dtype t, ops::shape s) {
+    static onnx_const make(ops::dtype t, ops::shape s, std::int64_t limit = max_elements) {
         onnx_const c;
         c.type = t;
         c.dims = s;
-        if (s.num_elements() > max_elements)
-            throw error("a constant of shape " + s.to_string() + " is too large to hold at import time (limit " +
-                        std::to_string(max_elements) + " elements)");
+        if (s.num_elements() > limit)
+            throw error("a constant of shape " + s.to_string() + " is too large to " +
+                        (limit == max_elements ? "hold" : "compute") + " at import time (limit " +
+                        std::to_string(limit) + " elements)");
         const auto n = static_cast<std::size_t>(s.num_elements());
         if (c.integral()) c.i.assign(n, 0);
         else c.f.assign(n, 0.0);
@@ -277,6 +297,14 @@ private:
                         "') must be a constant known at import time");
         return *e.value;
     }
+    /// A scalar operand (Clip's min, Range's start, Pad's constant_value): one value, of any rank.
+    double scalar_in(const node_t& n, int k, std::string_view what) {
+        const onnx_const& c = const_in(n, k, what);
+        if (c.size() != 1)
+            fail(n, "input " + std::to_string(k) + " ('" + std::string(what) + "', tensor '" + n.input(k) +
+                        "') must hold one value, it holds " + std::to_string(c.size()));
+        return c.at(0);
+    }
     std::string unique(std::string base) {
         if (base.empty()) base = "op";
         std::string name = base;
@@ -334,6 +362,11 @@ private:
     std::int64_t opset_ = 0;
     std::unordered_map<std::string, onnx_entry> env_;
     std::unordered_set<std::string> used_names_;
+    /// Elements folding may still compute: max_folded_elements plus 4 per element of data the file
+    /// holds, so that import time stays proportional to the file's size (a chain of nodes that each
+    /// fold a large constant from a tiny one is refused, not computed for minutes).
+    std::int64_t fold_budget_ = onnx_const::max_folded_elements;
+    static constexpr std::int64_t fold_budget_per_file_element = 4;
     std::map<std::string, graph::tensor_id> reshaped_weights_;
 };
 
@@ -536,6 +569,7 @@ inline onnx_model onnx_importer::run() {
             }
         } else {
             auto c = decode(t, where);
+            fold_budget_ += fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
             e.type = {c.dims, c.type};
             e.value = std::make_shared<const onnx_const>(std::move(c));
         }
@@ -582,6 +616,14 @@ inline bool onnx_importer::try_fold(const node_t& n) {
     }
     auto c = fold(n);
     if (!c) return false;
+    const auto elements = static_cast<std::int64_t>(c->size());
+    if (op == "Constant") {
+        fold_budget_ += fold_budget_per_file_element * elements;  // data the file holds
+    } else if ((fold_budget_ -= elements) < 0) {
+        fail(n, "folding constants at import time computes more than " +
+                    std::to_string(onnx_const::max_folded_elements) + " elements plus " +
+                    std::to_string(fold_budget_per_file_element) + " per element of the file's own constants");
+    }
     bind_const(n, 0, std::move(*c));
     ++result_.folded_nodes;
     return true;
@@ -623,7 +665,8 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (auto d : const_in(n, 0, "shape").ints()) s.push_back(d);
         onnx_const fill = onnx_const::make(ops::dtype::f32, {1});
         if (const auto* a = attr(n, "value")) fill = decode(a->t(), "node " + describe(n));
-        onnx_const c = onnx_const::make(fill.type, s);
+        if (fill.size() != 1) fail(n, "the value attribute holds " + std::to_string(fill.size()) + " values, expected 1");
+        onnx_const c = onnx_const::make(fill.type, s, onnx_const::max_folded_elements);
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, fill.at(0));
         return c;
     }
@@ -692,7 +735,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (auto d : idx.dims) s.push_back(d);
         for (std::size_t k = ax + 1; k < x.dims.rank(); ++k)
             s.push_back(x.dims[k]), inner *= static_cast<std::size_t>(x.dims[k]);
-        onnx_const c = onnx_const::make(x.type, s);
+        onnx_const c = onnx_const::make(x.type, s, onnx_const::fold_limit(x.size()));
         const std::int64_t ext = x.dims[ax];
         std::size_t out = 0;
         for (std::size_t p = 0; p < outer; ++p)
@@ -731,8 +774,8 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         const onnx_const& x = *entry(n, 0).value;
         if (x.dims.rank() != 1) return std::nullopt;
         const auto starts = const_in(n, 1, "starts").ints(), ends = const_in(n, 2, "ends").ints();
-        const std::int64_t step = has_input(n, 4) ? const_in(n, 4, "steps").ints().at(0) : 1;
-        if (step != 1 || starts.size() != 1) return std::nullopt;
+        const auto steps = has_input(n, 4) ? const_in(n, 4, "steps").ints() : std::vector<std::int64_t>{1};
+        if (starts.size() != 1 || ends.size() != 1 || steps.size() != 1 || steps[0] != 1) return std::nullopt;
         const std::int64_t d = x.dims[0];
         auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + d : v, 0, d); };
         const std::int64_t b = clamp(starts[0]), e = clamp(ends[0]);
@@ -741,11 +784,13 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         return c;
     }
     if (op == "Range") {
-        const double start = const_in(n, 0, "start").at(0), limit = const_in(n, 1, "limit").at(0),
-                     delta = const_in(n, 2, "delta").at(0);
+        const double start = scalar_in(n, 0, "start"), limit = scalar_in(n, 1, "limit"),
+                     delta = scalar_in(n, 2, "delta");
         if (delta == 0) fail(n, "delta is 0");
         const double count = std::max(std::ceil((limit - start) / delta), 0.0);
-        if (count > static_cast<double>(onnx_const::max_elements)) fail(n, "the range is too long");
+        if (count > static_cast<double>(onnx_const::max_folded_elements))
+            fail(n, "the range has " + std::to_string(count) + " elements, more than the limit of " +
+                        std::to_string(onnx_const::max_folded_elements));
         onnx_const c = onnx_const::make(entry(n, 0).value->type, {static_cast<std::int64_t>(count)});
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, start + static_cast<double>(k) * delta);
         return c;
@@ -768,7 +813,9 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
     }
     const bool compare = op == "Equal" || op == "Greater" || op == "Less";
     const ops::dtype type = compare ? ops::dtype::boolean : op == "Where" ? in[1]->type : in[0]->type;
-    onnx_const c = onnx_const::make(type, out);
+    std::size_t largest_input = 0;
+    for (const auto* x : in) largest_input = std::max(largest_input, x->size());
+    onnx_const c = onnx_const::make(type, out, onnx_const::fold_limit(largest_input));
     std::vector<std::vector<std::size_t>> offs;
     for (const auto* x : in) offs.push_back(onnx_broadcast_offsets(out, x->dims));
     const bool int_math = !compare && c.integral();
@@ -962,8 +1009,8 @@ inline void onnx_importer::convert(const node_t& n) {
     if (op == "Clip") {
         const double lo_default = std::numeric_limits<float>::lowest(), hi_default = std::numeric_limits<float>::max();
         double lo = attr_float(n, "min", lo_default), hi = attr_float(n, "max", hi_default);
-        if (has_input(n, 1)) lo = const_in(n, 1, "min").at(0);
-        if (has_input(n, 2)) hi = const_in(n, 2, "max").at(0);
+        if (has_input(n, 1)) lo = scalar_in(n, 1, "min");
+        if (has_input(n, 2)) hi = scalar_in(n, 2, "max");
         return bind(n, 0, add1(op_kind::clip, {tensor_in(n, 0)}, {{attr_id::min, lo}, {attr_id::max, hi}}, name));
     }
     if (op == "BatchNormalization") {
@@ -1148,7 +1195,7 @@ inline void onnx_importer::convert(const node_t& n) {
         if (attr_string(n, "mode", "constant") != "constant") fail(n, "only mode 'constant' is supported");
         ints pads = has_input(n, 1) ? const_in(n, 1, "pads").ints() : attr_ints(n, "pads").value_or(ints{});
         double value = attr_float(n, "value", 0.0);
-        if (has_input(n, 2)) value = const_in(n, 2, "constant_value").at(0);
+        if (has_input(n, 2)) value = scalar_in(n, 2, "constant_value");
         if (has_input(n, 3)) {
             const auto axes = const_in(n, 3, "axes").ints();
             ints full(2 * x.rank(), 0);
