@@ -187,6 +187,11 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
                  b.node("Add", {"c" + std::to_string(k - 1), "c" + std::to_string(k - 1)}, {"c" + std::to_string(k)});
              b.output("c4");
          }, {"bad.onnx: node 'c4' (Add)", "folding constants at import time computes more than 4194304 elements"}},
+        {"folded Reshape copying a dimension the constant lacks", [](model_builder& b) {
+             b.int64s("v", {4}, {1, 2, 3, 4}).int64s("shape", {3}, {4, 0, 0});
+             b.node("Reshape", {"v", "shape"}, {"r"});
+             b.output("r");
+         }, {"bad.onnx: node 'r' (Reshape)", "shape [4,0,0] copies a dimension the input lacks"}},
         {"output nothing produces", [](model_builder& b) {
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});

@@ -297,6 +297,18 @@ private:
                         "') must be a constant known at import time");
         return *e.value;
     }
+    /// Reshape's shape input with each 0 replaced by the input's dimension there (ONNX's default;
+    /// allowzero, which makes an empty tensor, is refused).
+    ints reshape_target(const node_t& n, const ops::shape& x) {
+        auto target = const_in(n, 1, "shape").ints();
+        for (std::size_t k = 0; k < target.size(); ++k)
+            if (target[k] == 0) {
+                if (attr_int(n, "allowzero", 0) != 0) fail(n, "allowzero with a 0 in the shape (an empty tensor)");
+                if (k >= x.rank()) fail(n, "shape " + ints_string(target) + " copies a dimension the input lacks");
+                target[k] = x[k];
+            }
+        return target;
+    }
     /// A scalar operand (Clip's min, Range's start, Pad's constant_value): one value, of any rank.
     double scalar_in(const node_t& n, int k, std::string_view what) {
         const onnx_const& c = const_in(n, k, what);
@@ -687,9 +699,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         onnx_const c = *entry(n, 0).value;
         ops::shape s;
         if (op == "Reshape") {
-            auto target = const_in(n, 1, "shape").ints();
-            for (std::size_t k = 0; k < target.size(); ++k)
-                if (target[k] == 0 && attr_int(n, "allowzero", 0) == 0) target[k] = c.dims[k];
+            const auto target = reshape_target(n, c.dims);
             const auto out = ops::shape_rules::reshape(std::array{ops::tensor_type{c.dims, c.type}},
                                                        {{ops::attr_id::shape, target}});
             s = out[0].dims;
@@ -1077,14 +1087,7 @@ inline void onnx_importer::convert(const node_t& n) {
         return bind(n, 0, add1(op_kind::flatten, {tensor_in(n, 0)}, {{attr_id::axis, ax}}, name));
     }
     if (op == "Reshape") {
-        const ops::shape& x = dims_in(n, 0);
-        auto target = const_in(n, 1, "shape").ints();
-        for (std::size_t k = 0; k < target.size(); ++k)
-            if (target[k] == 0) {
-                if (attr_int(n, "allowzero", 0) != 0) fail(n, "allowzero with a 0 in the shape (an empty tensor)");
-                if (k >= x.rank()) fail(n, "shape " + ints_string(target) + " copies a dimension the input lacks");
-                target[k] = x[k];
-            }
+        const auto target = reshape_target(n, dims_in(n, 0));
         return bind(n, 0, add1(op_kind::reshape, {tensor_in(n, 0)}, {{attr_id::shape, target}}, name));
     }
     if (op == "Unsqueeze" || op == "Squeeze") {
