@@ -50,7 +50,7 @@ struct model_builder {
     onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> in, std::initializer_list<std::string> out) {
         auto* n = g->add_node();
         n->set_op_type(op);
-        n->set_name(*out.begin());
+        if (out.size() > 0) n->set_name(*out.begin());
         for (const auto& x : in) n->add_input(x);
         for (const auto& x : out) n->add_output(x);
         return *n;
@@ -192,6 +192,28 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("Reshape", {"v", "shape"}, {"r"});
              b.output("r");
          }, {"bad.onnx: node 'r' (Reshape)", "shape [4,0,0] copies a dimension the input lacks"}},
+        {"Split with no outputs", [](model_builder& b) {
+             b.input("x", {4});
+             b.node("Split", {"x"}, {}).set_name("split");
+         }, {"bad.onnx: node 'split' (Split)", "has no outputs"}},
+        {"folded Flatten with an axis beyond the rank", [](model_builder& b) {
+             b.int64s("v", {4}, {1, 2, 3, 4});
+             auto& f = b.node("Flatten", {"v"}, {"f"});
+             auto* a = f.add_attribute();
+             a->set_name("axis");
+             a->set_type(onnx::AttributeProto::INT);
+             a->set_i(3);
+             b.output("f");
+         }, {"bad.onnx: node 'f' (Flatten)", "axis 3 is outside [-1, 1]"}},
+        {"Conv group so large that group x channels overflows", [](model_builder& b) {
+             b.input("x", {1, 4, 5, 5});
+             b.floats("w", {1, 4, 1, 1}, {1, 2, 3, 4});
+             auto& c = b.node("Conv", {"x", "w"}, {"y"});
+             auto* a = c.add_attribute();
+             a->set_name("group");
+             a->set_type(onnx::AttributeProto::INT);
+             a->set_i(std::int64_t{1} << 62);
+         }, {"bad.onnx: node 'y' (Conv)", "group 4611686018427387904 does not match input channels 4"}},
         {"output nothing produces", [](model_builder& b) {
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});

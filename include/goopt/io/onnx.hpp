@@ -598,6 +598,7 @@ inline onnx_model onnx_importer::run() {
     for (const auto& n : gp.node()) {
         for (int k = 0; k < n.input_size(); ++k)
             if (!n.input(k).empty()) (void)entry(n, k);  // dangling inputs are errors
+        if (n.output_size() == 0) fail(n, "has no outputs; every supported operator has at least one");
         try {
             if (!try_fold(n)) convert(n);
         } catch (const error& e) {
@@ -706,6 +707,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         } else if (op == "Flatten") {
             const auto ax = attr_int(n, "axis", 1);
             const auto r = static_cast<std::int64_t>(c.dims.rank());
+            if (ax < -r || ax > r) fail(n, "axis " + std::to_string(ax) + " is outside [" + std::to_string(-r) + ", " + std::to_string(r) + "]");
             std::int64_t a = 1, b = 1;
             for (std::int64_t k = 0; k < r; ++k) (k < (ax < 0 ? ax + r : ax) ? a : b) *= c.dims[static_cast<std::size_t>(k)];
             s = {a, b};
@@ -885,7 +887,8 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
         if (w.rank() != 4) fail(n, "weight has shape " + w.to_string() + ", expected [O, C/group, kh, kw]");
         kernel = {w[2], w[3]};
         const auto group = attr_int(n, "group", 1);
-        if (group < 1 || w[1] * group != x[1])
+        std::int64_t channels = 0;
+        if (group < 1 || __builtin_mul_overflow(w[1], group, &channels) || channels != x[1])
             fail(n, "group " + std::to_string(group) + " does not match input channels " + std::to_string(x[1]) +
                         " and weight " + w.to_string());
     } else {
