@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -183,8 +184,8 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              // c0..c3 (1 M elements each) fit the budget of 4 M plus 4 per file element; c4 does not
              b.int64s("shape", {2}, {1024, 1024});
              b.node("ConstantOfShape", {"shape"}, {"c0"});
-             for (int k = 1; k <= 4; ++k)
-                 b.node("Add", {"c" + std::to_string(k - 1), "c" + std::to_string(k - 1)}, {"c" + std::to_string(k)});
+             const std::array<std::string, 5> c = {"c0", "c1", "c2", "c3", "c4"};
+             for (std::size_t k = 1; k < c.size(); ++k) b.node("Add", {c[k - 1], c[k - 1]}, {c[k]});
              b.output("c4");
          }, {"bad.onnx: node 'c4' (Add)", "folding constants at import time computes more than 4194304 elements"}},
         {"folded Reshape copying a dimension the constant lacks", [](model_builder& b) {
