@@ -174,20 +174,27 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.floats("one", {1}, {1}).int64s("shape", {3}, {2, 3, 8388613});
              b.node("Expand", {"one", "shape"}, {"e"});
              b.output("e");
-         }, {"bad.onnx: node 'e' (Expand)", "a constant of shape [2,3,8388613] is too large to compute at import time (limit 4194304 elements)"}},
+         }, {"bad.onnx: node 'e' (Expand)", "a constant of shape [2,3,8388613] is more than folding may still compute at import time (4194320 elements left of 4194304 plus 4 per element of the file's own constants)"}},
         {"folding a shape-only constant past the limit", [](model_builder& b) {
              b.int64s("shape", {2}, {4096, 4096});
              b.node("ConstantOfShape", {"shape"}, {"m"});
              b.output("m");
-         }, {"bad.onnx: node 'm' (ConstantOfShape)", "too large to compute at import time"}},
+         }, {"bad.onnx: node 'm' (ConstantOfShape)", "a constant of shape [4096,4096] is more than folding may still compute"}},
         {"a chain of folds, each under the limit, computing too much in all", [](model_builder& b) {
-             // c0..c3 (1 M elements each) fit the budget of 4 M plus 4 per file element; c4 does not
+             // c0..c3 (1 M elements each) fit the budget of 4 M plus 4 per file element; c4 is refused
+             // before it is computed
              b.int64s("shape", {2}, {1024, 1024});
              b.node("ConstantOfShape", {"shape"}, {"c0"});
              const std::array<std::string, 5> c = {"c0", "c1", "c2", "c3", "c4"};
              for (std::size_t k = 1; k < c.size(); ++k) b.node("Add", {c[k - 1], c[k - 1]}, {c[k]});
              b.output("c4");
-         }, {"bad.onnx: node 'c4' (Add)", "folding constants at import time computes more than 4194304 elements"}},
+         }, {"bad.onnx: node 'c4' (Add)", "a constant of shape [1024,1024] is more than folding may still compute at import time (8 elements left"}},
+        {"copies of a folded constant count towards the budget too", [](model_builder& b) {
+             b.int64s("shape", {2}, {2048, 2048});
+             b.node("ConstantOfShape", {"shape"}, {"m"});
+             b.node("Identity", {"m"}, {"i"});
+             b.output("i");
+         }, {"bad.onnx: node 'i' (Identity)", "folding constants at import time computes more than 4194304 elements plus 4 per element"}},
         {"folded Reshape copying a dimension the constant lacks", [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4}).int64s("shape", {3}, {4, 0, 0});
              b.node("Reshape", {"v", "shape"}, {"r"});

@@ -131,24 +131,24 @@ struct onnx_const {
     /// Largest constant the importer reads from a file (an initializer or a Constant node): 2^26
     /// elements, more than GPT-2's token embedding (38.6 M).
     static constexpr std::int64_t max_elements = std::int64_t{1} << 26;
-    /// Largest constant the importer computes by folding (ConstantOfShape, Expand, Range, Gather,
-    /// elementwise ops on constants) beyond the size of the node's largest input: 2^22 elements, a
-    /// 2048 x 2048 attention mask. Folding is for shape subgraphs, masks and weight arithmetic; a
-    /// node that multiplies a few bytes of file into hundreds of MB is refused, not computed.
+    /// Elements that folding may compute for one model beyond 4 per element of the file's own
+    /// constants: 2^22, a 2048 x 2048 attention mask. Folding is for shape subgraphs, masks and
+    /// weight arithmetic; a file that would fold a few bytes into hundreds of MB is refused.
     static constexpr std::int64_t max_folded_elements = std::int64_t{1} << 22;
-    /// The size limit for a folded result whose largest input has `input_elements` elements.
-    static std::int64_t fold_limit(std::size_t input_elements) {
-        return std::max(max_folded_elements, static_cast<std::int64_t>(input_elements));
-    }
+    static constexpr std::int64_t fold_budget_per_file_element = 4;
 
-    static onnx_const make(ops::dtype t, ops::shape s, std::int64_t limit = max_elements) {
+    /// A zero constant; `fold_budget`, for a result that folding computes, is what it may still compute.
+    static onnx_const make(ops::dtype t, ops::shape s, std::int64_t fold_budget = max_elements) {
         onnx_const c;
         c.type = t;
         c.dims = s;
-        if (s.num_elements() > limit)
-            throw error("a constant of shape " + s.to_string() + " is too large to " +
-                        (limit == max_elements ? "hold" : "compute") + " at import time (limit " +
-                        std::to_string(limit) + " elements)");
+        if (s.num_elements() > max_elements)
+            throw error("a constant of shape " + s.to_string() + " is too large to hold at import time (limit " +
+                        std::to_string(max_elements) + " elements)");
+        if (s.num_elements() > fold_budget)
+            throw error("a constant of shape " + s.to_string() + " is more than folding may still compute at import time (" +
+                        std::to_string(fold_budget) + " elements left of " + std::to_string(max_folded_elements) +
+                        " plus " + std::to_string(fold_budget_per_file_element) + " per element of the file's own constants)");
         const auto n = static_cast<std::size_t>(s.num_elements());
         if (c.integral()) c.i.assign(n, 0);
         else c.f.assign(n, 0.0);
@@ -375,10 +375,9 @@ private:
     std::unordered_map<std::string, onnx_entry> env_;
     std::unordered_set<std::string> used_names_;
     /// Elements folding may still compute: max_folded_elements plus 4 per element of data the file
-    /// holds, so that import time stays proportional to the file's size (a chain of nodes that each
-    /// fold a large constant from a tiny one is refused, not computed for minutes).
+    /// holds, so that import time stays proportional to the file's size. Charged after each fold
+    /// (try_fold) and the limit of every result that can outgrow its inputs (before it is computed).
     std::int64_t fold_budget_ = onnx_const::max_folded_elements;
-    static constexpr std::int64_t fold_budget_per_file_element = 4;
     std::map<std::string, graph::tensor_id> reshaped_weights_;
 };
 
@@ -581,7 +580,7 @@ inline onnx_model onnx_importer::run() {
             }
         } else {
             auto c = decode(t, where);
-            fold_budget_ += fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
+            fold_budget_ += onnx_const::fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
             e.type = {c.dims, c.type};
             e.value = std::make_shared<const onnx_const>(std::move(c));
         }
@@ -631,11 +630,11 @@ inline bool onnx_importer::try_fold(const node_t& n) {
     if (!c) return false;
     const auto elements = static_cast<std::int64_t>(c->size());
     if (op == "Constant") {
-        fold_budget_ += fold_budget_per_file_element * elements;  // data the file holds
+        fold_budget_ += onnx_const::fold_budget_per_file_element * elements;  // data the file holds
     } else if ((fold_budget_ -= elements) < 0) {
         fail(n, "folding constants at import time computes more than " +
                     std::to_string(onnx_const::max_folded_elements) + " elements plus " +
-                    std::to_string(fold_budget_per_file_element) + " per element of the file's own constants");
+                    std::to_string(onnx_const::fold_budget_per_file_element) + " per element of the file's own constants");
     }
     bind_const(n, 0, std::move(*c));
     ++result_.folded_nodes;
@@ -679,7 +678,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         onnx_const fill = onnx_const::make(ops::dtype::f32, {1});
         if (const auto* a = attr(n, "value")) fill = decode(a->t(), "node " + describe(n));
         if (fill.size() != 1) fail(n, "the value attribute holds " + std::to_string(fill.size()) + " values, expected 1");
-        onnx_const c = onnx_const::make(fill.type, s, onnx_const::max_folded_elements);
+        onnx_const c = onnx_const::make(fill.type, s, fold_budget_);
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, fill.at(0));
         return c;
     }
@@ -747,7 +746,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (auto d : idx.dims) s.push_back(d);
         for (std::size_t k = ax + 1; k < x.dims.rank(); ++k)
             s.push_back(x.dims[k]), inner *= static_cast<std::size_t>(x.dims[k]);
-        onnx_const c = onnx_const::make(x.type, s, onnx_const::fold_limit(x.size()));
+        onnx_const c = onnx_const::make(x.type, s, fold_budget_);
         const std::int64_t ext = x.dims[ax];
         std::size_t out = 0;
         for (std::size_t p = 0; p < outer; ++p)
@@ -800,9 +799,9 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
                      delta = scalar_in(n, 2, "delta");
         if (delta == 0) fail(n, "delta is 0");
         const double count = std::max(std::ceil((limit - start) / delta), 0.0);
-        if (count > static_cast<double>(onnx_const::max_folded_elements))
-            fail(n, "the range has " + std::to_string(count) + " elements, more than the limit of " +
-                        std::to_string(onnx_const::max_folded_elements));
+        if (count > static_cast<double>(fold_budget_))
+            fail(n, "the range has " + std::to_string(count) + " elements, more than folding may still compute (" +
+                        std::to_string(fold_budget_) + ")");
         onnx_const c = onnx_const::make(entry(n, 0).value->type, {static_cast<std::int64_t>(count)});
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, start + static_cast<double>(k) * delta);
         return c;
@@ -825,9 +824,7 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
     }
     const bool compare = op == "Equal" || op == "Greater" || op == "Less";
     const ops::dtype type = compare ? ops::dtype::boolean : op == "Where" ? in[1]->type : in[0]->type;
-    std::size_t largest_input = 0;
-    for (const auto* x : in) largest_input = std::max(largest_input, x->size());
-    onnx_const c = onnx_const::make(type, out, onnx_const::fold_limit(largest_input));
+    onnx_const c = onnx_const::make(type, out, fold_budget_);
     std::vector<std::vector<std::size_t>> offs;
     for (const auto* x : in) offs.push_back(onnx_broadcast_offsets(out, x->dims));
     const bool int_math = !compare && c.integral();
