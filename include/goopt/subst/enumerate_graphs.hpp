@@ -58,6 +58,12 @@ inline std::vector<mod_tensor> variable_values(const world& w, std::uint64_t see
 /// to a computed value; a data value in a kernel slot or a kernel in another slot of the same op
 /// (w.kernel_slots); elementwise ops on different shapes when w.same_shape_elementwise;
 /// applications the exact evaluator does not support. Constants are ops (they count toward k).
+///
+/// The op-free identities that the duplicate-value pruning meets are not lost: when `on_graph` also
+/// has `identity(const pattern& source, std::span<const std::uint16_t> variables)`, it is called for
+/// every application whose outputs each equal a variable (in order) and whose graph is that op and
+/// its ancestors only, e.g. `matmul(x0,const_imm)` (x0) or `split(concat(x0,x1))` (x0, x1): the
+/// rules with a side without ops, once per shard like the graphs.
 /// @return the number of graphs produced.
 template <class OnGraph>
     requires std::invocable<OnGraph&, const enumerated_graph&>
@@ -208,13 +214,25 @@ private:
             }
         }
         std::vector<std::uint64_t> hashes;
+        bool duplicate = false;
+        identity_vars_.clear();
         for (const auto& r : result) {
             const std::uint64_t h = value_hash(r);
             for (const auto& v : values_)
-                if (v.hash == h) return;  // duplicate value
-            for (auto x : hashes)
-                if (x == h) return;
+                if (v.hash == h) {
+                    duplicate = true;  // duplicate value
+                    if (v.ref.is_variable()) identity_vars_.push_back(v.ref.index);
+                    break;
+                }
+            for (auto x : hashes) duplicate = duplicate || x == h;
             hashes.push_back(h);
+        }
+        if (duplicate) {
+            if constexpr (requires(OnGraph& f, const pattern& p, std::span<const std::uint16_t> v) { f.identity(p, v); })
+                if (identity_vars_.size() == result.size() && distinct(identity_vars_) &&
+                    (depth > 0 || first_ops_ % cfg_.num_shards == cfg_.shard))
+                    report_identity(on_graph, k, c, in);
+            return;
         }
         if (depth == 0 && first_ops_++ % cfg_.num_shards != cfg_.shard) return;
         // push the op
@@ -252,6 +270,36 @@ private:
         op_keys_.pop_back();
     }
 
+    static bool distinct(const std::vector<std::uint16_t>& v) {
+        for (std::size_t i = 0; i < v.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j)
+                if (v[i] == v[j]) return false;
+        return true;
+    }
+
+    /// The graph plus the op (k, c, in) as an identity's source, when every op of the graph is an
+    /// ancestor of that op (otherwise the same identity comes from a smaller graph).
+    template <class OnGraph>
+    void report_identity(OnGraph& on_graph, ops::op_kind k, std::uint16_t c, std::span<const std::size_t> in) {
+        std::vector<bool> needed(p_.ops.size(), false);
+        for (auto v : in)
+            if (!values_[v].ref.is_variable()) needed[values_[v].op] = true;
+        for (std::size_t j = p_.ops.size(); j-- > 0;)
+            if (needed[j])
+                for (const auto& v : p_.ops[j].inputs)
+                    if (!v.is_variable()) needed[v.op] = true;
+        for (bool b : needed)
+            if (!b) return;
+        pattern source = p_;
+        pattern_op op{k, c, static_cast<std::uint16_t>(identity_vars_.size()), {}};
+        for (auto v : in) op.inputs.push_back(values_[v].ref);
+        source.ops.push_back(std::move(op));
+        source.outputs.clear();
+        for (std::uint16_t i = 0; i < identity_vars_.size(); ++i)
+            source.outputs.push_back(value_ref{static_cast<std::uint16_t>(p_.ops.size()), i});
+        on_graph.identity(source, std::span<const std::uint16_t>(identity_vars_));
+    }
+
     template <class OnGraph> void emit(OnGraph& on_graph) {
         p_.outputs = unread_values(p_);
         out_hashes_.clear();
@@ -273,6 +321,7 @@ private:
     };
     std::unordered_map<std::uint64_t, inferred> shape_memo_;
     pattern p_;
+    std::vector<std::uint16_t> identity_vars_;  // per output of the op being tried, the variable it equals
     std::vector<std::uint64_t> out_hashes_;
     std::size_t first_ops_ = 0;
 };

@@ -60,6 +60,9 @@ struct generation_stats {
     std::size_t verified = 0;          ///< passed verification: kept
     std::size_t rejected = 0;          ///< failed it: reported with the reason
     std::size_t not_proven = 0;        ///< of the rejected: passed the float re-check, but no proof was found
+    /// of the verified: rules with a side without ops (`matmul(x0,const_imm) => x0`), found where the
+    /// enumeration prunes a value equal to a variable; they are not counted in the stages before
+    std::size_t op_free = 0;
     double seconds = 0;
 };
 
@@ -533,11 +536,24 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     // pass 1: fingerprints only, to find the ones that occur twice (8 bytes a graph, sorted by each
     // thread in place and merged, never copied); the graphs themselves are kept only for the shared
     // fingerprints, in pass 2
+    // pass 1 also collects the op-free identities that the enumeration prunes (a graph equal to
+    // variables: matmul(x0,const_imm) => x0), verified below like the pairs
     std::vector<std::vector<std::uint64_t>> fps(threads);
+    std::vector<std::vector<std::pair<pattern, pattern>>> identities(threads);
     detail::parallel(threads, [&](std::size_t t) {
+        struct collect {
+            std::vector<std::uint64_t>& fps;
+            std::vector<std::pair<pattern, pattern>>& identities;
+            void operator()(const enumerated_graph& g) { fps.push_back(g.fingerprint); }
+            void identity(const pattern& source, std::span<const std::uint16_t> variables) {
+                pattern target;
+                for (auto v : variables) target.outputs.push_back(value_ref{variable_op, v});
+                identities.emplace_back(source, std::move(target));
+            }
+        };
         auto c = ecfg;
         c.shard = t;
-        enumerate_graphs(w, c, [&](const enumerated_graph& g) { fps[t].push_back(g.fingerprint); });
+        enumerate_graphs(w, c, collect{fps[t], identities[t]});
         std::sort(fps[t].begin(), fps[t].end());
     });
     for (const auto& f : fps) st.graphs += f.size();
@@ -654,6 +670,24 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             }
         }
     });
+    // the op-free identities, verified as the pairs are (one spelling over renamings; the seed of
+    // the float check from the structure of the source, so every thread count gives the same answer)
+    detail::parallel(threads, [&](std::size_t t) {
+        thread_out& out = outs[t];
+        std::vector<std::uint16_t> identity_names(w.variables.size());
+        for (std::size_t i = 0; i < identity_names.size(); ++i) identity_names[i] = static_cast<std::uint16_t>(i);
+        std::vector<std::uint64_t> keys;
+        for (const auto& [source, target] : identities[t]) {
+            const std::uint64_t canon = detail::structure_hash(w, source, identity_names, keys);
+            auto [r, why] = detail::verify(w, check_worlds, source, target, renamings, cfg, canon);
+            std::string text = to_string(r);
+            if (why) {
+                out.rejected.emplace_back(std::move(text), rejected_rule{std::move(r), std::move(*why)});
+            } else {
+                out.kept.emplace_back(std::move(text), std::move(r));
+            }
+        }
+    });
     for (const auto& o : outs) {
         st.after_renaming += o.renamed;
         st.after_subgraph += o.subgraph;
@@ -678,6 +712,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             result.rules.push_back(std::move(r));
     for (auto& [text, r] : rejected) result.rejected.push_back(std::move(r));
     st.verified = result.rules.size();
+    for (const auto& r : result.rules) st.op_free += r.target.ops.empty();
     st.rejected = result.rejected.size();
     for (const auto& x : result.rejected) st.not_proven += x.reason.starts_with(detail::not_proven_reason);
     st.after_transitivity = st.verified + st.rejected;

@@ -51,7 +51,7 @@ struct pattern {
 /// The outputs of `p`'s ops that no op reads, in op order: what an enumerated graph returns.
 inline std::vector<value_ref> unread_values(const pattern& p);
 
-/// Indices of the variables `p` reads, ascending.
+/// Indices of the variables `p` reads or returns, ascending (a side without ops returns variables).
 inline std::vector<std::uint16_t> used_variables(const pattern& p);
 
 /// @brief Exact values of every op output of `p` on the given variable values.
@@ -84,6 +84,8 @@ inline std::vector<std::uint16_t> used_variables(const pattern& p) {
     for (const auto& o : p.ops)
         for (const auto& v : o.inputs)
             if (v.is_variable()) vs.push_back(v.index);
+    for (const auto& v : p.outputs)
+        if (v.is_variable()) vs.push_back(v.index);
     std::sort(vs.begin(), vs.end());
     vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
     return vs;
