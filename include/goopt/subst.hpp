@@ -9,6 +9,7 @@
 #include <goopt/subst/enumerate_graphs.hpp>
 #include <goopt/subst/fingerprint.hpp>
 #include <goopt/subst/generate_rules.hpp>
+#include <goopt/subst/instantiate.hpp>
 #include <goopt/subst/pattern.hpp>
 #include <goopt/subst/prover.hpp>
 #include <goopt/subst/rewrite.hpp>

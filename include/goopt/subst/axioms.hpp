@@ -434,18 +434,23 @@ inline void matmul_imm(matcher& m, class_id c, const e_node& n) {
 
 /// matmul(concat{0}(x,y),z) = concat{0}(matmul(x,z),matmul(y,z)) and
 /// matmul(x,concat{1}(y,z)) = concat{1}(matmul(x,y),matmul(x,z)), rank 2, any activation.
+/// Batched matmul [..., M, K] x [..., K, N] (batch prefixes broadcast): rows of the left operand
+/// are rows of the result (axis rank - 2) and columns of the right operand its columns (axis
+/// rank - 1), whatever the ranks; the concatenations of the operands are on their own such axes.
 inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
-    if (m.g.shape(c).rank() != 2) return;
+    const auto r = static_cast<std::int64_t>(m.g.shape(c).rank());
+    if (r < 2) return;
+    auto rank = [&](class_id x) { return static_cast<std::int64_t>(m.g.shape(x).rank()); };
     if (n.kind == op_kind::matmul) {
         each(m, n.children[0], op_kind::concat, [&](const e_node& k) {
-            if (k.children.size() == 2 && concat_axis(m, k, n.children[0]) == 0)
-                m.emit(c, m.op(op_kind::concat, k.attrs, {m.op(op_kind::matmul, n.attrs, {k.children[0], n.children[1]}),
-                                                          m.op(op_kind::matmul, n.attrs, {k.children[1], n.children[1]})}));
+            if (k.children.size() == 2 && concat_axis(m, k, n.children[0]) == rank(n.children[0]) - 2)
+                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 2), {m.op(op_kind::matmul, n.attrs, {k.children[0], n.children[1]}),
+                                                                     m.op(op_kind::matmul, n.attrs, {k.children[1], n.children[1]})}));
         });
         each(m, n.children[1], op_kind::concat, [&](const e_node& k) {
-            if (k.children.size() == 2 && concat_axis(m, k, n.children[1]) == 1)
-                m.emit(c, m.op(op_kind::concat, k.attrs, {m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[0]}),
-                                                          m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[1]})}));
+            if (k.children.size() == 2 && concat_axis(m, k, n.children[1]) == rank(n.children[1]) - 1)
+                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 1), {m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[0]}),
+                                                                     m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[1]})}));
         });
         return;
     }
@@ -454,16 +459,15 @@ inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
     each(m, n.children[0], op_kind::matmul, [&](const e_node& a) {
         each(m, n.children[1], op_kind::matmul, [&](const e_node& b) {
             if (a.attrs != b.attrs) return;
-            if (ax == 0 && a.children[1] == b.children[1])
-                m.emit(c, m.op(op_kind::matmul, a.attrs, {m.op(op_kind::concat, n.attrs, {a.children[0], b.children[0]}), a.children[1]}));
-            if (ax == 1 && a.children[0] == b.children[0])
-                m.emit(c, m.op(op_kind::matmul, a.attrs, {a.children[0], m.op(op_kind::concat, n.attrs, {a.children[1], b.children[1]})}));
+            if (ax == r - 2 && a.children[1] == b.children[1] && rank(a.children[0]) == rank(b.children[0]))
+                m.emit(c, m.op(op_kind::matmul, a.attrs,
+                               {m.op(op_kind::concat, concat_on(m, rank(a.children[0]) - 2), {a.children[0], b.children[0]}), a.children[1]}));
+            if (ax == r - 1 && a.children[0] == b.children[0] && rank(a.children[1]) == rank(b.children[1]))
+                m.emit(c, m.op(op_kind::matmul, a.attrs,
+                               {a.children[0], m.op(op_kind::concat, concat_on(m, rank(a.children[1]) - 1), {a.children[1], b.children[1]})}));
         });
     });
 }
-
-/// matmul(concat{1}(a,b), concat{0}(c,d)) = ewadd(matmul(a,c), matmul(b,d)) when a's columns are
-/// c's rows, rank 2, activation none.
 inline void matmul_concat_inner(matcher& m, class_id c, const e_node& n) {
     if (m.g.shape(c).rank() != 2) return;
     if (n.kind == op_kind::matmul) {
@@ -1030,8 +1034,8 @@ inline constexpr std::array axioms{
     axiom{"matmul-imm", "matmul(x,const_imm) = x = matmul(const_imm,x) when activation=none",
           kinds_mask({ops::op_kind::matmul}), detail::matmul_imm},
     axiom{"matmul-concat-outer",
-          "matmul(concat{axis=0}(x,y),z) = concat{axis=0}(matmul(x,z),matmul(y,z)), matmul(x,concat{axis=1}(y,z)) = "
-          "concat{axis=1}(matmul(x,y),matmul(x,z)) when x, y, z are matrices",
+          "matmul(concat{axis=-2}(x,y),z) = concat{axis=-2}(matmul(x,z),matmul(y,z)), matmul(x,concat{axis=-1}(y,z)) = "
+          "concat{axis=-1}(matmul(x,y),matmul(x,z)), batched or not (rows and columns count from the end)",
           kinds_mask({ops::op_kind::matmul, ops::op_kind::concat}), detail::matmul_concat_outer},
     axiom{"matmul-concat-inner",
           "matmul(concat{axis=1}(x,y),concat{axis=0}(z,u)) = ewadd(matmul(x,z),matmul(y,u)) when x has z's rows as "

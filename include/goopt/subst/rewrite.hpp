@@ -10,6 +10,7 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/check_rule.hpp>
+#include <goopt/subst/instantiate.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -19,36 +20,35 @@
 #include <random>
 #include <string>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 namespace goopt::subst {
 
-/// Where a rule's source sits in a graph: the graph op of every source op (in rule order) and the
-/// graph tensor bound to every rule variable.
-struct match {
-    std::vector<graph::op_id> ops;
-    std::vector<graph::tensor_id> variables;
-    friend bool operator==(const match&, const match&) = default;
-};
-
-/// @brief Every match of `r.source` in `g`, at most `limit`, in a deterministic order (by the graph
-/// op that the first source output's op maps to, then by the later choices).
+/// @brief Every structural match of `r.source` in `g`, at most `limit`, in a deterministic order (by
+/// the graph op that the first source output's op maps to, then by the later choices).
 ///
-/// A source op matches a graph op of the same kind, attributes (defaults filled in) and arity; a
-/// commutative binary op matches either input order; distinct source ops match distinct graph ops;
-/// a variable matches any tensor of the same rank, the same tensor wherever it occurs. A match whose
-/// target would read a value computed from a matched output (a cycle after the rewrite) is left out.
-/// Whether the target builds at the matched shapes is decided by apply().
+/// A source op matches a graph op of the same kind and arity whose attributes agree as
+/// attributes_match() says (exact ones equal, axes counted from the end, shape-dependent ones such
+/// as split sizes free); a commutative binary op matches either input order; distinct source ops
+/// match distinct graph ops; a variable matches a tensor of any rank >= 1 (a scalar variable a
+/// scalar), the same tensor wherever it occurs. A match whose target would read a value computed
+/// from a matched output (a cycle after the rewrite) is left out. Whether the rule holds at the
+/// matched shapes is decided by instantiate() (which apply() runs): a structural match is a
+/// candidate, not a licence.
+/// @throws goopt::error naming the rule when it has a variable as a source output or does not build
+/// at its recorded shapes.
 inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit = SIZE_MAX);
 
-/// Knobs of apply().
+/// Knobs of apply(). The same in every build: what a rewrite guarantees does not depend on NDEBUG.
 struct rewrite_options {
-#if defined(GOOPT_ENABLE_ASSERTS) || !defined(NDEBUG)
-    bool check = true;  ///< re-check the rewrite with the float interpreter (default in test/debug builds)
-#else
-    bool check = false;  ///< re-check the rewrite with the float interpreter (default in test/debug builds)
-#endif
+    /// Also run both sides of the instantiated rule on the float interpreter at the matched shapes
+    /// (a second net behind the proof; costs an evaluation of the matched subgraph in double).
+    bool check = false;
     std::uint64_t seed = 0x5eed;  ///< inputs of the re-check
+    /// Memo of instantiate() per rule and matched signature; a search passes one (nullptr: none).
+    instantiation_cache* cache = nullptr;
+    instantiation_limits limits{};  ///< bounds of solving and proving the rule at the match
 };
 
 /// @brief `g` with `r` applied at `m`: the target's ops are added (reading the tensors the variables
@@ -56,8 +56,10 @@ struct rewrite_options {
 /// the target's output, and ops that no longer contribute to an output are removed (graph inputs
 /// and weights stay). Names, layers and colocation groups of the remaining ops are kept; a target
 /// op takes the layer of the source op whose output it replaces, when it replaces one.
-/// @throws goopt::error naming the rule when its target does not build at the matched shapes, and
-/// (opts.check) when the rule's two sides disagree on the interpreter at those shapes.
+/// The target built is the rule instantiated at the match (instantiate()): it is applied only when
+/// the axioms prove it at the matched shapes.
+/// @throws goopt::error naming the rule when it does not hold or is not proven at the matched shapes,
+/// and (opts.check) when the instantiated sides disagree on the interpreter.
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& r, const match& m,
                                       const rewrite_options& opts = {});
 
@@ -68,9 +70,9 @@ namespace detail {
 /// Backtracking matcher: binds rule values to graph tensors, undoing bindings on failure.
 class matcher {
 public:
-    matcher(const graph::computation_graph& g, const rule& r)
-        : g_(g), r_(r), op_of_(r.source.ops.size(), unbound), var_of_(r.variables.size(), unbound),
-          used_(g.num_ops(), false) {}
+    matcher(const graph::computation_graph& g, const rule& r, std::vector<std::size_t> input_rank)
+        : g_(g), r_(r), input_rank_(std::move(input_rank)), op_of_(r.source.ops.size(), unbound),
+          var_of_(r.variables.size(), unbound), used_(g.num_ops(), false) {}
 
     void run(std::size_t limit, std::vector<match>& out) {
         limit_ = limit;
@@ -108,7 +110,7 @@ private:
                 if (slot == t) next();
                 return;
             }
-            if (g_.type_of(t).dims.rank() != r_.variables[v.index].dims.rank()) return;
+            if ((g_.type_of(t).dims.rank() == 0) != (r_.variables[v.index].dims.rank() == 0)) return;
             slot = t;
             next();
             slot = unbound;
@@ -117,12 +119,14 @@ private:
         const rule_op& ro = r_.source.ops[v.op];
         const graph::op_id o = g_.producer(t);
         const auto& go = g_.get_op(o);
-        if (go.outputs.at(v.index) != t) return;  // another output of the same op
+        if (v.index >= go.outputs.size() || go.outputs[v.index] != t) return;  // another output, or another kind of op
         if (op_of_[v.op] != unbound) {
             if (op_of_[v.op] == o) next();
             return;
         }
-        if (used_[o] || go.kind != ro.kind || go.inputs.size() != ro.inputs.size() || !(go.attrs == ro.attrs)) return;
+        if (used_[o] || go.kind != ro.kind || go.inputs.size() != ro.inputs.size()) return;
+        const std::size_t rank = go.inputs.empty() ? 0 : g_.type_of(go.inputs[0]).dims.rank();
+        if (!attributes_match(ro.kind, ro.attrs, input_rank_[v.op], go.attrs, rank)) return;
         op_of_[v.op] = o;
         used_[o] = true;
         bind_inputs(ro, go, 0, false, next);
@@ -175,6 +179,7 @@ private:
 
     const graph::computation_graph& g_;
     const rule& r_;
+    std::vector<std::size_t> input_rank_;  // per source op, the rank of its first input where the rule was found
     std::vector<std::uint32_t> op_of_;   // source op -> graph op
     std::vector<std::uint32_t> var_of_;  // variable -> graph tensor
     std::vector<bool> used_;
@@ -187,28 +192,29 @@ private:
 inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit) {
     std::vector<match> out;
     if (r.source.outputs.empty() || limit == 0) return out;
-    detail::matcher(g, r).run(limit, out);
+    std::vector<std::size_t> input_rank;
+    try {
+        const auto types = side_types(r.source, recorded_types(r));
+        for (const auto& o : r.source.ops)
+            input_rank.push_back(o.inputs.empty() ? 0
+                                 : o.inputs[0].is_variable() ? r.variables.at(o.inputs[0].index).dims.rank()
+                                                             : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+    } catch (const error& e) {
+        throw error("rule '" + to_string(r) + "': the source does not build at the recorded shapes: " + e.what());
+    }
+    detail::matcher(g, r, std::move(input_rank)).run(limit, out);
     return out;
 }
 
-inline graph::computation_graph apply(const graph::computation_graph& g, const rule& r, const match& m,
+inline graph::computation_graph apply(const graph::computation_graph& g, const rule& given, const match& m,
                                       const rewrite_options& opts) {
-    const std::string where = "rewrite with rule '" + to_string(r) + "'";
-    if (m.ops.size() != r.source.ops.size() || m.variables.size() != r.variables.size())
-        throw error(where + ": the match has " + std::to_string(m.ops.size()) + " ops and " +
-                    std::to_string(m.variables.size()) + " variables, expected " + std::to_string(r.source.ops.size()) +
-                    " and " + std::to_string(r.variables.size()));
-    for (auto t : m.variables)
-        if (t >= g.num_tensors()) throw error(where + ": the match binds a variable to tensor " + std::to_string(t) + ", which does not exist");
-    for (auto o : m.ops)
-        if (o >= g.num_ops()) throw error(where + ": the match names op " + std::to_string(o) + ", which does not exist");
-
-    // the rule at the matched shapes: the re-check runs both sides there
-    rule at = r;
-    for (std::size_t i = 0; i < at.variables.size(); ++i) at.variables[i].dims = g.type_of(m.variables[i]).dims;
+    const std::string where = "rewrite with rule '" + to_string(given) + "'";
+    auto inst = opts.cache ? opts.cache->get(g, given, m, opts.limits) : instantiate(g, given, m, opts.limits);
+    if (const auto* why = std::get_if<std::string>(&inst)) throw error(where + ": not applied at this match: " + *why);
+    const rule& r = std::get<rule>(inst);  // the rule at the matched shapes, proven there
     if (opts.check) {
         std::mt19937_64 rng(opts.seed);
-        if (auto why = check_rule(at, rng, 1))
+        if (auto why = check_rule(r, rng, 1))
             throw error(where + " changes the graph's values at the matched shapes: " + *why);
     }
 

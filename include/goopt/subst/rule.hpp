@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,15 @@ inline rule make_rule(const world& w, const pattern& source, const pattern& targ
 /// per variable (all of r.variables, so both sides take the same feeds), outputs marked in order.
 /// @throws goopt::error when a shape rule rejects an op.
 inline graph::computation_graph to_graph(const rule& r, const rule_graph& side);
+
+/// @brief `r` read right to left (target => source); nullopt when that cannot be matched: the target
+/// has an output that is a variable (`x0 => matmul(x0,const_imm)` would match every tensor) or reads
+/// a variable that the source does not (nothing in the graph binds it).
+inline std::optional<rule> reversed(const rule& r);
+
+/// @brief Every rule of `rules` followed by the reverses that can be matched: rules are equalities,
+/// and a search needs both directions (the stored one of a merge is often the split direction).
+inline std::vector<rule> both_directions(std::span<const rule> rules);
 
 // ---- implementation ----
 
@@ -195,6 +206,31 @@ inline graph::computation_graph to_graph(const rule& r, const rule_graph& side) 
     }
     for (const auto& v : side.outputs) g.mark_output(resolve(v));
     return g;
+}
+
+inline std::optional<rule> reversed(const rule& r) {
+    auto reads = [](const rule_graph& side, std::size_t v) {
+        for (const auto& o : side.ops)
+            for (auto x : o.inputs)
+                if (x.is_variable() && x.index == v) return true;
+        for (auto x : side.outputs)
+            if (x.is_variable() && x.index == v) return true;
+        return false;
+    };
+    for (auto v : r.target.outputs)
+        if (v.is_variable()) return std::nullopt;
+    for (std::size_t v = 0; v < r.variables.size(); ++v)
+        if (reads(r.source, v) && !reads(r.target, v)) return std::nullopt;
+    rule q = r;
+    std::swap(q.source, q.target);
+    return q;
+}
+
+inline std::vector<rule> both_directions(std::span<const rule> rules) {
+    std::vector<rule> out(rules.begin(), rules.end());
+    for (const auto& r : rules)
+        if (auto q = reversed(r)) out.push_back(std::move(*q));
+    return out;
 }
 
 }  // namespace goopt::subst
