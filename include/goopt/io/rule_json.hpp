@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -61,6 +62,15 @@ inline void write_rules_file(const std::filesystem::path& path, std::span<const 
 
 /// @brief Reads a rule file. @throws goopt::error for an unreadable or malformed file.
 inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& path);
+
+/// @brief Where the rule library is: the environment variable GOOPT_RULES_FILE when it is set,
+/// else the file that the build or the installed CMake package names (the macro GOOPT_RULES_FILE,
+/// which goopt::goopt defines when share/goopt/taso_rules_k3.json was built or installed with it).
+/// @throws goopt::error saying how to name one when neither is there.
+inline std::filesystem::path default_rules_file();
+
+/// @brief read_rules_file(default_rules_file()).
+inline std::vector<subst::rule> read_default_rules() { return read_rules_file(default_rules_file()); }
 
 // ---- implementation ----
 
@@ -299,6 +309,16 @@ inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& pat
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     if (in.bad()) throw error(path.string() + ": reading the rule file failed");
     return rules_from_json_string(text, path.string());
+}
+
+inline std::filesystem::path default_rules_file() {
+    if (const char* env = std::getenv("GOOPT_RULES_FILE"); env != nullptr && *env != '\0') return env;
+#if defined(GOOPT_RULES_FILE)
+    return GOOPT_RULES_FILE;
+#else
+    throw error("rule library: none known to this build, expected the environment variable GOOPT_RULES_FILE to name a "
+                "rule file (share/goopt/taso_rules_k3.json of an installation, or one from generate_rules)");
+#endif
 }
 
 }  // namespace goopt::io
