@@ -110,7 +110,8 @@ struct taso_dims {
 /// in the same order for every `taso_dims` (a rule refers to a choice by its index):
 /// conv2d: stride 1 or 2, SAME or VALID, activation none or relu; matmul: activation none or relu;
 /// transpose: perm [1,0]; enlarge: kernel 3x3; avgpool2d: 3x3 window, stride 1, SAME;
-/// concat: axis 0 or 1; split: axis 0 or 1 into halves of 2n or of 2c; constants: one shape each.
+/// concat: axis 0 or 1; split: axis 0 or 1 into halves of 2n or of 2c, or into n/2 and n - n/2;
+/// constants: one shape each.
 /// Variables: matrices x0, x1, x2 [n,n]; scalar s0 []; images a0, a1 [1,c,h,w]; kernels w0, w1
 /// [c,c,3,3] and w2 [c,c,1,1] (the one enlarge can grow), which feed only kernel slots.
 inline world taso_world(const taso_dims& d = {}) {
@@ -143,6 +144,9 @@ inline world taso_world(const taso_dims& d = {}) {
     std::vector<ops::attribute_map> split;
     for (std::int64_t ax : {0, 1})
         for (std::int64_t half : {d.n, d.c}) split.push_back({{attr_id::axis, ax}, {attr_id::sizes, ints{half, half}}});
+    // and a matrix into two parts, so that concat(split(x0)#0,split(x0)#1) => x0 and the rules that
+    // split a variable exist (appended: the earlier choices keep their indices)
+    for (std::int64_t ax : {0, 1}) split.push_back({{attr_id::axis, ax}, {attr_id::sizes, ints{d.n / 2, d.n - d.n / 2}}});
     set(op_kind::split, split);
     set(op_kind::const_pool, {{{attr_id::shape, ints{d.c, 1, 3, 3}}}});
     set(op_kind::const_iconv, {{{attr_id::shape, ints{d.c, d.c, 3, 3}}}});
