@@ -2,6 +2,7 @@
 /// @file
 /// @brief Everything in goopt that needs only the required dependencies.
 
+#include <goopt/baselines.hpp>
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/error.hpp>
@@ -13,5 +14,4 @@
 #include <goopt/ops.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/subst.hpp>
-#include <goopt/tasks.hpp>
 #include <goopt/version.hpp>

@@ -11,7 +11,7 @@
 #include <random>
 #include <unordered_map>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 struct search_result {
     sim::placement placement;
@@ -58,4 +58,4 @@ search_result random_search(sim::simulator<D, Cost>& s, std::size_t calls, Rng& 
     return best;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

@@ -8,7 +8,7 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/tasks/upward_rank.hpp>
+#include <goopt/baselines/upward_rank.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 struct heft_result {
     sim::placement placement;
@@ -157,4 +157,4 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> heft_result heft(const
     return r;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines
