@@ -1,9 +1,10 @@
 #pragma once
 /// @file
 /// @brief Heuristic baselines, all scored by the same simulator: single device (TensorFlow default),
-/// expert placements, HEFT, critical-path list scheduling, greedy fusion, random search.
+/// expert placements, HEFT, Baechi's memory-aware m-TOPO, m-ETF and m-SCT, critical-path list scheduling, greedy fusion, random search.
 /// METIS placement needs libmetis and lives in <goopt/baselines/metis_placement.hpp> (goopt::metis).
 
+#include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/colocation.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/baselines/expert_placement.hpp>
