@@ -12,6 +12,8 @@
 #include <goopt/models.hpp>
 #include <goopt/nn.hpp>
 #include <goopt/ops.hpp>
+#include <goopt/rl.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/subst.hpp>
+#include <goopt/tasks.hpp>
 #include <goopt/version.hpp>
