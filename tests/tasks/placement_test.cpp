@@ -84,6 +84,10 @@ TEST_CASE("placement task: deciding ops, colocation groups on one device, source
     auto oom = single;
     oom.oom = true;
     CHECK(task.reward(oom) == doctest::Approx(-2.0));  // -sqrt(1) - penalty x (1 + no overflow)
+    // scored with critical-path priorities: the decision carries the placement's upward ranks
+    tasks::placement_task ranked(g, cl, cost::roofline_model{}, {.schedule = tasks::ready_order::critical_path});
+    const auto dr = ranked.decide(acts);
+    CHECK(dr.priorities == baselines::critical_path_priorities(ranked.simulator(), dr.placement));
     acts.assign(g.num_ops(), 5);
     CHECK_THROWS_AS(task.decide(acts), error);
     CHECK(task.evaluate(task.observe(rng), acts, 0).valid == false);

@@ -3,6 +3,7 @@
 /// @brief The placement task: a device for every op, scored by the simulator (GO, NeurIPS'20 §3:
 /// one softmax over devices per node, all nodes decided at once).
 
+#include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/cost/concepts.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/cluster.hpp>
@@ -24,8 +25,17 @@
 
 namespace goopt::tasks {
 
-/// Knobs of the placement task's reward.
+/// How each device orders its ready ops under a sampled placement.
+enum class ready_order : std::uint8_t {
+    fifo,           ///< TensorFlow's executor (GO's placement task)
+    critical_path,  ///< upward-rank priorities computed for the placement (baselines::critical_path_priorities)
+};
+
+/// Knobs of the placement task.
 struct placement_task_config {
+    /// The schedule a placement is scored with; critical_path makes the decision a placement plus
+    /// its list-scheduling priorities, as HEFT's is.
+    ready_order schedule = ready_order::fifo;
     /// Decision the step times are measured against (the reward is -sqrt(step / reference step));
     /// empty: every op on device 0 (TensorFlow's default placement).
     sim::placement reference = {};
@@ -136,6 +146,7 @@ public:
                             " is not a device of the cluster (0.." + std::to_string(c_->num_devices() - 1) + ")");
             d.placement[o] = static_cast<sim::device_id>(a);
         }
+        if (config_.schedule == ready_order::critical_path) d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
         return d;
     }
     sim::simulation_result score(const sim::decision& d, std::size_t worker) { return sim::run(*sims_.at(worker), d); }
