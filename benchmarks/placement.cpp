@@ -7,9 +7,11 @@
 //
 // Each row: the heuristics' step times (single device FIFO, expert, METIS when built with it, HEFT
 // with its rank priorities, critical path on the expert placement, Baechi's m-TOPO, m-ETF, m-SCT),
-// then go (pure PPO from random weights) and go_warm (PPO after imitating the best heuristic
-// placement that fits in memory, as a placement under FIFO). Step times are simulated on n x V100
-// with NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
+// then go (pure PPO from random weights) and go_warm (PPO after imitating the placement of the best
+// heuristic that fits in memory). Learned placements are scored with critical-path priorities
+// computed for each sampled placement (as HEFT's placement comes with its ranks); --fifo scores them
+// under FIFO ready queues instead (GO's placement task). Step times are simulated on n x V100 with
+// NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
 // "metis_ms", "heft_ms", "critical_path_ms", "m_topo_ms", "m_etf_ms", "m_sct_ms", "go_ms",
 // "go_warm_ms", "go_oom", "go_warm_oom", "best_heuristic", "samples", "updates", "seconds",
 // "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
