@@ -15,9 +15,9 @@
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/tasks.hpp>
+#include <goopt/baselines.hpp>
 #if defined(GOOPT_HAS_METIS)
-#include <goopt/tasks/metis_placement.hpp>
+#include <goopt/baselines/metis_placement.hpp>
 #endif
 
 #include <nlohmann/json.hpp>
@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
     std::printf("\n");
     for (const auto& w : work) {
         const auto g = w.build();
-        const auto family = goopt::tasks::family_convention(w.family);
+        const auto family = goopt::baselines::family_convention(w.family);
         for (std::size_t n : counts) {
             const auto cl = goopt::device::parse_cluster(std::to_string(n) + "x" + device + ":" + topology);
             goopt::sim::simulator s(g, cl);
@@ -121,21 +121,21 @@ int run(int argc, char** argv) {
                                    {"cluster", cl.description()}});
             };
             const goopt::sim::simulation_options no_trace{.record_trace = false};
-            const auto single = goopt::tasks::single_device_placement(g);
+            const auto single = goopt::baselines::single_device_placement(g);
             report("single_device", s.run(single, no_trace));
-            const auto expert = goopt::tasks::expert_placement(g, n, family);
+            const auto expert = goopt::baselines::expert_placement(g, n, family);
             report("expert", s.run(expert, no_trace));
 #if defined(GOOPT_HAS_METIS)
-            report("metis", s.run(goopt::tasks::metis_placement(s), no_trace));
+            report("metis", s.run(goopt::baselines::metis_placement(s), no_trace));
 #endif
-            const auto h = goopt::tasks::heft(s);
+            const auto h = goopt::baselines::heft(s);
             report("heft", s.run(h.placement, {.priorities = h.priorities, .record_trace = false}));
-            const auto cp = goopt::tasks::critical_path_priorities(s, expert);
+            const auto cp = goopt::baselines::critical_path_priorities(s, expert);
             report("critical_path", s.run(expert, {.priorities = cp, .record_trace = false}));
-            const auto fz = goopt::tasks::greedy_fusion(g, single);
+            const auto fz = goopt::baselines::greedy_fusion(g, single);
             report("greedy_fusion", s.run(single, {.fusion = fz, .record_trace = false}));
             std::mt19937_64 rng(seed);
-            report("random_search", goopt::tasks::random_search(s, random_calls, rng).result);
+            report("random_search", goopt::baselines::random_search(s, random_calls, rng).result);
             std::printf("\n");
         }
     }

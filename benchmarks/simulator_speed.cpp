@@ -12,7 +12,7 @@
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/tasks.hpp>
+#include <goopt/baselines.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -96,11 +96,11 @@ int run(int argc, char** argv) {
         const auto t0 = clock_type::now();
         goopt::sim::simulator s(g, cluster);
         const double setup = seconds_since(t0);
-        const auto expert = goopt::tasks::expert_placement(g, cluster.num_devices(), goopt::tasks::family_convention(w.family));
+        const auto expert = goopt::baselines::expert_placement(g, cluster.num_devices(), goopt::baselines::family_convention(w.family));
         std::mt19937_64 rng(1);
         goopt::sim::placement random(g.num_ops());
         for (auto& d : random) d = static_cast<goopt::sim::device_id>(rng() % cluster.num_devices());
-        goopt::tasks::apply_colocation(g, random);
+        goopt::baselines::apply_colocation(g, random);
         goopt::sim::simulation_result r;
         const double plain = time_runs(s, expert, false, budget, r);
         const double step = r.step_time;

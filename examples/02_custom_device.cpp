@@ -8,7 +8,7 @@
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/trace_json.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/tasks.hpp>
+#include <goopt/baselines.hpp>
 
 #include <cstdio>
 #include <exception>
@@ -41,12 +41,12 @@ int main() try {
     // two chips, one link each way at 100 GB/s and 3 us
     const auto cluster = device::cluster<my_npu>::all_to_all(my_npu{}, 2, 100e9, 3e-6, "link");
     sim::simulator s(g, cluster);
-    const auto placement = tasks::expert_placement(g, 2, tasks::model_family::layered);
+    const auto placement = baselines::expert_placement(g, 2, baselines::model_family::layered);
     const auto r = s.run(placement);
     std::printf("step %.1f us, %lld bytes moved, peak memory %lld / %lld bytes, busy %.1f / %.1f us\n",
                 r.step_time * 1e6, static_cast<long long>(r.bytes_moved), static_cast<long long>(r.peak_memory[0]),
                 static_cast<long long>(r.peak_memory[1]), r.busy_time[0] * 1e6, r.busy_time[1] * 1e6);
-    const auto one = s.run(tasks::single_device_placement(g));
+    const auto one = s.run(baselines::single_device_placement(g));
     std::printf("on one chip: step %.1f us\n", one.step_time * 1e6);
     io::write_trace_file("step.json", g, cluster, r);
     io::write_svg_timeline("step.svg", g, cluster, r);

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// @brief The execution simulator: placements, fusion groups, results and traces.
+/// @brief The execution simulator: placements, fusion groups, the shared decision type, results and traces.
 
+#include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>

@@ -1,14 +1,8 @@
 #pragma once
 /// @file
-/// @brief Heuristic baselines, all scored by the same simulator: single device (TensorFlow default),
-/// expert placements, HEFT, critical-path list scheduling, greedy fusion, random search.
-/// METIS placement needs libmetis and lives in <goopt/tasks/metis_placement.hpp> (goopt::metis).
+/// @brief What a policy decides: the Task concept and the tasks (placement so far), and training a
+/// placement with PPO in one call.
 
-#include <goopt/tasks/colocation.hpp>
-#include <goopt/tasks/critical_path_priorities.hpp>
-#include <goopt/tasks/expert_placement.hpp>
-#include <goopt/tasks/greedy_fusion.hpp>
-#include <goopt/tasks/heft.hpp>
-#include <goopt/tasks/random_search.hpp>
-#include <goopt/tasks/single_device.hpp>
-#include <goopt/tasks/upward_rank.hpp>
+#include <goopt/tasks/concepts.hpp>
+#include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/train_placement.hpp>

@@ -13,9 +13,9 @@
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/tasks/expert_placement.hpp>
-#include <goopt/tasks/heft.hpp>
-#include <goopt/tasks/single_device.hpp>
+#include <goopt/baselines/expert_placement.hpp>
+#include <goopt/baselines/heft.hpp>
+#include <goopt/baselines/single_device.hpp>
 
 #include "../error_message_check.hpp"
 
@@ -287,7 +287,7 @@ TEST_CASE("documented results: an empty graph, and a colocation group too big fo
     const auto er = es.run(sim::placement{});
     CHECK(er.step_time == 0);
     CHECK(!er.oom);
-    CHECK(tasks::heft(es).placement.empty());
+    CHECK(baselines::heft(es).placement.empty());
 
     // Two weights of 9 GiB in one colocation group (a parameter and its optimizer state, say) on
     // 16 GiB V100s, in layers 0 and 1 so that the layer-wise expert placement would split them if
@@ -305,8 +305,8 @@ TEST_CASE("documented results: an empty graph, and a colocation group too big fo
     REQUIRE(static_cast<double>(g.parameter_bytes()) > device::v100.mem_capacity());
     sim::simulator s(g, cluster);
     const std::vector<sim::placement> placements = {
-        tasks::single_device_placement(g, 0), tasks::single_device_placement(g, 1), tasks::heft(s).placement,
-        tasks::expert_placement(g, 2, tasks::model_family::layered)};
+        baselines::single_device_placement(g, 0), baselines::single_device_placement(g, 1), baselines::heft(s).placement,
+        baselines::expert_placement(g, 2, baselines::model_family::layered)};
     for (const auto& p : placements) {
         const auto r = s.run(p);
         CHECK(r.oom);

@@ -1,5 +1,5 @@
 #include <goopt/device/cluster_spec.hpp>
-#include <goopt/tasks/metis_placement.hpp>
+#include <goopt/baselines/metis_placement.hpp>
 
 #include <doctest/doctest.h>
 
@@ -20,7 +20,7 @@ TEST_CASE("METIS splits two independent heavy chains onto two devices, cutting n
     }
     const auto cl = device::parse_cluster("2xV100:nvlink");
     sim::simulator s(g, cl);
-    const auto p = tasks::metis_placement(s);
+    const auto p = baselines::metis_placement(s);
     CHECK_NOTHROW(s.check_placement(p));  // colocation kept, devices in range
     const auto r = s.run(p);
     CHECK(r.bytes_moved == 0);  // each chain whole on one device
@@ -28,8 +28,8 @@ TEST_CASE("METIS splits two independent heavy chains onto two devices, cutting n
     // balanced: both devices equally busy, so the step is half the single-device step
     CHECK(r.busy_time[0] == doctest::Approx(r.busy_time[1]));
     CHECK(r.step_time == doctest::Approx(s.run(sim::placement(g.num_ops(), 0)).step_time / 2));
-    CHECK(tasks::metis_placement(s) == p);  // deterministic
+    CHECK(baselines::metis_placement(s) == p);  // deterministic
     const auto one = device::parse_cluster("1xV100:nvlink");
     sim::simulator s1(g, one);
-    CHECK(tasks::metis_placement(s1) == sim::placement(g.num_ops(), 0));
+    CHECK(baselines::metis_placement(s1) == sim::placement(g.num_ops(), 0));
 }

@@ -1,7 +1,7 @@
 // Links goopt::metis from the installed package: METIS places two independent matmul chains on two
 // devices, and the placement keeps each chain whole (no bytes cross devices).
 #include <goopt/device/cluster_spec.hpp>
-#include <goopt/tasks/metis_placement.hpp>
+#include <goopt/baselines/metis_placement.hpp>
 
 #include <iostream>
 #include <string>
@@ -20,7 +20,7 @@ int main() try {
     }
     const auto cluster = goopt::device::parse_cluster("2xV100:nvlink");
     goopt::sim::simulator s(g, cluster);
-    const auto p = goopt::tasks::metis_placement(s);
+    const auto p = goopt::baselines::metis_placement(s);
     s.check_placement(p);
     const auto r = s.run(p);
     std::cout << "metis placement: " << r.bytes_moved << " bytes moved, step " << r.step_time << " s\n";

@@ -6,7 +6,7 @@
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/tasks/greedy_fusion.hpp>
+#include <goopt/baselines/greedy_fusion.hpp>
 
 #include <doctest/doctest.h>
 
@@ -79,7 +79,7 @@ TEST_CASE("simulator: the same decisions give a bit-identical result, fresh or a
         std::vector<double> prio(n);
         // few distinct priorities: many ties, which the simulator breaks by readiness order
         for (auto& v : prio) v = static_cast<double>(rng() % 4);
-        const auto fuse = tasks::greedy_fusion(g, p1);
+        const auto fuse = baselines::greedy_fusion(g, p1);
         sim::simulation_options opt;
         if (trial % 3 >= 1) opt.priorities = prio;
         if (trial % 3 == 2) opt.fusion = fuse;

@@ -1,6 +1,6 @@
 #pragma once
 // Random layered DAGs of small elementwise and matmul ops for property tests of the simulator and
-// the baselines (shared by tests/sim and tests/tasks).
+// the baselines (shared by tests/sim and tests/baselines).
 
 #include <goopt/graph/computation_graph.hpp>
 

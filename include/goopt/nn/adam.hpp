@@ -58,6 +58,11 @@ public:
         return norm;
     }
     std::size_t steps() const { return t_; }
+    /// First and second moment estimates, one per parameter in the list's order, and the step count:
+    /// what a training checkpoint saves and restores (rl::ppo) for a bit-identical resume.
+    std::vector<matrix<S>>& first_moments() { return m_; }
+    std::vector<matrix<S>>& second_moments() { return v_; }
+    void set_steps(std::size_t t) { t_ = t; }
     adam_config& config() { return c_; }
 
 private:

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// @brief Fusion groups for sim::simulation_options::fusion.
 ///
@@ -52,4 +52,4 @@ inline sim::fusion_groups greedy_fusion(const graph::computation_graph& g, std::
     return group;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

@@ -6,11 +6,11 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/sim/placement.hpp>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// Every op on device `d`.
 inline sim::placement single_device_placement(const graph::computation_graph& g, sim::device_id d = 0) {
     return sim::placement(g.num_ops(), d);
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

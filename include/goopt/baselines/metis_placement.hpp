@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// @brief Places ops by partitioning the graph with METIS into one part per device.
 ///
@@ -99,4 +99,4 @@ sim::placement metis_placement(const sim::simulator<D, Cost>& s, int seed = 1) {
     return p;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

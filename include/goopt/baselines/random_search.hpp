@@ -4,6 +4,7 @@
 /// learned placer must beat with the same number of samples.
 
 #include <goopt/error.hpp>
+#include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
 
@@ -11,7 +12,7 @@
 #include <random>
 #include <unordered_map>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 struct search_result {
     sim::placement placement;
@@ -19,11 +20,8 @@ struct search_result {
     std::size_t calls = 0;
 };
 
-/// Better of two results: one that fits in memory beats one that does not, then the shorter step.
-inline bool better_result(const sim::simulation_result& a, const sim::simulation_result& b) {
-    if (a.oom != b.oom) return !a.oom;
-    return a.step_time < b.step_time;
-}
+/// Better of two results (one that fits in memory, then the shorter step); defined with sim::decision.
+using sim::better_result;
 
 /// @brief Samples `calls` placements (each op, or each colocation group, on a uniformly random
 /// device), simulates each with `options` and returns the best.
@@ -58,4 +56,4 @@ search_result random_search(sim::simulator<D, Cost>& s, std::size_t calls, Rng& 
     return best;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

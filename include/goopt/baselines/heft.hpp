@@ -6,9 +6,10 @@
 
 #include <goopt/error.hpp>
 #include <goopt/graph/topological_order.hpp>
+#include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/tasks/upward_rank.hpp>
+#include <goopt/baselines/upward_rank.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,12 +19,14 @@
 #include <utility>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 struct heft_result {
     sim::placement placement;
     std::vector<double> priorities;  ///< upward ranks, for simulation_options::priorities
     double schedule_length = 0;      ///< HEFT's own estimate (no memory, no link contention)
+    /// The placement and priorities as the decision type every method shares.
+    sim::decision decision() const { return {.placement = placement, .priorities = priorities, .fusion = {}}; }
 };
 
 /// @brief Places and prioritizes every op with HEFT, using the simulator's op times per device and
@@ -157,4 +160,4 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> heft_result heft(const
     return r;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

@@ -8,7 +8,7 @@
 
 #include <unordered_map>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// Moves every op of a colocation group to one device: that of the group's first op (in id order)
 /// with a layer, else of its first op. Heuristics that ignore colocation call this last.
@@ -26,4 +26,4 @@ inline void apply_colocation(const graph::computation_graph& g, sim::placement& 
     }
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

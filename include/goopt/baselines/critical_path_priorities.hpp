@@ -6,12 +6,12 @@
 
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/tasks/upward_rank.hpp>
+#include <goopt/baselines/upward_rank.hpp>
 
 #include <span>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// Priorities for simulation_options::priorities under a given placement.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
@@ -30,4 +30,4 @@ std::vector<double> critical_path_priorities(const sim::simulator<D, Cost>& s, s
         });
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

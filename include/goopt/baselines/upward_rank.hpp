@@ -11,7 +11,7 @@
 #include <concepts>
 #include <vector>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// @brief rank(o) = w(o) + max over consumers s of o's outputs t of (c(t, o, s) + rank(s)).
 /// @param w callable op id -> seconds of the op
@@ -34,4 +34,4 @@ std::vector<double> upward_rank(const graph::computation_graph& g, OpCost w, Edg
     return rank;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

@@ -6,7 +6,7 @@
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/tasks.hpp>
+#include <goopt/baselines.hpp>
 
 #include <doctest/doctest.h>
 
@@ -44,21 +44,21 @@ TEST_CASE("random_search: the same seed gives the same placement and result; ano
         CAPTURE(trial);
         const auto g = goopt_test::random_dag(graphs, 10, 6);
         sim::simulator s(g, cl);
-        const auto h = tasks::heft(s);
+        const auto h = baselines::heft(s);
         // with and without priorities: options are passed through unchanged
         const sim::simulation_options opt = trial % 2 ? sim::simulation_options{.priorities = h.priorities}
                                                       : sim::simulation_options{};
         std::mt19937_64 r1(1000 + static_cast<unsigned>(trial)), r2(1000 + static_cast<unsigned>(trial)),
             r3(2000 + static_cast<unsigned>(trial));
-        const auto a = tasks::random_search(s, 20, r1, opt);
+        const auto a = baselines::random_search(s, 20, r1, opt);
         sim::simulator other(g, cl);  // a fresh simulator: no state carried over from s
-        const auto b = tasks::random_search(other, 20, r2, opt);
+        const auto b = baselines::random_search(other, 20, r2, opt);
         CHECK(a.calls == 20);
         CHECK(a.placement == b.placement);
         check_identical(a.result, b.result);
         // the generators were advanced by the same draws
         CHECK(r1() == r2());
-        const auto c = tasks::random_search(s, 20, r3, opt);
+        const auto c = baselines::random_search(s, 20, r3, opt);
         CHECK(c.placement != a.placement);  // 4^(ops) placements: a repeat would mean the seed is ignored
     }
 }
@@ -70,23 +70,23 @@ TEST_CASE("heuristic baselines: the same graph gives identical decisions, on a r
         std::mt19937_64 ga(77 + static_cast<unsigned>(trial)), gb(77 + static_cast<unsigned>(trial));
         const auto g = goopt_test::random_dag(ga, 9, 5), g2 = goopt_test::random_dag(gb, 9, 5);
         sim::simulator s(g, cl), s2(g2, cl);
-        const auto h = tasks::heft(s), h2 = tasks::heft(s2), h_again = tasks::heft(s);
+        const auto h = baselines::heft(s), h2 = baselines::heft(s2), h_again = baselines::heft(s);
         CHECK(h.placement == h2.placement);
         CHECK(h.placement == h_again.placement);
         CHECK(bits(h.priorities) == bits(h2.priorities));
         CHECK(bits(h.priorities) == bits(h_again.priorities));
-        for (auto family : {tasks::model_family::layered, tasks::model_family::contiguous}) {
-            const auto e = tasks::expert_placement(g, 3, family);
-            CHECK(e == tasks::expert_placement(g2, 3, family));
-            const auto cp = tasks::critical_path_priorities(s, e);
-            CHECK(bits(cp) == bits(tasks::critical_path_priorities(s2, e)));
-            const auto fz = tasks::greedy_fusion(g, e);
-            CHECK(fz == tasks::greedy_fusion(g2, e));
+        for (auto family : {baselines::model_family::layered, baselines::model_family::contiguous}) {
+            const auto e = baselines::expert_placement(g, 3, family);
+            CHECK(e == baselines::expert_placement(g2, 3, family));
+            const auto cp = baselines::critical_path_priorities(s, e);
+            CHECK(bits(cp) == bits(baselines::critical_path_priorities(s2, e)));
+            const auto fz = baselines::greedy_fusion(g, e);
+            CHECK(fz == baselines::greedy_fusion(g2, e));
             // and the simulated step of those decisions
             const auto r1 = s.run(e, {.priorities = cp, .fusion = fz, .record_trace = false});
             const auto r2 = s2.run(e, {.priorities = cp, .fusion = fz, .record_trace = false});
             check_identical(r1, r2);
         }
-        CHECK(tasks::single_device_placement(g, 2) == tasks::single_device_placement(g2, 2));
+        CHECK(baselines::single_device_placement(g, 2) == baselines::single_device_placement(g2, 2));
     }
 }

@@ -7,14 +7,14 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/sim/placement.hpp>
-#include <goopt/tasks/colocation.hpp>
+#include <goopt/baselines/colocation.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace goopt::tasks {
+namespace goopt::baselines {
 
 /// How experts split a model family over devices.
 enum class model_family : std::uint8_t {
@@ -69,4 +69,4 @@ inline sim::placement expert_placement(const graph::computation_graph& g, std::s
     return p;
 }
 
-}  // namespace goopt::tasks
+}  // namespace goopt::baselines

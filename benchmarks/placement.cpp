@@ -1,0 +1,182 @@
+// Learned device placement (GO-one: the GO policy trained by PPO on one graph) against every
+// placement heuristic, on the same simulator, per (graph, device count).
+//
+//   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]
+//             [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01] [--seed 1]
+//             [--no-warm] [--no-pure] [--fifo]
+//
+// Each row: the heuristics' step times (single device FIFO, expert, METIS when built with it, HEFT
+// with its rank priorities, critical path on the expert placement, Baechi's m-TOPO, m-ETF, m-SCT),
+// then go (pure PPO from random weights) and go_warm (PPO after imitating the placement of the best
+// heuristic that fits in memory). Learned placements are scored with critical-path priorities
+// computed for each sampled placement (as HEFT's placement comes with its ranks); --fifo scores them
+// under FIFO ready queues instead (GO's placement task). Step times are simulated on n x V100 with
+// NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
+// "metis_ms", "heft_ms", "critical_path_ms", "m_topo_ms", "m_etf_ms", "m_sct_ms", "go_ms",
+// "go_warm_ms", "go_oom", "go_warm_oom", "best_heuristic", "samples", "updates", "seconds",
+// "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
+// of memory.
+#include "benchmark_main.hpp"
+
+#include <goopt/baselines.hpp>
+#include <goopt/device.hpp>
+#include <goopt/models/zoo.hpp>
+#include <goopt/sim.hpp>
+#include <goopt/tasks.hpp>
+#if defined(GOOPT_HAS_METIS)
+#include <goopt/baselines/metis_placement.hpp>
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> r;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) r.push_back(item);
+    return r;
+}
+
+int run(int argc, char** argv) {
+    std::string out, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train", counts_text = "2,4,8";
+    std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
+    std::uint64_t seed = 1;
+    double lr = 1e-4, entropy = 0.01;
+    bool warm = true, pure = true, fifo = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw goopt::error("option " + a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--out") out = value();
+        else if (a == "--graphs") graphs_text = value();
+        else if (a == "--devices") counts_text = value();
+        else if (a == "--updates") updates = goopt::bench::count_value(a, value(), 1, 1000000);
+        else if (a == "--samples") samples = goopt::bench::count_value(a, value(), 1, 4096);
+        else if (a == "--threads") threads = goopt::bench::count_value(a, value(), 1, 256);
+        else if (a == "--hidden") hidden = goopt::bench::count_value(a, value(), 8, 1024);
+        else if (a == "--imitation-steps") imitation = goopt::bench::count_value(a, value(), 1, 1000000);
+        else if (a == "--lr") lr = goopt::bench::real_value(a, value());
+        else if (a == "--entropy") entropy = goopt::bench::real_value(a, value());
+        else if (a == "--seed") seed = goopt::bench::count_value(a, value());
+        else if (a == "--no-warm") warm = false;
+        else if (a == "--no-pure") pure = false;
+        else if (a == "--fifo") fifo = true;
+        else if (a == "-h" || a == "--help") {
+            std::puts("usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
+                      "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
+                      "                 [--seed 1] [--no-warm] [--no-pure] [--fifo]");
+            return 0;
+        } else throw goopt::error("unknown argument '" + a + "' (see --help)");
+    }
+    std::vector<std::size_t> counts;
+    for (const auto& c : split(counts_text)) counts.push_back(goopt::bench::count_value("--devices", c, 1, 1024));
+    if (counts.empty()) throw goopt::error("flag --devices: expected a list such as 2,4,8");
+    const auto names = split(graphs_text);
+    if (names.empty()) throw goopt::error("flag --graphs: expected a list such as rnnlm2,gnmt2");
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    std::printf("simulated step time in ms on n x V100:nvlink (* = out of memory); go: PPO %zu updates x %zu samples, hidden %zu\n",
+                updates, samples, hidden);
+    std::printf("%-20s %2s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s\n", "graph", "n", "single", "expert", "metis", "heft",
+                "crit_path", "m_topo", "m_etf", "m_sct", "go", "go_warm", "s");
+    for (const auto& name : names) {
+        const auto w = goopt::models::find_workload(name);
+        const auto g = w.build();
+        const auto family = goopt::baselines::family_convention(w.family);
+        for (std::size_t n : counts) {
+            const auto cl = goopt::device::parse_cluster(std::to_string(n) + "xV100:nvlink");
+            goopt::sim::simulator s(g, cl);
+            nlohmann::ordered_json row{{"graph", name}, {"nodes", g.num_ops()}, {"devices", n}};
+            std::printf("%-20s %2zu", name.c_str(), n);
+            std::vector<std::string> oom;
+            goopt::sim::placement best_fit;
+            double best_fit_ms = 0;
+            std::string best_name;
+            auto report = [&](const char* key, const std::string& what, const goopt::sim::decision& d) {
+                const auto r = goopt::sim::run(s, d);
+                row[key] = r.step_time * 1e3;
+                if (r.oom) oom.push_back(what);
+                else if (best_fit.empty() || r.step_time * 1e3 < best_fit_ms) {
+                    best_fit = d.placement;
+                    best_fit_ms = r.step_time * 1e3;
+                    best_name = what;
+                }
+                std::printf(" %8.2f%c", r.step_time * 1e3, r.oom ? '*' : ' ');
+                std::fflush(stdout);
+            };
+            const auto expert = goopt::baselines::expert_placement(g, n, family);
+            report("single_ms", "single", {.placement = goopt::baselines::single_device_placement(g)});
+            report("expert_ms", "expert", {.placement = expert});
+#if defined(GOOPT_HAS_METIS)
+            report("metis_ms", "metis", {.placement = goopt::baselines::metis_placement(s)});
+#else
+            row["metis_ms"] = nullptr;
+            std::printf(" %9s", "-");
+#endif
+            report("heft_ms", "heft", goopt::baselines::heft(s).decision());
+            report("critical_path_ms", "critical_path",
+                   {.placement = expert, .priorities = goopt::baselines::critical_path_priorities(s, expert)});
+            report("m_topo_ms", "m_topo", goopt::baselines::m_topo(s));
+            report("m_etf_ms", "m_etf", goopt::baselines::m_etf(s));
+            report("m_sct_ms", "m_sct", goopt::baselines::m_sct(s));
+            row["heuristics_oom"] = oom;
+            row["best_heuristic"] = best_name;
+
+            goopt::tasks::placement_config cfg{
+                .ppo = {.updates = updates, .samples_per_update = samples, .minibatch = samples, .learning_rate = lr, .entropy_coef = entropy,
+                        .threads = threads},
+                .policy = {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
+                .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path},
+                .progress = {.status = goopt::rl::status_mode::never}};
+            auto train = [&](bool with_warm, const char* key) {
+                auto c = cfg;
+                if (with_warm) {
+                    c.warm_start = best_fit;
+                    c.ppo.imitation_steps = imitation;
+                }
+                std::mt19937_64 rng(seed);
+                const auto r = goopt::tasks::train_placement(g, cl, goopt::cost::roofline_model{}, c, rng);
+                row[std::string(key) + "_ms"] = r.best.result.step_time * 1e3;
+                row[std::string(key) + "_oom"] = r.best.result.oom;
+                std::printf(" %8.2f%c", r.best.result.step_time * 1e3, r.best.result.oom ? '*' : ' ');
+                std::fflush(stdout);
+                return r;
+            };
+            double secs = 0;
+            if (pure) {
+                const auto r = train(false, "go");
+                row["samples"] = r.samples;
+                row["updates"] = r.updates;
+                row["seconds"] = r.seconds;
+                row["updates_per_s"] = static_cast<double>(r.updates) / r.seconds;
+                secs += r.seconds;
+            } else std::printf(" %9s", "-");
+            if (warm && !best_fit.empty()) {
+                const auto r = train(true, "go_warm");
+                row["warm_seconds"] = r.seconds;
+                row["warm_samples"] = r.samples;
+                secs += r.seconds;
+            } else std::printf(" %9s", "-");
+            row["peak_memory_bytes"] = goopt::bench::peak_memory_bytes();
+            std::printf(" %7.1f\n", secs);
+            results.push_back(row);
+            if (!out.empty()) goopt::bench::write_results(out, results.dump(1) + "\n");  // after every row
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return goopt::bench::run_main("placement", [&] { return run(argc, argv); }); }

@@ -1,0 +1,472 @@
+#pragma once
+/// @file
+/// @brief Proximal policy optimization for one-step, all-nodes-at-once decisions (PPO: Schulman et
+/// al., arXiv 1707.06347; used this way by GO, NeurIPS'20 §3.3), with an imitation warm start and
+/// checkpoints that resume bit for bit.
+
+#include <goopt/error.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/nn/adam.hpp>
+#include <goopt/nn/heads.hpp>
+#include <goopt/nn/training_guard.hpp>
+#include <goopt/rl/concepts.hpp>
+#include <goopt/rl/ppo_config.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace goopt::rl {
+
+/// What one PPO update reports to the visitor.
+struct update_stats {
+    std::size_t update = 0;        ///< 1-based, counted over resumes
+    std::size_t samples = 0;       ///< decisions evaluated so far
+    double mean_reward = 0;
+    double best_reward = 0;        ///< best of this update's samples
+    double entropy = 0;            ///< mean per-node entropy before the update
+    double clip_fraction = 0;      ///< share of node ratios outside the clip window in the last epoch
+    double loss = 0;               ///< last minibatch's loss
+};
+
+/// @brief A PPO visitor (BGL style): sees every sample in sample order on the calling thread, and
+/// every finished update; returning false from on_update stops training there.
+/// @code
+///   v.on_sample(actions, outcome)   // std::span<const int>, const Env::outcome&
+///   v.on_update(stats) -> bool      // rl::update_stats
+/// @endcode
+template <class V, class Outcome>
+concept PpoVisitor = requires(V& v, std::span<const int> a, const Outcome& o, const update_stats& s) {
+    v.on_sample(a, o);
+    { v.on_update(s) } -> std::convertible_to<bool>;
+};
+
+/// The visitor that watches nothing.
+struct null_visitor {
+    template <class Outcome> void on_sample(std::span<const int>, const Outcome&) {}
+    bool on_update(const update_stats&) { return true; }
+};
+
+/// An engine a checkpoint can hold: its state streams out and back in (every std engine does).
+template <class Rng>
+concept SerializableRng = std::uniform_random_bit_generator<Rng> && requires(Rng& r, std::ostream& os, std::istream& is) {
+    os << r;
+    is >> r;
+};
+
+/// Version of the checkpoint format written by ppo::save_checkpoint.
+inline constexpr std::uint32_t checkpoint_format_version = 1;
+
+/// @brief The PPO trainer. It owns what a whole update needs for the backward passes: the
+/// observation, the sampled actions and their old log-probabilities.
+///
+/// One update: a forward pass gives per-node logits; `samples_per_update` action vectors are drawn
+/// from them (with the caller's Rng, in order) and evaluated on `threads` worker threads (sample s
+/// on worker s mod threads; results land by sample index, so any thread count gives the same
+/// numbers); advantages are rewards minus the baseline, divided by the rewards' spread; then
+/// `epochs` passes over shuffled minibatches minimize the clipped surrogate minus the entropy bonus
+/// plus the value loss, each step through Adam with gradient clipping, guarded against NaN.
+///
+/// The probability ratio is taken per node (each node's action is a factor of the decision, all
+/// sharing the sample's advantage) rather than for the whole decision: the product of 60,000 node
+/// ratios leaves the clip window after the first step and would stop learning for the rest of the
+/// update. Only nodes the environment marks active enter the loss.
+/// @tparam Env an rl::Environment. @tparam Net an rl::ActorCritic over Env's observations.
+template <Environment Env, ActorCritic<typename Env::observation> Net = nn::go_policy<float>> class ppo {
+public:
+    using scalar = typename Net::scalar;
+    using outcome = typename Env::outcome;
+
+    /// @throws goopt::error for a configuration that cannot run (no samples, epochs, threads...).
+    ppo(Env& env, Net& net, ppo_config config)
+        : env_(&env), net_(&net), c_(config), ps_(net.parameters()),
+          opt_(ps_, {.learning_rate = c_.learning_rate, .clip_norm = c_.max_grad_norm}) {
+        auto need = [](bool ok, const char* what) {
+            if (!ok) throw error(std::string("rl::ppo: ") + what);
+        };
+        need(c_.samples_per_update >= 1, "samples_per_update is 0, expected at least 1");
+        need(c_.minibatch >= 1, "minibatch is 0, expected at least 1");
+        need(c_.epochs >= 1, "epochs is 0, expected at least 1");
+        need(c_.threads >= 1, "threads is 0, expected at least 1");
+        need(c_.clip > 0 && c_.clip < 1, "clip must be in (0, 1)");
+        need(c_.learning_rate > 0 && c_.imitation_learning_rate > 0, "learning rates must be > 0");
+        need(c_.baseline_decay >= 0 && c_.baseline_decay < 1, "baseline_decay must be in [0, 1)");
+        env_->set_workers(std::min(c_.threads, c_.samples_per_update));
+    }
+
+    /// @brief Sets the decision the warm start imitates (one action per node; used by the first
+    /// `imitation_steps` steps of train()). @throws goopt::error for an action out of range.
+    void set_imitation_target(std::vector<int> actions) {
+        for (int a : actions)
+            if (a < 0 || static_cast<std::size_t>(a) >= env_->num_choices())
+                throw error("rl::ppo: imitation action " + std::to_string(a) + " is outside [0, " +
+                            std::to_string(env_->num_choices()) + ")");
+        imitation_ = std::move(actions);
+    }
+
+    /// @brief Runs the warm start (if configured and not done yet), then PPO updates until
+    /// config().updates are done or the visitor stops it.
+    template <class Rng, PpoVisitor<outcome> Visitor = null_visitor>
+        requires std::uniform_random_bit_generator<Rng>
+    void train(Rng& rng, Visitor&& visitor = {}) {
+        if (imitation_done_ < c_.imitation_steps) imitate(rng);
+        while (updates_ < c_.updates) {
+            const update_stats s = update(rng, visitor);
+            if (!visitor.on_update(s)) break;
+        }
+    }
+
+    /// @brief One PPO update (sampling, evaluation, epochs of minibatch steps).
+    template <class Rng, PpoVisitor<outcome> Visitor = null_visitor>
+        requires std::uniform_random_bit_generator<Rng>
+    update_stats update(Rng& rng, Visitor&& visitor = {});
+
+    /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
+    /// parameters with Adam's moments, counters, the baseline, the generator's state and the
+    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum.
+    template <SerializableRng Rng> void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
+
+    /// @brief Restores a checkpoint written by save_checkpoint into this trainer and `rng`.
+    /// @return the caller's extra bytes.
+    /// @throws goopt::error naming the file and the mismatch: missing or unreadable file, wrong magic,
+    /// format version, scalar size, choices per node (devices), parameter count, name or shape
+    /// (another network), a bad checksum or truncation (corrupt). On error nothing is changed.
+    template <SerializableRng Rng> std::string load_checkpoint(const std::filesystem::path& path, Rng& rng);
+
+    std::size_t updates_done() const noexcept { return updates_; }
+    std::size_t samples_done() const noexcept { return samples_; }
+    const ppo_config& config() const noexcept { return c_; }
+    /// The number of updates to run in total (e.g. raised before resuming a finished run).
+    void set_updates(std::size_t n) noexcept { c_.updates = n; }
+
+private:
+    template <class Rng> void imitate(Rng& rng);
+    void step(double loss) {
+        if (!guard_) guard_.emplace(ps_, opt_, nn::training_guard_config{.checkpoint_every = 1, .path = {}});
+        guard_->step(loss);
+    }
+
+    Env* env_;
+    Net* net_;
+    ppo_config c_;
+    nn::parameter_list<scalar> ps_;
+    nn::adam<scalar> opt_;
+    std::optional<nn::training_guard<scalar, nn::adam<scalar>>> guard_;
+    std::vector<int> imitation_;
+    std::size_t updates_ = 0, samples_ = 0, imitation_done_ = 0;
+    double average_ = 0;
+    bool average_set_ = false;
+};
+
+// ---- implementation ----
+
+namespace detail {
+/// Row-wise log-softmax of float or double logits, in double.
+template <std::floating_point S> nn::matrix<double> log_probs(const nn::matrix<S>& logits) {
+    return nn::log_softmax<double>(logits.template cast<double>());
+}
+inline std::uint64_t fnv1a(const std::string& s, std::size_t len) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < len; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+    return h;
+}
+template <class T> void put(std::string& out, const T& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+inline void put_bytes(std::string& out, const std::string& s) {
+    put(out, static_cast<std::uint64_t>(s.size()));
+    out += s;
+}
+}  // namespace detail
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <class Rng>
+void ppo<Env, Net>::imitate(Rng& rng) {
+    const auto& obs = env_->observe(rng);
+    const auto active = env_->active();
+    if (imitation_.size() != active.size())
+        throw error("rl::ppo: the warm start needs an imitation target of " + std::to_string(active.size()) +
+                    " actions (set_imitation_target), has " + std::to_string(imitation_.size()));
+    const double lr = opt_.config().learning_rate;
+    opt_.config().learning_rate = c_.imitation_learning_rate;
+    for (; imitation_done_ < c_.imitation_steps; ++imitation_done_) {
+        nn::zero_grad(ps_);
+        auto out = net_->evaluate(obs, {});
+        nn::matrix<scalar> d;
+        const scalar loss = nn::cross_entropy<scalar>(out.logits[0], imitation_, d);
+        for (std::size_t i = 0; i < active.size(); ++i)
+            if (!active[i]) d.row(static_cast<Eigen::Index>(i)).setZero();
+        net_->backward({d}, scalar(0));
+        step(static_cast<double>(loss));
+    }
+    opt_.config().learning_rate = lr;
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <class Rng, PpoVisitor<typename Env::outcome> Visitor>
+    requires std::uniform_random_bit_generator<Rng>
+update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
+    const auto& obs = env_->observe(rng);
+    const auto active = env_->active();
+    const std::size_t K = c_.samples_per_update, k_choices = env_->num_choices();
+    auto first = net_->evaluate(obs, {});
+    const nn::matrix<scalar>& logits = first.logits.at(0);
+    const auto n = static_cast<std::size_t>(logits.rows());
+    if (n != active.size() || static_cast<std::size_t>(logits.cols()) != k_choices)
+        throw error("rl::ppo: the network gives " + std::to_string(logits.rows()) + " x " + std::to_string(logits.cols()) +
+                    " logits, the environment expects " + std::to_string(active.size()) + " x " + std::to_string(k_choices));
+    const nn::matrix<double> old_lp = detail::log_probs(logits);
+    std::size_t n_active = 0;
+    for (auto a : active) n_active += a != 0;
+    if (n_active == 0) throw error("rl::ppo: the environment has no active node");
+    update_stats st;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!active[i]) continue;
+        for (std::size_t j = 0; j < k_choices; ++j) st.entropy -= std::exp(old_lp(i, j)) * old_lp(i, j);
+    }
+    st.entropy /= static_cast<double>(n_active);
+
+    std::vector<std::vector<int>> actions(K);
+    for (auto& a : actions) a = nn::sample_rows(logits, rng);
+    std::vector<outcome> outs(K);
+    const std::size_t T = std::min(c_.threads, K);
+    std::vector<std::exception_ptr> failed(T);
+    auto work = [&](std::size_t w) {
+        try {
+            for (std::size_t s = w; s < K; s += T) outs[s] = env_->evaluate(obs, actions[s], w);
+        } catch (...) {
+            failed[w] = std::current_exception();
+        }
+    };
+    if (T == 1) work(0);
+    else {
+        std::vector<std::thread> pool;
+        for (std::size_t w = 0; w < T; ++w) pool.emplace_back(work, w);
+        for (auto& t : pool) t.join();
+    }
+    for (auto& f : failed)
+        if (f) std::rethrow_exception(f);
+    std::vector<double> r(K);
+    for (std::size_t s = 0; s < K; ++s) {
+        visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
+        r[s] = static_cast<double>(outs[s].reward);
+    }
+    samples_ += K;
+    const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(K);
+    double var = 0;
+    for (double x : r) var += (x - mean) * (x - mean);
+    const double spread = std::sqrt(var / static_cast<double>(K));
+    st.mean_reward = mean;
+    st.best_reward = *std::max_element(r.begin(), r.end());
+    double base = 0;
+    if (c_.baseline == baseline_kind::value_head) base = static_cast<double>(first.value);
+    else {
+        base = average_set_ ? average_ : mean;
+        average_ = average_set_ ? c_.baseline_decay * average_ + (1 - c_.baseline_decay) * mean : mean;
+        average_set_ = true;
+    }
+    std::vector<double> adv(K);
+    for (std::size_t s = 0; s < K; ++s)
+        adv[s] = (r[s] - base) / (c_.normalize_advantages && spread > 1e-12 ? spread : 1.0);
+
+    std::vector<std::size_t> order(K);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const double lo = 1 - c_.clip, hi = 1 + c_.clip;
+    for (std::size_t epoch = 0; epoch < c_.epochs; ++epoch) {
+        std::shuffle(order.begin(), order.end(), rng);
+        std::size_t clipped = 0, counted = 0;
+        for (std::size_t b0 = 0; b0 < K; b0 += c_.minibatch) {
+            const std::size_t b1 = std::min(K, b0 + c_.minibatch), m = b1 - b0;
+            nn::zero_grad(ps_);
+            auto out = net_->evaluate(obs, {});
+            const nn::matrix<double> lp = detail::log_probs(out.logits.at(0));
+            nn::matrix<double> d = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
+            double loss = 0;
+            const double w = 1.0 / (static_cast<double>(m) * static_cast<double>(n_active));
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!active[i]) continue;
+                const auto ii = static_cast<Eigen::Index>(i);
+                for (std::size_t b = b0; b < b1; ++b) {
+                    const std::size_t s = order[b];
+                    const int a = actions[s][i];
+                    const double ratio = std::exp(lp(ii, a) - old_lp(ii, a)), A = adv[s];
+                    const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
+                    ++counted;
+                    if (ratio < lo || ratio > hi) ++clipped;
+                    loss -= w * std::min(unclipped, kept);
+                    if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
+                        const double g = w * A * ratio;
+                        for (std::size_t j = 0; j < k_choices; ++j) d(ii, static_cast<Eigen::Index>(j)) += g * std::exp(lp(ii, static_cast<Eigen::Index>(j)));
+                        d(ii, a) -= g;
+                    }
+                }
+                // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H)
+                double H = 0;
+                for (std::size_t j = 0; j < k_choices; ++j) H -= std::exp(lp(ii, static_cast<Eigen::Index>(j))) * lp(ii, static_cast<Eigen::Index>(j));
+                loss -= c_.entropy_coef * H / static_cast<double>(n_active);
+                for (std::size_t j = 0; j < k_choices; ++j) {
+                    const auto jj = static_cast<Eigen::Index>(j);
+                    d(ii, jj) += c_.entropy_coef / static_cast<double>(n_active) * std::exp(lp(ii, jj)) * (lp(ii, jj) + H);
+                }
+            }
+            double dv = 0;
+            if (c_.baseline == baseline_kind::value_head) {
+                const double v = static_cast<double>(out.value);
+                for (std::size_t b = b0; b < b1; ++b) {
+                    const double e = v - r[order[b]];
+                    loss += c_.value_coef * 0.5 * e * e / static_cast<double>(m);
+                    dv += c_.value_coef * e / static_cast<double>(m);
+                }
+            }
+            net_->backward({d.template cast<scalar>()}, static_cast<scalar>(dv));
+            step(loss);
+            st.loss = loss;
+        }
+        st.clip_fraction = counted ? static_cast<double>(clipped) / static_cast<double>(counted) : 0.0;
+    }
+    st.update = ++updates_;
+    st.samples = samples_;
+    return st;
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <SerializableRng Rng>
+void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
+    using detail::put;
+    std::string out = "goopt-ppo";
+    put(out, checkpoint_format_version);
+    put(out, static_cast<std::uint32_t>(sizeof(scalar)));
+    put(out, static_cast<std::uint64_t>(env_->num_choices()));
+    put(out, static_cast<std::uint64_t>(updates_));
+    put(out, static_cast<std::uint64_t>(samples_));
+    put(out, static_cast<std::uint64_t>(imitation_done_));
+    put(out, average_);
+    put(out, static_cast<std::uint8_t>(average_set_));
+    std::ostringstream rs;
+    rs << rng;
+    detail::put_bytes(out, rs.str());
+    auto& opt = opt_;
+    put(out, static_cast<std::uint64_t>(opt.steps()));
+    put(out, static_cast<std::uint64_t>(ps_.size()));
+    for (std::size_t i = 0; i < ps_.size(); ++i) {
+        const auto* p = ps_[i];
+        detail::put_bytes(out, p->name);
+        put(out, static_cast<std::uint64_t>(p->value.rows()));
+        put(out, static_cast<std::uint64_t>(p->value.cols()));
+        const nn::matrix<scalar>* parts[] = {&p->value, &opt.first_moments()[i], &opt.second_moments()[i]};
+        for (const nn::matrix<scalar>* m : parts)
+            out.append(reinterpret_cast<const char*>(m->data()), static_cast<std::size_t>(m->size()) * sizeof(scalar));
+    }
+    detail::put_bytes(out, extra);
+    put(out, detail::fnv1a(out, out.size()));
+    io::atomic_write(path, out);
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <SerializableRng Rng>
+std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rng& rng) {
+    const std::string where = "rl::ppo checkpoint '" + path.string() + "'";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw error(where + ": cannot open the file");
+    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t pos = 0;
+    auto take = [&](void* dst, std::size_t bytes, const std::string& what) {
+        if (data.size() < 8 || data.size() - 8 - pos < bytes || pos > data.size() - 8)
+            throw error(where + ": file ends (at byte " + std::to_string(data.size()) + ") while reading " + what + " (truncated)");
+        std::memcpy(dst, data.data() + pos, bytes);
+        pos += bytes;
+    };
+    auto get = [&](auto& v, const std::string& what) { take(&v, sizeof v, what); };
+    auto get_bytes = [&](const std::string& what) {
+        std::uint64_t len = 0;
+        get(len, what);
+        if (len > data.size() - pos) throw error(where + ": file too short for " + what + " (truncated)");
+        std::string s = data.substr(pos, len);
+        pos += len;
+        return s;
+    };
+    char magic[9];
+    take(magic, 9, "the header");
+    if (std::memcmp(magic, "goopt-ppo", 9) != 0) throw error(where + ": not a goopt PPO checkpoint");
+    std::uint32_t version = 0, scalar_bytes = 0;
+    get(version, "the format version");
+    if (version != checkpoint_format_version)
+        throw error(where + ": format version " + std::to_string(version) + ", expected " + std::to_string(checkpoint_format_version));
+    std::uint64_t stored_sum = 0;
+    std::memcpy(&stored_sum, data.data() + data.size() - 8, 8);
+    if (stored_sum != detail::fnv1a(data, data.size() - 8)) throw error(where + ": checksum mismatch (the file is corrupt)");
+    get(scalar_bytes, "the scalar size");
+    if (scalar_bytes != sizeof(scalar))
+        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " + std::to_string(sizeof(scalar)));
+    std::uint64_t choices = 0, updates = 0, samples = 0, imitation = 0, steps = 0, count = 0;
+    get(choices, "the number of choices");
+    if (choices != env_->num_choices())
+        throw error(where + ": made for " + std::to_string(choices) + " choices per node (devices), this run has " +
+                    std::to_string(env_->num_choices()));
+    get(updates, "the update count");
+    get(samples, "the sample count");
+    get(imitation, "the warm-start count");
+    double average = 0;
+    std::uint8_t average_set = 0;
+    get(average, "the baseline");
+    get(average_set, "the baseline");
+    const std::string rng_state = get_bytes("the generator state");
+    get(steps, "the optimizer step count");
+    get(count, "the parameter count");
+    if (count != ps_.size())
+        throw error(where + ": " + std::to_string(count) + " parameters, this network has " + std::to_string(ps_.size()) +
+                    " (another network shape)");
+    std::vector<nn::matrix<scalar>> values, m1, m2;
+    for (const auto* p : ps_) {
+        const std::string name = get_bytes("a parameter name");
+        if (name != p->name) throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "' (another network shape)");
+        std::uint64_t rows = 0, cols = 0;
+        get(rows, "the shape of '" + name + "'");
+        get(cols, "the shape of '" + name + "'");
+        if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
+            throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) +
+                        ", this network's is " + std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()) +
+                        " (another network shape)");
+        std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
+        for (auto* dst : parts) {
+            nn::matrix<scalar> v(p->value.rows(), p->value.cols());
+            take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(scalar), "the values of '" + name + "'");
+            dst->push_back(std::move(v));
+        }
+    }
+    std::string extra = get_bytes("the caller's state");
+    if (pos != data.size() - 8)
+        throw error(where + ": " + std::to_string(data.size() - 8 - pos) + " bytes before the checksum, expected none");
+    Rng restored = rng;
+    std::istringstream rs(rng_state);
+    rs >> restored;
+    if (!rs) throw error(where + ": the generator state does not parse");
+    // everything checked: commit
+    for (std::size_t i = 0; i < ps_.size(); ++i) {
+        ps_[i]->value = std::move(values[i]);
+        ps_[i]->zero_grad();
+        opt_.first_moments()[i] = std::move(m1[i]);
+        opt_.second_moments()[i] = std::move(m2[i]);
+    }
+    opt_.set_steps(steps);
+    guard_.reset();
+    rng = restored;
+    updates_ = updates;
+    samples_ = samples;
+    imitation_done_ = imitation;
+    average_ = average;
+    average_set_ = average_set != 0;
+    return extra;
+}
+
+}  // namespace goopt::rl

@@ -1,0 +1,189 @@
+#pragma once
+/// @file
+/// @brief The placement task: a device for every op, scored by the simulator (GO, NeurIPS'20 §3:
+/// one softmax over devices per node, all nodes decided at once).
+
+#include <goopt/baselines/critical_path_priorities.hpp>
+#include <goopt/cost/concepts.hpp>
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/cluster.hpp>
+#include <goopt/device/device_spec.hpp>
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/nn/node_features.hpp>
+#include <goopt/sim/decision.hpp>
+#include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/concepts.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace goopt::tasks {
+
+/// How each device orders its ready ops under a sampled placement.
+enum class ready_order : std::uint8_t {
+    fifo,           ///< TensorFlow's executor (GO's placement task)
+    critical_path,  ///< upward-rank priorities computed for the placement (baselines::critical_path_priorities)
+};
+
+/// Knobs of the placement task.
+struct placement_task_config {
+    /// The schedule a placement is scored with; critical_path makes the decision a placement plus
+    /// its list-scheduling priorities, as HEFT's is.
+    ready_order schedule = ready_order::fifo;
+    /// Decision the step times are measured against (the reward is -sqrt(step / reference step));
+    /// empty: every op on device 0 (TensorFlow's default placement).
+    sim::placement reference = {};
+    /// Subtracted once from the reward of a decision that runs out of memory, on top of its share of
+    /// overflow (see placement_task::reward). HDP counts an OOM as a 100 s step; a bounded penalty
+    /// that grows with the overflow still tells the policy which OOM decisions are closer to fitting.
+    double oom_penalty = 1.0;
+    /// Reward of a decision the simulator refuses (a tensor routed between unconnected devices).
+    double invalid_reward = -10.0;
+};
+
+/// @brief Placement as a tasks::Task and rl::Environment.
+///
+/// Actions: one device per op. Only some ops decide (active()): an op outside every colocation group,
+/// and the first non-source op (in id order) of each group, whose device the whole group takes.
+/// Source ops (inputs, weights, constants) outside a deciding group go with their first consumer,
+/// as the baselines place them.
+///
+/// Reward: -sqrt(step / reference step) (GO and HDP use -sqrt(step time)); a decision that runs out
+/// of memory gets, in addition, -oom_penalty x (1 + sum over devices of max(0, peak / capacity - 1));
+/// a decision the simulator refuses gets invalid_reward.
+/// @tparam D device type; @tparam Cost cost model.
+template <device::DeviceModel D, cost::CostModel<D> Cost = cost::roofline_model> class placement_task {
+public:
+    using observation = nn::graph_features<float>;
+    /// One evaluated decision.
+    struct outcome {
+        double reward = 0;
+        double step_time = 0;  ///< seconds; 0 for an invalid decision
+        bool oom = false;
+        bool valid = false;
+    };
+
+    /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length.
+    placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{}, placement_task_config config = {})
+        : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)), features_(nn::node_features<float>(g)) {
+        const std::size_t n = g.num_ops();
+        sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(g, c, cost_));
+        deciding_.assign(n, graph::no_op);
+        active_.assign(n, 0);
+        std::unordered_map<std::int32_t, graph::op_id> anchor;
+        for (graph::op_id o = 0; o < n; ++o) {
+            if (is_source(o)) continue;
+            const auto grp = g.get_op(o).colocation;
+            deciding_[o] = grp < 0 ? o : anchor.try_emplace(grp, o).first->second;
+            if (deciding_[o] == o) active_[o] = 1;
+        }
+        for (graph::op_id o = 0; o < n; ++o) {
+            if (!is_source(o)) continue;
+            const auto grp = g.get_op(o).colocation;
+            if (grp >= 0)
+                if (auto it = anchor.find(grp); it != anchor.end()) deciding_[o] = it->second;
+        }
+        // groups of sources only: every member follows the first member's first consumer
+        std::unordered_map<std::int32_t, graph::op_id> source_group;
+        for (graph::op_id o = 0; o < n; ++o) {
+            if (deciding_[o] != graph::no_op) continue;
+            graph::op_id follow = graph::no_op;
+            for (graph::tensor_id t : g.get_op(o).outputs)
+                for (const graph::use& u : g.get_tensor(t).uses)
+                    if (follow == graph::no_op) follow = u.op;
+            const auto grp = g.get_op(o).colocation;
+            if (grp >= 0) follow = source_group.try_emplace(grp, follow).first->second;
+            deciding_[o] = follow == graph::no_op ? graph::no_op : deciding_[follow];
+        }
+        if (!config_.reference.empty() && config_.reference.size() != n)
+            throw error("tasks::placement_task: the reference placement has " + std::to_string(config_.reference.size()) +
+                        " entries, expected one per op (" + std::to_string(n) + ")");
+        const sim::placement ref = config_.reference.empty() ? sim::placement(n, 0) : config_.reference;
+        reference_ = sims_[0]->run(ref, {.record_trace = false});
+        if (!(reference_.step_time > 0))
+            throw error("tasks::placement_task: the reference placement's step takes no time; nothing to improve");
+    }
+
+    // ---- rl::Environment
+    template <class Rng> const observation& observe(Rng&) const { return features_; }
+    std::size_t num_choices() const { return c_->num_devices(); }
+    std::span<const std::uint8_t> active() const { return active_; }
+    void set_workers(std::size_t k) {
+        while (sims_.size() < k) sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(*g_, *c_, cost_));
+    }
+    outcome evaluate(const observation&, std::span<const int> actions, std::size_t worker) {
+        outcome out;
+        try {
+            const sim::simulation_result r = score(decide(actions), worker);
+            out = {.reward = reward(r), .step_time = r.step_time, .oom = r.oom, .valid = true};
+        } catch (const error&) {
+            out = {.reward = config_.invalid_reward, .step_time = 0, .oom = false, .valid = false};
+        }
+        return out;
+    }
+
+    // ---- tasks::Task
+    std::size_t num_nodes() const { return g_->num_ops(); }
+    /// @throws goopt::error for an action count other than num_nodes() or a device out of range.
+    sim::decision decide(std::span<const int> actions) const {
+        const std::size_t n = g_->num_ops();
+        if (actions.size() != n)
+            throw error("tasks::placement_task: " + std::to_string(actions.size()) + " actions, expected one per op (" +
+                        std::to_string(n) + ")");
+        sim::decision d;
+        d.placement.resize(n);
+        for (graph::op_id o = 0; o < n; ++o) {
+            const graph::op_id k = deciding_[o];
+            const int a = k == graph::no_op ? 0 : actions[k];
+            if (a < 0 || static_cast<std::size_t>(a) >= c_->num_devices())
+                throw error("tasks::placement_task: action " + std::to_string(a) + " of op " + g_->describe(k) +
+                            " is not a device of the cluster (0.." + std::to_string(c_->num_devices() - 1) + ")");
+            d.placement[o] = static_cast<sim::device_id>(a);
+        }
+        if (config_.schedule == ready_order::critical_path) d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
+        return d;
+    }
+    sim::simulation_result score(const sim::decision& d, std::size_t worker) { return sim::run(*sims_.at(worker), d); }
+    double reward(const sim::simulation_result& r) const {
+        double v = -std::sqrt(r.step_time / reference_.step_time);
+        if (r.oom) {
+            double over = 0;
+            for (std::size_t d = 0; d < r.peak_memory.size(); ++d)
+                over += std::max(0.0, static_cast<double>(r.peak_memory[d]) / static_cast<double>(c_->device(d).mem_capacity()) - 1);
+            v -= config_.oom_penalty * (1 + over);
+        }
+        return v;
+    }
+
+    /// The actions that give `p` (each deciding op's device): the warm start's imitation target.
+    std::vector<int> actions_of(std::span<const sim::device_id> p) const {
+        if (p.size() != g_->num_ops()) throw error("tasks::placement_task::actions_of: placement of the wrong length");
+        return std::vector<int>(p.begin(), p.end());
+    }
+    const sim::simulation_result& reference() const noexcept { return reference_; }
+    sim::simulator<D, Cost>& simulator() { return *sims_[0]; }
+    const graph::computation_graph& graph() const noexcept { return *g_; }
+
+private:
+    bool is_source(graph::op_id o) const { return g_->get_op(o).spec().has(ops::source); }
+
+    const graph::computation_graph* g_;
+    const device::cluster<D>* c_;
+    Cost cost_;
+    placement_task_config config_;
+    observation features_;
+    std::vector<std::unique_ptr<sim::simulator<D, Cost>>> sims_;
+    std::vector<graph::op_id> deciding_;  // the op whose action each op takes (no_op: device 0)
+    std::vector<std::uint8_t> active_;
+    sim::simulation_result reference_;
+};
+
+static_assert(Task<placement_task<device::device_spec>>);
+
+}  // namespace goopt::tasks

@@ -1,0 +1,154 @@
+#pragma once
+/// @file
+/// @brief Learned device placement in one call: the GO policy trained by PPO on the placement task
+/// of one graph (GO-one, NeurIPS'20 §4), with an optional warm start and checkpoints.
+
+#include <goopt/error.hpp>
+#include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/ppo.hpp>
+#include <goopt/rl/progress.hpp>
+#include <goopt/sim/decision.hpp>
+#include <goopt/tasks/placement.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace goopt::tasks {
+
+/// Everything train_placement can be told.
+struct placement_config {
+    rl::ppo_config ppo = {};
+    /// The network; task_choices is set to the cluster's device count.
+    nn::policy_config policy = {};
+    placement_task_config task = {};
+    /// Decision to imitate before PPO (for ppo.imitation_steps steps), e.g. the best heuristic's;
+    /// empty: no warm start.
+    sim::placement warm_start = {};
+    /// Checkpoint file; empty: none. Written every `checkpoint_every` updates (0: at the end only) and
+    /// at the end, atomically.
+    std::filesystem::path checkpoint = {};
+    std::size_t checkpoint_every = 0;
+    /// Continue from `checkpoint` (it must exist and match: see rl::ppo::load_checkpoint).
+    bool resume = false;
+    rl::progress_config progress = {};
+};
+
+/// What train_placement returns.
+struct placement_result {
+    sim::scored_decision best;     ///< the best decision sampled (fits in memory first, then step time)
+    std::size_t best_sample = 0;   ///< 1-based index of the sample that found it
+    std::size_t updates = 0;       ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;       ///< decisions simulated in total
+    double seconds = 0;            ///< wall time of this call
+};
+
+/// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
+/// sampled, with its simulation. Randomness comes from `rng` alone: the network's initial weights,
+/// every sampled decision and minibatch order, so the same seed gives the same result on any
+/// `config.ppo.threads`, and a run resumed from its checkpoint ends exactly as an uninterrupted one.
+/// @param visitor an rl::PpoVisitor over placement_task outcomes (progress, early stop).
+/// @throws goopt::error for a bad configuration, graph or cluster, or an unusable checkpoint.
+template <device::DeviceModel D, cost::CostModel<D> Cost, class Rng, class Visitor = rl::null_visitor>
+    requires rl::SerializableRng<Rng>
+placement_result train_placement(const graph::computation_graph& g, const device::cluster<D>& c, const Cost& cost,
+                                 const placement_config& config, Rng& rng, Visitor&& visitor = {}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (config.resume && config.checkpoint.empty()) throw error("tasks::train_placement: resume needs a checkpoint path");
+    if (!config.warm_start.empty() && config.ppo.imitation_steps == 0)
+        throw error("tasks::train_placement: a warm-start placement is given but ppo.imitation_steps is 0");
+    placement_task<D, Cost> task(g, c, cost, config.task);
+    nn::policy_config pc = config.policy;
+    pc.task_choices = {c.num_devices()};
+    nn::go_policy<float> net(pc, rng);
+    rl::ppo<placement_task<D, Cost>> trainer(task, net, config.ppo);
+    if (!config.warm_start.empty()) {
+        task.simulator().check_placement(config.warm_start);
+        trainer.set_imitation_target(task.actions_of(config.warm_start));
+    } else if (config.ppo.imitation_steps > 0) {
+        throw error("tasks::train_placement: ppo.imitation_steps is " + std::to_string(config.ppo.imitation_steps) +
+                    " but no warm-start placement is given");
+    }
+
+    std::vector<int> best_actions;
+    typename placement_task<D, Cost>::outcome best{};
+    std::size_t best_sample = 0;
+    auto better = [](const auto& a, const auto& b) {
+        if (a.valid != b.valid) return a.valid;
+        if (a.oom != b.oom) return !a.oom;
+        return a.step_time < b.step_time;
+    };
+    // the caller's state in a checkpoint: the best sample so far
+    auto pack = [&] {
+        std::string s;
+        rl::detail::put(s, static_cast<std::uint64_t>(best_actions.size()));
+        s.append(reinterpret_cast<const char*>(best_actions.data()), best_actions.size() * sizeof(int));
+        rl::detail::put(s, best);
+        rl::detail::put(s, static_cast<std::uint64_t>(best_sample));
+        return s;
+    };
+    if (config.resume) {
+        const std::string s = trainer.load_checkpoint(config.checkpoint, rng);
+        std::uint64_t len = 0, at = 0;
+        const std::string where = "tasks::train_placement: checkpoint '" + config.checkpoint.string() + "'";
+        if (s.size() < 8) throw error(where + ": no best decision recorded");
+        std::memcpy(&len, s.data(), 8);
+        if (len != 0 && len != g.num_ops()) throw error(where + ": made for a graph of " + std::to_string(len) + " ops, this one has " + std::to_string(g.num_ops()));
+        if (s.size() != 8 + len * sizeof(int) + sizeof best + 8) throw error(where + ": the best decision record has the wrong size");
+        best_actions.resize(len);
+        std::memcpy(best_actions.data(), s.data() + 8, len * sizeof(int));
+        std::memcpy(&best, s.data() + 8 + len * sizeof(int), sizeof best);
+        std::memcpy(&at, s.data() + 8 + len * sizeof(int) + sizeof best, 8);
+        best_sample = at;
+    }
+    rl::progress_config progress = config.progress;
+    progress.total_updates = config.ppo.updates;
+    progress.append = progress.append || config.resume;
+    rl::progress_reporter reporter(progress);
+    struct watcher {
+        decltype(best_actions)& actions;
+        decltype(best)& top;
+        std::size_t& top_sample;
+        decltype(better)& is_better;
+        std::size_t sample;
+        rl::progress_reporter& out;
+        Visitor& user;
+        decltype(trainer)& ppo;
+        const placement_config& cfg;
+        decltype(pack)& state;
+        Rng& rng;
+        void on_sample(std::span<const int> a, const typename placement_task<D, Cost>::outcome& o) {
+            ++sample;
+            if (actions.empty() || is_better(o, top)) {
+                actions.assign(a.begin(), a.end());
+                top = o;
+                top_sample = sample;
+            }
+            user.on_sample(a, o);
+        }
+        bool on_update(const rl::update_stats& s) {
+            out.report(s, "best ms", top.step_time * 1e3, {{"best_ms", top.step_time * 1e3}, {"best_oom", top.oom ? 1.0 : 0.0}});
+            if (!cfg.checkpoint.empty() && cfg.checkpoint_every > 0 && s.update % cfg.checkpoint_every == 0)
+                ppo.save_checkpoint(cfg.checkpoint, rng, state());
+            return user.on_update(s);
+        }
+    } w{best_actions, best, best_sample, better, trainer.samples_done(), reporter, visitor, trainer, config, pack, rng};
+    trainer.train(rng, w);
+    if (!config.checkpoint.empty()) trainer.save_checkpoint(config.checkpoint, rng, pack());
+
+    placement_result r;
+    r.updates = trainer.updates_done();
+    r.samples = trainer.samples_done();
+    r.best_sample = best_sample;
+    if (!best_actions.empty()) {
+        r.best.decision = task.decide(best_actions);
+        r.best.result = sim::run(task.simulator(), r.best.decision);
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace goopt::tasks

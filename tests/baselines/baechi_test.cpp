@@ -1,0 +1,95 @@
+#include "../sim/random_dag.hpp"
+
+#include <goopt/baselines.hpp>
+#include <goopt/cost.hpp>
+#include <goopt/device.hpp>
+#include <goopt/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+using namespace goopt;
+using graph::op_id;
+using ops::op_kind;
+
+namespace {
+/// n V100s whose memory is `capacity` bytes, all-to-all links.
+device::cluster<device::device_spec> small_memory(std::size_t n, double capacity, double bandwidth = 25e9) {
+    auto d = device::describe(device::v100);
+    d.capacity = capacity;
+    return device::cluster<device::device_spec>::all_to_all(d, n, bandwidth, 5e-6);
+}
+/// Baechi's estimate summed per device: the bytes of every output placed there.
+std::vector<double> estimated_use(const graph::computation_graph& g, const sim::placement& p, std::size_t nd) {
+    std::vector<double> use(nd, 0);
+    for (op_id o = 0; o < g.num_ops(); ++o)
+        for (graph::tensor_id t : g.get_op(o).outputs) use[p[o]] += static_cast<double>(g.type_of(t).bytes());
+    return use;
+}
+}  // namespace
+
+TEST_CASE("Baechi placers: colocation kept and every device within its memory when the graph fits") {
+    std::mt19937_64 rng(11);
+    for (int trial = 0; trial < 6; ++trial) {
+        const auto g = goopt_test::random_dag(rng, 8, 6);
+        double total = 0;
+        for (op_id o = 0; o < g.num_ops(); ++o)
+            for (graph::tensor_id t : g.get_op(o).outputs) total += static_cast<double>(g.type_of(t).bytes());
+        const std::size_t nd = 4;
+        const double cap = total / nd * 1.25;  // fits, but not on fewer than 4 devices
+        const auto cl = small_memory(nd, cap);
+        sim::simulator s(g, cl);
+        for (const auto& d : {baselines::m_topo(s), baselines::m_etf(s), baselines::m_sct(s)}) {
+            CHECK_NOTHROW(s.check_placement(d.placement));
+            const auto use = estimated_use(g, d.placement, nd);
+            for (double u : use) CHECK(u <= cap);
+            const auto r = sim::run(s, d);
+            CHECK_FALSE(r.oom);
+            CHECK(r.step_time > 0);
+        }
+        // HEFT ignores memory; on a roomy cluster m-ETF is a fair list scheduler too
+        const auto roomy = small_memory(nd, 1e12);
+        sim::simulator s2(g, roomy);
+        const auto e = sim::run(s2, baselines::m_etf(s2));
+        CHECK(e.step_time <= s2.run(baselines::single_device_placement(g)).step_time * 1.5);
+    }
+}
+
+TEST_CASE("m-ETF splits independent branches; m-TOPO fills devices in order; m-SCT keeps a heavy edge local") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1024, 1024});
+    const auto a = g.add1(op_kind::matmul, {x, x}, {}, "a");
+    const auto b = g.add1(op_kind::matmul, {x, x}, {}, "b");
+    g.mark_output(g.add1(op_kind::ewadd, {a, b}, {}, "c"));
+    const auto cl = small_memory(2, 1e12, 1e15);  // transfers nearly free: splitting pays
+    sim::simulator s(g, cl);
+    const auto etf = baselines::m_etf(s);
+    CHECK(etf.placement[g.producer(a)] != etf.placement[g.producer(b)]);
+    CHECK(sim::run(s, etf).step_time < s.run(baselines::single_device_placement(g)).step_time);
+    // m-TOPO: an even share of the estimate is two tensors' bytes, and the first of a and b brings x
+    // along, so they cannot share a device
+    const auto topo = baselines::m_topo(s);
+    CHECK(topo.placement[g.producer(a)] != topo.placement[g.producer(b)]);
+    CHECK(topo.placement[g.producer(x)] == 0);
+    // a chain of cheap ops with big tensors: m-SCT puts each op with its favourite parent
+    graph::computation_graph h;
+    auto t = h.input("x", {4096, 4096});
+    for (int i = 0; i < 6; ++i) t = h.add1(op_kind::relu, {t});
+    h.mark_output(t);
+    sim::simulator sh(h, cl);
+    const auto sct = baselines::m_sct(sh);
+    for (op_id o = 1; o < h.num_ops(); ++o) CHECK(sct.placement[o] == sct.placement[1]);
+}
+
+TEST_CASE("Baechi placers: too little memory everywhere still gives a valid placement; bad config is an error") {
+    std::mt19937_64 rng(3);
+    const auto g = goopt_test::random_dag(rng, 4, 4);
+    const auto cl = small_memory(2, 1024);  // one tensor fills a device
+    sim::simulator s(g, cl);
+    for (const auto& d : {baselines::m_topo(s), baselines::m_etf(s), baselines::m_sct(s)}) {
+        CHECK_NOTHROW(s.check_placement(d.placement));
+        CHECK(sim::run(s, d).oom);
+    }
+    CHECK_THROWS_AS(baselines::m_etf(s, {.memory_fraction = 0}), error);
+}

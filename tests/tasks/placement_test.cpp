@@ -1,0 +1,175 @@
+#include <goopt/baselines.hpp>
+#include <goopt/device.hpp>
+#include <goopt/sim.hpp>
+#include <goopt/tasks.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+using namespace goopt;
+using ops::op_kind;
+
+namespace {
+struct no_reward {  // an environment with everything a Task needs but reward()
+    using observation = int;
+    struct outcome {
+        double reward;
+    };
+    const int& observe(std::mt19937_64&);
+    std::size_t num_choices() const;
+    std::span<const std::uint8_t> active() const;
+    void set_workers(std::size_t);
+    outcome evaluate(const int&, std::span<const int>, std::size_t);
+    std::size_t num_nodes() const;
+    sim::decision decide(std::span<const int>) const;
+    sim::simulation_result score(const sim::decision&, std::size_t);
+};
+static_assert(rl::Environment<no_reward>);
+static_assert(!tasks::Task<no_reward>);
+static_assert(tasks::Task<tasks::placement_task<device::device_spec>>);
+
+/// Three independent chains of two matmuls on a shared input, summed: the best placement spreads
+/// the chains over the devices, which a brute force over every deciding op finds.
+graph::computation_graph branches() {
+    graph::computation_graph g("branches");
+    const auto x = g.input("x", {256, 256});
+    std::vector<graph::tensor_id> ends;
+    for (int b = 0; b < 3; ++b) {
+        auto t = x;
+        for (int k = 0; k < 2; ++k) {
+            const auto w = g.weight("w" + std::to_string(b) + std::to_string(k), {256, 256});
+            t = g.add1(op_kind::matmul, {t, w});
+            g.set_colocation(g.producer(w), b * 2 + k);
+            g.set_colocation(g.producer(t), b * 2 + k);
+        }
+        ends.push_back(t);
+    }
+    g.mark_output(g.add1(op_kind::ewadd, {g.add1(op_kind::ewadd, {ends[0], ends[1]}), ends[2]}));
+    return g;
+}
+tasks::placement_config small(std::size_t updates) {
+    return {.ppo = {.updates = updates, .samples_per_update = 8, .minibatch = 8, .epochs = 2, .learning_rate = 3e-3},
+            .policy = {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8},
+            .progress = {.status = rl::status_mode::never}};
+}
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+}  // namespace
+
+TEST_CASE("placement task: deciding ops, colocation groups on one device, sources with their consumers, reward") {
+    const auto g = branches();
+    const auto cl = device::parse_cluster("3xV100:nvlink");
+    tasks::placement_task task(g, cl);
+    std::size_t deciding = 0;
+    for (auto a : task.active()) deciding += a;
+    CHECK(deciding == 8);  // 6 matmuls (each anchoring its group) and 2 adds
+    std::vector<int> acts(g.num_ops());
+    std::mt19937_64 rng(2);
+    for (int trial = 0; trial < 20; ++trial) {
+        for (auto& a : acts) a = std::uniform_int_distribution<int>(0, 2)(rng);
+        const auto d = task.decide(acts);
+        CHECK_NOTHROW(task.simulator().check_placement(d.placement));
+        for (graph::op_id o = 0; o < g.num_ops(); ++o)
+            if (task.active()[o]) CHECK(d.placement[o] == static_cast<sim::device_id>(acts[o]));
+        CHECK(d.placement[0] == d.placement[g.get_tensor(g.get_op(0).outputs[0]).uses[0].op]);  // x with its first reader
+    }
+    const auto single = task.simulator().run(sim::placement(g.num_ops(), 0));
+    CHECK(task.reward(single) == doctest::Approx(-1.0));
+    auto oom = single;
+    oom.oom = true;
+    CHECK(task.reward(oom) == doctest::Approx(-2.0));  // -sqrt(1) - penalty x (1 + no overflow)
+    // scored with critical-path priorities: the decision carries the placement's upward ranks
+    tasks::placement_task ranked(g, cl, cost::roofline_model{}, {.schedule = tasks::ready_order::critical_path});
+    const auto dr = ranked.decide(acts);
+    CHECK(dr.priorities == baselines::critical_path_priorities(ranked.simulator(), dr.placement));
+    acts.assign(g.num_ops(), 5);
+    CHECK_THROWS_AS(task.decide(acts), error);
+    CHECK(task.evaluate(task.observe(rng), acts, 0).valid == false);
+}
+
+TEST_CASE("learned placement of a small graph reaches the brute-force optimum, the same on 1 and 2 threads") {
+    const auto g = branches();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    tasks::placement_task task(g, cl);
+    std::vector<graph::op_id> deciding;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (task.active()[o]) deciding.push_back(o);
+    double optimum = 1e300;
+    std::vector<int> acts(g.num_ops(), 0);
+    for (std::size_t mask = 0; mask < (std::size_t{1} << deciding.size()); ++mask) {
+        for (std::size_t i = 0; i < deciding.size(); ++i) acts[deciding[i]] = static_cast<int>((mask >> i) & 1);
+        optimum = std::min(optimum, task.score(task.decide(acts), 0).step_time);
+    }
+    CHECK(optimum < task.reference().step_time * 0.8);  // spreading the chains pays
+    std::mt19937_64 r1(4), r2(4);
+    const auto a = tasks::train_placement(g, cl, cost::roofline_model{}, small(40), r1);
+    auto two = small(40);
+    two.ppo.threads = 2;
+    const auto b = tasks::train_placement(g, cl, cost::roofline_model{}, two, r2);
+    CHECK(a.best.result.step_time == doctest::Approx(optimum).epsilon(1e-12));
+    CHECK(a.best.decision.placement == b.best.decision.placement);
+    CHECK(a.best_sample == b.best_sample);
+    CHECK(a.samples == 40 * 8);
+    CHECK(r1() == r2());
+}
+
+TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refused with the reason") {
+    const auto g = branches();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    const auto dir = std::filesystem::temp_directory_path();
+    const auto full = dir / "goopt_place_full.ckpt", part = dir / "goopt_place_part.ckpt";
+    auto cfg = small(6);
+    cfg.checkpoint = full;
+    std::mt19937_64 r1(9);
+    const auto a = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, r1);
+    auto first = small(3);
+    first.checkpoint = part;
+    std::mt19937_64 r2(9);
+    tasks::train_placement(g, cl, cost::roofline_model{}, first, r2);
+    auto rest = small(6);
+    rest.checkpoint = part;
+    rest.resume = true;
+    std::mt19937_64 r3(12345);  // the checkpoint restores the generator
+    const auto b = tasks::train_placement(g, cl, cost::roofline_model{}, rest, r3);
+    CHECK(b.updates == 6);
+    CHECK(b.best.decision.placement == a.best.decision.placement);
+    CHECK(b.best.result.step_time == a.best.result.step_time);
+    CHECK(slurp(full) == slurp(part));  // parameters, Adam moments, generator, best decision
+
+    std::mt19937_64 r(1);
+    const auto three = device::parse_cluster("3xV100:nvlink");
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, three, cost::roofline_model{}, rest, r), doctest::Contains("devices"), error);
+    auto wide = rest;
+    wide.policy.hidden = 32;
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, wide, r), doctest::Contains("network shape"), error);
+    std::string bytes = slurp(part);
+    bytes[bytes.size() / 2] ^= 0x5a;
+    std::ofstream(part, std::ios::binary | std::ios::trunc) << bytes;
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("corrupt"), error);
+    bytes = slurp(full);
+    bytes[9] = 7;  // format version
+    std::ofstream(part, std::ios::binary | std::ios::trunc) << bytes;
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("format version"), error);
+    std::filesystem::remove(part);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("cannot open"), error);
+    std::filesystem::remove(full);
+
+    // warm start from HEFT: the policy's first samples are close to the imitated decision
+    sim::simulator s(g, cl);
+    auto warm = small(2);
+    warm.warm_start = baselines::heft(s).placement;
+    warm.ppo.imitation_steps = 30;
+    warm.ppo.imitation_learning_rate = 1e-2;
+    std::mt19937_64 rw(3);
+    const auto w = tasks::train_placement(g, cl, cost::roofline_model{}, warm, rw);
+    CHECK(w.best.result.step_time <= s.run(warm.warm_start).step_time * 1.05);
+    auto bad = small(2);
+    bad.warm_start = baselines::heft(s).placement;
+    CHECK_THROWS_AS(tasks::train_placement(g, cl, cost::roofline_model{}, bad, rw), error);
+}
