@@ -236,12 +236,12 @@ public:
 
 private:
     std::optional<ops::tensor_type> type_of(value_ref v) const {
-        if (v.is_variable()) return vars_.at(v.index);
+        if (v.is_variable()) return v.index < vars_.size() ? std::optional(vars_[v.index]) : std::nullopt;
         if (v.op >= types_.size() || v.index >= types_[v.op].size()) return std::nullopt;
         return types_[v.op][v.index];
     }
-    std::size_t recorded_rank(value_ref v) const {
-        if (v.is_variable()) return r_.variables.at(v.index).dims.rank();
+    std::size_t recorded_rank(value_ref v) const {  // v exists: type_of(v) found it
+        if (v.is_variable()) return r_.variables[v.index].dims.rank();
         return recorded_[v.op][v.index].dims.rank();
     }
 
