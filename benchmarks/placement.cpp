@@ -116,17 +116,17 @@ int run(int argc, char** argv) {
                 std::fflush(stdout);
             };
             const auto expert = goopt::baselines::expert_placement(g, n, family);
-            report("single_ms", "single", {.placement = goopt::baselines::single_device_placement(g)});
-            report("expert_ms", "expert", {.placement = expert});
+            report("single_ms", "single", {.placement = goopt::baselines::single_device_placement(g), .priorities = {}, .fusion = {}});
+            report("expert_ms", "expert", {.placement = expert, .priorities = {}, .fusion = {}});
 #if defined(GOOPT_HAS_METIS)
-            report("metis_ms", "metis", {.placement = goopt::baselines::metis_placement(s)});
+            report("metis_ms", "metis", {.placement = goopt::baselines::metis_placement(s), .priorities = {}, .fusion = {}});
 #else
             row["metis_ms"] = nullptr;
             std::printf(" %9s", "-");
 #endif
             report("heft_ms", "heft", goopt::baselines::heft(s).decision());
             report("critical_path_ms", "critical_path",
-                   {.placement = expert, .priorities = goopt::baselines::critical_path_priorities(s, expert)});
+                   {.placement = expert, .priorities = goopt::baselines::critical_path_priorities(s, expert), .fusion = {}});
             report("m_topo_ms", "m_topo", goopt::baselines::m_topo(s));
             report("m_etf_ms", "m_etf", goopt::baselines::m_etf(s));
             report("m_sct_ms", "m_sct", goopt::baselines::m_sct(s));

@@ -126,8 +126,22 @@ TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refu
     const auto full = dir / "goopt_place_full.ckpt", part = dir / "goopt_place_part.ckpt";
     auto cfg = small(6);
     cfg.checkpoint = full;
+    cfg.progress.metrics = dir / "goopt_place_metrics.jsonl";
     std::mt19937_64 r1(9);
     const auto a = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, r1);
+    {  // one JSON object per update, with the best step time
+        std::ifstream in(cfg.progress.metrics);
+        std::string line;
+        int lines = 0;
+        while (std::getline(in, line)) {
+            ++lines;
+            CHECK(line.front() == '{');
+            CHECK(line.find("\"update\": " + std::to_string(lines) + ",") != std::string::npos);
+            CHECK(line.find("\"best_ms\": ") != std::string::npos);
+        }
+        CHECK(lines == 6);
+        std::filesystem::remove(cfg.progress.metrics);
+    }
     auto first = small(3);
     first.checkpoint = part;
     std::mt19937_64 r2(9);

@@ -86,7 +86,10 @@ placement_result train_placement(const graph::computation_graph& g, const device
         std::string s;
         rl::detail::put(s, static_cast<std::uint64_t>(best_actions.size()));
         s.append(reinterpret_cast<const char*>(best_actions.data()), best_actions.size() * sizeof(int));
-        rl::detail::put(s, best);
+        rl::detail::put(s, best.reward);  // field by field: the struct's padding is not state
+        rl::detail::put(s, best.step_time);
+        rl::detail::put(s, static_cast<std::uint8_t>(best.oom));
+        rl::detail::put(s, static_cast<std::uint8_t>(best.valid));
         rl::detail::put(s, static_cast<std::uint64_t>(best_sample));
         return s;
     };
@@ -97,11 +100,20 @@ placement_result train_placement(const graph::computation_graph& g, const device
         if (s.size() < 8) throw error(where + ": no best decision recorded");
         std::memcpy(&len, s.data(), 8);
         if (len != 0 && len != g.num_ops()) throw error(where + ": made for a graph of " + std::to_string(len) + " ops, this one has " + std::to_string(g.num_ops()));
-        if (s.size() != 8 + len * sizeof(int) + sizeof best + 8) throw error(where + ": the best decision record has the wrong size");
+        const std::size_t record = 8 + 8 + 1 + 1 + 8;  // reward, step time, oom, valid, sample
+        if (s.size() != 8 + len * sizeof(int) + record) throw error(where + ": the best decision record has the wrong size");
         best_actions.resize(len);
-        std::memcpy(best_actions.data(), s.data() + 8, len * sizeof(int));
-        std::memcpy(&best, s.data() + 8 + len * sizeof(int), sizeof best);
-        std::memcpy(&at, s.data() + 8 + len * sizeof(int) + sizeof best, 8);
+        const char* p = s.data() + 8;
+        std::memcpy(best_actions.data(), p, len * sizeof(int));
+        p += len * sizeof(int);
+        std::uint8_t oom = 0, valid = 0;
+        std::memcpy(&best.reward, p, 8);
+        std::memcpy(&best.step_time, p + 8, 8);
+        std::memcpy(&oom, p + 16, 1);
+        std::memcpy(&valid, p + 17, 1);
+        std::memcpy(&at, p + 18, 8);
+        best.oom = oom != 0;
+        best.valid = valid != 0;
         best_sample = at;
     }
     rl::progress_config progress = config.progress;
