@@ -47,11 +47,11 @@ namespace goopt::io {
 struct onnx_options {
     /// Shapes of graph inputs, by name: required for inputs with symbolic or unknown dimensions
     /// (a dynamic batch axis), optional otherwise (then they must agree with the file).
-    std::map<std::string, std::vector<std::int64_t>, std::less<>> input_shapes;
+    std::map<std::string, std::vector<std::int64_t>, std::less<>> input_shapes = {};
     /// Values of symbolic dimensions, by their name in the file ("batch", "sequence"): every graph
     /// input dimension with that name takes the value. A name no graph input uses is an error (a typo
     /// would otherwise go unnoticed).
-    std::map<std::string, std::int64_t, std::less<>> dim_values;
+    std::map<std::string, std::int64_t, std::less<>> dim_values = {};
     /// Name the two knobs above in errors as the `goopt` program's flags (`--dim NAME=VALUE`,
     /// `--input-shape INPUT=d0,d1,...`) instead of as these members.
     bool command_line_hints = false;
