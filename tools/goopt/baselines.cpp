@@ -25,7 +25,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// Random placements in rounds of samples_per_round; the curve records each round.
 method_result random_search_rounds(const optimize_context& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
-    method_result best{"random_search", "best of uniformly random placements, FIFO, no fusion", {}, {}, 0, {}};
+    method_result best{"random_search", "best of uniformly random placements, FIFO, no fusion", {}, {}, 0, {},
+                       "round (" + std::to_string(samples_per_round) + " samples each)"};
     std::mt19937_64 rng(ctx.seed);
     bool have = false;
     std::size_t samples = 0;
@@ -70,7 +71,7 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
         decisions d = decide();
         const double seconds = seconds_since(t0);
         auto r = s.run(d.placement, {.priorities = d.priorities, .fusion = d.fusion, .record_trace = false});
-        out.push_back({std::move(name), std::move(description), std::move(d), std::move(r), seconds, {}});
+        out.push_back({std::move(name), std::move(description), std::move(d), std::move(r), seconds, {}, {}});
     };
     add("single_device", "every op on device 0, FIFO (TensorFlow's default)",
         [&] { return decisions{tasks::single_device_placement(g), {}, {}}; });

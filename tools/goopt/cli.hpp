@@ -94,6 +94,7 @@ struct method_result {
     sim::simulation_result result;  ///< without trace
     double seconds = 0;             ///< time the method took to decide
     std::vector<curve_point> curve; ///< iterative methods only
+    std::string curve_unit = {};    ///< what one curve point is: "PPO update (16 rollouts)", ...
 };
 
 /// Budget of the iterative methods: rounds (PPO updates, search rounds) and wall time.

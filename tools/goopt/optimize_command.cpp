@@ -65,11 +65,15 @@ std::string memory_list(const sim::simulation_result& r) {
     return s + (gib ? " GiB" : " MiB");
 }
 
-nlohmann::ordered_json method_json(const method_result& m, double reference) {
+nlohmann::ordered_json curve_json(const method_result& m) {
     nlohmann::ordered_json curve = nlohmann::ordered_json::array();
     for (const auto& p : m.curve)
         curve.push_back({{"update", p.update}, {"samples", p.samples}, {"best_step_time_s", p.best_step_time},
                          {"mean_step_time_s", p.mean_step_time}});
+    return {{"method", m.name}, {"points", curve}};
+}
+
+nlohmann::ordered_json method_json(const method_result& m, double reference) {
     return {{"name", m.name},
             {"description", m.description},
             {"step_time_s", m.result.step_time},
@@ -78,8 +82,7 @@ nlohmann::ordered_json method_json(const method_result& m, double reference) {
             {"oom", m.result.oom},
             {"transfers", m.result.num_transfers},
             {"bytes_moved", m.result.bytes_moved},
-            {"decision_seconds", m.seconds},
-            {"curve", curve}};
+            {"decision_seconds", m.seconds}};
 }
 
 int run_optimize(optimize_flags& f) {
@@ -99,7 +102,7 @@ int run_optimize(optimize_flags& f) {
     std::vector<method_result> methods;
     if (std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end()) {
         simulator_type before(input.graph, cluster);
-        method_result original{"original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}};
+        method_result original{"original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
         original.chosen.placement.assign(input.graph.num_ops(), 0);
         original.result = before.run(original.chosen.placement, {.record_trace = false});
         optimize_context ctx{input, before, f.limits, f.seed, f.checkpoint, progress};
@@ -155,6 +158,11 @@ int run_optimize(optimize_flags& f) {
     std::printf("OOM: some device is over its memory capacity (marked '!'); speedup: %s's step time / the method's\n",
                 methods.front().name.c_str());
 
+    // the curve shown: that of the best method that has one (learned methods and random search)
+    const method_result* curved = nullptr;
+    for (const auto& m : methods)
+        if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
+
     if (!f.out.empty()) {
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (const auto& m : methods) list.push_back(method_json(m, reference));
@@ -164,8 +172,6 @@ int run_optimize(optimize_flags& f) {
                                {"mem_capacity_bytes", static_cast<std::int64_t>(cluster.device(k).mem_capacity())}});
         auto d = decisions_to_json(winner.chosen);
         d["method"] = winner.name;
-        nlohmann::ordered_json curve = winner.curve.empty() ? method_json(methods.back(), reference)["curve"]
-                                                            : method_json(winner, reference)["curve"];
         const nlohmann::ordered_json j{
             {"format", "goopt.result"},
             {"version", 1},
@@ -180,7 +186,7 @@ int run_optimize(optimize_flags& f) {
             {"best", winner.name},
             {"best_baseline", methods[best_baseline].name},
             {"decisions", d},
-            {"training_curve", {{"method", winner.curve.empty() ? methods.back().name : winner.name}, {"points", curve}}}};
+            {"training_curve", curved ? curve_json(*curved) : nlohmann::ordered_json(nullptr)}};
         io::atomic_write(f.out, j.dump(1) + "\n");
     }
     if (!f.svg.empty()) {
@@ -191,9 +197,6 @@ int run_optimize(optimize_flags& f) {
                                 .fusion = winner.chosen.fusion});
     }
     if (!f.curve.empty()) {
-        const method_result* curved = nullptr;
-        for (const auto& m : methods)
-            if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
         if (!curved) throw error("--curve " + f.curve + ": no method with a curve ran");
         std::vector<io::curve_point> points;
         for (const auto& p : curved->curve) points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});
@@ -202,7 +205,7 @@ int run_optimize(optimize_flags& f) {
             if (&methods[i] != curved && !methods[i].result.oom) lines.push_back({methods[i].name, methods[i].result.step_time});
         io::write_svg_training_curve(f.curve, points, lines,
                                      {.title = input.name + " on " + cluster.description() + ": " + curved->name,
-                                      .x_label = curved->name == "random_search" ? "round (16 samples each)" : "PPO update"});
+                                      .x_label = curved->curve_unit});
     }
     return 0;
 }
