@@ -99,7 +99,7 @@ loaded_graph load_graph(const graph_source& source) {
     }
     if (!source.onnx_file.empty()) {
         loaded_graph r{import_onnx_file(source.onnx_file, source.dims, source.input_shapes), "", "", false};
-        r.name = r.graph.name().empty() ? std::filesystem::path(source.onnx_file).filename().string() : r.graph.name();
+        r.name = std::filesystem::path(source.onnx_file).filename().string();  // exporters' graph names say little ("torch_jit")
         return r;
     }
     if (!source.dims.empty() || !source.input_shapes.empty())
