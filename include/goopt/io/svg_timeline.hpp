@@ -83,10 +83,13 @@ inline std::string svg_tick(double t, double span) {
     else std::snprintf(buf, sizeof buf, "%g us", t * 1e6);
     return buf;
 }
-/// The colour of an op kind: hues spread so that neighbouring kinds differ.
+/// The colour of an op kind: golden-angle hues at three lightnesses, so that no two of the kinds a
+/// model uses look alike.
 inline std::string kind_colour(ops::op_kind k) {
-    const unsigned hue = (static_cast<unsigned>(k) * 47u) % 360u;
-    return "hsl(" + std::to_string(hue) + ",60%,60%)";
+    const auto i = static_cast<unsigned>(k);
+    const unsigned hue = static_cast<unsigned>(std::fmod(i * 137.508, 360.0));
+    static constexpr std::array<unsigned, 3> lightness{48, 64, 78};
+    return "hsl(" + std::to_string(hue) + ",62%," + std::to_string(lightness[i % 3]) + "%)";
 }
 inline constexpr std::string_view transfer_colour = "#999";
 /// Tick spacing of 1, 2 or 5 times a power of ten giving about `ticks` ticks over `span`.
