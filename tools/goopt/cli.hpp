@@ -46,7 +46,8 @@ struct graph_source {
     std::string model, graph_file, onnx_file;
     std::vector<std::string> dims, input_shapes;
 
-    /// Declares the flags on `app`; exactly one of --model, --graph, --onnx is required.
+    /// Declares the flags on `app`; exactly one of --model, --graph, --onnx is required (else a
+    /// usage error).
     void add_flags(CLI::App& app);
 };
 

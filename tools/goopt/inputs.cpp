@@ -52,11 +52,11 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 }
 
 void graph_source::add_flags(CLI::App& app) {
-    auto* m = app.add_option("--model", model, "A built-in graph (see 'goopt models')")->type_name("NAME");
-    auto* g = app.add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")->type_name("FILE.json");
-    auto* o = app.add_option("--onnx", onnx_file, "An ONNX model, imported on the fly")->type_name("FILE.onnx");
-    m->excludes(g)->excludes(o);
-    g->excludes(o);
+    auto* group = app.add_option_group("graph", "The graph: exactly one of");
+    group->add_option("--model", model, "A built-in graph (see 'goopt models')")->type_name("NAME");
+    group->add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")->type_name("FILE.json");
+    group->add_option("--onnx", onnx_file, "An ONNX model, imported on the fly")->type_name("FILE.onnx");
+    group->require_option(1);
     add_binding_flags(app, dims, input_shapes);
 }
 
@@ -104,7 +104,6 @@ loaded_graph load_graph(const graph_source& source) {
     }
     if (!source.dims.empty() || !source.input_shapes.empty())
         throw error("--dim and --input-shape apply to --onnx files only");
-    if (source.graph_file.empty()) throw error("no graph given: use --model NAME, --graph FILE.json or --onnx FILE.onnx");
     loaded_graph r{io::read_graph_file(source.graph_file), "", "", false};
     r.name = r.graph.name().empty() ? std::filesystem::path(source.graph_file).filename().string() : r.graph.name();
     return r;

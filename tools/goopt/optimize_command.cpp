@@ -65,6 +65,9 @@ std::string memory_list(const sim::simulation_result& r) {
     return s + (gib ? " GiB" : " MiB");
 }
 
+/// a / b, or 0 when b is not positive (a graph whose ops all take no time)
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
 nlohmann::ordered_json curve_json(const method_result& m) {
     nlohmann::ordered_json curve = nlohmann::ordered_json::array();
     for (const auto& p : m.curve)
@@ -77,7 +80,7 @@ nlohmann::ordered_json method_json(const method_result& m, double reference) {
     return {{"name", m.name},
             {"description", m.description},
             {"step_time_s", m.result.step_time},
-            {"speedup", m.result.step_time > 0 ? reference / m.result.step_time : 0.0},
+            {"speedup", ratio(reference, m.result.step_time)},
             {"peak_memory_bytes", m.result.peak_memory},
             {"oom", m.result.oom},
             {"transfers", m.result.num_transfers},
@@ -140,12 +143,12 @@ int run_optimize(optimize_flags& f) {
                 "decided in");
     for (const auto& m : methods)
         std::printf("%-16s %12s %3s %7.2fx  %-36s %10s\n", m.name.c_str(), format_seconds(m.result.step_time).c_str(),
-                    m.result.oom ? "OOM" : "", reference / m.result.step_time, memory_list(m.result).c_str(),
+                    m.result.oom ? "OOM" : "", ratio(reference, m.result.step_time), memory_list(m.result).c_str(),
                     format_seconds(m.seconds).c_str());
     const auto& winner = methods[best];
     std::printf("goopt's result: %s, %s, %.2fx the default (%s), %.2fx the best baseline (%s)\n", winner.name.c_str(),
-                format_seconds(winner.result.step_time).c_str(), reference / winner.result.step_time,
-                methods.front().name.c_str(), methods[best_baseline].result.step_time / winner.result.step_time,
+                format_seconds(winner.result.step_time).c_str(), ratio(reference, winner.result.step_time),
+                methods.front().name.c_str(), ratio(methods[best_baseline].result.step_time, winner.result.step_time),
                 methods[best_baseline].name.c_str());
     std::vector<std::string> left_out;
     for (const char* t : all_tasks)
