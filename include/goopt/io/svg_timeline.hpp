@@ -83,13 +83,15 @@ inline std::string svg_tick(double t, double span) {
     else std::snprintf(buf, sizeof buf, "%g us", t * 1e6);
     return buf;
 }
-/// The colour of an op kind: golden-angle hues at three lightnesses, so that no two of the kinds a
-/// model uses look alike.
-inline std::string kind_colour(ops::op_kind k) {
-    const auto i = static_cast<unsigned>(k);
-    const unsigned hue = static_cast<unsigned>(std::fmod(i * 137.508, 360.0));
-    static constexpr std::array<unsigned, 3> lightness{48, 64, 78};
-    return "hsl(" + std::to_string(hue) + ",62%," + std::to_string(lightness[i % 3]) + "%)";
+/// Distinct colours for the kinds that take most of the time (a qualitative palette, most to least).
+inline constexpr std::array<std::string_view, 12> kind_palette{
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948",
+    "#76b7b2", "#ff9da7", "#9c755f", "#1b9e77", "#d95f02", "#7570b3"};
+/// The colour of the kind of rank `rank` in time taken: the palette, then muted golden-angle hues.
+inline std::string kind_colour(std::size_t rank) {
+    if (rank < kind_palette.size()) return std::string(kind_palette[rank]);
+    const unsigned hue = static_cast<unsigned>(std::fmod(static_cast<double>(rank) * 137.508, 360.0));
+    return "hsl(" + std::to_string(hue) + ",35%," + std::to_string(rank % 2 ? 72 : 58) + "%)";
 }
 inline constexpr std::string_view transfer_colour = "#999";
 /// Tick spacing of 1, 2 or 5 times a power of ten giving about `ticks` ticks over `span`.
@@ -204,6 +206,9 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
     std::sort(legend.begin(), legend.end(), [&](ops::op_kind a, ops::op_kind b) {
         return kind_time[static_cast<std::size_t>(a)] > kind_time[static_cast<std::size_t>(b)];
     });
+    std::array<std::string, ops::num_op_kinds> fill{};
+    for (std::size_t rank = 0; rank < legend.size(); ++rank)
+        fill[static_cast<std::size_t>(legend[rank])] = detail::kind_colour(rank);
     constexpr std::size_t legend_per_line = 8;
     const std::size_t legend_lines = (legend.size() + 1 + legend_per_line - 1) / legend_per_line;  // + transfers
 
@@ -270,13 +275,14 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
                 if (group_drawn[static_cast<std::size_t>(group)]) continue;
                 group_drawn[static_cast<std::size_t>(group)] = 1;
                 const std::size_t n = group_size[static_cast<std::size_t>(group)];
-                paint.add(e->start, e->end, n, static_cast<int>(op.kind), detail::kind_colour(op.kind), true, "op",
+                paint.add(e->start, e->end, n, static_cast<int>(op.kind), fill[static_cast<std::size_t>(op.kind)], true, "op",
                           "fused group " + std::to_string(group) + ": " + std::to_string(n) + " ops, first " + op.name +
                               " (" + std::string(op.spec().name) + ") " + detail::svg_time(e->start) + " - " +
                               detail::svg_time(e->end));
                 continue;
             }
-            paint.add(e->start, e->end, 1, static_cast<int>(op.kind), detail::kind_colour(op.kind), false, "op",
+            paint.add(e->start, e->end, 1, static_cast<int>(op.kind), fill[static_cast<std::size_t>(op.kind)], false,
+                      "op",
                       op.name + " (" + std::string(op.spec().name) + ") " + detail::svg_time(e->start) + " - " +
                           detail::svg_time(e->end));
         }
@@ -324,7 +330,7 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
         const double y = ly + static_cast<double>(i / legend_per_line) * 18;
         const bool transfer = i == legend.size();
         s += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"12\" height=\"12\" fill=\"" +
-             (transfer ? std::string(detail::transfer_colour) : detail::kind_colour(legend[i])) + "\"/><text x=\"" +
+             (transfer ? std::string(detail::transfer_colour) : fill[static_cast<std::size_t>(legend[i])]) + "\"/><text x=\"" +
              svg_number(x + 16) + "\" y=\"" + svg_number(y + 10) + "\">" +
              (transfer ? std::string("transfer") : std::string(ops::name(legend[i]))) + "</text>\n";
     }
