@@ -1,6 +1,6 @@
 // The heuristic baselines of `goopt optimize`, every one scored by the same simulator. This is the
 // only file of the program that uses the heuristics' namespace (goopt::tasks).
-#include "cli.hpp"
+#include "optimizer.hpp"
 
 #include <goopt/tasks.hpp>
 #if defined(GOOPT_HAS_METIS)

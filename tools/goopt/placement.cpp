@@ -1,7 +1,7 @@
 // Hook of `--tasks placement`: a PPO-trained policy (GO, NeurIPS'20) that decides a device for every op,
 // scored by the simulator. The trainer (rl/, tasks/, issue 14) plugs in here: train within
 // ctx.limits from ctx.checkpoint (if any) and return the best decisions with the training curve.
-#include "cli.hpp"
+#include "optimizer.hpp"
 
 namespace goopt::cli {
 

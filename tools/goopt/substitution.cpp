@@ -1,7 +1,7 @@
 // Hook of `--tasks substitution`: the graph-to-graph stage before placement, scheduling and fusion
 // (TASO SOSP'19 backtracking search / TENSAT MLSys'21 equality saturation over the generated rules).
 // The search itself (subst/ search, issue 13) plugs in here: return the cheapest equivalent graph.
-#include "cli.hpp"
+#include "optimizer.hpp"
 
 namespace goopt::cli {
 
