@@ -95,7 +95,7 @@ case "$command" in
         if ((clean)); then rm -rf build-fuzz; fi
         cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
               "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DGOOPT_BUILD_FUZZERS=ON -DGOOPT_NATIVE=OFF \
-              -DGOOPT_BUILD_TESTS=OFF -DGOOPT_BUILD_EXAMPLES=OFF -DGOOPT_BUILD_BENCHMARKS=OFF
+              -DGOOPT_BUILD_TESTS=OFF -DGOOPT_BUILD_EXAMPLES=OFF -DGOOPT_BUILD_BENCHMARKS=OFF -DGOOPT_BUILD_PROGRAM=OFF
         cmake --build build-fuzz -j"$(nproc)"
         failed=()
         for harness in build-fuzz/tests/fuzz/goopt_fuzz_*; do
