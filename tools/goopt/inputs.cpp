@@ -52,7 +52,7 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 }
 
 void graph_source::add_flags(CLI::App& app) {
-    auto* group = app.add_option_group("graph", "The graph: exactly one of");
+    auto* group = app.add_option_group("graph", "The graph to optimize or score");
     group->add_option("--model", model, "A built-in graph (see 'goopt models')")->type_name("NAME");
     group->add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")->type_name("FILE.json");
     group->add_option("--onnx", onnx_file, "An ONNX model, imported on the fly")->type_name("FILE.onnx");
