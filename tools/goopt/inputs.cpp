@@ -132,8 +132,8 @@ progress_line::progress_line(bool quiet) : enabled_(!quiet && ::isatty(STDOUT_FI
 void progress_line::update(std::string_view label, std::size_t done, std::size_t total, std::string_view unit) {
     if (!enabled_) return;
     const auto now = std::chrono::steady_clock::now();
-    if (label != label_) {
-        label_ = std::string(label);
+    if (unit != unit_) {  // a new phase (the rate is per unit: baselines, rounds, models)
+        unit_ = std::string(unit);
         start_ = now;
     }
     const double elapsed = std::chrono::duration<double>(now - start_).count();

@@ -83,7 +83,7 @@ private:
     bool enabled_;
     bool shown_ = false;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-    std::string label_;
+    std::string unit_;
 };
 
 /// Everything an optimizer gets: the graph, the cluster's simulator, the budget and the seed.
