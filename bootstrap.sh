@@ -9,7 +9,8 @@ usage() {
 usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
   build     install missing Debian packages, configure and build everything in build/
   test      build, then run all tests with ctest
-  demo      build, then run build/examples/resnet_block
+  demo      build only the goopt program, then run 'goopt optimize' on a built-in model and cluster:
+            prints the table, writes build/result.json, build/timeline.svg and build/curve.svg
   sanitize  build the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer in
             build-asan/ (-O1, no benchmarks), then run them with ctest; any report fails
   fuzz      build the libFuzzer harnesses with clang in build-fuzz/, then run each for SECONDS
@@ -44,7 +45,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohmann-json3-dev
           doctest-dev ccache
           libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
-          libmetis-dev)                # METIS placement baseline (goopt::metis)
+          libmetis-dev                 # METIS placement baseline (goopt::metis)
+          libcli11-dev)                # the goopt program's flags (CLI11)
 if [[ "$command" == fuzz ]]; then
     required+=(clang libclang-rt-14-dev)  # libFuzzer and clang's sanitizer runtimes (Debian 12: clang 14)
 fi
@@ -93,7 +95,7 @@ case "$command" in
         if ((clean)); then rm -rf build-fuzz; fi
         cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
               "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DGOOPT_BUILD_FUZZERS=ON -DGOOPT_NATIVE=OFF \
-              -DGOOPT_BUILD_TESTS=OFF -DGOOPT_BUILD_EXAMPLES=OFF -DGOOPT_BUILD_BENCHMARKS=OFF
+              -DGOOPT_BUILD_TESTS=OFF -DGOOPT_BUILD_EXAMPLES=OFF -DGOOPT_BUILD_BENCHMARKS=OFF -DGOOPT_BUILD_PROGRAM=OFF
         cmake --build build-fuzz -j"$(nproc)"
         failed=()
         for harness in build-fuzz/tests/fuzz/goopt_fuzz_*; do
@@ -127,7 +129,11 @@ esac
 if ((clean)); then rm -rf build; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON -DGOOPT_BUILD_BENCHMARKS=ON
-cmake --build build -j"$(nproc)"
+if [[ "$command" == demo ]]; then
+    cmake --build build -j"$(nproc)" --target goopt_program  # the demo needs only the program
+else
+    cmake --build build -j"$(nproc)"
+fi
 
 # ---- 3. run ----
 case "$command" in
@@ -135,15 +141,11 @@ case "$command" in
     test)
         exec ctest --test-dir build --output-on-failure ;;
     demo)
-        demo=build/examples/resnet_block
-        if [[ ! -x "$demo" ]]; then
-            if compgen -G 'examples/[0-9]*_resnet_block.cpp' >/dev/null; then
-                echo "bootstrap.sh: error: $demo was not built (see the build output above)" >&2
-            else
-                echo "bootstrap.sh: error: $demo is not built yet: its source," \
-                     "examples/NN_resnet_block.cpp, does not exist yet" >&2
-            fi
+        if [[ ! -x build/bin/goopt ]]; then
+            echo "bootstrap.sh: error: build/bin/goopt was not built (is libcli11-dev installed? see above)" >&2
             exit 1
         fi
-        exec "$demo" ;;
+        set -x
+        exec build/bin/goopt optimize --model gnmt2 --cluster 4xV100:nvlink --steps 200 --seed 1 \
+            --out build/result.json --svg build/timeline.svg --curve build/curve.svg ;;
 esac

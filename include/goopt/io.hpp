@@ -10,4 +10,5 @@
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
+#include <goopt/io/svg_training_curve.hpp>
 #include <goopt/io/trace_json.hpp>

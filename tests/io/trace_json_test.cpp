@@ -35,8 +35,9 @@ TEST_CASE("a simulated step as a JSON trace and an SVG timeline") {
     CHECK(svg.find("<title>a (relu)") != std::string::npos);
     CHECK(svg.find("a:0 4096 bytes, dev 0 -&gt; 1") != std::string::npos);
     // 2 device rows + 1 link row, and one box per timed op and transfer (x takes no time)
-    std::size_t rects = 0;
-    for (std::size_t p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++rects;
-    CHECK(rects == 3);
+    std::size_t boxes = 0;
+    for (const char* cls : {"<rect class=\"op\"", "<rect class=\"transfer\""})
+        for (std::size_t p = svg.find(cls); p != std::string::npos; p = svg.find(cls, p + 1)) ++boxes;
+    CHECK(boxes == 3);
     CHECK(svg.find("pcie</text>") != std::string::npos);
 }

@@ -262,6 +262,23 @@ TEST_CASE("bad files give one-line errors naming the problem") {
         o.input_shapes["x"] = {4, 3, 1};
         CHECK(import_error(data_dir / "symbolic_dim.onnx", o).find("rank") != std::string::npos);
     }
+    SUBCASE("a symbolic dimension bound by name") {
+        const std::string unbound = import_error(data_dir / "symbolic_dim.onnx");
+        CHECK(unbound.find("onnx_options::dim_values[\"batch\"]") != std::string::npos);
+        CHECK(unbound.find("onnx_options::input_shapes[\"x\"]") != std::string::npos);
+        io::onnx_options o{.dim_values = {{"batch", 5}}};
+        const auto m = io::import_onnx(data_dir / "symbolic_dim.onnx", o);
+        CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{5, 3});
+        o.dim_values["batch"] = 0;
+        CHECK(import_error(data_dir / "symbolic_dim.onnx", o).find("bound to 0, expected at least 1") != std::string::npos);
+        o.dim_values = {{"bacth", 5}};
+        const std::string typo = import_error(data_dir / "symbolic_dim.onnx", o);
+        CHECK(typo.find("'bacth' is not a symbolic dimension of any graph input (they have: batch)") != std::string::npos);
+        o = {.command_line_hints = true};
+        const std::string hint = import_error(data_dir / "symbolic_dim.onnx", o);
+        CHECK(hint.find("--dim batch=VALUE") != std::string::npos);
+        CHECK(hint.find("--input-shape x=d0,d1,...") != std::string::npos);
+    }
     SUBCASE("truncated, not protobuf, missing") {
         const std::string bytes = read(data_dir / "resnet50.onnx");
         for (const std::size_t n : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 3}) {

@@ -26,6 +26,14 @@ file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BINARY_DIR}")
 run_step("install into ${PREFIX}"
   "${CMAKE_COMMAND}" --install "${GOOPT_BUILD_DIR}" --prefix "${PREFIX}" --config "${CONFIG}")
 
+# The goopt program (built when CLI11 is there) is installed with the package and runs from there.
+if(EXISTS "${GOOPT_BUILD_DIR}/bin/goopt")
+  if(NOT EXISTS "${PREFIX}/bin/goopt")
+    message(FATAL_ERROR "package_consumer: build/bin/goopt exists but was not installed as ${PREFIX}/bin/goopt")
+  endif()
+  run_step("installed bin/goopt models --only squeezenet" "${PREFIX}/bin/goopt" models --only squeezenet)
+endif()
+
 set(configure_args -S "${CONSUMER_SOURCE_DIR}" -B "${CONSUMER_BINARY_DIR}"
     "-DCMAKE_PREFIX_PATH=${PREFIX}" "-DCMAKE_BUILD_TYPE=${CONFIG}")
 if(GENERATOR)

@@ -47,7 +47,14 @@ namespace goopt::io {
 struct onnx_options {
     /// Shapes of graph inputs, by name: required for inputs with symbolic or unknown dimensions
     /// (a dynamic batch axis), optional otherwise (then they must agree with the file).
-    std::map<std::string, std::vector<std::int64_t>, std::less<>> input_shapes;
+    std::map<std::string, std::vector<std::int64_t>, std::less<>> input_shapes = {};
+    /// Values of symbolic dimensions, by their name in the file ("batch", "sequence"): every graph
+    /// input dimension with that name takes the value. A name no graph input uses is an error (a typo
+    /// would otherwise go unnoticed).
+    std::map<std::string, std::int64_t, std::less<>> dim_values = {};
+    /// Name the two knobs above in errors as the `goopt` program's flags (`--dim NAME=VALUE`,
+    /// `--input-shape INPUT=d0,d1,...`) instead of as these members.
+    bool command_line_hints = false;
 };
 
 /// A constant's type and values in row-major order (integers and booleans held exactly as doubles
@@ -276,6 +283,7 @@ private:
     // ---- tensors
     onnx_const decode(const onnx::TensorProto& t, const std::string& where) const;
     ops::tensor_type value_type(const onnx::ValueInfoProto& v) const;
+    void check_dim_values(const onnx::GraphProto& gp) const;
     bool has_input(const node_t& n, int k) const { return n.input_size() > k && !n.input(k).empty(); }
     onnx_entry& entry(const node_t& n, int k) {
         if (k >= n.input_size())
@@ -466,17 +474,52 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
                  std::to_string(r.dims.rank()) + ", the file says " + std::to_string(tt.shape().dim_size()));
         return r;
     }
-    if (!tt.has_shape()) fail(where + " has no shape; give it in onnx_options::input_shapes");
+    const std::string give_shape = opt_.command_line_hints
+                                       ? "give its shape with --input-shape " + v.name() + "=d0,d1,..."
+                                       : "give its shape in onnx_options::input_shapes[\"" + v.name() + "\"]";
+    if (!tt.has_shape()) fail(where + " has no shape; " + give_shape);
     if (static_cast<std::size_t>(tt.shape().dim_size()) > ops::max_rank)
         fail(where + ": rank " + std::to_string(tt.shape().dim_size()) + " exceeds " + std::to_string(ops::max_rank));
     for (const auto& d : tt.shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() < 1)
-            fail(where + " has a symbolic or unknown dimension" +
-                 (d.has_dim_param() ? " '" + d.dim_param() + "'" : std::string()) +
-                 "; give its shape in onnx_options::input_shapes");
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+            const auto bound = opt_.dim_values.find(d.dim_param());
+            if (bound != opt_.dim_values.end()) {
+                if (bound->second < 1)
+                    fail(where + ": symbolic dimension '" + d.dim_param() + "' bound to " +
+                         std::to_string(bound->second) + ", expected at least 1");
+                r.dims.push_back(bound->second);
+                continue;
+            }
+            fail(where + " has a symbolic dimension '" + d.dim_param() + "' (axis " + std::to_string(r.dims.rank()) +
+                 "); bind it with " +
+                 (opt_.command_line_hints ? "--dim " + d.dim_param() + "=VALUE"
+                                          : "onnx_options::dim_values[\"" + d.dim_param() + "\"]") +
+                 ", or " + give_shape);
+        }
+        if (!d.has_dim_value()) fail(where + " has an unknown dimension (axis " + std::to_string(r.dims.rank()) + "); " + give_shape);
+        if (d.dim_value() < 1)
+            fail(where + " has dimension " + std::to_string(d.dim_value()) + " at axis " + std::to_string(r.dims.rank()) +
+                 ", expected at least 1");
         r.dims.push_back(d.dim_value());
     }
     return r;
+}
+
+inline void onnx_importer::check_dim_values(const onnx::GraphProto& gp) const {
+    if (opt_.dim_values.empty()) return;
+    std::set<std::string, std::less<>> used;
+    for (const auto& v : gp.input())
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+            for (const auto& d : v.type().tensor_type().shape().dim())
+                if (d.has_dim_param() && !d.dim_param().empty()) used.insert(d.dim_param());
+    for (const auto& [name, value] : opt_.dim_values) {
+        if (used.count(name)) continue;
+        std::string known;
+        for (const auto& u : used) known += (known.empty() ? "" : ", ") + u;
+        fail(std::string(opt_.command_line_hints ? "--dim " : "onnx_options::dim_values: ") + "'" + name +
+             "' is not a symbolic dimension of any graph input (" +
+             (known.empty() ? std::string("the inputs have none") : "they have: " + known) + ")");
+    }
 }
 
 inline graph::tensor_id onnx_importer::weight_of(const std::string& onnx_name, const onnx_entry& e,
@@ -586,6 +629,7 @@ inline onnx_model onnx_importer::run() {
         }
         env_[t.name()] = std::move(e);
     }
+    check_dim_values(gp);
     for (const auto& v : gp.input()) {
         if (env_.count(v.name())) continue;  // an initializer listed as an input (IR version < 4)
         const ops::tensor_type type = value_type(v);

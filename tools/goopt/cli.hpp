@@ -1,0 +1,64 @@
+#pragma once
+/// @file
+/// @brief What the subcommands of the `goopt` program share: how each registers itself, the graph and
+/// cluster flags (declared once, used by optimize and simulate), and the decision files. What the
+/// optimizers share (and nothing of the command line) is in optimizer.hpp.
+
+#include "optimizer.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace goopt::cli {
+
+/// A subcommand: its CLI11 app (flags declared there) and what runs once the flags are parsed.
+/// The function returns the exit status; bad input is a goopt::error (exit 1, one line).
+struct command {
+    CLI::App* app;
+    std::function<int()> run;
+};
+
+command add_models_command(CLI::App& root);
+command add_import_command(CLI::App& root);
+command add_generate_rules_command(CLI::App& root);
+command add_simulate_command(CLI::App& root);
+command add_optimize_command(CLI::App& root);
+
+/// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
+struct graph_source {
+    std::string model, graph_file, onnx_file;
+    std::vector<std::string> dims, input_shapes;
+
+    /// Declares the flags on `app`; exactly one of --model, --graph, --onnx is required (else a
+    /// usage error).
+    void add_flags(CLI::App& app);
+};
+
+loaded_graph load_graph(const graph_source& source);
+
+/// An ONNX file imported with the --dim and --input-shape bindings (exit 1 without ONNX support).
+graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
+                                          const std::vector<std::string>& input_shapes);
+
+/// `--dim`/`--input-shape` flags, declared on `app` (shared by import and the graph source).
+void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vector<std::string>& input_shapes);
+
+/// `--cluster 4xV100:nvlink` (a spec, device::parse_cluster) or `--cluster FILE.json` (goopt.cluster).
+void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec);
+cluster_type load_cluster(const std::string& spec_or_file);
+
+/// Result files: the decision document read by `simulate` (goopt.decisions, or the "decisions" of a
+/// goopt.result) and its JSON form.
+decisions read_decisions_file(const std::string& path, const graph::computation_graph& g);
+nlohmann::ordered_json decisions_to_json(const decisions& d);
+
+/// "12.345 ms", "1.2 GiB"
+std::string format_seconds(double s);
+std::string format_bytes(std::int64_t b);
+
+}  // namespace goopt::cli

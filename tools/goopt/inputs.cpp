@@ -1,0 +1,180 @@
+// The flags every command that reads a graph or a cluster shares, and how they are loaded.
+#include "cli.hpp"
+
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/cluster_json.hpp>
+#include <goopt/io/graph_json.hpp>
+#include <goopt/models/zoo.hpp>
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+#include <goopt/io/onnx.hpp>
+#endif
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace goopt::cli {
+
+namespace {
+
+std::int64_t positive_integer(std::string_view flag, std::string_view whole, std::string_view text) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || v < 1)
+        throw error(std::string(flag) + " " + std::string(whole) + ": '" + std::string(text) +
+                    "' is not a positive integer");
+    return v;
+}
+
+/// "NAME=VALUE" split at the first '='; both sides non-empty.
+std::pair<std::string, std::string> binding(std::string_view flag, const std::string& text, std::string_view form) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+        throw error(std::string(flag) + " " + text + ": expected " + std::string(form));
+    return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+}  // namespace
+
+void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vector<std::string>& input_shapes) {
+    app.add_option("--dim", dims,
+                   "Bind a symbolic dimension of the ONNX file's inputs, e.g. --dim batch=8 (repeatable)")
+        ->type_name("NAME=VALUE")
+        ->allow_extra_args(false);
+    app.add_option("--input-shape", input_shapes,
+                   "Give an ONNX graph input's whole shape, e.g. --input-shape input=8,3,224,224 (repeatable)")
+        ->type_name("INPUT=d0,d1,...")
+        ->allow_extra_args(false);
+}
+
+void graph_source::add_flags(CLI::App& app) {
+    auto* group = app.add_option_group("graph", "The graph to optimize or score");
+    group->add_option("--model", model, "A built-in graph (see 'goopt models')")->type_name("NAME");
+    group->add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")->type_name("FILE.json");
+    group->add_option("--onnx", onnx_file, "An ONNX model, imported on the fly")->type_name("FILE.onnx");
+    group->require_option(1);
+    add_binding_flags(app, dims, input_shapes);
+}
+
+graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
+                                          const std::vector<std::string>& input_shapes) {
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    io::onnx_options options;
+    options.command_line_hints = true;
+    for (const auto& d : dims) {
+        const auto [name, value] = binding("--dim", d, "NAME=VALUE, e.g. batch=8");
+        options.dim_values[name] = positive_integer("--dim", d, value);
+    }
+    for (const auto& s : input_shapes) {
+        const auto [name, list] = binding("--input-shape", s, "INPUT=d0,d1,..., e.g. input=8,3,224,224");
+        std::vector<std::int64_t> shape;
+        std::size_t begin = 0;
+        while (true) {
+            const auto comma = list.find(',', begin);
+            shape.push_back(positive_integer("--input-shape", s, std::string_view(list).substr(begin, comma - begin)));
+            if (comma == std::string::npos) break;
+            begin = comma + 1;
+        }
+        options.input_shapes[name] = std::move(shape);
+    }
+    return io::import_onnx(file, options).graph;
+#else
+    (void)dims;
+    (void)input_shapes;
+    throw error(file + ": this goopt was built without ONNX import (install libonnx-dev and libprotobuf-dev, "
+                "then rebuild)");
+#endif
+}
+
+loaded_graph load_graph(const graph_source& source) {
+    if (!source.model.empty()) {
+        if (!source.dims.empty() || !source.input_shapes.empty())
+            throw error("--dim and --input-shape apply to --onnx files, not to --model " + source.model);
+        const auto e = models::find_workload(source.model);
+        return {e.build(), e.name, e.family, e.training};
+    }
+    if (!source.onnx_file.empty()) {
+        loaded_graph r{import_onnx_file(source.onnx_file, source.dims, source.input_shapes), "", "", false};
+        r.name = std::filesystem::path(source.onnx_file).filename().string();  // exporters' graph names say little ("torch_jit")
+        return r;
+    }
+    if (!source.dims.empty() || !source.input_shapes.empty())
+        throw error("--dim and --input-shape apply to --onnx files only");
+    loaded_graph r{io::read_graph_file(source.graph_file), "", "", false};
+    r.name = r.graph.name().empty() ? std::filesystem::path(source.graph_file).filename().string() : r.graph.name();
+    return r;
+}
+
+void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec) {
+    cluster = std::move(default_spec);
+    app.add_option("--cluster", cluster,
+                   "Devices and links: <count>x<device>:<topology> (devices K80, P100, V100, T4, A100, H100, CPU; "
+                   "topology nvlink or pcie) or a goopt.cluster JSON file")
+        ->type_name("SPEC|FILE.json")
+        ->capture_default_str();
+}
+
+cluster_type load_cluster(const std::string& spec_or_file) {
+    std::error_code ec;
+    if (spec_or_file.ends_with(".json") || std::filesystem::exists(spec_or_file, ec))
+        return io::read_cluster_file(spec_or_file);
+    return device::parse_cluster(spec_or_file);
+}
+
+// ---- the progress line ----
+
+progress_line::progress_line(bool quiet) : enabled_(!quiet && ::isatty(STDOUT_FILENO) == 1) {}
+
+void progress_line::update(std::string_view label, std::size_t done, std::size_t total, std::string_view unit) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (unit != unit_) {  // a new phase (the rate is per unit: baselines, rounds, models)
+        unit_ = std::string(unit);
+        start_ = now;
+    }
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+    char eta[32] = "";
+    if (rate > 0 && total > done) std::snprintf(eta, sizeof eta, ", ETA %.0f s", static_cast<double>(total - done) / rate);
+    std::printf("\r\033[K%.*s: %zu/%zu %.*s, %.1f/s%s", static_cast<int>(label.size()), label.data(), done, total,
+                static_cast<int>(unit.size()), unit.data(), rate, eta);
+    std::fflush(stdout);
+    shown_ = true;
+}
+
+void progress_line::clear() {
+    if (!shown_) return;
+    std::printf("\r\033[K");
+    std::fflush(stdout);
+    shown_ = false;
+}
+
+error missing_capability(std::string_view task, std::string_view capability) {
+    return error("task '" + std::string(task) + "' needs " + std::string(capability) +
+                 ", which this build of goopt does not have yet; leave it out of --tasks (the default runs " +
+                 "every available task)");
+}
+
+std::string format_seconds(double s) {
+    char buf[32];
+    if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
+    else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+    return buf;
+}
+
+std::string format_bytes(std::int64_t b) {
+    char buf[32];
+    const double v = static_cast<double>(b);
+    if (v >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+    else if (v >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1024.0 * 1024));
+    else if (v >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024);
+    else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+    return buf;
+}
+
+}  // namespace goopt::cli

@@ -1,0 +1,246 @@
+// `goopt optimize`: the main job. A graph and a cluster in; every heuristic baseline and every
+// available optimizer of goopt scored by the same simulator; a table of step time and peak memory
+// per device with speedups; result.json, the timeline of the best decisions and the search curve.
+#include "cli.hpp"
+
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/io/svg_timeline.hpp>
+#include <goopt/io/svg_training_curve.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+namespace goopt::cli {
+
+namespace {
+
+constexpr const char* all_tasks[] = {"substitution", "placement", "scheduling", "fusion"};
+
+struct optimize_flags {
+    graph_source source;
+    std::string cluster;
+    std::vector<std::string> tasks;
+    budget limits;
+    std::uint64_t seed = 1;
+    std::string checkpoint, out, svg, curve;
+    bool quiet = false;
+};
+
+task_status status_of(std::string_view t) {
+    if (t == "substitution") return substitution_status();
+    if (t == "placement") return placement_status();
+    if (t == "scheduling") return scheduling_status();
+    return fusion_status();
+}
+
+/// The tasks to run: the ones asked for (each must be available), or every available one.
+std::vector<std::string> tasks_to_run(const optimize_flags& f) {
+    std::vector<std::string> run;
+    if (f.tasks.empty()) {
+        for (const char* t : all_tasks)
+            if (status_of(t).available) run.emplace_back(t);
+        return run;
+    }
+    for (const auto& t : f.tasks) {
+        if (std::find(run.begin(), run.end(), t) != run.end()) continue;
+        if (!status_of(t).available) throw missing_capability(t, status_of(t).capability);
+        run.push_back(t);
+    }
+    return run;
+}
+
+std::string memory_list(const sim::simulation_result& r) {
+    std::int64_t top = 0;
+    for (auto b : r.peak_memory) top = std::max(top, b);
+    const bool gib = top >= std::int64_t{1} << 30;
+    const double unit = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+    std::string s;
+    char buf[32];
+    for (std::size_t k = 0; k < r.peak_memory.size(); ++k) {
+        std::snprintf(buf, sizeof buf, "%s%.*f%s", k ? " " : "", gib ? 2 : 1, static_cast<double>(r.peak_memory[k]) / unit,
+                      k < r.out_of_memory.size() && r.out_of_memory[k] ? "!" : "");
+        s += buf;
+    }
+    return s + (gib ? " GiB" : " MiB");
+}
+
+/// a / b, or 0 when b is not positive (a graph whose ops all take no time)
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+nlohmann::ordered_json curve_json(const method_result& m) {
+    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+    for (const auto& p : m.curve)
+        curve.push_back({{"update", p.update}, {"samples", p.samples}, {"best_step_time_s", p.best_step_time},
+                         {"mean_step_time_s", p.mean_step_time}});
+    return {{"method", m.name}, {"points", curve}};
+}
+
+nlohmann::ordered_json method_json(const method_result& m, double reference) {
+    return {{"name", m.name},
+            {"description", m.description},
+            {"step_time_s", m.result.step_time},
+            {"speedup", ratio(reference, m.result.step_time)},
+            {"peak_memory_bytes", m.result.peak_memory},
+            {"oom", m.result.oom},
+            {"transfers", m.result.num_transfers},
+            {"bytes_moved", m.result.bytes_moved},
+            {"decision_seconds", m.seconds}};
+}
+
+int run_optimize(optimize_flags& f) {
+    const auto tasks = tasks_to_run(f);
+    const bool learned = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
+    if (!f.checkpoint.empty() && !learned)
+        throw error("--checkpoint " + f.checkpoint + ": a pre-trained policy needs a learned task (placement, "
+                    "scheduling or fusion), and none runs in this build");
+    f.limits.start = std::chrono::steady_clock::now();
+    progress_line progress(f.quiet);
+    loaded_graph input = load_graph(f.source);
+    const auto cluster = load_cluster(f.cluster);
+    const std::size_t original_ops = input.graph.num_ops();
+
+    // Substitution is a graph-to-graph stage: everything after it runs on the rewritten graph, and
+    // the original graph's default (one device, FIFO) stays in the table as the reference.
+    std::vector<method_result> methods;
+    if (std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end()) {
+        simulator_type before(input.graph, cluster);
+        method_result original{"original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
+        original.chosen.placement.assign(input.graph.num_ops(), 0);
+        original.result = before.run(original.chosen.placement, {.record_trace = false});
+        optimize_context ctx{input, before, f.limits, f.seed, f.checkpoint, progress};
+        graph::computation_graph rewritten = optimize_substitution(ctx);
+        input.graph = std::move(rewritten);
+        methods.push_back(std::move(original));
+    }
+    simulator_type s(input.graph, cluster);
+    const optimize_context ctx{input, s, f.limits, f.seed, f.checkpoint, progress};
+    auto baselines = run_baselines(ctx);
+    const std::size_t first_baseline = methods.size();
+    for (auto& b : baselines) methods.push_back(std::move(b));
+    const std::size_t first_learned = methods.size();
+    for (const auto& t : tasks) {
+        if (t == "placement") methods.push_back(optimize_placement(ctx));
+        else if (t == "scheduling") methods.push_back(optimize_scheduling(ctx));
+        else if (t == "fusion") methods.push_back(optimize_fusion(ctx));
+    }
+    progress.clear();
+
+    std::size_t best = first_baseline;
+    for (std::size_t i = first_baseline; i < methods.size(); ++i)
+        if (better_method(methods[i], methods[best])) best = i;
+    std::size_t best_baseline = first_baseline;
+    for (std::size_t i = first_baseline; i < first_learned; ++i)
+        if (better_method(methods[i], methods[best_baseline])) best_baseline = i;
+    const double reference = methods.front().result.step_time;  // the default: original graph, one device, FIFO
+
+    std::printf("%s: %s, %zu ops%s, on %s (%zu devices); seed %llu, %zu steps%s\n", input.name.c_str(),
+                input.training ? "training step" : "inference", input.graph.num_ops(),
+                input.graph.num_ops() != original_ops ? (" (" + std::to_string(original_ops) + " before substitution)").c_str() : "",
+                cluster.description().c_str(), cluster.num_devices(), static_cast<unsigned long long>(f.seed),
+                f.limits.steps, f.limits.seconds > 0 ? (", at most " + format_seconds(f.limits.seconds)).c_str() : "");
+    std::printf("%-16s %12s %3s %8s  %-36s %10s\n", "method", "step time", "", "speedup", "peak memory per device",
+                "decided in");
+    for (const auto& m : methods)
+        std::printf("%-16s %12s %3s %7.2fx  %-36s %10s\n", m.name.c_str(), format_seconds(m.result.step_time).c_str(),
+                    m.result.oom ? "OOM" : "", ratio(reference, m.result.step_time), memory_list(m.result).c_str(),
+                    format_seconds(m.seconds).c_str());
+    const auto& winner = methods[best];
+    std::printf("goopt's result: %s, %s, %.2fx the default (%s), %.2fx the best baseline (%s)\n", winner.name.c_str(),
+                format_seconds(winner.result.step_time).c_str(), ratio(reference, winner.result.step_time),
+                methods.front().name.c_str(), ratio(methods[best_baseline].result.step_time, winner.result.step_time),
+                methods[best_baseline].name.c_str());
+    std::vector<std::string> left_out;
+    for (const char* t : all_tasks)
+        if (std::find(tasks.begin(), tasks.end(), t) == tasks.end() && !status_of(t).available) left_out.emplace_back(t);
+    if (f.tasks.empty() && !left_out.empty()) {
+        std::string names;
+        for (const auto& t : left_out) names += (names.empty() ? "" : ", ") + t;
+        std::printf("not in this build yet: %s (so goopt's result is the best heuristic)\n", names.c_str());
+    }
+    std::printf("OOM: some device is over its memory capacity (marked '!'); speedup: %s's step time / the method's\n",
+                methods.front().name.c_str());
+
+    // the curve shown: that of the best method that has one (learned methods and random search)
+    const method_result* curved = nullptr;
+    for (const auto& m : methods)
+        if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
+
+    if (!f.out.empty()) {
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (const auto& m : methods) list.push_back(method_json(m, reference));
+        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < cluster.num_devices(); ++k)
+            devices.push_back({{"name", cluster.device(k).name()},
+                               {"mem_capacity_bytes", static_cast<std::int64_t>(cluster.device(k).mem_capacity())}});
+        auto d = decisions_to_json(winner.chosen);
+        d["method"] = winner.name;
+        const nlohmann::ordered_json j{
+            {"format", "goopt.result"},
+            {"version", 1},
+            {"model", input.name},
+            {"ops", input.graph.num_ops()},
+            {"ops_before_substitution", original_ops},
+            {"cluster", {{"description", cluster.description()}, {"devices", devices}}},
+            {"seed", f.seed},
+            {"budget", {{"steps", f.limits.steps}, {"seconds", f.limits.seconds}}},
+            {"tasks", tasks},
+            {"methods", list},
+            {"best", winner.name},
+            {"best_baseline", methods[best_baseline].name},
+            {"decisions", d},
+            {"training_curve", curved ? curve_json(*curved) : nlohmann::ordered_json(nullptr)}};
+        io::atomic_write(f.out, j.dump(1) + "\n");
+    }
+    if (!f.svg.empty()) {
+        const auto traced = s.run(winner.chosen.placement,
+                                  {.priorities = winner.chosen.priorities, .fusion = winner.chosen.fusion, .record_trace = true});
+        io::write_svg_timeline(f.svg, input.graph, cluster, traced,
+                               {.title = input.name + ": " + winner.name + " on " + cluster.description(),
+                                .fusion = winner.chosen.fusion});
+    }
+    if (!f.curve.empty()) {
+        if (!curved) throw error("--curve " + f.curve + ": no method with a curve ran");
+        std::vector<io::curve_point> points;
+        for (const auto& p : curved->curve) points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});
+        std::vector<io::reference_line> lines;
+        for (std::size_t i = first_baseline; i < first_learned; ++i)
+            if (&methods[i] != curved && !methods[i].result.oom) lines.push_back({methods[i].name, methods[i].result.step_time});
+        io::write_svg_training_curve(f.curve, points, lines,
+                                     {.title = input.name + " on " + cluster.description() + ": " + curved->name,
+                                      .x_label = curved->curve_unit});
+    }
+    return 0;
+}
+
+}  // namespace
+
+command add_optimize_command(CLI::App& root) {
+    auto flags = std::make_shared<optimize_flags>();
+    auto* app = root.add_subcommand("optimize", "Optimize a graph on a cluster: every baseline and every available "
+                                                "optimizer, scored by one simulator");
+    flags->source.add_flags(*app);
+    add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
+    app->add_option("--tasks", flags->tasks,
+                    "What goopt optimizes, comma-separated (default: every task this build has)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(CLI::IsMember({"substitution", "placement", "scheduling", "fusion"}))
+        ->type_name("TASK,...");
+    app->add_option("--steps", flags->limits.steps, "Rounds of the iterative methods (PPO updates, search rounds)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+        ->capture_default_str();
+    app->add_option("--time", flags->limits.seconds, "Wall-time budget of the iterative methods in seconds (0: none)")
+        ->check(CLI::Range(0.0, 1e9))
+        ->type_name("SECONDS")
+        ->capture_default_str();
+    app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")->capture_default_str();
+    app->add_option("--checkpoint", flags->checkpoint, "Start from a pre-trained policy")->type_name("FILE");
+    app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in README)")->type_name("FILE.json");
+    app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");
+    app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")->type_name("FILE.svg");
+    app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
+    return {app, [flags] { return run_optimize(*flags); }};
+}
+
+}  // namespace goopt::cli

@@ -1,0 +1,133 @@
+#pragma once
+/// @file
+/// @brief The interface of the optimizers the `goopt` program runs: what each gets (the graph, the
+/// cluster's simulator, the budget, the seed), what each hands back (decisions scored by the one
+/// simulator), the baselines, and the hooks through which substitution search and the learned
+/// policies plug in. Free of the command line (CLI11) and of JSON, so that these files stay light.
+
+#include <goopt/device/cluster.hpp>
+#include <goopt/device/device_spec.hpp>
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/sim/placement.hpp>
+#include <goopt/sim/simulation_result.hpp>
+#include <goopt/sim/simulator.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace goopt::cli {
+
+using cluster_type = device::cluster<device::device_spec>;
+using simulator_type = sim::simulator<device::device_spec>;
+
+/// A graph with what goopt knows about where it came from.
+struct loaded_graph {
+    graph::computation_graph graph;
+    std::string name;    ///< the zoo name, or the file's graph name (else the file name)
+    std::string family;  ///< the zoo family (expert placements follow it); empty for files
+    bool training = false;
+};
+
+/// What every method hands back: the same decisions, scored by the same simulator.
+struct decisions {
+    sim::placement placement;
+    std::vector<double> priorities;  ///< empty: FIFO
+    sim::fusion_groups fusion;       ///< empty: no fusion
+};
+
+/// One point of an iterative method's curve: after `update` rounds, the best step time so far and
+/// the mean step time of that round's samples.
+struct curve_point {
+    std::size_t update = 0;
+    std::size_t samples = 0;  ///< simulations so far
+    double best_step_time = 0;
+    double mean_step_time = 0;
+};
+
+struct method_result {
+    std::string name;         ///< "heft", "random_search", "ppo_placement", ...
+    std::string description;  ///< one line for the table's footnote and result.json
+    decisions chosen;
+    sim::simulation_result result;  ///< without trace
+    double seconds = 0;             ///< time the method took to decide
+    std::vector<curve_point> curve; ///< iterative methods only
+    std::string curve_unit = {};    ///< what one curve point is: "PPO update (16 rollouts)", ...
+};
+
+/// Budget of the iterative methods: rounds (PPO updates, search rounds) and wall time.
+struct budget {
+    std::size_t steps = 50;
+    double seconds = 0;  ///< 0: no time limit
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    bool time_left() const {
+        return seconds <= 0 ||
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds;
+    }
+};
+
+/// A one-line status on a terminal, rewritten in place; silent when stdout is not a terminal or
+/// with --quiet, so that logs and pipes get only the final table.
+class progress_line {
+public:
+    explicit progress_line(bool quiet);
+    bool enabled() const noexcept { return enabled_; }
+    /// "label: done/total unit, rate/s, ETA"
+    void update(std::string_view label, std::size_t done, std::size_t total, std::string_view unit);
+    void clear();
+
+private:
+    bool enabled_;
+    bool shown_ = false;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::string unit_;
+};
+
+/// Everything an optimizer gets: the graph, the cluster's simulator, the budget and the seed.
+struct optimize_context {
+    const loaded_graph& input;
+    simulator_type& simulator;
+    const budget& limits;
+    std::uint64_t seed;
+    std::string checkpoint;  ///< pre-trained policy to start from (empty: from scratch)
+    progress_line& progress;
+};
+
+/// The heuristic baselines, every one scored by the simulator (baselines.cpp: the one file that
+/// uses the baseline heuristics).
+std::vector<method_result> run_baselines(const optimize_context& ctx);
+/// Names of the baselines in this build, in the order run_baselines returns them.
+std::vector<std::string> baseline_names();
+/// One that fits in memory beats one that does not, then the shorter step.
+bool better_method(const method_result& a, const method_result& b);
+
+// ---- hooks of the optimizers (one file each) ----
+// `*_status()` says whether this build has the capability and what it is; the function does the
+// work, or throws missing_capability() when it is not there. Nothing is faked: an unavailable task
+// is an error when asked for, and left out (and said so) when the default "all available" is taken.
+
+struct task_status {
+    bool available;
+    std::string_view capability;  ///< what the task needs, for messages
+};
+
+/// Substitution search (TASO SOSP'19 / TENSAT MLSys'21): a cheaper equivalent graph.
+task_status substitution_status();
+graph::computation_graph optimize_substitution(const optimize_context& ctx);
+/// PPO-trained placement (GO, NeurIPS'20): device per op.
+task_status placement_status();
+method_result optimize_placement(const optimize_context& ctx);
+/// PPO-trained scheduling: priority per op.
+task_status scheduling_status();
+method_result optimize_scheduling(const optimize_context& ctx);
+/// PPO-trained fusion: fusion priority per op, merged greedily.
+task_status fusion_status();
+method_result optimize_fusion(const optimize_context& ctx);
+
+/// The error of a task this build cannot do: names the task and the missing capability.
+error missing_capability(std::string_view task, std::string_view capability);
+
+}  // namespace goopt::cli
