@@ -1,10 +1,10 @@
 // The heuristic baselines of `goopt optimize`, every one scored by the same simulator. This is the
-// only file of the program that uses the heuristics' namespace (goopt::tasks).
+// only file of the program that uses the heuristics' namespace (goopt::baselines).
 #include "optimizer.hpp"
 
-#include <goopt/tasks.hpp>
+#include <goopt/baselines.hpp>
 #if defined(GOOPT_HAS_METIS)
-#include <goopt/tasks/metis_placement.hpp>
+#include <goopt/baselines/metis_placement.hpp>
 #endif
 
 #include <chrono>
@@ -33,9 +33,9 @@ method_result random_search_rounds(const optimize_context& ctx) {
     for (std::size_t round = 1; round <= ctx.limits.steps && (round == 1 || ctx.limits.time_left()); ++round) {
         double sum = 0;
         for (std::size_t k = 0; k < samples_per_round; ++k) {
-            auto r = tasks::random_search(ctx.simulator, 1, rng);
+            auto r = baselines::random_search(ctx.simulator, 1, rng);
             sum += r.result.step_time;
-            if (!have || tasks::better_result(r.result, best.result)) {
+            if (!have || baselines::better_result(r.result, best.result)) {
                 best.chosen.placement = std::move(r.placement);
                 best.result = std::move(r.result);
                 have = true;
@@ -56,7 +56,8 @@ std::vector<std::string> baseline_names() {
 #if defined(GOOPT_HAS_METIS)
     names.push_back("metis");
 #endif
-    for (const char* n : {"heft", "critical_path", "greedy_fusion", "heft_fusion", "random_search"}) names.push_back(n);
+    for (const char* n : {"heft", "critical_path", "m_topo", "m_etf", "m_sct", "greedy_fusion", "heft_fusion", "random_search"})
+        names.push_back(n);
     return names;
 }
 
@@ -74,31 +75,34 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
         out.push_back({std::move(name), std::move(description), std::move(d), std::move(r), seconds, {}, {}});
     };
     add("single_device", "every op on device 0, FIFO (TensorFlow's default)",
-        [&] { return decisions{tasks::single_device_placement(g), {}, {}}; });
-    const auto family = tasks::family_convention(ctx.input.family);
+        [&] { return decisions{baselines::single_device_placement(g), {}, {}}; });
+    const auto family = baselines::family_convention(ctx.input.family);
     add("expert", "human-expert placement of the model family, FIFO",
-        [&] { return decisions{tasks::expert_placement(g, n, family), {}, {}}; });
+        [&] { return decisions{baselines::expert_placement(g, n, family), {}, {}}; });
 #if defined(GOOPT_HAS_METIS)
     add("metis", "METIS partition: balanced compute, least bytes cut; FIFO",
-        [&] { return decisions{tasks::metis_placement(s, static_cast<int>(ctx.seed % 1000000)), {}, {}}; });
+        [&] { return decisions{baselines::metis_placement(s, static_cast<int>(ctx.seed % 1000000)), {}, {}}; });
 #endif
     add("heft", "HEFT placement with upward-rank priorities", [&] {
-        auto h = tasks::heft(s);
+        auto h = baselines::heft(s);
         return decisions{std::move(h.placement), std::move(h.priorities), {}};
     });
     add("critical_path", "expert placement, critical-path (upward rank) priorities", [&] {
-        auto p = tasks::expert_placement(g, n, family);
-        auto pr = tasks::critical_path_priorities(s, p);
+        auto p = baselines::expert_placement(g, n, family);
+        auto pr = baselines::critical_path_priorities(s, p);
         return decisions{std::move(p), std::move(pr), {}};
     });
+    add("m_topo", "Baechi's m-TOPO: topological order, each device filled up to its memory share", [&] { return baselines::m_topo(s); });
+    add("m_etf", "Baechi's m-ETF: earliest task first where it fits in memory", [&] { return baselines::m_etf(s); });
+    add("m_sct", "Baechi's m-SCT: m-ETF keeping a favourite child with its parent", [&] { return baselines::m_sct(s); });
     add("greedy_fusion", "one device, elementwise ops fused into producers (XLA-style)", [&] {
-        auto p = tasks::single_device_placement(g);
-        auto f = tasks::greedy_fusion(g, p);
+        auto p = baselines::single_device_placement(g);
+        auto f = baselines::greedy_fusion(g, p);
         return decisions{std::move(p), {}, std::move(f)};
     });
     add("heft_fusion", "HEFT placement and priorities, then greedy fusion on that placement", [&] {
-        auto h = tasks::heft(s);
-        auto f = tasks::greedy_fusion(g, h.placement);
+        auto h = baselines::heft(s);
+        auto f = baselines::greedy_fusion(g, h.placement);
         return decisions{std::move(h.placement), std::move(h.priorities), std::move(f)};
     });
     out.push_back(random_search_rounds(ctx));
@@ -110,6 +114,6 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
 
 namespace goopt::cli {
 
-bool better_method(const method_result& a, const method_result& b) { return tasks::better_result(a.result, b.result); }
+bool better_method(const method_result& a, const method_result& b) { return baselines::better_result(a.result, b.result); }
 
 }  // namespace goopt::cli

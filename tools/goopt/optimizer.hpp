@@ -9,6 +9,7 @@
 #include <goopt/device/device_spec.hpp>
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>
@@ -33,11 +34,7 @@ struct loaded_graph {
 };
 
 /// What every method hands back: the same decisions, scored by the same simulator.
-struct decisions {
-    sim::placement placement;
-    std::vector<double> priorities;  ///< empty: FIFO
-    sim::fusion_groups fusion;       ///< empty: no fusion
-};
+using decisions = sim::decision;  ///< placement, priorities (empty: FIFO), fusion groups (empty: none)
 
 /// One point of an iterative method's curve: after `update` rounds, the best step time so far and
 /// the mean step time of that round's samples.
