@@ -22,6 +22,7 @@
 using namespace goopt;
 using namespace goopt::subst;
 using ops::op_kind;
+using tensor_ids = std::vector<graph::tensor_id>;
 
 namespace {
 
@@ -55,7 +56,14 @@ graph::computation_graph builtin_playground() {
     const auto m1 = b.unary(op_kind::tanh, b.matmul(h, b.weight("u1", {7, 4})));
     const auto m2 = b.matmul(h, b.weight("u2", {7, 5}));
     const auto c5 = b.relu(b.conv2d(x, b.weight("k5", {2, 4, 3, 3}), {.stride = {2, 2}}));
-    for (auto t : {c1, c2, c3, c4, c5, m1, m2}) g.mark_output(t);
+    const auto p = b.split(c3, 1, {2, 3});
+    const auto q0 = b.ewadd(p[0], b.weight("b0", {2, 1, 1}));
+    const auto q1 = b.ewadd(b.weight("b1", {3, 1, 1}), p[1]);
+    const auto s0 = b.unary(op_kind::sigmoid, p[0]);
+    const auto s1 = b.unary(op_kind::sigmoid, p[1]);
+    const tensor_ids pieces{p[0], p[1]};
+    const auto cat = b.concat(pieces, 1);
+    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat}) g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
 }
@@ -101,6 +109,9 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     CHECK(has("ewadd(conv2d(x0,w0),conv2d(x0,w1)) => conv2d(x0,ewadd(w0,enlarge{kernel=[3,3]}(w1)))"));
     CHECK(has("tanh(matmul(x0,w0)) => matmul{activation=tanh}(x0,w0)"));
     CHECK(has("=> split{axis=1,sizes=[4,5]}(matmul(x0,concat{axis=1}(w0,w1)))"));
+    CHECK(has("=> split{axis=1,sizes=[2,3]}(ewadd(x0,concat{axis=0}(w0,w1)))#0"));
+    CHECK(has("=> split{axis=1,sizes=[2,3]}(sigmoid(x0))#0"));
+    CHECK(has("concat{axis=1}(split{axis=1,sizes=[2,3]}(x0)#0,split{axis=1,sizes=[2,3]}(x0)#1) => x0"));
     // a strided conv is never enlarged: it is not in the merge of the stride-1 convs
     for (const auto& k : kinds) CHECK(k.find("enlarge{kernel=[3,3]}(w0),w1,w2") == std::string::npos);
 }

@@ -40,6 +40,8 @@ struct builtin_options {
     bool sum_convs = true;          ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
     bool merge_matmuls = true;      ///< matmuls of one input => split(matmul(x, concat(weights)))
     bool merge_elementwise = true;  ///< f(split(a)#i, split(b)#i) for every i => split(f(a,b))#i
+    bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i => split(f(a, concat(w)))#i
+    bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
     std::size_t max_group = 8;      ///< most ops one merge rule joins
 };
 
@@ -384,6 +386,127 @@ inline void elementwise_merge_rules(const graph::computation_graph& g, rule_set&
     }
 }
 
+/// Elementwise unary ops without attributes: they commute with a split.
+inline bool plain_unary(const graph::op& o) {
+    return o.inputs.size() == 1 && o.spec().has(ops::elementwise) && o.attrs.empty() && o.outputs.size() == 1;
+}
+
+/// f(split(a)#i) for several outputs i of one split => split(f(a))#i: one kernel for several; and
+/// f(split(a)#i, w_i) for every output i, each w_i a weight piece of that output's extent along
+/// the split axis => split(f(a, concat(w_0..w_n-1)))#i: per-channel biases and scales joined.
+inline void split_elementwise_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    const auto pre = weight_only(g);
+    for (graph::op_id so = 0; so < g.num_ops(); ++so) {
+        const auto& sp = g.get_op(so);
+        if (sp.kind != K::split || pre[so]) continue;
+        const auto n = static_cast<std::uint16_t>(sp.outputs.size());
+        const auto& xd = g.type_of(sp.inputs[0]).dims;
+        const auto ax = static_cast<std::int64_t>(xd.axis(sp.attrs.get_int(A::axis)));
+        const auto& sizes = sp.attrs.get_ints(A::sizes);
+        // unary: per kind, the first use of that kind on each output
+        std::map<ops::op_kind, std::vector<std::pair<std::uint16_t, graph::op_id>>> unary;
+        for (std::uint16_t i = 0; i < n; ++i) {
+            std::set<ops::op_kind> kinds;
+            for (const auto& u : g.get_tensor(sp.outputs[i]).uses) {
+                const auto& f = g.get_op(u.op);
+                if (plain_unary(f) && kinds.insert(f.kind).second) unary[f.kind].push_back({i, u.op});
+            }
+        }
+        for (const auto& [kind, uses] : unary) {
+            if (uses.size() < 2) continue;
+            rule r;
+            r.variables = {{"x0", xd}};
+            side_builder s{r.source};
+            const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+            std::vector<graph::op_id> where{so};
+            for (const auto& [i, o] : uses) {
+                r.source.outputs.push_back(s.add(kind, g.get_op(o).attrs, {side_builder::out(a, i)}));
+                where.push_back(o);
+            }
+            side_builder t{r.target};
+            const auto f = t.add(kind, {}, {var(0)});
+            const auto b = t.add(K::split, sp.attrs, {f}, n);
+            for (const auto& [i, o] : uses) r.target.outputs.push_back(side_builder::out(b, i));
+            out.add(std::move(r), std::move(where), {sp.inputs[0]});
+        }
+        // binary with a weight piece per output
+        for (auto kind : {K::ewadd, K::ewmul, K::sub}) {
+            std::vector<graph::op_id> where{so};
+            std::vector<graph::tensor_id> vars{sp.inputs[0]};
+            for (std::uint16_t i = 0; i < n && where.size() == 1u + i; ++i)
+                for (const auto& u : g.get_tensor(sp.outputs[i]).uses) {
+                    const auto& f = g.get_op(u.op);
+                    if (f.kind != kind || (u.slot != 0 && !f.spec().has(ops::commutative))) continue;
+                    const auto w = f.inputs[1 - u.slot];
+                    const auto& wd = g.type_of(w).dims;
+                    const auto lead = static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank());
+                    if (!pre[g.producer(w)] || lead < 0 || ax - lead < 0 || wd[static_cast<std::size_t>(ax - lead)] != sizes[i])
+                        continue;
+                    if (i > 0) {  // the pieces agree on every other axis
+                        const auto& w0 = g.type_of(vars[1]).dims;
+                        bool same = w0.rank() == wd.rank();
+                        for (std::size_t d = 0; same && d < wd.rank(); ++d)
+                            same = static_cast<std::int64_t>(d) == ax - lead || w0[d] == wd[d];
+                        if (!same) continue;
+                    }
+                    where.push_back(u.op);
+                    vars.push_back(w);
+                    break;
+                }
+            if (where.size() != 1u + n) continue;
+            const auto& wd = g.type_of(vars[1]).dims;
+            const auto wax = ax - (static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank()));
+            rule r;
+            r.variables = {{"x0", xd}};
+            for (std::uint16_t i = 0; i < n; ++i) r.variables.push_back({numbered("w", i), g.type_of(vars[1u + i]).dims, true});
+            side_builder s{r.source};
+            const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+            std::vector<value_ref> ws;
+            for (std::uint16_t i = 0; i < n; ++i) {
+                ws.push_back(var(static_cast<std::uint16_t>(i + 1)));
+                r.source.outputs.push_back(s.add(kind, {}, {side_builder::out(a, i), ws.back()}));
+            }
+            side_builder t{r.target};
+            const auto cat = t.add(K::concat, attrs_of({{A::axis, wax}}), ws);
+            const auto f = t.add(kind, {}, {var(0), cat});
+            const auto b = t.add(K::split, sp.attrs, {f}, n);
+            for (std::uint16_t i = 0; i < n; ++i) r.target.outputs.push_back(side_builder::out(b, i));
+            out.add(std::move(r), std::move(where), std::move(vars));
+        }
+    }
+}
+
+/// concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a: what a merge leaves behind
+/// when the pieces were concatenated again (SqueezeNet's fire modules, Inception's blocks).
+inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    for (graph::op_id co = 0; co < g.num_ops(); ++co) {
+        const auto& c = g.get_op(co);
+        if (c.kind != K::concat || c.inputs.empty()) continue;
+        const auto so = g.producer(c.inputs[0]);
+        const auto& sp = g.get_op(so);
+        if (sp.kind != K::split || sp.outputs.size() != c.inputs.size()) continue;
+        const auto& xd = g.type_of(sp.inputs[0]).dims;
+        if (xd.axis(sp.attrs.get_int(A::axis)) != g.type_of(c.outputs[0]).dims.axis(c.attrs.get_int(A::axis))) continue;
+        bool in_order = true;
+        for (std::size_t i = 0; i < c.inputs.size(); ++i) in_order = in_order && c.inputs[i] == sp.outputs[i];
+        if (!in_order) continue;
+        const auto n = static_cast<std::uint16_t>(sp.outputs.size());
+        rule r;
+        r.variables = {{"x0", xd}};
+        side_builder s{r.source};
+        const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+        std::vector<value_ref> pieces;
+        for (std::uint16_t i = 0; i < n; ++i) pieces.push_back(side_builder::out(a, i));
+        r.source.outputs = {s.add(K::concat, c.attrs, pieces)};
+        r.target.outputs = {var(0)};
+        out.add(std::move(r), {so, co}, {sp.inputs[0]});
+    }
+}
+
 }  // namespace detail
 
 inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts) {
@@ -393,6 +516,8 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
     if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
+    if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
+    if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
     return std::move(out.rules);
 }
 

@@ -2,7 +2,10 @@
 /// @file
 /// @brief The cost a substitution search minimizes: the time of the ops that run per inference.
 /// Ops computed from weights and constants only are weight preprocessing, folded once before
-/// inference (TASO's preprocess_weights), and cost nothing per inference.
+/// inference (TASO's preprocess_weights), and cost nothing per inference. A split whose pieces
+/// are contiguous blocks of its input (every axis before the split axis has size 1: a channel
+/// split at batch 1, a feature split of one row) is a view, offsets into its input, and costs
+/// nothing either (TASO's cost model takes every split as free; a strided split is a copy here).
 
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
@@ -10,6 +13,7 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -25,8 +29,14 @@ template <class Cost, device::DeviceModel Device>
     requires cost::CostModel<Cost, Device>
 double inference_cost(const graph::computation_graph& g, const Cost& cost, const Device& device);
 
-/// The number of ops that run per inference (not sources, not weight preprocessing).
+/// The number of ops that run per inference (not sources, not weight preprocessing, not views).
 inline std::size_t inference_ops(const graph::computation_graph& g);
+
+/// Whether op `o` of `g` is a split into contiguous pieces of its input (a view, no copy).
+inline bool is_view(const graph::computation_graph& g, graph::op_id o);
+
+/// Per op of `g`, whether it runs per inference: not a source, weight preprocessing or a view.
+inline std::vector<bool> runs_per_inference(const graph::computation_graph& g);
 
 // ---- implementation ----
 
@@ -43,22 +53,35 @@ inline std::vector<bool> weight_only(const graph::computation_graph& g) {
     return w;
 }
 
+inline bool is_view(const graph::computation_graph& g, graph::op_id o) {
+    const auto& op = g.get_op(o);
+    if (op.kind != ops::op_kind::split) return false;
+    const auto& d = g.type_of(op.inputs[0]).dims;
+    const auto ax = d.axis(op.attrs.get_int(ops::attr_id::axis));
+    for (std::size_t i = 0; i < ax; ++i)
+        if (d[i] != 1) return false;
+    return true;
+}
+
+inline std::vector<bool> runs_per_inference(const graph::computation_graph& g) {
+    auto r = weight_only(g);
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) r[o] = !r[o] && !g.get_op(o).spec().has(ops::source) && !is_view(g, o);
+    return r;
+}
+
 template <class Cost, device::DeviceModel Device>
     requires cost::CostModel<Cost, Device>
 double inference_cost(const graph::computation_graph& g, const Cost& cost, const Device& device) {
-    const auto w = weight_only(g);
+    const auto runs = runs_per_inference(g);
     double total = 0;
     for (graph::op_id o = 0; o < g.num_ops(); ++o)
-        if (!w[o] && !g.get_op(o).spec().has(ops::source)) total += cost.op_time(g, o, device);
+        if (runs[o]) total += cost.op_time(g, o, device);
     return total;
 }
 
 inline std::size_t inference_ops(const graph::computation_graph& g) {
-    const auto w = weight_only(g);
-    std::size_t n = 0;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o)
-        if (!w[o] && !g.get_op(o).spec().has(ops::source)) ++n;
-    return n;
+    const auto runs = runs_per_inference(g);
+    return static_cast<std::size_t>(std::count(runs.begin(), runs.end(), true));
 }
 
 }  // namespace goopt::subst
