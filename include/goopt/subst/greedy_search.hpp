@@ -80,11 +80,13 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
     // Every rewrite of `from` by the rules from `first` on (the library's, then the built-ins of
     // `from`), in rule order; `visit(candidate&&, hash)` returns true to stop there.
     // @return the rule index it stopped at, or nullopt when it ran through.
+    std::unordered_set<std::string> no_gain;  // built-in instances that made no graph cheaper
+    bool full_pass = false;                   // also try those
     auto for_each_rewrite = [&](const graph::computation_graph& from, std::size_t first,
                                 auto&& visit) -> std::optional<std::size_t> {
         const auto present = rule_library::kinds_in(from);
         // a rewritten graph, or nothing when refused, too large or seen
-        auto consider = [&](std::optional<graph::computation_graph>&& next, const rule& r) -> bool {
+        auto consider = [&](std::optional<graph::computation_graph>&& next, const rule& r, auto&& to) -> bool {
             if (!next) {
                 ++stats.refused;
                 return false;
@@ -94,21 +96,54 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
             if (seen.contains(h)) return false;
             ++stats.graphs_seen;
             const double c = inference_cost(*next, cost, device);
-            return visit(candidate{std::move(*next), c, to_string(r)}, h);
+            return to(candidate{std::move(*next), c, to_string(r)}, h);
+        };
+        const double from_cost = inference_cost(from, cost, device);
+        // A rewrite is named by its rule and the names of the ops it rewrites; one that did not
+        // make an earlier graph cheaper is skipped until a full pass (`full_pass`): the graphs a
+        // descent visits differ only where it rewrote, and rewritten ops get new names.
+        auto name_of = [&](std::string key, const match& m) {
+            for (auto o : m.ops) {
+                key += '|';
+                key += from.get_op(o).name;
+            }
+            return key;
         };
         for (std::size_t k = first; k < library.size(); ++k) {
             if (!library.may_match(k, present)) continue;
             const rule& r = library[k];
             for (const auto& m : distinct_placements(find_matches(from, r, config.matches_per_rule))) {
                 if (out_of_time()) return k;
-                if (consider(applier(from, r, m, true, k), r)) return k;
+                auto key = name_of(std::to_string(k), m);
+                if (!full_pass && no_gain.contains(key)) continue;
+                bool gains = false;
+                const bool stop = consider(applier(from, r, m, true, k), r, [&](candidate&& c, std::uint64_t h) {
+                    gains = c.cost < from_cost;
+                    return visit(std::move(c), h);
+                });
+                if (!gains) no_gain.insert(std::move(key));
+                if (stop) return k;
             }
         }
-        if (config.use_builtins)
-            for (const auto& b : builtin_rules(from, config.builtins)) {
-                if (out_of_time()) return library.size();
-                if (consider(applier(from, b.rule, b.where, false, 0), b.rule)) return library.size();
-            }
+        if (!config.use_builtins) return std::nullopt;
+        // the built-ins of `from` overlap (merge two convs, or sum them; fold a batchnorm, or fuse
+        // the relu): they are visited cheapest first, so the best of them is the one taken
+        std::vector<std::pair<candidate, std::uint64_t>> found;
+        for (const auto& b : builtin_rules(from, config.builtins)) {
+            if (out_of_time()) return library.size();
+            auto key = name_of(to_string(b.rule), b.where);
+            if (!full_pass && no_gain.contains(key)) continue;
+            bool gains = false;
+            consider(applier(from, b.rule, b.where, false, 0), b.rule, [&](candidate&& c, std::uint64_t h) {
+                gains = c.cost < from_cost;
+                found.emplace_back(std::move(c), h);
+                return false;
+            });
+            if (!gains) no_gain.insert(std::move(key));
+        }
+        std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first.cost < b.first.cost; });
+        for (auto& [c, h] : found)
+            if (visit(std::move(c), h)) return library.size();
         return std::nullopt;
     };
     auto accept = [&](candidate&& c, std::uint64_t h) {
@@ -145,10 +180,12 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
         if (stopped) {  // improved by rule *stopped: try it again, then the rest of the pass
             resume = *stopped;
             improved_in_pass = true;
+            full_pass = false;
             near.clear();
             continue;
         }
-        if (improved_in_pass) {  // a new pass over every rule
+        if (improved_in_pass || !full_pass) {  // a new pass over every rule; the last one is full
+            full_pass = !improved_in_pass;
             resume = 0;
             improved_in_pass = false;
             near.clear();
