@@ -68,8 +68,8 @@ template <class Device>
 subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
                             subst::search_method method, double seconds, std::size_t budget) {
     subst::optimize_config config{.method = method};
-    config.greedy.seconds = seconds;
-    config.taso.seconds = seconds;
+    config.greedy.space.seconds = seconds;
+    config.taso.space.seconds = seconds;
     config.taso.budget = budget;
     config.taso.alpha = 1.0;
     return subst::optimize(g, rules, cost::roofline_model{}, d, config);

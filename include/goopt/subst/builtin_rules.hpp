@@ -364,8 +364,8 @@ inline void elementwise_merge_rules(const graph::computation_graph& g, rule_set&
         for (std::uint16_t i = 0; i < n; ++i)
             r.source.outputs.push_back(s.add(e.kind, e.attrs, {side_builder::out(sa, i), side_builder::out(sb, i)}));
         side_builder t{r.target};
-        const auto f = t.add(e.kind, e.attrs, {var(0), var(1)});
-        const auto sp = t.add(K::split, pa.attrs, {f}, n);
+        const auto joined = t.add(e.kind, e.attrs, {var(0), var(1)});
+        const auto sp = t.add(K::split, pa.attrs, {joined}, n);
         for (std::uint16_t i = 0; i < n; ++i) r.target.outputs.push_back(side_builder::out(sp, i));
         // source ops in rule order: the two splits, then the elementwise op of each output pair
         std::vector<graph::op_id> where{g.producer(e.inputs[0]), g.producer(e.inputs[1])};

@@ -28,17 +28,10 @@ namespace goopt::subst {
 
 /// Knobs of greedy_search().
 struct greedy_config {
-    double seconds = 10;              ///< wall-clock limit
-    std::size_t max_steps = 10000;    ///< rewrites accepted
-    double max_ops_factor = 2;        ///< refuse graphs with more ops than this x the input's
-    std::size_t matches_per_rule = 64;  ///< matches tried per rule and graph
-    double alpha = 1.05;              ///< lookahead: first steps may cost up to alpha x the current graph
-    std::size_t lookahead = 8;        ///< lookahead: how many such first steps are followed up
-    bool both_directions = true;      ///< use each generated rule in reverse too
-    bool use_builtins = true;         ///< add builtin_rules() of the current graph
-    builtin_options builtins = {};
-    double check_flops = 2e7;         ///< see match_applier
-    bool trust_large = false;         ///< see match_applier
+    std::size_t max_steps = 10000;  ///< rewrites accepted
+    double alpha = 1.05;            ///< lookahead: first steps may cost up to alpha x the current graph
+    std::size_t lookahead = 8;      ///< lookahead: how many such first steps are followed up
+    rewrite_space space = {};       ///< rules, time and size limits
 };
 
 /// @brief Rewrites `g` into a cheaper equivalent graph by first-improvement local search with a
@@ -57,9 +50,10 @@ template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
 search_result greedy_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
                             const Device& device, const greedy_config& config, Visitor&& visitor) {
     const auto start = std::chrono::steady_clock::now();
-    const rule_library library(rules, config.both_directions);
-    match_applier applier(config.check_flops, config.trust_large);
-    const std::size_t max_ops = static_cast<std::size_t>(config.max_ops_factor * static_cast<double>(g.num_ops()));
+    const rewrite_space& space = config.space;
+    const rule_library library(rules, space.both_directions);
+    match_applier applier(space.check_flops, space.trust_large);
+    const std::size_t max_ops = static_cast<std::size_t>(space.max_ops_factor * static_cast<double>(g.num_ops()));
     std::unordered_set<std::uint64_t> seen{graph::structural_hash(g)};
 
     search_stats stats;
@@ -68,7 +62,7 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
     double current_cost = stats.cost_before;
     std::optional<search_bound> bound;
     auto out_of_time = [&] {
-        if (!bound && seconds_since(start) > config.seconds) bound = search_bound::time;
+        if (!bound && seconds_since(start) > space.seconds) bound = search_bound::time;
         return bound.has_value();
     };
 
@@ -112,7 +106,7 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
         for (std::size_t k = first; k < library.size(); ++k) {
             if (!library.may_match(k, present)) continue;
             const rule& r = library[k];
-            for (const auto& m : distinct_placements(find_matches(from, r, config.matches_per_rule))) {
+            for (const auto& m : distinct_placements(find_matches(from, r, space.matches_per_rule))) {
                 if (out_of_time()) return k;
                 auto key = name_of(std::to_string(k), m);
                 if (!full_pass && no_gain.contains(key)) continue;
@@ -125,11 +119,11 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
                 if (stop) return k;
             }
         }
-        if (!config.use_builtins) return std::nullopt;
+        if (!space.use_builtins) return std::nullopt;
         // the built-ins of `from` overlap (merge two convs, or sum them; fold a batchnorm, or fuse
         // the relu): they are visited cheapest first, so the best of them is the one taken
         std::vector<std::pair<candidate, std::uint64_t>> found;
-        for (const auto& b : builtin_rules(from, config.builtins)) {
+        for (const auto& b : builtin_rules(from, space.builtins)) {
             if (out_of_time()) return library.size();
             auto key = name_of(to_string(b.rule), b.where);
             if (!full_pass && no_gain.contains(key)) continue;

@@ -140,6 +140,18 @@ private:
 /// permutations of a symmetric rule: they give graphs of one cost), in their order.
 inline std::vector<match> distinct_placements(std::vector<match> ms);
 
+/// What both searches draw their rewrites from, and the limits on each graph they build.
+struct rewrite_space {
+    double seconds = 10;                ///< wall-clock limit of the search
+    double max_ops_factor = 2;          ///< drop graphs with more ops than this x the input's (TASO: 2)
+    std::size_t matches_per_rule = 64;  ///< matches tried per rule and graph
+    bool both_directions = true;        ///< use each generated rule in reverse too
+    bool use_builtins = true;           ///< add builtin_rules() of each graph expanded
+    builtin_options builtins = {};
+    double check_flops = 2e7;           ///< see match_applier
+    bool trust_large = false;           ///< see match_applier
+};
+
 /// Seconds since `start`.
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

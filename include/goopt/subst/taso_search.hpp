@@ -30,15 +30,8 @@ namespace goopt::subst {
 struct taso_config {
     double alpha = 1.0;            ///< keep graphs cheaper than alpha x best (TASO: 1.0-1.05)
     std::size_t budget = 100;      ///< graphs expanded (TASO's evaluation: 100)
-    double seconds = 10;           ///< wall-clock limit
-    double max_ops_factor = 2;     ///< drop graphs with more ops than this x the input's (TASO: 2)
     std::size_t max_queue = 2000;  ///< candidates kept; the worst are dropped beyond it
-    std::size_t matches_per_rule = 64;  ///< matches tried per rule and graph
-    bool both_directions = true;   ///< use each generated rule in reverse too
-    bool use_builtins = true;      ///< add builtin_rules() of every expanded graph
-    builtin_options builtins = {};
-    double check_flops = 2e7;      ///< see match_applier
-    bool trust_large = false;      ///< see match_applier
+    rewrite_space space = {};      ///< rules, time and size limits
 };
 
 /// @brief TASO's search for the cheapest graph equivalent to `g` under `rules` (and the built-ins).
@@ -59,8 +52,9 @@ template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
 search_result taso_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
                           const Device& device, const taso_config& config, Visitor&& visitor) {
     const auto start = std::chrono::steady_clock::now();
-    const rule_library library(rules, config.both_directions);
-    match_applier applier(config.check_flops, config.trust_large);
+    const rewrite_space& space = config.space;
+    const rule_library library(rules, space.both_directions);
+    match_applier applier(space.check_flops, space.trust_large);
 
     struct node {
         std::optional<graph::computation_graph> graph;
@@ -72,7 +66,7 @@ search_result taso_search(const graph::computation_graph& g, std::span<const rul
     std::vector<node> nodes;
     std::multimap<double, std::size_t> queue;  // cost -> node
     std::unordered_set<std::uint64_t> seen;
-    const std::size_t max_ops = static_cast<std::size_t>(config.max_ops_factor * static_cast<double>(g.num_ops()));
+    const std::size_t max_ops = static_cast<std::size_t>(space.max_ops_factor * static_cast<double>(g.num_ops()));
 
     search_stats stats;
     stats.cost_before = inference_cost(g, cost, device);
@@ -126,18 +120,18 @@ search_result taso_search(const graph::computation_graph& g, std::span<const rul
             }
         };
         auto timed_out = [&] {
-            if (seconds_since(start) > config.seconds) bound = search_bound::time;
+            if (seconds_since(start) > space.seconds) bound = search_bound::time;
             return bound.has_value();
         };
-        if (config.use_builtins)
-            for (const auto& b : builtin_rules(current, config.builtins)) {
+        if (space.use_builtins)
+            for (const auto& b : builtin_rules(current, space.builtins)) {
                 if (timed_out()) break;
                 consider(applier(current, b.rule, b.where, false, 0), b.rule);
             }
         for (std::size_t k = 0; k < library.size() && !bound; ++k) {
             if (!library.may_match(k, present)) continue;
             const rule& r = library[k];
-            for (const auto& m : distinct_placements(find_matches(current, r, config.matches_per_rule))) {
+            for (const auto& m : distinct_placements(find_matches(current, r, space.matches_per_rule))) {
                 if (timed_out()) break;
                 consider(applier(current, r, m, true, k), r);
             }
