@@ -145,10 +145,12 @@ TEST_CASE("both searches make small models cheaper and keep what they compute, n
                                    {.method = search_method::taso, .taso = {.budget = 20}});
         check_optimized(g, greedy);
         check_optimized(g, taso);
-        // the input and the weights keep their names; a kept op keeps its layer
-        for (const auto& op : greedy.graph.ops())
+        // a kept op keeps its name and layer; ops the rewrites added get a layer too
+        for (const auto& op : greedy.graph.ops()) {
             for (const auto& orig : g.ops())
                 if (orig.name == op.name) CHECK(orig.layer == op.layer);
+            if (!op.spec().has(ops::source)) CHECK_MESSAGE(op.layer >= 0, op.name);
+        }
         CHECK(greedy.stats.cost_after <= taso.stats.cost_after * 1.0001);
     }
 }
