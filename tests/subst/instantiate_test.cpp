@@ -22,20 +22,9 @@ using ops::op_kind;
 
 namespace {
 
-/// Largest |a - b| / max(1, |a|) over the outputs of two graphs run on the same random feeds.
+/// The largest relative output difference of two graphs on the same random feeds (subst/equivalence.hpp).
 double relative_difference(const graph::computation_graph& a, const graph::computation_graph& b, std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    const auto feeds = interp::random_feeds<double>(a, rng);
-    const auto x = interp::run<double>(a, feeds);
-    const auto y = interp::run<double>(b, feeds);
-    REQUIRE(x.size() == y.size());
-    double d = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        REQUIRE(x[i].shape() == y[i].shape());
-        for (std::size_t e = 0; e < x[i].size(); ++e)
-            d = std::max(d, std::abs(x[i].data()[e] - y[i].data()[e]) / std::max(1.0, std::abs(x[i].data()[e])));
-    }
-    return d;
+    return max_relative_difference(a, b, seed);
 }
 
 /// `r`'s source at other variable shapes, its shape-dependent attributes (split sizes, constant

@@ -49,6 +49,12 @@ struct rewrite_options {
     /// Memo of instantiate() per rule and matched signature; a search passes one (nullptr: none).
     instantiation_cache* cache = nullptr;
     instantiation_limits limits{};  ///< bounds of solving and proving the rule at the match
+    /// Where the axioms cannot decide (ops they do not cover, such as batchnorm, sigmoid or a filled
+    /// constant), accept a rule whose sides, at the matched shapes and attributes as given, agree on
+    /// the float interpreter (double, two random inputs), if that evaluation costs at most this
+    /// many FLOPs. 0 (the default): proofs only. For rules made for the graph at hand (a search's
+    /// built-in transformations); numeric agreement is evidence, not proof.
+    double numeric_fallback_flops = 0;
 };
 
 /// @brief `g` with `r` applied at `m`: the target's ops are added (reading the tensors the variables
@@ -189,6 +195,38 @@ private:
 
 }  // namespace detail
 
+namespace detail {
+/// `r` at the match's shapes and source attributes, its target as given, when its two sides agree
+/// on the float interpreter there within opts.numeric_fallback_flops (rewrite_options).
+inline std::optional<rule> numeric_fallback(const graph::computation_graph& g, const rule& r, const match& m,
+                                            const rewrite_options& opts) {
+    if (m.ops.size() != r.source.ops.size() || m.variables.size() != r.variables.size()) return std::nullopt;
+    rule at = r;
+    for (std::size_t i = 0; i < at.variables.size(); ++i) {
+        if (m.variables[i] >= g.num_tensors()) return std::nullopt;
+        at.variables[i].dims = g.type_of(m.variables[i]).dims;
+    }
+    for (std::size_t i = 0; i < at.source.ops.size(); ++i) {
+        if (m.ops[i] >= g.num_ops()) return std::nullopt;
+        at.source.ops[i].attrs = g.get_op(m.ops[i]).attrs;
+    }
+    try {
+        const auto s = to_graph(at, at.source);
+        const auto t = to_graph(at, at.target);
+        double flops = 0;
+        for (graph::op_id o = 0; o < s.num_ops(); ++o) flops += s.flops(o);
+        for (graph::op_id o = 0; o < t.num_ops(); ++o) flops += t.flops(o);
+        if (flops > opts.numeric_fallback_flops) return std::nullopt;
+        std::mt19937_64 rng(opts.seed);
+        for (int trial = 0; trial < 2; ++trial)
+            if (float_mismatch(s, t, rng, 1e-9)) return std::nullopt;
+    } catch (const error&) {
+        return std::nullopt;
+    }
+    return at;
+}
+}  // namespace detail
+
 inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit) {
     std::vector<match> out;
     if (r.source.outputs.empty() || limit == 0) return out;
@@ -210,7 +248,11 @@ inline graph::computation_graph apply(const graph::computation_graph& g, const r
                                       const rewrite_options& opts) {
     const std::string where = "rewrite with rule '" + to_string(given) + "'";
     auto inst = opts.cache ? opts.cache->get(g, given, m, opts.limits) : instantiate(g, given, m, opts.limits);
-    if (const auto* why = std::get_if<std::string>(&inst)) throw error(where + ": not applied at this match: " + *why);
+    if (const auto* why = std::get_if<std::string>(&inst)) {
+        auto checked = opts.numeric_fallback_flops > 0 ? detail::numeric_fallback(g, given, m, opts) : std::nullopt;
+        if (!checked) throw error(where + ": not applied at this match: " + *why);
+        inst = std::move(*checked);
+    }
     const rule& r = std::get<rule>(inst);  // the rule at the matched shapes, proven there
     if (opts.check) {
         std::mt19937_64 rng(opts.seed);

@@ -1,0 +1,156 @@
+// superopt: the substitution searches on TASO's inference workloads, side by side.
+//
+//   superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]...
+//
+// For each model (ResNeXt-50, NasNet-A, NasRNN, BERT, Inception-v3, SqueezeNet, ResNet-50), each
+// device preset (T4, V100) and each search (TASO's backtracking search: alpha 1.0, budget 100, as
+// Tensat's TASO baseline; the greedy search): the inference cost (roofline cost model, weight
+// preprocessing not counted) before and after, the search time, the bound it hit, the rewrites
+// applied, and max_rel_diff: the largest relative output difference (double, interpreter) between
+// a smaller instance of the model and the same search's result on it (full-size evaluation on the
+// interpreter would take minutes per model; NasRNN is checked at full size).
+// Model settings: the zoo's defaults (batch 1; NasRNN hidden 512, 5 steps), BERT at TASO's
+// evaluation settings (8 layers, hidden 1024, 16 heads, 64 tokens, batch 16).
+
+#include "benchmark_main.hpp"
+
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/rule_json.hpp>
+#include <goopt/models/bert.hpp>
+#include <goopt/models/inception_v3.hpp>
+#include <goopt/models/nasnet_a.hpp>
+#include <goopt/models/nasrnn.hpp>
+#include <goopt/models/resnet.hpp>
+#include <goopt/models/squeezenet.hpp>
+#include <goopt/subst.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace goopt;
+
+/// A model at the benchmark's setting and a small instance of it for the interpreter check.
+struct workload {
+    std::string name;
+    std::function<graph::computation_graph()> full;
+    std::function<graph::computation_graph()> small;
+};
+
+std::vector<workload> workloads() {
+    using namespace goopt::models;
+    return {
+        {"resnext50", [] { return resnext50(); },
+         [] { return resnext50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}}); }},
+        {"nasnet_a", [] { return nasnet_a(); },
+         [] { return nasnet_a({.channels = 8, .image = 8, .stacks = 1, .cells = 1, .num_classes = 10}); }},
+        {"nasrnn", [] { return nasrnn(); }, [] { return nasrnn(); }},
+        {"bert", [] { return bert({.batch = 16, .seq_length = 64, .layers = 8, .hidden = 1024, .heads = 16, .intermediate = 4096}); },
+         [] { return bert({.batch = 2, .seq_length = 8, .layers = 2, .hidden = 32, .heads = 4, .intermediate = 64, .vocab = 50, .max_positions = 16}); }},
+        {"inception_v3", [] { return inception_v3(); },
+         [] { return inception_v3({.image = 75, .num_classes = 10, .channel_divisor = 8}); }},
+        {"squeezenet", [] { return squeezenet(); },
+         [] { return squeezenet({.image = 35, .num_classes = 10, .channel_divisor = 4}); }},
+        {"resnet50", [] { return resnet50(); },
+         [] { return resnet50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}}); }},
+    };
+}
+
+template <class Device>
+subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
+                            subst::search_method method, double seconds, std::size_t budget) {
+    subst::optimize_config config{.method = method};
+    config.greedy.space.seconds = seconds;
+    config.taso.space.seconds = seconds;
+    config.taso.budget = budget;
+    config.taso.alpha = 1.0;
+    return subst::optimize(g, rules, cost::roofline_model{}, d, config);
+}
+
+int run(int argc, char** argv) {
+    std::string out, rules_file;
+#if defined(GOOPT_RULES_FILE)
+    rules_file = GOOPT_RULES_FILE;
+#endif
+    double seconds = 10;
+    std::size_t budget = 100;
+    std::vector<std::string> only;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw error("flag " + a + ": expected a value");
+            return argv[++i];
+        };
+        if (a == "--out") out = value();
+        else if (a == "--rules") rules_file = value();
+        else if (a == "--seconds") seconds = bench::real_value(a, value());
+        else if (a == "--budget") budget = bench::count_value(a, value());
+        else if (a == "--model") only.push_back(value());
+        else if (a == "-h" || a == "--help") {
+            std::puts("usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]...");
+            return 0;
+        } else throw error("unknown argument '" + a + "' (see --help)");
+    }
+    if (rules_file.empty()) throw error("no rule file: pass --rules FILE (share/goopt/taso_rules_k3.json)");
+    const auto rules = io::read_rules_file(rules_file);
+    auto models = workloads();
+    for (const auto& name : only) {
+        bool known = false;
+        for (const auto& w : models) known = known || w.name == name;
+        if (!known) throw error("flag --model: unknown model '" + name + "'");
+    }
+
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    std::printf("%-13s %-5s %-7s %6s %6s %10s %10s %7s %8s %-10s %6s %10s\n", "model", "dev", "search", "ops", "after",
+                "before_ms", "after_ms", "gain", "seconds", "bound", "rules", "max_rel");
+    for (const auto& w : models) {
+        if (!only.empty() && std::find(only.begin(), only.end(), w.name) == only.end()) continue;
+        const auto g = w.full();
+        const auto small = w.small();
+        auto row = [&](const auto& device, std::string_view device_name) {
+            for (auto method : {subst::search_method::taso, subst::search_method::greedy}) {
+                const std::string method_name = method == subst::search_method::taso ? "taso" : "greedy";
+                const auto r = search(g, rules, device, method, seconds, budget);
+                graph::validate(r.graph);
+                const auto rs = search(small, rules, device, method, seconds, budget);
+                graph::validate(rs.graph);
+                const double diff = subst::max_relative_difference(small, rs.graph, 2019);
+                const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
+                rows.push_back({{"model", w.name},
+                                {"device", device_name},
+                                {"ops_before", subst::inference_ops(g)},
+                                {"ops_after", subst::inference_ops(r.graph)},
+                                {"cost_before_ms", r.stats.cost_before * 1e3},
+                                {"cost_after_ms", r.stats.cost_after * 1e3},
+                                {"gain", gain},
+                                {"search", method_name},
+                                {"seconds", r.stats.seconds},
+                                {"bound_hit", std::string(subst::name(r.stats.bound))},
+                                {"rules_applied", r.stats.rules_applied},
+                                {"max_rel_diff", diff}});
+                std::printf("%-13s %-5s %-7s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-10s %6zu %10.2e\n", w.name.c_str(),
+                            std::string(device_name).c_str(), method_name.c_str(), subst::inference_ops(g),
+                            subst::inference_ops(r.graph), r.stats.cost_before * 1e3, r.stats.cost_after * 1e3,
+                            100 * gain, r.stats.seconds, std::string(subst::name(r.stats.bound)).c_str(),
+                            r.stats.rules_applied, diff);
+                std::fflush(stdout);
+            }
+        };
+        row(device::t4, "T4");
+        row(device::v100, "V100");
+    }
+    if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return goopt::bench::run_main("superopt", [&] { return run(argc, argv); }); }

@@ -1,0 +1,524 @@
+#pragma once
+/// @file
+/// @brief TASO's hard-coded graph transformations (TASO's `Graph::optimize`: conv + activation,
+/// conv + batchnorm, enlarge-and-merge convs; TENSAT adds matmul merges) as subst::rule values,
+/// instantiated at the attributes and shapes a graph uses. TASO (SOSP'19) §5, Tensat (MLSys'21) §4.
+///
+/// A generated rule is found at the generation world's shapes; these families carry attributes
+/// that depend on the shapes they rewrite (a split's sizes, a reshape's target, a conv's stride),
+/// so they are instantiated per graph: each rule is an ordinary rule whose variables have the
+/// shapes of the ops it was instantiated from, and tests check every family on the interpreter.
+///
+/// The batchnorm fold computes the folded kernel and bias with ops on the weight tensors only
+/// (transpose, ewmul, div, sqrt, sub, reshape, a const_fill of epsilon): a graph's weight-only ops
+/// are weight preprocessing, constant-folded before inference as TASO's `preprocess_weights` does,
+/// and subst::inference_cost does not count them.
+
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/ops/attributes.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/subst/inference_cost.hpp>
+#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rule.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace goopt::subst {
+
+/// Which families builtin_rules() instantiates (all by default).
+struct builtin_options {
+    bool activation_fusion = true;  ///< act(conv2d|matmul(x,w)) => conv2d|matmul{activation=act}(x,w)
+    bool batchnorm_fold = true;     ///< batchnorm(conv2d(x,w),s,b,m,v) => ewadd(conv2d(x,w'),b')
+    bool merge_convs = true;        ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
+    bool sum_convs = true;          ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
+    bool merge_matmuls = true;      ///< matmuls of one input => split(matmul(x, concat(weights)))
+    bool merge_elementwise = true;  ///< f(split(a)#i, split(b)#i) for every i => split(f(a,b))#i
+    bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i => split(f(a, concat(w)))#i
+    bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
+    std::size_t max_group = 8;      ///< most ops one merge rule joins
+};
+
+/// One built-in rule instance and the place in its graph it was instantiated from.
+struct builtin_rewrite {
+    struct rule rule;
+    struct match where;  ///< the graph ops of the rule's source ops and the tensors of its variables
+};
+
+/// @brief The built-in rules that can fire on `g`, each with the match it was instantiated from
+/// (so that a search applies it there without searching for it), in a deterministic order. Every
+/// rule's variables have the shapes of the graph tensors they are bound to.
+inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+/// Builds one side of a rule op by op.
+struct side_builder {
+    rule_graph& side;
+    value_ref add(ops::op_kind k, ops::attribute_map attrs, std::vector<value_ref> in, std::uint16_t outs = 1) {
+        side.ops.push_back(rule_op{k, std::move(attrs), std::move(in), outs});
+        return value_ref{static_cast<std::uint16_t>(side.ops.size() - 1), 0};
+    }
+    static value_ref out(value_ref v, std::uint16_t i) { return value_ref{v.op, i}; }
+};
+
+inline value_ref var(std::uint16_t i) { return value_ref{variable_op, i}; }
+
+/// `prefix` followed by `i` (piecewise: GCC 12 warns, -Wrestrict, on "w" + std::to_string(i)).
+inline std::string numbered(const char* prefix, std::size_t i) {
+    std::string s(prefix);
+    s += std::to_string(i);
+    return s;
+}
+
+inline ops::attribute_map attrs_of(std::initializer_list<std::pair<ops::attr_id, ops::attr_value>> list) {
+    ops::attribute_map a;
+    for (const auto& [id, v] : list) a.set(id, v);
+    return a;
+}
+
+/// Collects rule instances with their matches.
+struct rule_set {
+    std::vector<builtin_rewrite> rules;
+    void add(rule r, std::vector<graph::op_id> ops, std::vector<graph::tensor_id> variables) {
+        rules.push_back({std::move(r), match{std::move(ops), std::move(variables)}});
+    }
+};
+
+inline std::int64_t activation_of(const graph::op& o) {
+    return o.attrs.has(ops::attr_id::activation) ? o.attrs.get_int(ops::attr_id::activation) : 0;
+}
+
+/// The fused activation an elementwise op kind is, or none (0).
+inline std::int64_t activation_for(ops::op_kind k) {
+    switch (k) {
+    case ops::op_kind::relu: return static_cast<std::int64_t>(ops::activation::relu);
+    case ops::op_kind::sigmoid: return static_cast<std::int64_t>(ops::activation::sigmoid);
+    case ops::op_kind::tanh: return static_cast<std::int64_t>(ops::activation::tanh);
+    default: return 0;
+    }
+}
+
+inline void activation_rules(const graph::computation_graph& g, rule_set& out) {
+    for (const auto& op : g.ops()) {
+        if ((op.kind != ops::op_kind::conv2d && op.kind != ops::op_kind::matmul) || activation_of(op) != 0) continue;
+        for (const auto& u : g.get_tensor(op.outputs[0]).uses) {
+            const auto& a = g.get_op(u.op);
+            const auto act = activation_for(a.kind);
+            if (act == 0) continue;
+            rule r;
+            r.variables = {{"x0", g.type_of(op.inputs[0]).dims}, {"w0", g.type_of(op.inputs[1]).dims, true}};
+            side_builder s{r.source};
+            const auto k = s.add(op.kind, op.attrs, {var(0), var(1)});
+            r.source.outputs = {s.add(a.kind, a.attrs, {k})};
+            side_builder t{r.target};
+            auto fused = op.attrs;
+            fused.set(ops::attr_id::activation, act);
+            r.target.outputs = {t.add(op.kind, fused, {var(0), var(1)})};
+            out.add(std::move(r), {g.producer(op.outputs[0]), u.op}, {op.inputs[0], op.inputs[1]});
+        }
+    }
+}
+
+inline void batchnorm_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    for (const auto& bn : g.ops()) {
+        if (bn.kind != K::batchnorm) continue;
+        const auto conv = g.producer(bn.inputs[0]);
+        const auto& c = g.get_op(conv);
+        if (c.kind != K::conv2d || activation_of(c) != 0) continue;
+        const auto& wd = g.type_of(c.inputs[1]).dims;
+        if (wd.rank() != 4) continue;
+        const std::int64_t o = wd[0];
+        rule r;
+        r.variables = {{"x0", g.type_of(c.inputs[0]).dims}, {"w0", wd, true}};
+        for (std::size_t i = 1; i < 5; ++i)
+            r.variables.push_back({numbered("w", i), g.type_of(bn.inputs[i]).dims, true});
+        side_builder s{r.source};
+        const auto y = s.add(K::conv2d, c.attrs, {var(0), var(1)});
+        r.source.outputs = {s.add(K::batchnorm, bn.attrs, {y, var(2), var(3), var(4), var(5)})};
+        // k = scale / sqrt(var + eps); w' = w * k per output channel; b' = bias - mean * k
+        side_builder t{r.target};
+        const double eps = bn.attrs.get_real(A::epsilon);
+        const auto e = t.add(K::const_fill, attrs_of({{A::shape, std::vector<std::int64_t>{1}}, {A::value, eps}}), {});
+        const auto k = t.add(K::div, {}, {var(2), t.add(K::sqrt, {}, {t.add(K::ewadd, {}, {var(5), e})})});
+        const auto wt = t.add(K::transpose, attrs_of({{A::perm, std::vector<std::int64_t>{1, 2, 3, 0}}}), {var(1)});
+        const auto ws = t.add(K::transpose, attrs_of({{A::perm, std::vector<std::int64_t>{3, 0, 1, 2}}}),
+                              {t.add(K::ewmul, {}, {wt, k})});
+        const auto y2 = t.add(K::conv2d, c.attrs, {var(0), ws});
+        const auto b = t.add(K::sub, {}, {var(3), t.add(K::ewmul, {}, {var(4), k})});
+        const auto b3 = t.add(K::reshape, attrs_of({{A::shape, std::vector<std::int64_t>{o, 1, 1}}}), {b});
+        r.target.outputs = {t.add(K::ewadd, {}, {y2, b3})};
+        out.add(std::move(r), {conv, g.producer(bn.outputs[0])},
+                {c.inputs[0], c.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]});
+    }
+}
+
+/// Whether a conv's kernel can be enlarged to `kh` x `kw` without changing it: SAME padding,
+/// stride 1, no dilation, odd square-centered kernels (TASO's enlarge condition).
+inline bool enlargeable(const graph::computation_graph& g, const graph::op& c, std::int64_t kh, std::int64_t kw) {
+    using A = ops::attr_id;
+    const auto& w = g.type_of(c.inputs[1]).dims;
+    const auto& st = c.attrs.get_ints(A::stride);
+    const auto& dl = c.attrs.get_ints(A::dilation);
+    return c.attrs.get_int(A::padding) == static_cast<std::int64_t>(ops::padding_mode::same) && st == std::vector<std::int64_t>{1, 1} &&
+           dl == std::vector<std::int64_t>{1, 1} && w[2] % 2 == 1 && w[3] % 2 == 1 && kh % 2 == 1 && kw % 2 == 1 &&
+           w[2] <= kh && w[3] <= kw;
+}
+
+/// Conv attributes without the kernel-size question: equal when two convs may share one kernel.
+inline bool same_conv_attrs(const graph::op& a, const graph::op& b) { return a.attrs == b.attrs; }
+
+/// Kernel `w` (variable `v`) enlarged to kh x kw in side `t`, or `v` itself when it has that size.
+inline value_ref enlarged(side_builder& t, value_ref v, const ops::shape& w, std::int64_t kh, std::int64_t kw) {
+    if (w[2] == kh && w[3] == kw) return v;
+    return t.add(ops::op_kind::enlarge, attrs_of({{ops::attr_id::kernel, std::vector<std::int64_t>{kh, kw}}}), {v});
+}
+
+inline void conv_merge_rules(const graph::computation_graph& g, const builtin_options& opts, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    const auto preprocessing = weight_only(g);  // merging ops on weights only gains nothing
+    // convs by input tensor
+    std::map<graph::tensor_id, std::vector<graph::op_id>> by_input;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto& c = g.get_op(o);
+        if (c.kind != K::conv2d) continue;
+        const auto& w = g.type_of(c.inputs[1]).dims;
+        if (w.rank() != 4 || g.type_of(c.inputs[0]).dims[1] != w[1] || preprocessing[o]) continue;  // groups == 1 only
+        by_input[c.inputs[0]].push_back(o);
+    }
+    for (const auto& [x, convs] : by_input) {
+        // groups of convs with equal attributes; within a group, the kernels either all of one size
+        // or all enlargeable to the largest
+        std::vector<std::vector<graph::op_id>> groups;
+        for (auto o : convs) {
+            bool placed = false;
+            for (auto& grp : groups)
+                if (same_conv_attrs(g.get_op(grp[0]), g.get_op(o))) {
+                    grp.push_back(o);
+                    placed = true;
+                    break;
+                }
+            if (!placed) groups.push_back({o});
+        }
+        for (const auto& grp : groups) {
+            std::int64_t kh = 0, kw = 0;
+            for (auto o : grp) {
+                const auto& w = g.type_of(g.get_op(o).inputs[1]).dims;
+                kh = std::max(kh, w[2]);
+                kw = std::max(kw, w[3]);
+            }
+            auto fits = [&](graph::op_id o) {
+                const auto& w = g.type_of(g.get_op(o).inputs[1]).dims;
+                return (w[2] == kh && w[3] == kw) || enlargeable(g, g.get_op(o), kh, kw);
+            };
+            std::vector<graph::op_id> members;
+            for (auto o : grp)
+                if (fits(o)) members.push_back(o);
+            const auto& attrs = g.get_op(grp[0]).attrs;
+            // merge: the whole group (up to max_group), and every pair
+            std::vector<std::vector<graph::op_id>> sets;
+            if (members.size() >= 2) sets.emplace_back(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(std::min(members.size(), opts.max_group)));
+            for (std::size_t i = 0; i < members.size() && members.size() > 2; ++i)
+                for (std::size_t j = i + 1; j < members.size(); ++j) sets.push_back({members[i], members[j]});
+            if (opts.merge_convs)
+                for (const auto& set : sets) {
+                    std::int64_t sh = 0, sw = 0;
+                    for (auto o : set) {
+                        sh = std::max(sh, g.type_of(g.get_op(o).inputs[1]).dims[2]);
+                        sw = std::max(sw, g.type_of(g.get_op(o).inputs[1]).dims[3]);
+                    }
+                    rule r;
+                    r.variables.push_back({"x0", g.type_of(x).dims});
+                    side_builder s{r.source};
+                    side_builder t{r.target};
+                    std::vector<value_ref> kernels;
+                    std::vector<std::int64_t> sizes;
+                    for (std::size_t i = 0; i < set.size(); ++i) {
+                        const auto& w = g.type_of(g.get_op(set[i]).inputs[1]).dims;
+                        r.variables.push_back({numbered("w", i), w, true});
+                        const auto v = var(static_cast<std::uint16_t>(i + 1));
+                        r.source.outputs.push_back(s.add(K::conv2d, attrs, {var(0), v}));
+                        kernels.push_back(enlarged(t, v, w, sh, sw));
+                        sizes.push_back(w[0]);
+                    }
+                    const auto cat = t.add(K::concat, attrs_of({{A::axis, std::int64_t{0}}}), kernels);
+                    const auto y = t.add(K::conv2d, attrs, {var(0), cat});
+                    const auto sp = t.add(K::split, attrs_of({{A::axis, std::int64_t{1}}, {A::sizes, sizes}}), {y},
+                                          static_cast<std::uint16_t>(set.size()));
+                    std::vector<graph::tensor_id> vars{x};
+                    for (auto o : set) vars.push_back(g.get_op(o).inputs[1]);
+                    for (std::size_t i = 0; i < set.size(); ++i)
+                        r.target.outputs.push_back(side_builder::out(sp, static_cast<std::uint16_t>(i)));
+                    out.add(std::move(r), set, std::move(vars));
+                }
+            // sum of two convs of one input: one conv of the summed (enlarged) kernels, by linearity
+            if (opts.sum_convs && ops::activation{attrs.get_int(A::activation)} == ops::activation::none)
+                for (std::size_t i = 0; i < members.size(); ++i)
+                    for (std::size_t j = 0; j < members.size(); ++j) {
+                        if (i == j) continue;
+                        const auto& wi = g.type_of(g.get_op(members[i]).inputs[1]).dims;
+                        const auto& wj = g.type_of(g.get_op(members[j]).inputs[1]).dims;
+                        if (wi[0] != wj[0] || wi[2] < wj[2] || wi[3] < wj[3] || (wi[2] == wj[2] && wi[3] == wj[3])) continue;
+                        if (!enlargeable(g, g.get_op(members[j]), wi[2], wi[3])) continue;
+                        // the two convs must be the inputs of one ewadd
+                        const auto& ui = g.get_tensor(g.get_op(members[i]).outputs[0]).uses;
+                        const auto& uj = g.get_tensor(g.get_op(members[j]).outputs[0]).uses;
+                        std::optional<graph::op_id> sum_op;
+                        for (const auto& a : ui)
+                            for (const auto& b : uj)
+                                if (a.op == b.op && g.get_op(a.op).kind == K::ewadd) sum_op = a.op;
+                        if (!sum_op) continue;
+                        rule r;
+                        r.variables = {{"x0", g.type_of(x).dims}, {"w0", wi, true}, {"w1", wj, true}};
+                        side_builder s{r.source};
+                        r.source.outputs = {s.add(K::ewadd, {}, {s.add(K::conv2d, attrs, {var(0), var(1)}),
+                                                                 s.add(K::conv2d, attrs, {var(0), var(2)})})};
+                        side_builder t{r.target};
+                        const auto sum = t.add(K::ewadd, {}, {var(1), enlarged(t, var(2), wj, wi[2], wi[3])});
+                        r.target.outputs = {t.add(K::conv2d, attrs, {var(0), sum})};
+                        // source ops in rule order: the two convs, then the ewadd
+                        out.add(std::move(r), {members[i], members[j], *sum_op},
+                                {x, g.get_op(members[i]).inputs[1], g.get_op(members[j]).inputs[1]});
+                    }
+        }
+    }
+}
+
+inline void matmul_merge_rules(const graph::computation_graph& g, const builtin_options& opts, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    // matmuls by (input, activation) whose weight is a matrix
+    const auto preprocessing = weight_only(g);  // merging ops on weights only gains nothing
+    std::map<std::pair<graph::tensor_id, std::int64_t>, std::vector<graph::op_id>> by_input;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto& m = g.get_op(o);
+        if (m.kind != K::matmul || g.type_of(m.inputs[1]).dims.rank() != 2 || preprocessing[o]) continue;
+        by_input[{m.inputs[0], activation_of(m)}].push_back(o);
+    }
+    for (const auto& [key, mms] : by_input) {
+        if (mms.size() < 2) continue;
+        std::vector<std::vector<graph::op_id>> sets;
+        sets.emplace_back(mms.begin(), mms.begin() + static_cast<std::ptrdiff_t>(std::min(mms.size(), opts.max_group)));
+        for (std::size_t i = 0; i < mms.size() && mms.size() > 2; ++i)
+            for (std::size_t j = i + 1; j < mms.size(); ++j) sets.push_back({mms[i], mms[j]});
+        const auto& xd = g.type_of(key.first).dims;
+        const auto& attrs = g.get_op(mms[0]).attrs;
+        for (const auto& set : sets) {
+            rule r;
+            r.variables.push_back({"x0", xd});
+            side_builder s{r.source};
+            side_builder t{r.target};
+            std::vector<value_ref> ws;
+            std::vector<std::int64_t> sizes;
+            for (std::size_t i = 0; i < set.size(); ++i) {
+                const auto& w = g.type_of(g.get_op(set[i]).inputs[1]).dims;
+                r.variables.push_back({numbered("w", i), w, true});
+                const auto v = var(static_cast<std::uint16_t>(i + 1));
+                r.source.outputs.push_back(s.add(K::matmul, attrs, {var(0), v}));
+                ws.push_back(v);
+                sizes.push_back(w[1]);
+            }
+            const auto cat = t.add(K::concat, attrs_of({{A::axis, std::int64_t{1}}}), ws);
+            const auto y = t.add(K::matmul, attrs, {var(0), cat});
+            const auto sp = t.add(K::split, attrs_of({{A::axis, static_cast<std::int64_t>(xd.rank()) - 1}, {A::sizes, sizes}}),
+                                  {y}, static_cast<std::uint16_t>(set.size()));
+            std::vector<graph::tensor_id> vars{key.first};
+            for (auto o : set) vars.push_back(g.get_op(o).inputs[1]);
+            for (std::size_t i = 0; i < set.size(); ++i)
+                r.target.outputs.push_back(side_builder::out(sp, static_cast<std::uint16_t>(i)));
+            out.add(std::move(r), set, std::move(vars));
+        }
+    }
+}
+
+/// f(split(a)#i, split(b)#i) for every output i of two equal splits => split(f(a, b))#i: the
+/// elementwise ops a merge leaves behind, joined again.
+inline void elementwise_merge_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    std::set<std::vector<graph::op_id>> done;
+    for (const auto& e : g.ops()) {
+        if (e.kind != K::ewadd && e.kind != K::ewmul && e.kind != K::sub) continue;
+        const auto& pa = g.get_op(g.producer(e.inputs[0]));
+        const auto& pb = g.get_op(g.producer(e.inputs[1]));
+        if (pa.kind != K::split || pb.kind != K::split || !(pa.attrs == pb.attrs) || &pa == &pb) continue;
+        if (!(g.type_of(pa.inputs[0]) == g.type_of(pb.inputs[0]))) continue;
+        const auto ia = g.get_tensor(e.inputs[0]).index;
+        if (g.get_tensor(e.inputs[1]).index != ia) continue;
+        const auto n = static_cast<std::uint16_t>(pa.outputs.size());
+        rule r;
+        r.variables = {{"x0", g.type_of(pa.inputs[0]).dims}, {"x1", g.type_of(pb.inputs[0]).dims}};
+        side_builder s{r.source};
+        const auto sa = s.add(K::split, pa.attrs, {var(0)}, n);
+        const auto sb = s.add(K::split, pb.attrs, {var(1)}, n);
+        for (std::uint16_t i = 0; i < n; ++i)
+            r.source.outputs.push_back(s.add(e.kind, e.attrs, {side_builder::out(sa, i), side_builder::out(sb, i)}));
+        side_builder t{r.target};
+        const auto joined = t.add(e.kind, e.attrs, {var(0), var(1)});
+        const auto sp = t.add(K::split, pa.attrs, {joined}, n);
+        for (std::uint16_t i = 0; i < n; ++i) r.target.outputs.push_back(side_builder::out(sp, i));
+        // source ops in rule order: the two splits, then the elementwise op of each output pair
+        std::vector<graph::op_id> where{g.producer(e.inputs[0]), g.producer(e.inputs[1])};
+        for (std::uint16_t i = 0; i < n && where.size() == 2u + i; ++i)
+            for (const auto& u : g.get_tensor(pa.outputs[i]).uses) {
+                const auto& f = g.get_op(u.op);
+                const bool swappable = ops::spec(e.kind).has(ops::commutative);
+                if (f.kind == e.kind && f.attrs == e.attrs && f.inputs.size() == 2 &&
+                    ((f.inputs[0] == pa.outputs[i] && f.inputs[1] == pb.outputs[i]) ||
+                     (swappable && f.inputs[1] == pa.outputs[i] && f.inputs[0] == pb.outputs[i]))) {
+                    where.push_back(u.op);
+                    break;
+                }
+            }
+        if (where.size() != 2u + n) continue;
+        if (!done.insert(where).second) continue;  // found again from another output pair
+        out.add(std::move(r), std::move(where), {pa.inputs[0], pb.inputs[0]});
+    }
+}
+
+/// Elementwise unary ops without attributes: they commute with a split.
+inline bool plain_unary(const graph::op& o) {
+    return o.inputs.size() == 1 && o.spec().has(ops::elementwise) && o.attrs.empty() && o.outputs.size() == 1;
+}
+
+/// f(split(a)#i) for several outputs i of one split => split(f(a))#i: one kernel for several; and
+/// f(split(a)#i, w_i) for every output i, each w_i a weight piece of that output's extent along
+/// the split axis => split(f(a, concat(w_0..w_n-1)))#i: per-channel biases and scales joined.
+inline void split_elementwise_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    const auto pre = weight_only(g);
+    for (graph::op_id so = 0; so < g.num_ops(); ++so) {
+        const auto& sp = g.get_op(so);
+        if (sp.kind != K::split || pre[so]) continue;
+        const auto n = static_cast<std::uint16_t>(sp.outputs.size());
+        const auto& xd = g.type_of(sp.inputs[0]).dims;
+        const auto ax = static_cast<std::int64_t>(xd.axis(sp.attrs.get_int(A::axis)));
+        const auto& sizes = sp.attrs.get_ints(A::sizes);
+        // unary: per kind, the first use of that kind on each output
+        std::map<ops::op_kind, std::vector<std::pair<std::uint16_t, graph::op_id>>> unary;
+        for (std::uint16_t i = 0; i < n; ++i) {
+            std::set<ops::op_kind> kinds;
+            for (const auto& u : g.get_tensor(sp.outputs[i]).uses) {
+                const auto& f = g.get_op(u.op);
+                if (plain_unary(f) && kinds.insert(f.kind).second) unary[f.kind].push_back({i, u.op});
+            }
+        }
+        for (const auto& [kind, uses] : unary) {
+            if (uses.size() < 2) continue;
+            rule r;
+            r.variables = {{"x0", xd}};
+            side_builder s{r.source};
+            const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+            std::vector<graph::op_id> where{so};
+            for (const auto& [i, o] : uses) {
+                r.source.outputs.push_back(s.add(kind, g.get_op(o).attrs, {side_builder::out(a, i)}));
+                where.push_back(o);
+            }
+            side_builder t{r.target};
+            const auto f = t.add(kind, {}, {var(0)});
+            const auto b = t.add(K::split, sp.attrs, {f}, n);
+            for (const auto& [i, o] : uses) r.target.outputs.push_back(side_builder::out(b, i));
+            out.add(std::move(r), std::move(where), {sp.inputs[0]});
+        }
+        // binary with a weight piece per output
+        for (auto kind : {K::ewadd, K::ewmul, K::sub}) {
+            std::vector<graph::op_id> where{so};
+            std::vector<graph::tensor_id> vars{sp.inputs[0]};
+            for (std::uint16_t i = 0; i < n && where.size() == 1u + i; ++i)
+                for (const auto& u : g.get_tensor(sp.outputs[i]).uses) {
+                    const auto& f = g.get_op(u.op);
+                    if (f.kind != kind || (u.slot != 0 && !f.spec().has(ops::commutative))) continue;
+                    const auto w = f.inputs[1 - u.slot];
+                    const auto& wd = g.type_of(w).dims;
+                    const auto lead = static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank());
+                    if (!pre[g.producer(w)] || lead < 0 || ax - lead < 0 || wd[static_cast<std::size_t>(ax - lead)] != sizes[i])
+                        continue;
+                    if (i > 0) {  // the pieces agree on every other axis
+                        const auto& w0 = g.type_of(vars[1]).dims;
+                        bool same = w0.rank() == wd.rank();
+                        for (std::size_t d = 0; same && d < wd.rank(); ++d)
+                            same = static_cast<std::int64_t>(d) == ax - lead || w0[d] == wd[d];
+                        if (!same) continue;
+                    }
+                    where.push_back(u.op);
+                    vars.push_back(w);
+                    break;
+                }
+            if (where.size() != 1u + n) continue;
+            const auto& wd = g.type_of(vars[1]).dims;
+            const auto wax = ax - (static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank()));
+            rule r;
+            r.variables = {{"x0", xd}};
+            for (std::uint16_t i = 0; i < n; ++i) r.variables.push_back({numbered("w", i), g.type_of(vars[1u + i]).dims, true});
+            side_builder s{r.source};
+            const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+            std::vector<value_ref> ws;
+            for (std::uint16_t i = 0; i < n; ++i) {
+                ws.push_back(var(static_cast<std::uint16_t>(i + 1)));
+                r.source.outputs.push_back(s.add(kind, {}, {side_builder::out(a, i), ws.back()}));
+            }
+            side_builder t{r.target};
+            const auto cat = t.add(K::concat, attrs_of({{A::axis, wax}}), ws);
+            const auto f = t.add(kind, {}, {var(0), cat});
+            const auto b = t.add(K::split, sp.attrs, {f}, n);
+            for (std::uint16_t i = 0; i < n; ++i) r.target.outputs.push_back(side_builder::out(b, i));
+            out.add(std::move(r), std::move(where), std::move(vars));
+        }
+    }
+}
+
+/// concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a: what a merge leaves behind
+/// when the pieces were concatenated again (SqueezeNet's fire modules, Inception's blocks).
+inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    for (graph::op_id co = 0; co < g.num_ops(); ++co) {
+        const auto& c = g.get_op(co);
+        if (c.kind != K::concat || c.inputs.empty()) continue;
+        const auto so = g.producer(c.inputs[0]);
+        const auto& sp = g.get_op(so);
+        if (sp.kind != K::split || sp.outputs.size() != c.inputs.size()) continue;
+        const auto& xd = g.type_of(sp.inputs[0]).dims;
+        if (xd.axis(sp.attrs.get_int(A::axis)) != g.type_of(c.outputs[0]).dims.axis(c.attrs.get_int(A::axis))) continue;
+        bool in_order = true;
+        for (std::size_t i = 0; i < c.inputs.size(); ++i) in_order = in_order && c.inputs[i] == sp.outputs[i];
+        if (!in_order) continue;
+        const auto n = static_cast<std::uint16_t>(sp.outputs.size());
+        rule r;
+        r.variables = {{"x0", xd}};
+        side_builder s{r.source};
+        const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
+        std::vector<value_ref> pieces;
+        for (std::uint16_t i = 0; i < n; ++i) pieces.push_back(side_builder::out(a, i));
+        r.source.outputs = {s.add(K::concat, c.attrs, pieces)};
+        r.target.outputs = {var(0)};
+        out.add(std::move(r), {so, co}, {sp.inputs[0]});
+    }
+}
+
+}  // namespace detail
+
+inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts) {
+    detail::rule_set out;
+    if (opts.activation_fusion) detail::activation_rules(g, out);
+    if (opts.batchnorm_fold) detail::batchnorm_rules(g, out);
+    if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
+    if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
+    if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
+    if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
+    if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
+    return std::move(out.rules);
+}
+
+}  // namespace goopt::subst
