@@ -146,6 +146,6 @@ case "$command" in
             exit 1
         fi
         set -x
-        exec build/bin/goopt optimize --model gnmt2 --cluster 4xV100:nvlink --steps 200 --seed 1 \
+        exec build/bin/goopt optimize --model wavenet_2x18 --cluster 2xV100:nvlink --tasks placement --steps 300 --seed 1 \
             --out build/result.json --svg build/timeline.svg --curve build/curve.svg ;;
 esac

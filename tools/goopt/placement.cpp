@@ -21,7 +21,7 @@ method_result optimize_placement(const optimize_context& ctx) {
         // settings of benchmarks/placement (README "Learned placement"): a narrower network than
         // GO's, a larger learning rate, 16 samples per update on both cores
         .ppo = {.updates = ctx.limits.steps, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2,
-                .imitation_steps = 50},
+                .imitation_steps = 100},
         .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
         .task = {.schedule = tasks::ready_order::critical_path},
         .warm_start = baselines::m_etf(s).placement,
