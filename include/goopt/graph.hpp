@@ -7,6 +7,7 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/concepts.hpp>
 #include <goopt/graph/critical_path.hpp>
+#include <goopt/graph/import.hpp>
 #include <goopt/graph/levels.hpp>
 #include <goopt/graph/reachability.hpp>
 #include <goopt/graph/structural_hash.hpp>

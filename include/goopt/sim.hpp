@@ -6,3 +6,4 @@
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/sim/user_decision.hpp>

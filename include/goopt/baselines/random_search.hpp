@@ -26,7 +26,7 @@ using sim::better_result;
 /// @brief Samples `calls` placements (each op, or each colocation group, on a uniformly random
 /// device), simulates each with `options` and returns the best.
 /// @param rng the only source of randomness: the same seed gives the same answer.
-template <device::DeviceModel D, cost::CostModel<D> Cost, class Rng>
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng>
 search_result random_search(sim::simulator<D, Cost>& s, std::size_t calls, Rng& rng,
                             const sim::simulation_options& options = {}) {
     if (calls == 0) throw error("random_search: calls is 0, expected at least 1");

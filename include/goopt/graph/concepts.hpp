@@ -22,6 +22,13 @@ template <class G> struct computation_graph_traits {
     static auto successors(const H& g, std::size_t v) -> decltype(g.successors(v)) { return g.successors(v); }
     template <class H = G>
     static auto op_label(const H& g, std::size_t v) -> decltype(g.op_label(v)) { return g.op_label(v); }
+    // What graph::import needs besides (see ImportableGraph in graph/import.hpp).
+    template <class H = G>
+    static auto op_kind(const H& g, std::size_t v) -> decltype(g.op_kind(v)) { return g.op_kind(v); }
+    template <class H = G>
+    static auto op_attributes(const H& g, std::size_t v) -> decltype(g.op_attributes(v)) { return g.op_attributes(v); }
+    template <class H = G>
+    static auto op_name(const H& g, std::size_t v) -> decltype(g.op_name(v)) { return g.op_name(v); }
 };
 
 /// A directed graph of ops with ordered inputs, as goopt's generic algorithms need it.

@@ -54,7 +54,7 @@ struct adjacency {
 
     /// @brief GraphSAGE's neighbour sampling: at most `k` neighbours per node, drawn without
     /// replacement with `rng`; nodes with <= k neighbours keep all.
-    template <class Rng> adjacency sample(std::size_t k, Rng& rng) const {
+    template <std::uniform_random_bit_generator Rng> adjacency sample(std::size_t k, Rng& rng) const {
         adjacency r;
         r.offsets.reserve(offsets.size());
         std::vector<std::uint32_t> buf;

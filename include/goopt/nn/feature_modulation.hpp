@@ -4,6 +4,7 @@
 
 #include <goopt/nn/types.hpp>
 
+#include <random>
 #include <string>
 
 namespace goopt::nn {
@@ -15,7 +16,7 @@ template <std::floating_point S> class feature_modulation {
 public:
     using scalar = S;
     feature_modulation() = default;
-    template <class Rng> feature_modulation(std::size_t dim, Rng& rng, const std::string& name = "modulation") {
+    template <std::uniform_random_bit_generator Rng> feature_modulation(std::size_t dim, Rng& rng, const std::string& name = "modulation") {
         w_ = make_parameter<S>(name + ".w", dim, dim, rng, true);
         b_ = make_parameter<S>(name + ".b", 1, dim, rng, true);
     }

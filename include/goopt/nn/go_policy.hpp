@@ -12,6 +12,7 @@
 #include <goopt/nn/node_features.hpp>
 #include <goopt/nn/segment_attention.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ template <std::floating_point S> class go_policy {
 public:
     using scalar = S;
     go_policy() = default;
-    template <class Rng> go_policy(policy_config c, Rng& rng) : c_(std::move(c)) {
+    template <std::uniform_random_bit_generator Rng> go_policy(policy_config c, Rng& rng) : c_(std::move(c)) {
         if (c_.sage_layers == 0 || c_.task_choices.empty())
             throw error("nn::go_policy: needs at least one SAGE layer and one task");
         for (std::size_t i = 0; i < c_.sage_layers; ++i)
@@ -72,7 +73,7 @@ public:
 
     /// @brief Forward pass that samples each task's actions from its logits (with `rng`) and feeds
     /// them to the next task. @return the output and every task's actions (node order).
-    template <class Rng> std::pair<policy_output<S>, std::vector<std::vector<int>>> sample(const graph_features<S>& f, Rng& rng) {
+    template <std::uniform_random_bit_generator Rng> std::pair<policy_output<S>, std::vector<std::vector<int>>> sample(const graph_features<S>& f, Rng& rng) {
         std::vector<std::vector<int>> acts;
         auto out = run(f, [&](std::size_t, const matrix<S>& logits) {
             acts.push_back(sample_rows(logits, rng));
@@ -145,7 +146,7 @@ private:
         layer_norm<S> norm;
         segment_attention<S> attention;
         block() = default;
-        template <class Rng>
+        template <std::uniform_random_bit_generator Rng>
         block(const attention_config& ac, Rng& rng, const std::string& name)
             : norm(ac.dim, rng, name + ".norm"), attention(ac, rng, name) {}
         matrix<S> forward(const matrix<S>& x) { return x + attention.forward(norm.forward(x)); }

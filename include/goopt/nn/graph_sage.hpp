@@ -7,6 +7,7 @@
 #include <goopt/nn/linear.hpp>
 
 #include <algorithm>
+#include <random>
 #include <string>
 
 namespace goopt::nn {
@@ -21,7 +22,7 @@ template <std::floating_point S> class graph_sage {
 public:
     using scalar = S;
     graph_sage() = default;
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     graph_sage(std::size_t in, std::size_t out, aggregator agg, Rng& rng, const std::string& name = "sage")
         : agg_(agg), self_(in, out, rng, name + ".self"),
           w_neigh_(make_parameter<S>(name + ".neigh_w", in, out, rng)) {

@@ -20,7 +20,7 @@ template <std::floating_point S> class categorical_head {
 public:
     using scalar = S;
     categorical_head() = default;
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     categorical_head(std::size_t dim, std::size_t choices, Rng& rng, const std::string& name = "head")
         : fc_(dim, choices, rng, name) {
         if (choices == 0) throw error("nn::categorical_head '" + name + "': needs at least one choice");
@@ -39,7 +39,7 @@ template <std::floating_point S> class value_head {
 public:
     using scalar = S;
     value_head() = default;
-    template <class Rng> value_head(std::size_t dim, Rng& rng, const std::string& name = "value") : fc_(dim, 1, rng, name) {}
+    template <std::uniform_random_bit_generator Rng> value_head(std::size_t dim, Rng& rng, const std::string& name = "value") : fc_(dim, 1, rng, name) {}
     S forward(const matrix<S>& x) {
         rows_ = x.rows();
         const matrix<S> mean = x.colwise().mean();
@@ -66,7 +66,7 @@ template <std::floating_point S> matrix<S> log_softmax(const matrix<S>& logits) 
 }
 
 /// @brief One sample per row from softmax(logits), with `rng`.
-template <std::floating_point S, class Rng> std::vector<int> sample_rows(const matrix<S>& logits, Rng& rng) {
+template <std::floating_point S, std::uniform_random_bit_generator Rng> std::vector<int> sample_rows(const matrix<S>& logits, Rng& rng) {
     const matrix<S> lp = log_softmax(logits);
     std::vector<int> out(static_cast<std::size_t>(lp.rows()));
     std::uniform_real_distribution<double> u(0.0, 1.0);

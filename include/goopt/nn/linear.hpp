@@ -5,6 +5,7 @@
 #include <goopt/nn/tall_products.hpp>
 #include <goopt/nn/types.hpp>
 
+#include <random>
 #include <string>
 
 namespace goopt::nn {
@@ -15,11 +16,11 @@ template <std::floating_point S> class linear {
 public:
     using scalar = S;
     linear() = default;
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     linear(std::size_t in, std::size_t out, Rng& rng, const std::string& name = "linear")
         : linear(in, out, rng, name + ".w", name + ".b") {}
     /// With the parameters' names given (a layer that holds a linear keeps its saved names).
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     linear(std::size_t in, std::size_t out, Rng& rng, const std::string& weight_name, const std::string& bias_name)
         : w_(make_parameter<S>(weight_name, in, out, rng)), b_(make_parameter<S>(bias_name, 1, out, rng, true)) {}
 

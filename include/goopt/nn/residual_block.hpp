@@ -6,6 +6,7 @@
 #include <goopt/nn/layer_norm.hpp>
 #include <goopt/nn/linear.hpp>
 
+#include <random>
 #include <string>
 
 namespace goopt::nn {
@@ -16,7 +17,7 @@ template <std::floating_point S> class residual_block {
 public:
     using scalar = S;
     residual_block() = default;
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     residual_block(std::size_t dim, std::size_t hidden, Rng& rng, const std::string& name = "residual")
         : norm_(dim, rng, name + ".norm"), fc1_(dim, hidden, rng, name + ".fc1"), fc2_(hidden, dim, rng, name + ".fc2") {}
 

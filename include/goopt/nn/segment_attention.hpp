@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 
 namespace goopt::nn {
@@ -33,7 +34,7 @@ template <std::floating_point S> class segment_attention {
 public:
     using scalar = S;
     segment_attention() = default;
-    template <class Rng>
+    template <std::uniform_random_bit_generator Rng>
     segment_attention(attention_config c, Rng& rng, const std::string& name = "attention") : c_(c) {
         if (c.heads == 0 || c.dim % c.heads != 0 || c.segment == 0)
             throw error("nn::segment_attention '" + name + "': dim " + std::to_string(c.dim) +

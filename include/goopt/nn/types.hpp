@@ -39,7 +39,7 @@ template <std::floating_point S> using parameter_list = std::vector<parameter<S>
 
 /// @brief A parameter of the given shape, uniform in +-sqrt(6 / (fan_in + fan_out)) (Glorot), or zero.
 /// Randomness only from `rng`, so a seed reproduces every weight.
-template <std::floating_point S, class Rng>
+template <std::floating_point S, std::uniform_random_bit_generator Rng>
 parameter<S> make_parameter(std::string name, std::size_t rows, std::size_t cols, Rng& rng, bool zero = false) {
     parameter<S> p{std::move(name), matrix<S>::Zero(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols)),
                    matrix<S>::Zero(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols))};

@@ -118,7 +118,7 @@ public:
 
     /// @brief Runs the warm start (if configured and not done yet), then PPO updates until
     /// config().updates are done or the visitor stops it.
-    template <class Rng, PpoVisitor<outcome> Visitor = null_visitor>
+    template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
         requires std::uniform_random_bit_generator<Rng>
     void train(Rng& rng, Visitor&& visitor = {}) {
         if (imitation_done_ < c_.imitation_steps) imitate(rng);
@@ -129,7 +129,7 @@ public:
     }
 
     /// @brief One PPO update (sampling, evaluation, epochs of minibatch steps).
-    template <class Rng, PpoVisitor<outcome> Visitor = null_visitor>
+    template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
         requires std::uniform_random_bit_generator<Rng>
     update_stats update(Rng& rng, Visitor&& visitor = {});
 
@@ -152,7 +152,7 @@ public:
     void set_updates(std::size_t n) noexcept { c_.updates = n; }
 
 private:
-    template <class Rng> void imitate(Rng& rng);
+    template <std::uniform_random_bit_generator Rng> void imitate(Rng& rng);
     void step(double loss) {
         if (!guard_) guard_.emplace(ps_, opt_, nn::training_guard_config{.checkpoint_every = 1, .path = {}});
         guard_->step(loss);
@@ -190,7 +190,7 @@ inline void put_bytes(std::string& out, const std::string& s) {
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
-template <class Rng>
+template <std::uniform_random_bit_generator Rng>
 void ppo<Env, Net>::imitate(Rng& rng) {
     const auto& obs = env_->observe(rng);
     const auto active = env_->active();
@@ -213,7 +213,7 @@ void ppo<Env, Net>::imitate(Rng& rng) {
 }
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
-template <class Rng, PpoVisitor<typename Env::outcome> Visitor>
+template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
     requires std::uniform_random_bit_generator<Rng>
 update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
     const auto& obs = env_->observe(rng);

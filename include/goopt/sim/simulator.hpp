@@ -86,7 +86,7 @@ public:
     void check_placement(std::span<const device_id> placement) const;
 
     /// The cost model's time of op `o` on device `d`, as cached at construction.
-    double op_time(graph::op_id o, device_id d) const { return op_time_[std::size_t{o} * nd_ + d]; }
+    double op_time(graph::op_id o, device_id d) const { return op_time_[std::size_t{o} * num_devices_ + d]; }
     const graph::computation_graph& graph() const noexcept { return *g_; }
     const device::cluster<D>& cluster() const noexcept { return *c_; }
     const Cost& cost_model() const noexcept { return cost_; }
@@ -109,7 +109,7 @@ private:
     void check_fusion_legal();
     void build_deliveries();
     void push_event(double t, std::uint32_t code) {
-        events_.push_back({t, seq_++, code});
+        events_.push_back({t, event_seq_++, code});
         std::push_heap(events_.begin(), events_.end(), later);
     }
     static bool later(const event& a, const event& b) noexcept {
@@ -124,36 +124,36 @@ private:
     void start_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
     void release(std::uint32_t copy) {
         copy_state& c = copies_[copy];
-        if (--c.refs == 0) mem_[c.device] -= c.bytes;
-        GOOPT_ASSERT(mem_[c.device] >= 0);
+        if (--c.refs == 0) memory_in_use_[c.device] -= c.bytes;
+        GOOPT_ASSERT(memory_in_use_[c.device] >= 0);
     }
     void allocate(std::uint32_t copy) {
         const auto d = copies_[copy].device;
-        mem_[d] += copies_[copy].bytes;
-        peak_[d] = std::max(peak_[d], mem_[d]);
+        memory_in_use_[d] += copies_[copy].bytes;
+        peak_memory_[d] = std::max(peak_memory_[d], memory_in_use_[d]);
     }
 
     const graph::computation_graph* g_;
     const device::cluster<D>* c_;
     Cost cost_;
-    std::size_t n_ = 0, nt_ = 0, nd_ = 0;
+    std::size_t num_ops_ = 0, num_tensors_ = 0, num_devices_ = 0;
 
     // ---- fixed per graph and cluster
     std::vector<double> op_time_;               // n x devices
     std::vector<std::int64_t> tensor_bytes_;
     std::vector<std::uint8_t> persistent_, is_output_;
     std::vector<graph::op_id> producer_;
-    std::vector<std::uint32_t> cons_begin_, cons_;   // distinct consumer ops of each tensor
-    std::vector<std::uint32_t> in_begin_, in_;       // distinct input tensors of each op
-    std::vector<std::uint32_t> out_begin_, out_;     // outputs of each op (flat: ops are large structs)
-    std::vector<std::int32_t> coloc_;                // dense colocation group per op, -1 none
-    std::size_t num_coloc_ = 0;
-    std::unique_ptr<graph::reachability<graph::computation_graph>> reach_;  // built on first fusion
+    std::vector<std::uint32_t> consumers_begin_, consumers_;  // distinct consumer ops of each tensor
+    std::vector<std::uint32_t> in_begin_, in_;                // distinct input tensors of each op
+    std::vector<std::uint32_t> out_begin_, out_;  // outputs of each op (flat: ops are large structs)
+    std::vector<std::int32_t> colocation_group_;  // dense colocation group per op, -1 none
+    std::size_t num_colocation_groups_ = 0;
+    std::unique_ptr<graph::reachability<graph::computation_graph>> reachability_;  // built on first fusion
 
     // ---- work arrays of one run, reused
-    std::size_t nu_ = 0;
-    std::vector<std::uint32_t> unit_of_, unit_dev_, mem_begin_, members_, pending_, stamp_;
-    std::vector<double> unit_dur_, unit_prio_;
+    std::size_t num_units_ = 0;  // a unit: one op, or one fusion group run as one kernel
+    std::vector<std::uint32_t> unit_of_, unit_device_, members_begin_, members_, pending_, stamp_;
+    std::vector<double> unit_duration_, unit_priority_;
     // what the event loop needs of a unit, packed: one cache line holds two units
     struct unit_state {
         double duration;
@@ -172,7 +172,7 @@ private:
         std::uint32_t link;  // device::no_link when local
         std::uint32_t first_unit;
     };
-    std::vector<std::uint32_t> del_begin_, del_units_;
+    std::vector<std::uint32_t> deliveries_begin_, delivery_units_;
     std::vector<delivery> deliveries_;
     // a tensor's buffer on one device: index t is its producer's, then one per remote destination
     struct copy_state {
@@ -183,16 +183,19 @@ private:
     };
     std::vector<copy_state> copies_;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // scratch (device, unit) / (unit, copy)
-    std::vector<std::uint32_t> rel_begin_, rel_;
-    std::vector<std::uint32_t> lq_begin_, lq_, lq_head_, lq_tail_;
-    std::vector<std::uint8_t> link_busy_, dev_busy_;
-    std::vector<std::uint32_t> dq_begin_, dq_size_, dq_head_;
-    std::vector<queued> dq_;
+    // copies each unit releases when it finishes: released_copies_[released_begin_[u], released_begin_[u + 1])
+    std::vector<std::uint32_t> released_begin_, released_copies_;
+    // per link, the deliveries waiting for it (FIFO segment of link_queue_ from its begin)
+    std::vector<std::uint32_t> link_queue_begin_, link_queue_, link_queue_head_, link_queue_tail_;
+    std::vector<std::uint8_t> link_busy_, device_busy_;
+    // per device, the units ready to run (a heap by priority, or FIFO, in its segment of ready_queue_)
+    std::vector<std::uint32_t> ready_queue_begin_, ready_queue_size_, ready_queue_head_;
+    std::vector<queued> ready_queue_;
     std::vector<event> events_;
-    std::vector<std::int64_t> mem_, peak_;
+    std::vector<std::int64_t> memory_in_use_, peak_memory_;
     std::vector<std::int32_t> group_unit_;
     std::vector<std::size_t> scratch_a_, scratch_b_;
-    std::uint32_t seq_ = 0, ready_seq_ = 0;
+    std::uint32_t event_seq_ = 0, ready_seq_ = 0;
     bool use_priority_ = false;
 };
 
@@ -209,82 +212,82 @@ simulation_result simulate(const graph::computation_graph& g, const device::clus
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 simulator<D, Cost>::simulator(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost)
-    : g_(&g), c_(&c), cost_(std::move(cost)), n_(g.num_ops()), nt_(g.num_tensors()), nd_(c.num_devices()) {
-    if (nd_ == 0) throw error("simulator: the cluster has no devices");
-    if (n_ >= transfer_bit || nt_ >= transfer_bit) throw error("simulator: graph too large (2^31 ops or tensors)");
+    : g_(&g), c_(&c), cost_(std::move(cost)), num_ops_(g.num_ops()), num_tensors_(g.num_tensors()), num_devices_(c.num_devices()) {
+    if (num_devices_ == 0) throw error("simulator: the cluster has no devices");
+    if (num_ops_ >= transfer_bit || num_tensors_ >= transfer_bit) throw error("simulator: graph too large (2^31 ops or tensors)");
     (void)graph::topological_order(g);  // a cyclic graph is an error here, not a hang later
-    op_time_.resize(n_ * nd_);
-    for (std::size_t d = 0; d < nd_; ++d)
-        for (graph::op_id o = 0; o < n_; ++o) {
+    op_time_.resize(num_ops_ * num_devices_);
+    for (std::size_t d = 0; d < num_devices_; ++d)
+        for (graph::op_id o = 0; o < num_ops_; ++o) {
             const double t = static_cast<double>(cost_.op_time(g, o, c.device(d)));
             if (!std::isfinite(t) || t < 0)
                 throw error("simulator: cost model gives op " + g.describe(o) + " on device " + std::to_string(d) +
                             " a time of " + std::to_string(t) + " s, expected a finite number >= 0");
-            op_time_[o * nd_ + d] = t;
+            op_time_[o * num_devices_ + d] = t;
         }
-    tensor_bytes_.resize(nt_);
-    producer_.resize(nt_);
-    persistent_.assign(nt_, 0);
-    is_output_.assign(nt_, 0);
-    for (graph::tensor_id t = 0; t < nt_; ++t) {
+    tensor_bytes_.resize(num_tensors_);
+    producer_.resize(num_tensors_);
+    persistent_.assign(num_tensors_, 0);
+    is_output_.assign(num_tensors_, 0);
+    for (graph::tensor_id t = 0; t < num_tensors_; ++t) {
         const auto& x = g.get_tensor(t);
         tensor_bytes_[t] = x.type.bytes();
         producer_[t] = x.producer;
         persistent_[t] = g.get_op(x.producer).kind == ops::op_kind::weight;
     }
     for (graph::tensor_id t : g.outputs()) is_output_[t] = 1;
-    std::vector<std::uint32_t> seen(n_ + nt_, none);
-    cons_begin_.assign(nt_ + 1, 0);
-    cons_.clear();
-    for (graph::tensor_id t = 0; t < nt_; ++t) {
-        cons_begin_[t] = static_cast<std::uint32_t>(cons_.size());
+    std::vector<std::uint32_t> seen(num_ops_ + num_tensors_, none);
+    consumers_begin_.assign(num_tensors_ + 1, 0);
+    consumers_.clear();
+    for (graph::tensor_id t = 0; t < num_tensors_; ++t) {
+        consumers_begin_[t] = static_cast<std::uint32_t>(consumers_.size());
         for (const graph::use& u : g.get_tensor(t).uses)
             if (seen[u.op] != t) {
                 seen[u.op] = t;
-                cons_.push_back(u.op);
+                consumers_.push_back(u.op);
             }
     }
-    cons_begin_[nt_] = static_cast<std::uint32_t>(cons_.size());
-    in_begin_.assign(n_ + 1, 0);
+    consumers_begin_[num_tensors_] = static_cast<std::uint32_t>(consumers_.size());
+    in_begin_.assign(num_ops_ + 1, 0);
     in_.clear();
-    for (graph::op_id o = 0; o < n_; ++o) {
+    for (graph::op_id o = 0; o < num_ops_; ++o) {
         in_begin_[o] = static_cast<std::uint32_t>(in_.size());
         for (graph::tensor_id t : g.get_op(o).inputs)
-            if (seen[n_ + t] != o) {
-                seen[n_ + t] = o;
+            if (seen[num_ops_ + t] != o) {
+                seen[num_ops_ + t] = o;
                 in_.push_back(t);
             }
     }
-    in_begin_[n_] = static_cast<std::uint32_t>(in_.size());
-    out_begin_.assign(n_ + 1, 0);
+    in_begin_[num_ops_] = static_cast<std::uint32_t>(in_.size());
+    out_begin_.assign(num_ops_ + 1, 0);
     out_.clear();
-    for (graph::op_id o = 0; o < n_; ++o) {
+    for (graph::op_id o = 0; o < num_ops_; ++o) {
         out_begin_[o] = static_cast<std::uint32_t>(out_.size());
         for (graph::tensor_id t : g.get_op(o).outputs) out_.push_back(t);
     }
-    out_begin_[n_] = static_cast<std::uint32_t>(out_.size());
-    coloc_.assign(n_, -1);
+    out_begin_[num_ops_] = static_cast<std::uint32_t>(out_.size());
+    colocation_group_.assign(num_ops_, -1);
     std::unordered_map<std::int32_t, std::int32_t> dense;
-    for (graph::op_id o = 0; o < n_; ++o) {
+    for (graph::op_id o = 0; o < num_ops_; ++o) {
         const auto grp = g.get_op(o).colocation;
         if (grp < 0) continue;
-        coloc_[o] = dense.emplace(grp, static_cast<std::int32_t>(dense.size())).first->second;
+        colocation_group_[o] = dense.emplace(grp, static_cast<std::int32_t>(dense.size())).first->second;
     }
-    num_coloc_ = dense.size();
+    num_colocation_groups_ = dense.size();
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::check_placement(std::span<const device_id> placement) const {
-    if (placement.size() != n_)
+    if (placement.size() != num_ops_)
         throw error("placement has " + std::to_string(placement.size()) + " entries, expected one per op (" +
-                    std::to_string(n_) + ")");
-    std::vector<graph::op_id> first(num_coloc_, graph::no_op);
-    for (graph::op_id o = 0; o < n_; ++o) {
-        if (placement[o] >= nd_)
+                    std::to_string(num_ops_) + ")");
+    std::vector<graph::op_id> first(num_colocation_groups_, graph::no_op);
+    for (graph::op_id o = 0; o < num_ops_; ++o) {
+        if (placement[o] >= num_devices_)
             throw error("placement puts op " + g_->describe(o) + " on device " + std::to_string(placement[o]) +
-                        ", but the cluster has devices 0.." + std::to_string(nd_ - 1));
-        if (coloc_[o] < 0) continue;
-        auto& f = first[static_cast<std::size_t>(coloc_[o])];
+                        ", but the cluster has devices 0.." + std::to_string(num_devices_ - 1));
+        if (colocation_group_[o] < 0) continue;
+        auto& f = first[static_cast<std::size_t>(colocation_group_[o])];
         if (f == graph::no_op) f = o;
         else if (placement[f] != placement[o])
             throw error("placement breaks colocation group " + std::to_string(g_->get_op(o).colocation) + ": op " +
@@ -295,98 +298,98 @@ void simulator<D, Cost>::check_placement(std::span<const device_id> placement) c
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::build_units(std::span<const device_id> placement, const simulation_options& options) {
-    unit_of_.resize(n_);
+    unit_of_.resize(num_ops_);
     const bool fused = !options.fusion.empty();
-    if (fused && options.fusion.size() != n_)
+    if (fused && options.fusion.size() != num_ops_)
         throw error("fusion groups have " + std::to_string(options.fusion.size()) + " entries, expected one per op (" +
-                    std::to_string(n_) + ") or none");
-    nu_ = 0;
+                    std::to_string(num_ops_) + ") or none");
+    num_units_ = 0;
     if (!fused) {
-        for (graph::op_id o = 0; o < n_; ++o) unit_of_[o] = o;
-        nu_ = n_;
+        for (graph::op_id o = 0; o < num_ops_; ++o) unit_of_[o] = o;
+        num_units_ = num_ops_;
     } else {
-        group_unit_.assign(n_, -1);
-        for (graph::op_id o = 0; o < n_; ++o) {
+        group_unit_.assign(num_ops_, -1);
+        for (graph::op_id o = 0; o < num_ops_; ++o) {
             const std::int32_t grp = options.fusion[o];
             if (grp < 0) {
-                unit_of_[o] = static_cast<std::uint32_t>(nu_++);
+                unit_of_[o] = static_cast<std::uint32_t>(num_units_++);
                 continue;
             }
-            if (static_cast<std::size_t>(grp) >= n_)
+            if (static_cast<std::size_t>(grp) >= num_ops_)
                 throw error("fusion group id " + std::to_string(grp) + " of op " + g_->describe(o) +
-                            " is out of range, expected -1 or 0.." + std::to_string(n_ - 1));
-            if (group_unit_[grp] < 0) group_unit_[grp] = static_cast<std::int32_t>(nu_++);
+                            " is out of range, expected -1 or 0.." + std::to_string(num_ops_ - 1));
+            if (group_unit_[grp] < 0) group_unit_[grp] = static_cast<std::int32_t>(num_units_++);
             unit_of_[o] = static_cast<std::uint32_t>(group_unit_[grp]);
         }
     }
     // members of each unit (op id order)
-    mem_begin_.assign(nu_ + 1, 0);
-    for (graph::op_id o = 0; o < n_; ++o) ++mem_begin_[unit_of_[o] + 1];
-    for (std::size_t u = 0; u < nu_; ++u) mem_begin_[u + 1] += mem_begin_[u];
-    members_.resize(n_);
-    pending_.assign(nu_, 0);  // used as fill cursor first
-    for (graph::op_id o = 0; o < n_; ++o) members_[mem_begin_[unit_of_[o]] + pending_[unit_of_[o]]++] = o;
-    unit_dev_.resize(nu_);
-    unit_dur_.resize(nu_);
-    unit_prio_.assign(nu_, -std::numeric_limits<double>::infinity());
+    members_begin_.assign(num_units_ + 1, 0);
+    for (graph::op_id o = 0; o < num_ops_; ++o) ++members_begin_[unit_of_[o] + 1];
+    for (std::size_t u = 0; u < num_units_; ++u) members_begin_[u + 1] += members_begin_[u];
+    members_.resize(num_ops_);
+    pending_.assign(num_units_, 0);  // used as fill cursor first
+    for (graph::op_id o = 0; o < num_ops_; ++o) members_[members_begin_[unit_of_[o]] + pending_[unit_of_[o]]++] = o;
+    unit_device_.resize(num_units_);
+    unit_duration_.resize(num_units_);
+    unit_priority_.assign(num_units_, -std::numeric_limits<double>::infinity());
     use_priority_ = !options.priorities.empty();
-    if (use_priority_ && options.priorities.size() != n_)
+    if (use_priority_ && options.priorities.size() != num_ops_)
         throw error("priorities have " + std::to_string(options.priorities.size()) + " entries, expected one per op (" +
-                    std::to_string(n_) + ") or none");
-    for (std::size_t u = 0; u < nu_; ++u) {
-        const graph::op_id first = members_[mem_begin_[u]];
-        unit_dev_[u] = placement[first];
-        const std::span<const graph::op_id> ms(members_.data() + mem_begin_[u], mem_begin_[u + 1] - mem_begin_[u]);
+                    std::to_string(num_ops_) + ") or none");
+    for (std::size_t u = 0; u < num_units_; ++u) {
+        const graph::op_id first = members_[members_begin_[u]];
+        unit_device_[u] = placement[first];
+        const std::span<const graph::op_id> ms(members_.data() + members_begin_[u], members_begin_[u + 1] - members_begin_[u]);
         for (graph::op_id o : ms) {
-            if (placement[o] != unit_dev_[u])
+            if (placement[o] != unit_device_[u])
                 throw error("fusion group " + std::to_string(options.fusion[o]) + " spans two devices: op " +
-                            g_->describe(first) + " on device " + std::to_string(unit_dev_[u]) + " and op " +
+                            g_->describe(first) + " on device " + std::to_string(unit_device_[u]) + " and op " +
                             g_->describe(o) + " on device " + std::to_string(placement[o]) +
                             "; a fused kernel runs on one device");
             if (use_priority_) {
                 const double p = options.priorities[o];
                 if (!std::isfinite(p))
                     throw error("priority of op " + g_->describe(o) + " is " + std::to_string(p) + ", expected a finite number");
-                unit_prio_[u] = std::max(unit_prio_[u], p);
+                unit_priority_[u] = std::max(unit_priority_[u], p);
             }
         }
         if (ms.size() == 1) {
-            unit_dur_[u] = op_time_[std::size_t{first} * nd_ + unit_dev_[u]];
+            unit_duration_[u] = op_time_[std::size_t{first} * num_devices_ + unit_device_[u]];
         } else {
-            const double t = static_cast<double>(cost_.group_time(*g_, ms, c_->device(unit_dev_[u])));
+            const double t = static_cast<double>(cost_.group_time(*g_, ms, c_->device(unit_device_[u])));
             if (!std::isfinite(t) || t < 0)
                 throw error("simulator: cost model gives the fusion group of op " + g_->describe(first) + " a time of " +
                             std::to_string(t) + " s, expected a finite number >= 0");
-            unit_dur_[u] = t;
+            unit_duration_[u] = t;
         }
     }
-    if (fused && nu_ < n_) check_fusion_legal();
+    if (fused && num_units_ < num_ops_) check_fusion_legal();
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::check_fusion_legal() {
     // A group is legal only if no path leaves it and comes back: such a path would make the fused
     // kernel wait for its own output. Groups that are each convex can still form a cycle together;
     // run() detects that as a deadlock.
-    if (!reach_) reach_ = std::make_unique<graph::reachability<graph::computation_graph>>(*g_);
-    for (std::size_t u = 0; u < nu_; ++u) {
-        if (mem_begin_[u + 1] - mem_begin_[u] < 2) continue;
+    if (!reachability_) reachability_ = std::make_unique<graph::reachability<graph::computation_graph>>(*g_);
+    for (std::size_t u = 0; u < num_units_; ++u) {
+        if (members_begin_[u + 1] - members_begin_[u] < 2) continue;
         scratch_a_.clear();
         scratch_b_.clear();
-        for (std::uint32_t i = mem_begin_[u]; i < mem_begin_[u + 1]; ++i) {
+        for (std::uint32_t i = members_begin_[u]; i < members_begin_[u + 1]; ++i) {
             const graph::op_id o = members_[i];
             scratch_b_.push_back(o);
             for (std::uint32_t m = out_begin_[o]; m < out_begin_[o + 1]; ++m)
-                for (std::uint32_t j = cons_begin_[out_[m]]; j < cons_begin_[out_[m] + 1]; ++j)
-                    if (unit_of_[cons_[j]] != u) scratch_a_.push_back(cons_[j]);
+                for (std::uint32_t j = consumers_begin_[out_[m]]; j < consumers_begin_[out_[m] + 1]; ++j)
+                    if (unit_of_[consumers_[j]] != u) scratch_a_.push_back(consumers_[j]);
         }
-        if (reach_->reaches(scratch_a_, scratch_b_)) {
+        if (reachability_->reaches(scratch_a_, scratch_b_)) {
             graph::op_id culprit = graph::no_op;
             for (std::size_t s : scratch_a_)
-                if (reach_->reaches(std::span<const std::size_t>(&s, 1), scratch_b_)) {
+                if (reachability_->reaches(std::span<const std::size_t>(&s, 1), scratch_b_)) {
                     culprit = static_cast<graph::op_id>(s);
                     break;
                 }
-            throw error("fusion group of op " + g_->describe(members_[mem_begin_[u]]) + " is illegal: op " +
+            throw error("fusion group of op " + g_->describe(members_[members_begin_[u]]) + " is illegal: op " +
                         g_->describe(culprit) + " outside the group depends on it and feeds it (a cycle)");
         }
     }
@@ -394,33 +397,33 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
 
 template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::build_deliveries() {
     const std::size_t nl = c_->num_links();
-    pending_.assign(nu_, 0);
-    stamp_.assign(nu_, none);
-    del_begin_.resize(nt_ + 1);
+    pending_.assign(num_units_, 0);
+    stamp_.assign(num_units_, none);
+    deliveries_begin_.resize(num_tensors_ + 1);
     deliveries_.clear();
-    del_units_.clear();
-    copies_.resize(nt_);
-    lq_begin_.assign(nl + 1, 0);
-    std::vector<std::pair<std::uint32_t, std::uint32_t>>& rel_pairs = pairs_;
-    rel_pairs.clear();
+    delivery_units_.clear();
+    copies_.resize(num_tensors_);
+    link_queue_begin_.assign(nl + 1, 0);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>>& released_pairs = pairs_;
+    released_pairs.clear();
     scratch_a_.clear();  // (device << 32 | unit) of one tensor's consumers
-    for (graph::tensor_id t = 0; t < nt_; ++t) {
-        del_begin_[t] = static_cast<std::uint32_t>(deliveries_.size());
+    for (graph::tensor_id t = 0; t < num_tensors_; ++t) {
+        deliveries_begin_[t] = static_cast<std::uint32_t>(deliveries_.size());
         const graph::op_id p = producer_[t];
-        const std::uint32_t pu = unit_of_[p], pd = unit_dev_[pu];
+        const std::uint32_t pu = unit_of_[p], pd = unit_device_[pu];
         scratch_a_.clear();
-        for (std::uint32_t j = cons_begin_[t]; j < cons_begin_[t + 1]; ++j) {
-            const std::uint32_t u = unit_of_[cons_[j]];
+        for (std::uint32_t j = consumers_begin_[t]; j < consumers_begin_[t + 1]; ++j) {
+            const std::uint32_t u = unit_of_[consumers_[j]];
             if (u == pu || stamp_[u] == t) continue;
             stamp_[u] = t;
-            scratch_a_.push_back((std::size_t{unit_dev_[u]} << 32) | u);
+            scratch_a_.push_back((std::size_t{unit_device_[u]} << 32) | u);
         }
         if (scratch_a_.size() > 1) std::sort(scratch_a_.begin(), scratch_a_.end());
-        const bool fused_internal = scratch_a_.empty() && !is_output_[t] && mem_begin_[pu + 1] - mem_begin_[pu] > 1;
+        const bool fused_internal = scratch_a_.empty() && !is_output_[t] && members_begin_[pu + 1] - members_begin_[pu] > 1;
         copies_[t] = {persistent_[t] || fused_internal ? 0 : tensor_bytes_[t], 1u + is_output_[t], pd, t};
         for (std::size_t i = 0; i < scratch_a_.size();) {
             const auto dev = static_cast<std::uint32_t>(scratch_a_[i] >> 32);
-            const auto first_unit = static_cast<std::uint32_t>(del_units_.size());
+            const auto first_unit = static_cast<std::uint32_t>(delivery_units_.size());
             std::uint32_t copy = t, l = device::no_link;
             if (dev != pd) {
                 l = c_->route(pd, dev);
@@ -431,61 +434,61 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
                 copy = static_cast<std::uint32_t>(copies_.size());
                 copies_.push_back({tensor_bytes_[t], 0, dev, t});
                 ++copies_[t].refs;  // the transfer reads the source buffer
-                ++lq_begin_[l + 1];
+                ++link_queue_begin_[l + 1];
             }
             deliveries_.push_back({dev, copy, l, first_unit});
             for (; i < scratch_a_.size() && (scratch_a_[i] >> 32) == dev; ++i) {
                 const auto u = static_cast<std::uint32_t>(scratch_a_[i] & 0xffffffffu);
-                del_units_.push_back(u);
+                delivery_units_.push_back(u);
                 ++pending_[u];
                 ++copies_[copy].refs;
-                rel_pairs.emplace_back(u, copy);
+                released_pairs.emplace_back(u, copy);
             }
         }
     }
-    del_begin_[nt_] = static_cast<std::uint32_t>(deliveries_.size());
-    deliveries_.push_back({0, 0, device::no_link, static_cast<std::uint32_t>(del_units_.size())});  // sentinel
+    deliveries_begin_[num_tensors_] = static_cast<std::uint32_t>(deliveries_.size());
+    deliveries_.push_back({0, 0, device::no_link, static_cast<std::uint32_t>(delivery_units_.size())});  // sentinel
     // inputs each unit releases when it finishes (counting sort by unit)
-    rel_begin_.assign(nu_ + 1, 0);
-    for (const auto& [u, c] : rel_pairs) ++rel_begin_[u + 1];
-    for (std::size_t u = 0; u < nu_; ++u) rel_begin_[u + 1] += rel_begin_[u];
-    rel_.resize(rel_pairs.size());
-    stamp_.assign(nu_, 0);
-    for (const auto& [u, c] : rel_pairs) rel_[rel_begin_[u] + stamp_[u]++] = c;
-    units_.resize(nu_);
-    for (std::size_t u = 0; u < nu_; ++u)
-        units_[u] = {unit_dur_[u], unit_prio_[u], unit_dev_[u], pending_[u], mem_begin_[u], mem_begin_[u + 1]};
+    released_begin_.assign(num_units_ + 1, 0);
+    for (const auto& [u, c] : released_pairs) ++released_begin_[u + 1];
+    for (std::size_t u = 0; u < num_units_; ++u) released_begin_[u + 1] += released_begin_[u];
+    released_copies_.resize(released_pairs.size());
+    stamp_.assign(num_units_, 0);
+    for (const auto& [u, c] : released_pairs) released_copies_[released_begin_[u] + stamp_[u]++] = c;
+    units_.resize(num_units_);
+    for (std::size_t u = 0; u < num_units_; ++u)
+        units_[u] = {unit_duration_[u], unit_priority_[u], unit_device_[u], pending_[u], members_begin_[u], members_begin_[u + 1]};
     // per-link FIFO segments
-    for (std::size_t l = 0; l < nl; ++l) lq_begin_[l + 1] += lq_begin_[l];
-    lq_.resize(lq_begin_[nl]);
-    lq_head_.assign(nl, 0);
-    lq_tail_.assign(nl, 0);
+    for (std::size_t l = 0; l < nl; ++l) link_queue_begin_[l + 1] += link_queue_begin_[l];
+    link_queue_.resize(link_queue_begin_[nl]);
+    link_queue_head_.assign(nl, 0);
+    link_queue_tail_.assign(nl, 0);
     link_busy_.assign(nl, 0);
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::make_ready(std::uint32_t u) {
     const unit_state& x = units_[u];
     const std::uint32_t d = x.device;
-    queued* base = dq_.data() + dq_begin_[d] + dq_head_[d];
-    base[dq_size_[d]] = {x.priority, ready_seq_++, u};
-    ++dq_size_[d];
-    if (use_priority_) std::push_heap(base, base + dq_size_[d], lower_priority);
+    queued* base = ready_queue_.data() + ready_queue_begin_[d] + ready_queue_head_[d];
+    base[ready_queue_size_[d]] = {x.priority, ready_seq_++, u};
+    ++ready_queue_size_[d];
+    if (use_priority_) std::push_heap(base, base + ready_queue_size_[d], lower_priority);
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_result& out, bool trace) {
-    if (dev_busy_[d] || dq_size_[d] == 0) return;
-    queued* base = dq_.data() + dq_begin_[d] + dq_head_[d];
+    if (device_busy_[d] || ready_queue_size_[d] == 0) return;
+    queued* base = ready_queue_.data() + ready_queue_begin_[d] + ready_queue_head_[d];
     std::uint32_t u;
     if (use_priority_) {
-        std::pop_heap(base, base + dq_size_[d], lower_priority);
-        u = base[dq_size_[d] - 1].unit;
+        std::pop_heap(base, base + ready_queue_size_[d], lower_priority);
+        u = base[ready_queue_size_[d] - 1].unit;
     } else {
         u = base[0].unit;
-        ++dq_head_[d];  // FIFO: each unit enters once, so the segment never wraps
+        ++ready_queue_head_[d];  // FIFO: each unit enters once, so the segment never wraps
     }
-    --dq_size_[d];
-    dev_busy_[d] = 1;
+    --ready_queue_size_[d];
+    device_busy_[d] = 1;
     const unit_state& x = units_[u];
     const double end = now + x.duration;
     out.busy_time[d] += x.duration;
@@ -500,7 +503,7 @@ void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_resul
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace) {
     const std::uint32_t l = deliveries_[k].link;
-    if (link_busy_[l]) lq_[lq_begin_[l] + lq_tail_[l]++] = k;
+    if (link_busy_[l]) link_queue_[link_queue_begin_[l] + link_queue_tail_[l]++] = k;
     else start_transfer(k, now, out, trace);
 }
 
@@ -525,36 +528,36 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
     build_deliveries();
     const bool trace = options.record_trace;
     out.step_time = 0;
-    out.busy_time.assign(nd_, 0.0);
-    out.out_of_memory.assign(nd_, 0);
+    out.busy_time.assign(num_devices_, 0.0);
+    out.out_of_memory.assign(num_devices_, 0);
     out.oom = false;
     out.bytes_moved = 0;
     out.num_transfers = 0;
     out.ops.clear();
     out.transfers.clear();
     if (trace) {
-        out.ops.reserve(n_);
-        out.transfers.reserve(copies_.size() - nt_);
+        out.ops.reserve(num_ops_);
+        out.transfers.reserve(copies_.size() - num_tensors_);
     }
-    mem_.assign(nd_, 0);
-    for (graph::tensor_id t = 0; t < nt_; ++t)
-        if (persistent_[t]) mem_[copies_[t].device] += tensor_bytes_[t];
-    peak_ = mem_;
+    memory_in_use_.assign(num_devices_, 0);
+    for (graph::tensor_id t = 0; t < num_tensors_; ++t)
+        if (persistent_[t]) memory_in_use_[copies_[t].device] += tensor_bytes_[t];
+    peak_memory_ = memory_in_use_;
     // per-device ready queues: one segment per device, sized by its number of units
-    dq_begin_.assign(nd_ + 1, 0);
-    for (std::size_t u = 0; u < nu_; ++u) ++dq_begin_[unit_dev_[u] + 1];
-    for (std::size_t d = 0; d < nd_; ++d) dq_begin_[d + 1] += dq_begin_[d];
-    dq_.resize(nu_);
-    dq_size_.assign(nd_, 0);
-    dq_head_.assign(nd_, 0);
-    dev_busy_.assign(nd_, 0);
+    ready_queue_begin_.assign(num_devices_ + 1, 0);
+    for (std::size_t u = 0; u < num_units_; ++u) ++ready_queue_begin_[unit_device_[u] + 1];
+    for (std::size_t d = 0; d < num_devices_; ++d) ready_queue_begin_[d + 1] += ready_queue_begin_[d];
+    ready_queue_.resize(num_units_);
+    ready_queue_size_.assign(num_devices_, 0);
+    ready_queue_head_.assign(num_devices_, 0);
+    device_busy_.assign(num_devices_, 0);
     events_.clear();
-    events_.reserve(nu_ + deliveries_.size() + 1);
-    seq_ = ready_seq_ = 0;
+    events_.reserve(num_units_ + deliveries_.size() + 1);
+    event_seq_ = ready_seq_ = 0;
 
-    for (std::uint32_t u = 0; u < nu_; ++u)
+    for (std::uint32_t u = 0; u < num_units_; ++u)
         if (units_[u].pending == 0) make_ready(u);
-    for (std::uint32_t d = 0; d < nd_; ++d) try_start(d, 0.0, out, trace);
+    for (std::uint32_t d = 0; d < num_devices_; ++d) try_start(d, 0.0, out, trace);
 
     std::size_t done = 0;
     double now = 0;
@@ -566,25 +569,25 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
         if (e.code & transfer_bit) {
             const std::uint32_t k = e.code & ~transfer_bit, l = deliveries_[k].link, dst = deliveries_[k].device;
             link_busy_[l] = 0;
-            if (lq_head_[l] != lq_tail_[l]) start_transfer(lq_[lq_begin_[l] + lq_head_[l]++], now, out, trace);
+            if (link_queue_head_[l] != link_queue_tail_[l]) start_transfer(link_queue_[link_queue_begin_[l] + link_queue_head_[l]++], now, out, trace);
             release(copies_[deliveries_[k].copy].tensor);
             for (std::uint32_t i = deliveries_[k].first_unit; i < deliveries_[k + 1].first_unit; ++i)
-                if (--units_[del_units_[i]].pending == 0) make_ready(del_units_[i]);
+                if (--units_[delivery_units_[i]].pending == 0) make_ready(delivery_units_[i]);
             try_start(dst, now, out, trace);
             continue;
         }
         const std::uint32_t u = e.code, d = units_[u].device;
         ++done;
-        dev_busy_[d] = 0;
-        for (std::uint32_t i = rel_begin_[u]; i < rel_begin_[u + 1]; ++i) release(rel_[i]);
+        device_busy_[d] = 0;
+        for (std::uint32_t i = released_begin_[u]; i < released_begin_[u + 1]; ++i) release(released_copies_[i]);
         for (std::uint32_t i = units_[u].first; i < units_[u].last; ++i)
             for (std::uint32_t m = out_begin_[members_[i]]; m < out_begin_[members_[i] + 1]; ++m) {
                 const graph::tensor_id t = out_[m];
                 release(t);  // the producer's own hold
-                for (std::uint32_t k = del_begin_[t]; k < del_begin_[t + 1]; ++k) {
+                for (std::uint32_t k = deliveries_begin_[t]; k < deliveries_begin_[t + 1]; ++k) {
                     if (deliveries_[k].device == d) {
                         for (std::uint32_t j = deliveries_[k].first_unit; j < deliveries_[k + 1].first_unit; ++j)
-                            if (--units_[del_units_[j]].pending == 0) make_ready(del_units_[j]);
+                            if (--units_[delivery_units_[j]].pending == 0) make_ready(delivery_units_[j]);
                     } else {
                         request_transfer(k, now, out, trace);
                     }
@@ -592,17 +595,17 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
             }
         try_start(d, now, out, trace);
     }
-    if (done != nu_) {
-        for (std::uint32_t u = 0; u < nu_; ++u)
+    if (done != num_units_) {
+        for (std::uint32_t u = 0; u < num_units_; ++u)
             if (units_[u].pending != 0)
                 throw error("fusion groups form a cycle once contracted: the group of op " +
-                            g_->describe(members_[mem_begin_[u]]) + " waits for its own output through other groups");
+                            g_->describe(members_[members_begin_[u]]) + " waits for its own output through other groups");
         throw error("simulator: internal error, not every op ran");
     }
     out.step_time = now;
-    out.peak_memory = peak_;
-    for (std::size_t d = 0; d < nd_; ++d)
-        if (static_cast<double>(peak_[d]) > static_cast<double>(c_->device(d).mem_capacity())) {
+    out.peak_memory = peak_memory_;
+    for (std::size_t d = 0; d < num_devices_; ++d)
+        if (static_cast<double>(peak_memory_[d]) > static_cast<double>(c_->device(d).mem_capacity())) {
             out.out_of_memory[d] = 1;
             out.oom = true;
         }

@@ -244,6 +244,203 @@ inline std::vector<match> find_matches(const graph::computation_graph& g, const 
     return out;
 }
 
+namespace detail {
+
+/// Which tensors of the graph the rule replaces: per tensor, the index of the target output that
+/// replaces it (-1: none); per target output, the layer of the op whose output it replaces.
+struct replaced_tensors {
+    std::vector<std::int64_t> by;
+    std::vector<std::int32_t> layer_of_output;
+};
+
+inline replaced_tensors find_replaced_tensors(const graph::computation_graph& g, const rule& r, const match& m) {
+    replaced_tensors rep{std::vector<std::int64_t>(g.num_tensors(), -1),
+                         std::vector<std::int32_t>(r.target.outputs.size(), -1)};
+    for (std::size_t k = 0; k < r.source.outputs.size(); ++k) {
+        const value_ref v = r.source.outputs[k];
+        const auto& op = g.get_op(m.ops.at(v.op));
+        rep.by[op.outputs.at(v.index)] = static_cast<std::int64_t>(k);
+        rep.layer_of_output[k] = op.layer;
+    }
+    return rep;
+}
+
+/// Ops an output depends on once the replaced tensors come from the target (which reads the
+/// matched variables), plus every graph input and weight.
+inline std::vector<bool> live_ops(const graph::computation_graph& g, const match& m,
+                                  const std::vector<std::int64_t>& replaced_by) {
+    std::vector<bool> live(g.num_ops(), false);
+    std::vector<graph::tensor_id> stack;
+    auto need = [&](graph::tensor_id t) {
+        if (replaced_by[t] >= 0) {
+            for (auto v : m.variables) stack.push_back(v);  // the target reads the variables
+        } else {
+            stack.push_back(t);
+        }
+    };
+    for (auto t : g.outputs()) need(t);
+    while (!stack.empty()) {
+        const auto t = stack.back();
+        stack.pop_back();
+        const auto o = g.producer(t);
+        if (live[o]) continue;
+        live[o] = true;
+        for (auto i : g.get_op(o).inputs) need(i);
+    }
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (g.get_op(o).kind == ops::op_kind::input || g.get_op(o).kind == ops::op_kind::weight) live[o] = true;
+    return live;
+}
+
+/// Builds the rewritten graph: live ops are copied depth first (copy_depth_first), so that an op
+/// that reads a replaced tensor comes after the target, and the target (built once, when first
+/// needed) after every op its variables need.
+class rewritten_graph_builder {
+public:
+    rewritten_graph_builder(const graph::computation_graph& g, const rule& r, const match& m, const replaced_tensors& rep,
+                            const std::string& where)
+        : g_(g), rule_(r), match_(m), replaced_(rep), where_(where), out_(g.name()),
+          new_id_(g.num_tensors(), unset), state_(g.num_ops(), fresh) {
+        out_.reserve(g.num_ops() + r.target.ops.size(), g.num_tensors() + r.target.ops.size());
+        for (const auto& op : g.ops()) names_.insert(op.name);
+    }
+
+    /// Copies `root` after everything it reads (and the target, if it reads a replaced tensor).
+    void copy_depth_first(graph::op_id root);
+    /// Adds the target's ops, reading the tensors the variables are bound to (already copied).
+    void build_target();
+    bool target_built() const noexcept { return !target_out_.empty(); }
+    /// The graph, with the original outputs (or what replaces them) marked as outputs.
+    graph::computation_graph finish() &&;
+
+private:
+    static constexpr graph::tensor_id unset = UINT32_MAX;
+    static constexpr graph::op_id target_frame = UINT32_MAX;  // the stack entry that stands for the target
+    enum : std::uint8_t { fresh, on_stack, copied };
+    struct frame {
+        graph::op_id op;
+        std::size_t next = 0;
+    };
+
+    /// A name unused in the original graph, so that the result keeps names unique.
+    std::string fresh_name(ops::op_kind k);
+    void copy_op(graph::op_id o);
+    /// The new id of an original tensor, or of the target output that replaces it.
+    graph::tensor_id map_tensor(graph::tensor_id t) const {
+        return replaced_.by[t] >= 0 ? target_out_[static_cast<std::size_t>(replaced_.by[t])] : new_id_[t];
+    }
+
+    const graph::computation_graph& g_;
+    const rule& rule_;
+    const match& match_;
+    const replaced_tensors& replaced_;
+    const std::string& where_;
+    graph::computation_graph out_;
+    std::vector<graph::tensor_id> new_id_;     // per original tensor
+    std::vector<graph::tensor_id> target_out_;  // new ids of the target's outputs, once built
+    std::vector<std::uint8_t> state_;           // per original op
+    std::vector<frame> stack_;
+    bool target_on_stack_ = false;
+    std::unordered_set<std::string> names_;
+    std::size_t serial_ = 0;
+};
+
+inline std::string rewritten_graph_builder::fresh_name(ops::op_kind k) {
+    std::string n;
+    do n = "rewritten_" + std::string(ops::name(k)) + "_" + std::to_string(serial_++);
+    while (!names_.insert(n).second);
+    return n;
+}
+
+inline void rewritten_graph_builder::build_target() {
+    std::vector<std::vector<graph::tensor_id>> vals;
+    auto resolve = [&](value_ref v) {
+        if (!v.is_variable()) return vals.at(v.op).at(v.index);
+        const auto t = new_id_[match_.variables.at(v.index)];
+        if (t == unset)
+            throw error(where_ + ": variable " + rule_.variables[v.index].name + " is not computed before the target needs it");
+        return t;
+    };
+    for (std::size_t i = 0; i < rule_.target.ops.size(); ++i) {
+        const rule_op& ro = rule_.target.ops[i];
+        std::vector<graph::tensor_id> in;
+        for (auto v : ro.inputs) in.push_back(resolve(v));
+        try {
+            const auto ids = out_.add(ro.kind, in, ro.attrs, fresh_name(ro.kind));
+            vals.emplace_back(ids.begin(), ids.end());
+        } catch (const error& e) {
+            throw error(where_ + ": the target does not build at the matched shapes: " + e.what());
+        }
+    }
+    for (std::size_t k = 0; k < rule_.target.outputs.size(); ++k) {
+        const auto t = resolve(rule_.target.outputs[k]);
+        const value_ref replaced = rule_.source.outputs[k];
+        const auto& src = g_.type_of(g_.get_op(match_.ops[replaced.op]).outputs[replaced.index]);
+        if (!(out_.type_of(t) == src))
+            throw error(where_ + ": target output " + std::to_string(k) + " has another type than the output it replaces");
+        if (!rule_.target.outputs[k].is_variable() && replaced_.layer_of_output[k] >= 0)
+            out_.set_layer(out_.producer(t), replaced_.layer_of_output[k]);
+        target_out_.push_back(t);
+    }
+}
+
+inline void rewritten_graph_builder::copy_op(graph::op_id o) {
+    const auto& op = g_.get_op(o);
+    std::vector<graph::tensor_id> in;
+    for (auto t : op.inputs) in.push_back(map_tensor(t));
+    const auto ids = out_.add(op.kind, in, op.attrs, op.name);
+    const auto id = out_.producer(ids[0]);
+    out_.set_layer(id, op.layer);
+    out_.set_colocation(id, op.colocation);
+    for (std::size_t k = 0; k < ids.size(); ++k) new_id_[op.outputs[k]] = ids[k];
+}
+
+inline void rewritten_graph_builder::copy_depth_first(graph::op_id root) {
+    if (state_[root] != fresh) return;
+    stack_.push_back({root});
+    state_[root] = on_stack;
+    while (!stack_.empty()) {
+        frame& f = stack_.back();
+        // what the frame's op (or the target) needs next
+        std::optional<graph::tensor_id> need;
+        if (f.op == target_frame) {
+            if (f.next < match_.variables.size()) need = match_.variables[f.next++];
+        } else if (f.next < g_.get_op(f.op).inputs.size()) {
+            need = g_.get_op(f.op).inputs[f.next++];
+        }
+        if (!need) {
+            if (f.op == target_frame) {
+                build_target();
+                target_on_stack_ = false;
+            } else {
+                copy_op(f.op);
+                state_[f.op] = copied;
+            }
+            stack_.pop_back();
+            continue;
+        }
+        if (replaced_.by[*need] >= 0) {
+            if (target_built()) continue;
+            if (target_on_stack_) throw error(where_ + ": the target would read a value computed from what it replaces");
+            target_on_stack_ = true;
+            stack_.push_back({target_frame});
+            continue;
+        }
+        const auto p = g_.producer(*need);
+        if (state_[p] == copied) continue;
+        if (state_[p] == on_stack) throw error(where_ + ": the graph has a cycle through op " + g_.describe(p));
+        state_[p] = on_stack;
+        stack_.push_back({p});
+    }
+}
+
+inline graph::computation_graph rewritten_graph_builder::finish() && {
+    for (auto t : g_.outputs()) out_.mark_output(map_tensor(t));
+    return std::move(out_);
+}
+
+}  // namespace detail
+
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& given, const match& m,
                                       const rewrite_options& opts) {
     const std::string where = "rewrite with rule '" + to_string(given) + "'";
@@ -259,150 +456,14 @@ inline graph::computation_graph apply(const graph::computation_graph& g, const r
         if (auto why = check_rule(r, rng, 1))
             throw error(where + " changes the graph's values at the matched shapes: " + *why);
     }
-
-    // replaced tensor -> which target output replaces it
-    std::vector<std::int64_t> replaced_by(g.num_tensors(), -1);
-    std::vector<std::int32_t> layer_of_output(r.target.outputs.size(), -1);
-    for (std::size_t k = 0; k < r.source.outputs.size(); ++k) {
-        const value_ref v = r.source.outputs[k];
-        const auto& op = g.get_op(m.ops.at(v.op));
-        replaced_by[op.outputs.at(v.index)] = static_cast<std::int64_t>(k);
-        layer_of_output[k] = op.layer;
-    }
-
-    // live ops: those an output depends on once the replaced tensors come from the target
-    std::vector<bool> live(g.num_ops(), false);
-    {
-        std::vector<graph::tensor_id> stack;
-        auto need = [&](graph::tensor_id t) {
-            if (replaced_by[t] >= 0) {
-                for (auto v : m.variables) stack.push_back(v);  // the target reads the variables
-            } else {
-                stack.push_back(t);
-            }
-        };
-        for (auto t : g.outputs()) need(t);
-        while (!stack.empty()) {
-            const auto t = stack.back();
-            stack.pop_back();
-            const auto o = g.producer(t);
-            if (live[o]) continue;
-            live[o] = true;
-            for (auto i : g.get_op(o).inputs) need(i);
-        }
-        for (graph::op_id o = 0; o < g.num_ops(); ++o)
-            if (g.get_op(o).kind == ops::op_kind::input || g.get_op(o).kind == ops::op_kind::weight) live[o] = true;
-    }
-
-    graph::computation_graph out(g.name());
-    out.reserve(g.num_ops() + r.target.ops.size(), g.num_tensors() + r.target.ops.size());
-    std::vector<graph::tensor_id> new_id(g.num_tensors(), UINT32_MAX);
-    std::vector<graph::tensor_id> target_out;  // new ids of the target's outputs, once built
-    // names of the target's ops: unused in `g`, so that the result keeps names unique
-    std::unordered_set<std::string> names;
-    for (const auto& op : g.ops()) names.insert(op.name);
-    std::size_t serial = 0;
-    auto fresh_name = [&](ops::op_kind k) {
-        std::string n;
-        do n = "rewritten_" + std::string(ops::name(k)) + "_" + std::to_string(serial++);
-        while (!names.insert(n).second);
-        return n;
-    };
-    auto build_target = [&] {
-        std::vector<std::vector<graph::tensor_id>> vals;
-        auto resolve = [&](value_ref v) {
-            if (!v.is_variable()) return vals.at(v.op).at(v.index);
-            const auto t = new_id[m.variables.at(v.index)];
-            if (t == UINT32_MAX) throw error(where + ": variable " + r.variables[v.index].name + " is not computed before the target needs it");
-            return t;
-        };
-        for (std::size_t i = 0; i < r.target.ops.size(); ++i) {
-            const rule_op& ro = r.target.ops[i];
-            std::vector<graph::tensor_id> in;
-            for (auto v : ro.inputs) in.push_back(resolve(v));
-            try {
-                const auto ids = out.add(ro.kind, in, ro.attrs, fresh_name(ro.kind));
-                vals.emplace_back(ids.begin(), ids.end());
-            } catch (const error& e) {
-                throw error(where + ": the target does not build at the matched shapes: " + e.what());
-            }
-        }
-        for (std::size_t k = 0; k < r.target.outputs.size(); ++k) {
-            const auto t = resolve(r.target.outputs[k]);
-            const auto& src = g.type_of(g.get_op(m.ops[r.source.outputs[k].op]).outputs[r.source.outputs[k].index]);
-            if (!(out.type_of(t) == src))
-                throw error(where + ": target output " + std::to_string(k) + " has another type than the output it replaces");
-            if (!r.target.outputs[k].is_variable() && layer_of_output[k] >= 0) out.set_layer(out.producer(t), layer_of_output[k]);
-            target_out.push_back(t);
-        }
-    };
-    // copy the live ops depth first from the original topological order, so that an op that reads a
-    // replaced tensor comes after the target, and the target after every op its variables need
-    std::vector<std::uint8_t> state(g.num_ops(), 0);  // 0 new, 1 on the stack, 2 copied
-    auto copy_op = [&](graph::op_id o) {
-        const auto& op = g.get_op(o);
-        std::vector<graph::tensor_id> in;
-        for (auto t : op.inputs) in.push_back(replaced_by[t] >= 0 ? target_out[static_cast<std::size_t>(replaced_by[t])] : new_id[t]);
-        const auto ids = out.add(op.kind, in, op.attrs, op.name);
-        const auto id = out.producer(ids[0]);
-        out.set_layer(id, op.layer);
-        out.set_colocation(id, op.colocation);
-        for (std::size_t k = 0; k < ids.size(); ++k) new_id[op.outputs[k]] = ids[k];
-    };
-    constexpr graph::op_id target_frame = UINT32_MAX;
-    struct frame {
-        graph::op_id op;
-        std::size_t next = 0;
-    };
-    std::vector<frame> stack;
-    bool target_on_stack = false;
-    auto visit = [&](graph::op_id root) {
-        if (state[root] != 0) return;
-        stack.push_back({root});
-        state[root] = 1;
-        while (!stack.empty()) {
-            frame& f = stack.back();
-            // what the frame's op (or the target) needs next
-            std::optional<graph::tensor_id> need;
-            if (f.op == target_frame) {
-                if (f.next < m.variables.size()) need = m.variables[f.next++];
-            } else if (f.next < g.get_op(f.op).inputs.size()) {
-                need = g.get_op(f.op).inputs[f.next++];
-            }
-            if (!need) {
-                if (f.op == target_frame) {
-                    build_target();
-                    target_on_stack = false;
-                } else {
-                    copy_op(f.op);
-                    state[f.op] = 2;
-                }
-                stack.pop_back();
-                continue;
-            }
-            if (replaced_by[*need] >= 0) {
-                if (!target_out.empty()) continue;
-                if (target_on_stack) throw error(where + ": the target would read a value computed from what it replaces");
-                target_on_stack = true;
-                stack.push_back({target_frame});
-                continue;
-            }
-            const auto p = g.producer(*need);
-            if (state[p] == 2) continue;
-            if (state[p] == 1) throw error(where + ": the graph has a cycle through op " + g.describe(p));
-            state[p] = 1;
-            stack.push_back({p});
-        }
-    };
+    const detail::replaced_tensors replaced = detail::find_replaced_tensors(g, r, m);
+    const std::vector<bool> live = detail::live_ops(g, m, replaced.by);
+    detail::rewritten_graph_builder builder(g, r, m, replaced, where);
     for (graph::op_id o : graph::topological_order(g))
-        if (live[o]) visit(o);
-    for (auto t : g.outputs())
-        if (replaced_by[t] >= 0 && target_out.empty()) build_target();
-    auto map_tensor = [&](graph::tensor_id t) {
-        return replaced_by[t] >= 0 ? target_out[static_cast<std::size_t>(replaced_by[t])] : new_id[t];
-    };
-    for (auto t : g.outputs()) out.mark_output(map_tensor(t));
-    return out;
+        if (live[o]) builder.copy_depth_first(o);
+    for (auto t : g.outputs())  // an output replaced by the target, which no live op reads
+        if (replaced.by[t] >= 0 && !builder.target_built()) builder.build_target();
+    return std::move(builder).finish();
 }
 
 }  // namespace goopt::subst

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -111,7 +112,7 @@ public:
     }
 
     // ---- rl::Environment
-    template <class Rng> const observation& observe(Rng&) const { return features_; }
+    template <std::uniform_random_bit_generator Rng> const observation& observe(Rng&) const { return features_; }
     std::size_t num_choices() const { return c_->num_devices(); }
     std::span<const std::uint8_t> active() const { return active_; }
     void set_workers(std::size_t k) {

@@ -52,7 +52,7 @@ struct placement_result {
 /// `config.ppo.threads`, and a run resumed from its checkpoint ends exactly as an uninterrupted one.
 /// @param visitor an rl::PpoVisitor over placement_task outcomes (progress, early stop).
 /// @throws goopt::error for a bad configuration, graph or cluster, or an unusable checkpoint.
-template <device::DeviceModel D, cost::CostModel<D> Cost, class Rng, class Visitor = rl::null_visitor>
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng, class Visitor = rl::null_visitor>
     requires rl::SerializableRng<Rng>
 placement_result train_placement(const graph::computation_graph& g, const device::cluster<D>& c, const Cost& cost,
                                  const placement_config& config, Rng& rng, Visitor&& visitor = {}) {
