@@ -174,18 +174,7 @@ inline rule_library::rule_library(std::span<const rule> rules, bool both_directi
     for (const auto& r : rules) {
         add(r);
         if (!both_directions) continue;
-        rule rev{r.variables, r.target, r.source};
-        bool ok = !rev.source.outputs.empty();
-        for (auto v : rev.source.outputs) ok = ok && !v.is_variable();
-        // every variable the new target reads must be bound by the new source
-        std::vector<bool> bound(rev.variables.size(), false);
-        for (const auto& o : rev.source.ops)
-            for (auto v : o.inputs)
-                if (v.is_variable() && v.index < bound.size()) bound[v.index] = true;
-        for (const auto& o : rev.target.ops)
-            for (auto v : o.inputs) ok = ok && (!v.is_variable() || (v.index < bound.size() && bound[v.index]));
-        for (auto v : rev.target.outputs) ok = ok && (!v.is_variable() || (v.index < bound.size() && bound[v.index]));
-        if (ok && to_string(rev) != to_string(r)) add(std::move(rev));
+        if (auto rev = reversed(r); rev && to_string(*rev) != to_string(r)) add(std::move(*rev));
     }
 }
 
