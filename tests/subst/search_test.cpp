@@ -157,7 +157,10 @@ TEST_CASE("both searches make small models cheaper and keep what they compute, n
                 if (orig.name == op.name) CHECK(orig.layer == op.layer);
             if (!op.spec().has(ops::source)) CHECK_MESSAGE(op.layer >= 0, op.name);
         }
-        CHECK(greedy.stats.cost_after <= taso.stats.cost_after * 1.0001);
+        // both find a cheaper graph (check_optimized); which finds the cheaper one depends on the
+        // model: with rules proven at any shape, TASO's search sometimes goes further than greedy
+        CHECK(greedy.stats.cost_after < greedy.stats.cost_before);
+        CHECK(taso.stats.cost_after < taso.stats.cost_before);
     }
 }
 

@@ -93,7 +93,7 @@ int run_optimize(optimize_flags& f) {
     const bool learned = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
     if (!f.checkpoint.empty() && !learned)
         throw error("--checkpoint " + f.checkpoint + ": a pre-trained policy needs a learned task (placement, "
-                    "scheduling or fusion), and none runs in this build");
+                    "scheduling or fusion), and none of the tasks to run is one");
     f.limits.start = std::chrono::steady_clock::now();
     progress_line progress(f.quiet);
     loaded_graph input = load_graph(f.source);
