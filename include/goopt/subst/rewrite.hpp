@@ -193,9 +193,6 @@ private:
     std::vector<match>* out_ = nullptr;
 };
 
-}  // namespace detail
-
-namespace detail {
 /// `r` at the match's shapes and source attributes, its target as given, when its two sides agree
 /// on the float interpreter there within opts.numeric_fallback_flops (rewrite_options).
 inline std::optional<rule> numeric_fallback(const graph::computation_graph& g, const rule& r, const match& m,
