@@ -89,6 +89,11 @@ nlohmann::ordered_json method_json(const method_result& m, double reference) {
 }
 
 int run_optimize(optimize_flags& f) {
+    // a checkpoint with only non-learned tasks asked for is a usage mistake, whatever this build has
+    if (!f.checkpoint.empty() && !f.tasks.empty() &&
+        std::none_of(f.tasks.begin(), f.tasks.end(), [](const std::string& t) { return t != "substitution"; }))
+        throw error("--checkpoint " + f.checkpoint + ": a pre-trained policy needs a learned task (placement, "
+                    "scheduling or fusion), and none of the tasks to run is one");
     const auto tasks = tasks_to_run(f);
     const bool learned = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
     if (!f.checkpoint.empty() && !learned)
