@@ -14,7 +14,8 @@ usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
   sanitize  build the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer in
             build-asan/ (-O1, no benchmarks), then run them with ctest; any report fails
   fuzz      build the libFuzzer harnesses with clang in build-fuzz/, then run each for SECONDS
-            (default 60) from its seed corpus tests/data/fuzz/<reader>/; any finding fails
+            (default 60) from its seed corpus tests/data/fuzz/<reader>/ with libFuzzer -seed=$GOOPT_FUZZ_SEED
+            (default 1: the same run every time; 0: a random one); any finding fails
   --clean   delete the command's build directory first
 USAGE
 }
@@ -107,11 +108,14 @@ case "$command" in
             mkdir -p "$corpus" "$artifacts"
             dict=()
             if [[ -f "tests/fuzz/$reader.dict" ]]; then dict=(-dict="tests/fuzz/$reader.dict"); fi
-            echo "bootstrap.sh: fuzzing $reader for ${fuzz_seconds}s (seeds: $seeds)"
+            # a fixed libFuzzer seed (GOOPT_FUZZ_SEED, default 1) makes CI's run the same every time;
+            # explore with GOOPT_FUZZ_SEED=0 (libFuzzer draws one) and add what it finds to the corpus
+            fuzz_seed="${GOOPT_FUZZ_SEED:-1}"
+            echo "bootstrap.sh: fuzzing $reader for ${fuzz_seconds}s, -seed=$fuzz_seed (seeds: $seeds)"
             # -timeout: one input may take 10 s; -rss_limit_mb: 2 GB; leaks count as findings
             # (libFuzzer prints a line per new input: the whole log goes to a file, its end to the screen)
             log="build-fuzz/$reader.log"
-            if "$harness" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+            if "$harness" -seed="$fuzz_seed" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
                     -print_final_stats=1 "${dict[@]}" -artifact_prefix="$artifacts" "$corpus" "$seeds" >"$log" 2>&1; then
                 grep -E '^(stat::|Done )|DONE ' "$log" || true
             else
