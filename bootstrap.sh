@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install what goopt needs (Debian/Ubuntu), configure and build it in build/, then run the demo or
 # the tests; or build the sanitizer or fuzzing configurations and run them.
-# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
+# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check [--clean]
 set -euo pipefail
 
 usage() {
     cat <<'USAGE'
-usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
+usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check [--clean]
   build     install missing Debian packages, configure and build everything in build/
   test      build, then run all tests with ctest
   demo      build only the goopt program, then run 'goopt optimize' on a built-in model and cluster:
@@ -16,6 +16,9 @@ usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS] [--clean]
   fuzz      build the libFuzzer harnesses with clang in build-fuzz/, then run each for SECONDS
             (default 60) from its seed corpus tests/data/fuzz/<reader>/ with libFuzzer -seed=$GOOPT_FUZZ_SEED
             (default 1: the same run every time; 0: a random one); any finding fails
+  format    apply .clang-format (clang-format 14) to every tracked C++ file
+  format-check
+            list the tracked C++ files that differ from .clang-format and fail if there are any
   --clean   delete the command's build directory first
 USAGE
 }
@@ -25,7 +28,7 @@ clean=0
 fuzz_seconds=60
 for arg in "$@"; do
     case "$arg" in
-        demo | test | build | sanitize | fuzz)
+        demo | test | build | sanitize | fuzz | format | format-check)
             if [[ -n "$command" ]]; then usage >&2; exit 2; fi
             command="$arg" ;;
         --clean) clean=1 ;;
@@ -48,6 +51,9 @@ required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohman
           libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
           libmetis-dev                 # METIS placement baseline (goopt::metis)
           libcli11-dev)                # the goopt program's flags (CLI11)
+if [[ "$command" == format || "$command" == format-check ]]; then
+    required=(clang-format git)  # formatting needs nothing else
+fi
 if [[ "$command" == fuzz ]]; then
     required+=(clang libclang-rt-14-dev)  # libFuzzer and clang's sanitizer runtimes (Debian 12: clang 14)
 fi
@@ -82,6 +88,20 @@ fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_init_order=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 case "$command" in
+    format | format-check)
+        mapfile -t sources < <(git ls-files '*.hpp' '*.cpp' ':!tests/data/**')
+        if [[ "$command" == format ]]; then exec clang-format -i "${sources[@]}"; fi
+        unformatted=()
+        for f in "${sources[@]}"; do
+            if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then unformatted+=("$f"); fi
+        done
+        if ((${#unformatted[@]} > 0)); then
+            echo "bootstrap.sh: these files differ from .clang-format (run ./bootstrap.sh format):" >&2
+            printf '  %s\n' "${unformatted[@]}" >&2
+            exit 1
+        fi
+        echo "bootstrap.sh: ${#sources[@]} files follow .clang-format"
+        exit 0 ;;
     sanitize)
         # -O1 -g1: a quarter less compile time than -O2 -g, stacks still name file and line.
         # Benchmarks are left out (ctest does not run them); header checks and the package consumer

@@ -11,11 +11,11 @@
 // Writes a JSON list of {"model", "devices", "baseline", "step_time_ms", "peak_memory_bytes": [..], "oom"}.
 #include "benchmark_main.hpp"
 
+#include <goopt/baselines.hpp>
 #include <goopt/device.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines.hpp>
 #if defined(GOOPT_HAS_METIS)
 #include <goopt/baselines/metis_placement.hpp>
 #endif
@@ -71,8 +71,9 @@ int run(int argc, char** argv) {
         else if (a == "--random-calls") random_calls = goopt::bench::count_value(a, value());
         else if (a == "--seed") seed = goopt::bench::count_value(a, value());
         else if (a == "-h" || a == "--help") {
-            std::puts("usage: baselines [--out FILE] [--model NAME]... [--graph FILE.json]... [--devices 2,4,8]\n"
-                      "                 [--device V100] [--topology nvlink] [--random-calls 100] [--seed 1]");
+            std::puts(
+                "usage: baselines [--out FILE] [--model NAME]... [--graph FILE.json]... [--devices 2,4,8]\n"
+                "                 [--device V100] [--topology nvlink] [--random-calls 100] [--seed 1]");
             return 0;
         } else throw goopt::error("unknown argument '" + a + "' (see --help)");
     }
@@ -145,4 +146,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return goopt::bench::run_main("baselines", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("baselines", [&] { return run(argc, argv); });
+}

@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
             if (a == "--max-ops") cfg.max_ops = goopt::bench::count_value(a, argv[++i]);
             else if (a == "--threads") cfg.threads = goopt::bench::count_value(a, argv[++i]);
             else if (a == "--out") out = argv[++i];
-            else throw goopt::error("unknown flag " + std::string(a) + ", expected --max-ops K, --threads N, --out FILE");
+            else
+                throw goopt::error("unknown flag " + std::string(a) +
+                                   ", expected --max-ops K, --threads N, --out FILE");
         }
         if (cfg.threads == 0) cfg.threads = std::max(1u, std::thread::hardware_concurrency());
         const auto world = goopt::subst::taso_world();
@@ -46,12 +48,15 @@ int main(int argc, char** argv) {
                      "    of which not proven %9zu\n  seconds            %12.2f\n"
                      "rules written to %s\n",
                      s.max_ops, cfg.threads, s.graphs, s.candidates, s.after_renaming, s.after_subgraph,
-                     s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds, out.c_str());
-        std::printf("{\"max_ops\": %zu, \"graphs\": %zu, \"candidates\": %zu, \"after_renaming\": %zu, "
-                    "\"after_subgraph\": %zu, \"after_supergraph\": %zu, \"after_transitivity\": %zu, \"verified\": %zu, \"rejected\": %zu, \"not_proven\": %zu, "
-                    "\"seconds\": %.3f, \"peak_memory_bytes\": %zu}\n",
-                    s.max_ops, s.graphs, s.candidates, s.after_renaming, s.after_subgraph, s.after_supergraph,
-                    s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds, goopt::bench::peak_memory_bytes());
+                     s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds,
+                     out.c_str());
+        std::printf(
+            "{\"max_ops\": %zu, \"graphs\": %zu, \"candidates\": %zu, \"after_renaming\": %zu, "
+            "\"after_subgraph\": %zu, \"after_supergraph\": %zu, \"after_transitivity\": %zu, \"verified\": %zu, "
+            "\"rejected\": %zu, \"not_proven\": %zu, "
+            "\"seconds\": %.3f, \"peak_memory_bytes\": %zu}\n",
+            s.max_ops, s.graphs, s.candidates, s.after_renaming, s.after_subgraph, s.after_supergraph,
+            s.after_transitivity, s.verified, s.rejected, s.not_proven, s.seconds, goopt::bench::peak_memory_bytes());
         return 0;
     });
 }

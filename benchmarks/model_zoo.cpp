@@ -52,8 +52,12 @@ int run(int argc, char** argv) {
         std::printf("%-20s %-9s %9zu %14lld %16.4e %9.3f\n", e.name.c_str(), kind, g.num_ops(),
                     static_cast<long long>(params), flops, seconds);
         std::fflush(stdout);
-        results.push_back({{"model", e.name}, {"kind", kind}, {"ops", g.num_ops()}, {"param_bytes", params},
-                           {"flops", flops}, {"build_seconds", seconds}});
+        results.push_back({{"model", e.name},
+                           {"kind", kind},
+                           {"ops", g.num_ops()},
+                           {"param_bytes", params},
+                           {"flops", flops},
+                           {"build_seconds", seconds}});
     }
     bench::write_results(out, results.dump(2) + "\n");
     return 0;
@@ -61,4 +65,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main("model_zoo", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return bench::run_main("model_zoo", [&] { return run(argc, argv); });
+}

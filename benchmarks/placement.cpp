@@ -73,9 +73,10 @@ int run(int argc, char** argv) {
         else if (a == "--no-pure") pure = false;
         else if (a == "--fifo") fifo = true;
         else if (a == "-h" || a == "--help") {
-            std::puts("usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
-                      "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
-                      "                 [--seed 1] [--no-warm] [--no-pure] [--fifo]");
+            std::puts(
+                "usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
+                "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
+                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo]");
             return 0;
         } else throw goopt::error("unknown argument '" + a + "' (see --help)");
     }
@@ -86,10 +87,12 @@ int run(int argc, char** argv) {
     if (names.empty()) throw goopt::error("flag --graphs: expected a list such as rnnlm2,gnmt2");
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    std::printf("simulated step time in ms on n x V100:nvlink (* = out of memory); go: PPO %zu updates x %zu samples, hidden %zu\n",
-                updates, samples, hidden);
-    std::printf("%-20s %2s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s\n", "graph", "n", "single", "expert", "metis", "heft",
-                "crit_path", "m_topo", "m_etf", "m_sct", "go", "go_warm", "s");
+    std::printf(
+        "simulated step time in ms on n x V100:nvlink (* = out of memory); go: PPO %zu updates x %zu samples, hidden "
+        "%zu\n",
+        updates, samples, hidden);
+    std::printf("%-20s %2s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s\n", "graph", "n", "single", "expert", "metis",
+                "heft", "crit_path", "m_topo", "m_etf", "m_sct", "go", "go_warm", "s");
     for (const auto& name : names) {
         const auto w = goopt::models::find_workload(name);
         const auto g = w.build();
@@ -116,17 +119,21 @@ int run(int argc, char** argv) {
                 std::fflush(stdout);
             };
             const auto expert = goopt::baselines::expert_placement(g, n, family);
-            report("single_ms", "single", {.placement = goopt::baselines::single_device_placement(g), .priorities = {}, .fusion = {}});
+            report("single_ms", "single",
+                   {.placement = goopt::baselines::single_device_placement(g), .priorities = {}, .fusion = {}});
             report("expert_ms", "expert", {.placement = expert, .priorities = {}, .fusion = {}});
 #if defined(GOOPT_HAS_METIS)
-            report("metis_ms", "metis", {.placement = goopt::baselines::metis_placement(s), .priorities = {}, .fusion = {}});
+            report("metis_ms", "metis",
+                   {.placement = goopt::baselines::metis_placement(s), .priorities = {}, .fusion = {}});
 #else
             row["metis_ms"] = nullptr;
             std::printf(" %9s", "-");
 #endif
             report("heft_ms", "heft", goopt::baselines::heft(s).decision());
             report("critical_path_ms", "critical_path",
-                   {.placement = expert, .priorities = goopt::baselines::critical_path_priorities(s, expert), .fusion = {}});
+                   {.placement = expert,
+                    .priorities = goopt::baselines::critical_path_priorities(s, expert),
+                    .fusion = {}});
             report("m_topo_ms", "m_topo", goopt::baselines::m_topo(s));
             report("m_etf_ms", "m_etf", goopt::baselines::m_etf(s));
             report("m_sct_ms", "m_sct", goopt::baselines::m_sct(s));
@@ -134,9 +141,14 @@ int run(int argc, char** argv) {
             row["best_heuristic"] = best_name;
 
             goopt::tasks::placement_config cfg{
-                .ppo = {.updates = updates, .samples_per_update = samples, .minibatch = samples, .learning_rate = lr, .entropy_coef = entropy,
+                .ppo = {.updates = updates,
+                        .samples_per_update = samples,
+                        .minibatch = samples,
+                        .learning_rate = lr,
+                        .entropy_coef = entropy,
                         .threads = threads},
-                .policy = {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
+                .policy =
+                    {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
                 .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path},
                 .progress = {.status = goopt::rl::status_mode::never}};
             auto train = [&](bool with_warm, const char* key) {
@@ -179,4 +191,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return goopt::bench::run_main("placement", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("placement", [&] { return run(argc, argv); });
+}

@@ -60,7 +60,9 @@ graph::computation_graph random_graph(std::size_t n, std::uint64_t seed) {
     return g;
 }
 
-double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
 
 /// Eigen's float GEMM on 2048x2048 operands (about 17 GFLOP per product), best of 3.
 double gemm_peak_gflops() {
@@ -78,7 +80,7 @@ double gemm_peak_gflops() {
 }
 
 std::int64_t peak_rss_bytes() {
-    struct rusage u{};
+    struct rusage u {};
     getrusage(RUSAGE_SELF, &u);
     return static_cast<std::int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
@@ -109,11 +111,11 @@ std::optional<double> run_torch(const std::string& python, const std::filesystem
     write_raw(dir / "offsets.bin", f.adj.offsets.data(), f.adj.offsets.size());
     write_raw(dir / "indices.bin", f.adj.indices.data(), f.adj.indices.size());
     write_raw(dir / "order.bin", f.order.data(), f.order.size());
-    const std::string cmd = python + " '" + script.string() + "' '" + dir.string() + "' " + std::to_string(f.x.rows()) + " " +
-                            std::to_string(c.features) + " " + std::to_string(c.hidden) + " " + std::to_string(c.sage_layers) +
-                            " " + std::to_string(c.shared_attention_layers + c.task_choices.size()) + " " +
-                            std::to_string(c.heads) + " " + std::to_string(c.segment) + " " +
-                            std::to_string(c.task_choices[0]) + " " + std::to_string(repeats) + " 2>&1";
+    const std::string cmd =
+        python + " '" + script.string() + "' '" + dir.string() + "' " + std::to_string(f.x.rows()) + " " +
+        std::to_string(c.features) + " " + std::to_string(c.hidden) + " " + std::to_string(c.sage_layers) + " " +
+        std::to_string(c.shared_attention_layers + c.task_choices.size()) + " " + std::to_string(c.heads) + " " +
+        std::to_string(c.segment) + " " + std::to_string(c.task_choices[0]) + " " + std::to_string(repeats) + " 2>&1";
     std::string text;
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
         char buf[4096];
@@ -141,7 +143,8 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--out" && i + 1 < argc) out = argv[++i];
-        else if (a == "--repeats" && i + 1 < argc) repeats = static_cast<int>(bench::count_value(a, argv[++i], 1, 1000));
+        else if (a == "--repeats" && i + 1 < argc)
+            repeats = static_cast<int>(bench::count_value(a, argv[++i], 1, 1000));
         else if (a == "--no-torch") torch = false;
         else if (a == "--torch-script" && i + 1 < argc) script = argv[++i];
         else {
@@ -157,21 +160,26 @@ int run(int argc, char** argv) {
     if (script.empty()) script = std::filesystem::path(__FILE__).parent_path() / "policy_speed_torch.py";
     if (torch) {
         python = find_torch_python();
-        if (!python) std::cout << "PyTorch: not measured (no python3 with torch found; apt-get install python3-torch)\n";
+        if (!python)
+            std::cout << "PyTorch: not measured (no python3 with torch found; apt-get install python3-torch)\n";
         else std::cout << "PyTorch: measured with " << *python << "\n";
     }
 
-    struct named { std::string name; std::function<graph::computation_graph()> build; };
+    struct named {
+        std::string name;
+        std::function<graph::computation_graph()> build;
+    };
     const std::vector<named> graphs{{"random_1k", [] { return random_graph(1000, 1); }},
                                     {"random_10k", [] { return random_graph(10000, 2); }},
                                     {"gnmt8_train", [] { return models::find_workload("gnmt8").build(); }}};
-    std::cout << "random_1k, random_10k: random DAGs of 1,000 / 10,000 elementwise ops (relu, tanh, sigmoid, add) on\n"
-                 "  [1, 128] tensors, each input drawn uniformly from the 16 latest tensors (seeds 1, 2); gnmt8_train:\n"
-                 "  the model zoo's 8-layer GNMT with its backward pass and optimizer (models::find_workload(\"gnmt8\"))\n";
+    std::cout
+        << "random_1k, random_10k: random DAGs of 1,000 / 10,000 elementwise ops (relu, tanh, sigmoid, add) on\n"
+           "  [1, 128] tensors, each input drawn uniformly from the 16 latest tensors (seeds 1, 2); gnmt8_train:\n"
+           "  the model zoo's 8-layer GNMT with its backward pass and optimizer (models::find_workload(\"gnmt8\"))\n";
     const nn::policy_config cfg{};  // GO's shape: 128 wide, 2 SAGE, 2 shared + 1 task attention layers, 8 heads, 256
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    std::printf("%-12s %8s %10s %10s %8s %9s %10s %7s %9s\n", "graph", "nodes", "GFLOP", "goopt ms", "GFLOP/s", "of peak",
-                "torch ms", "ratio", "peak MiB");
+    std::printf("%-12s %8s %10s %10s %8s %9s %10s %7s %9s\n", "graph", "nodes", "GFLOP", "goopt ms", "GFLOP/s",
+                "of peak", "torch ms", "ratio", "peak MiB");
     for (const auto& gdesc : graphs) {
         const auto g = gdesc.build();
         const auto f = nn::node_features<float>(g);
@@ -179,7 +187,8 @@ int run(int argc, char** argv) {
         nn::go_policy<float> pol(cfg, rng);
         auto ps = pol.parameters();
         const auto n = static_cast<Eigen::Index>(g.num_ops());
-        const std::vector<nn::matrix<float>> dlogits{nn::matrix<float>::Random(n, static_cast<Eigen::Index>(cfg.task_choices[0]))};
+        const std::vector<nn::matrix<float>> dlogits{
+            nn::matrix<float>::Random(n, static_cast<Eigen::Index>(cfg.task_choices[0]))};
         double best = 1e30;
         for (int r = 0; r <= repeats; ++r) {  // the first run warms up
             nn::zero_grad(ps);
@@ -194,14 +203,20 @@ int run(int argc, char** argv) {
         const std::int64_t mem = peak_rss_bytes();
         std::optional<double> torch_ms;
         if (python) torch_ms = run_torch(*python, script, f, cfg, repeats);
-        nlohmann::ordered_json row{{"graph", gdesc.name}, {"nodes", g.num_ops()}, {"flops", flops}, {"goopt_ms", best * 1e3},
-                                   {"gflops", gflops}, {"gemm_peak_gflops", peak}, {"fraction_of_peak", gflops / peak}};
+        nlohmann::ordered_json row{{"graph", gdesc.name},
+                                   {"nodes", g.num_ops()},
+                                   {"flops", flops},
+                                   {"goopt_ms", best * 1e3},
+                                   {"gflops", gflops},
+                                   {"gemm_peak_gflops", peak},
+                                   {"fraction_of_peak", gflops / peak}};
         row["torch_ms"] = torch_ms ? nlohmann::json(*torch_ms) : nlohmann::json(nullptr);
         row["ratio"] = torch_ms ? nlohmann::json(best * 1e3 / *torch_ms) : nlohmann::json(nullptr);
         row["peak_memory_bytes"] = mem;
         results.push_back(row);
-        std::printf("%-12s %8zu %10.1f %10.1f %8.1f %8.1f%% %10s %7s %9.0f\n", gdesc.name.c_str(), g.num_ops(), flops / 1e9,
-                    best * 1e3, gflops, 100 * gflops / peak, torch_ms ? std::to_string(*torch_ms).substr(0, 9).c_str() : "-",
+        std::printf("%-12s %8zu %10.1f %10.1f %8.1f %8.1f%% %10s %7s %9.0f\n", gdesc.name.c_str(), g.num_ops(),
+                    flops / 1e9, best * 1e3, gflops, 100 * gflops / peak,
+                    torch_ms ? std::to_string(*torch_ms).substr(0, 9).c_str() : "-",
                     torch_ms ? std::to_string(best * 1e3 / *torch_ms).substr(0, 5).c_str() : "-",
                     static_cast<double>(mem) / (1 << 20));
         std::fflush(stdout);
@@ -212,4 +227,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main("policy_speed", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return bench::run_main("policy_speed", [&] { return run(argc, argv); });
+}

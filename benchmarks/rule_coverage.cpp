@@ -43,7 +43,9 @@ using namespace goopt;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-double ms_since(clock_type::time_point t0) { return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count(); }
+double ms_since(clock_type::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
 
 /// The rewritten graph evaluated in double, reusing the original's value of every op that is a copy
 /// (same name, kind and attributes) reading unchanged values; the rest (the target's ops and what
@@ -55,16 +57,18 @@ double rewritten_difference(const graph::computation_graph& before, const std::v
     for (graph::op_id o = 0; o < before.num_ops(); ++o) by_name.emplace(before.get_op(o).name, o);
     std::vector<interp::value<double>> own(after.num_tensors());
     std::vector<const interp::value<double>*> at(after.num_tensors(), nullptr);  // the value of each tensor
-    std::vector<graph::tensor_id> same(after.num_tensors(), UINT32_MAX);          // original tensor with that value
+    std::vector<graph::tensor_id> same(after.num_tensors(), UINT32_MAX);         // original tensor with that value
     std::vector<const interp::value<double>*> args;
     for (const std::size_t i : graph::topological_order(after)) {
         const auto o = static_cast<graph::op_id>(i);
         const auto& op = after.get_op(o);
         const auto it = by_name.find(op.name);
         const bool counterpart = it != by_name.end() && before.get_op(it->second).kind == op.kind &&
-                                 before.get_op(it->second).attrs == op.attrs && before.get_op(it->second).inputs.size() == op.inputs.size();
+                                 before.get_op(it->second).attrs == op.attrs &&
+                                 before.get_op(it->second).inputs.size() == op.inputs.size();
         bool copy = counterpart;
-        for (std::size_t k = 0; copy && k < op.inputs.size(); ++k) copy = same[op.inputs[k]] == before.get_op(it->second).inputs[k];
+        for (std::size_t k = 0; copy && k < op.inputs.size(); ++k)
+            copy = same[op.inputs[k]] == before.get_op(it->second).inputs[k];
         if (copy) {
             const auto& src = before.get_op(it->second);
             for (std::size_t k = 0; k < op.outputs.size(); ++k) {
@@ -141,7 +145,8 @@ int run(int argc, char** argv) {
     if (rules_file.empty()) rules_file = io::default_rules_file().string();
     const auto stored = io::read_rules_file(rules_file);
     const auto rules = subst::both_directions(stored);
-    std::fprintf(stderr, "%zu rules from %s, %zu with their reverses\n", stored.size(), rules_file.c_str(), rules.size());
+    std::fprintf(stderr, "%zu rules from %s, %zu with their reverses\n", stored.size(), rules_file.c_str(),
+                 rules.size());
 
     std::vector<model> models;
     for (const auto& e : models::taso_workloads())
@@ -165,8 +170,8 @@ int run(int argc, char** argv) {
     if (models.empty()) throw error("--only " + only + ": no such model");
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    std::printf("%-28s %6s %8s %8s %8s %8s %12s %10s %10s\n", "model", "ops", "matching", "matches", "applied", "refused",
-                "max_rel_diff", "match_ms", "apply_ms");
+    std::printf("%-28s %6s %8s %8s %8s %8s %12s %10s %10s\n", "model", "ops", "matching", "matches", "applied",
+                "refused", "max_rel_diff", "match_ms", "apply_ms");
     for (const auto& [name, g] : models) {
         std::mt19937_64 rng(2019);
         const auto values = interp::evaluate<double>(g, interp::random_feeds<double>(g, rng));
@@ -197,15 +202,22 @@ int run(int argc, char** argv) {
                 }
             }
         }
-        std::printf("%-28s %6zu %8zu %8zu %8zu %8zu %12.3g %10.1f %10.1f\n", name.c_str(), g.num_ops(), matching, matches, applied,
-                    refused, max_diff, match_ms, apply_ms);
+        std::printf("%-28s %6zu %8zu %8zu %8zu %8zu %12.3g %10.1f %10.1f\n", name.c_str(), g.num_ops(), matching,
+                    matches, applied, refused, max_diff, match_ms, apply_ms);
         std::fflush(stdout);
         for (const auto& [text, n] : applied_rules) std::fprintf(stderr, "  %4zu x %s\n", n, text.c_str());
         nlohmann::ordered_json why = nlohmann::ordered_json::object();
         for (const auto& [k, n] : refusals) why[k] = n;
-        results.push_back({{"model", name}, {"ops", g.num_ops()}, {"rules_matching", matching}, {"matches", matches},
-                           {"applied", applied}, {"refused", refused}, {"max_rel_diff", max_diff}, {"match_ms", match_ms},
-                           {"apply_ms", apply_ms}, {"us_per_rule", 1000.0 * (match_ms + apply_ms) / static_cast<double>(rules.size())},
+        results.push_back({{"model", name},
+                           {"ops", g.num_ops()},
+                           {"rules_matching", matching},
+                           {"matches", matches},
+                           {"applied", applied},
+                           {"refused", refused},
+                           {"max_rel_diff", max_diff},
+                           {"match_ms", match_ms},
+                           {"apply_ms", apply_ms},
+                           {"us_per_rule", 1000.0 * (match_ms + apply_ms) / static_cast<double>(rules.size())},
                            {"refusals", why}});
     }
     bench::write_results(out, results.dump(2) + "\n");
@@ -214,4 +226,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return bench::run_main("rule_coverage", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return bench::run_main("rule_coverage", [&] { return run(argc, argv); });
+}

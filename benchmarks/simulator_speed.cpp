@@ -8,11 +8,11 @@
 // is the expert placement without a trace, as a search loop runs it).
 #include "benchmark_main.hpp"
 
+#include <goopt/baselines.hpp>
 #include <goopt/device.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -29,9 +29,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
 struct workload {
     std::string name, family;
@@ -70,7 +68,9 @@ int run(int argc, char** argv) {
         else if (a == "--cluster") cluster_spec = value();
         else if (a == "--seconds") budget = goopt::bench::real_value(a, value());
         else if (a == "-h" || a == "--help") {
-            std::puts("usage: simulator_speed [--out FILE] [--model NAME]... [--graph FILE.json]... [--cluster SPEC] [--seconds S]");
+            std::puts(
+                "usage: simulator_speed [--out FILE] [--model NAME]... [--graph FILE.json]... [--cluster SPEC] "
+                "[--seconds S]");
             return 0;
         } else throw goopt::error("unknown argument '" + a + "' (see --help)");
     }
@@ -96,7 +96,8 @@ int run(int argc, char** argv) {
         const auto t0 = clock_type::now();
         goopt::sim::simulator s(g, cluster);
         const double setup = seconds_since(t0);
-        const auto expert = goopt::baselines::expert_placement(g, cluster.num_devices(), goopt::baselines::family_convention(w.family));
+        const auto expert =
+            goopt::baselines::expert_placement(g, cluster.num_devices(), goopt::baselines::family_convention(w.family));
         std::mt19937_64 rng(1);
         goopt::sim::placement random(g.num_ops());
         for (auto& d : random) d = static_cast<goopt::sim::device_id>(rng() % cluster.num_devices());
@@ -126,4 +127,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return goopt::bench::run_main("simulator_speed", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("simulator_speed", [&] { return run(argc, argv); });
+}

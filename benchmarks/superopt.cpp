@@ -49,18 +49,35 @@ std::vector<workload> workloads() {
     using namespace goopt::models;
     return {
         {"resnext50", [] { return resnext50(); },
-         [] { return resnext50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}}); }},
+         [] {
+             return resnext50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}});
+         }},
         {"nasnet_a", [] { return nasnet_a(); },
          [] { return nasnet_a({.channels = 8, .image = 8, .stacks = 1, .cells = 1, .num_classes = 10}); }},
         {"nasrnn", [] { return nasrnn(); }, [] { return nasrnn(); }},
-        {"bert", [] { return bert({.batch = 16, .seq_length = 64, .layers = 8, .hidden = 1024, .heads = 16, .intermediate = 4096}); },
-         [] { return bert({.batch = 2, .seq_length = 8, .layers = 2, .hidden = 32, .heads = 4, .intermediate = 64, .vocab = 50, .max_positions = 16}); }},
+        {"bert",
+         [] {
+             return bert(
+                 {.batch = 16, .seq_length = 64, .layers = 8, .hidden = 1024, .heads = 16, .intermediate = 4096});
+         },
+         [] {
+             return bert({.batch = 2,
+                          .seq_length = 8,
+                          .layers = 2,
+                          .hidden = 32,
+                          .heads = 4,
+                          .intermediate = 64,
+                          .vocab = 50,
+                          .max_positions = 16});
+         }},
         {"inception_v3", [] { return inception_v3(); },
          [] { return inception_v3({.image = 75, .num_classes = 10, .channel_divisor = 8}); }},
         {"squeezenet", [] { return squeezenet(); },
          [] { return squeezenet({.image = 35, .num_classes = 10, .channel_divisor = 4}); }},
         {"resnet50", [] { return resnet50(); },
-         [] { return resnet50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}}); }},
+         [] {
+             return resnet50({.image = 32, .num_classes = 10, .blocks = {1, 1, 1, 1}});
+         }},
     };
 }
 
@@ -153,4 +170,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return goopt::bench::run_main("superopt", [&] { return run(argc, argv); }); }
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("superopt", [&] { return run(argc, argv); });
+}

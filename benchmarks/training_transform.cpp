@@ -40,7 +40,8 @@ graph::computation_graph unrolled_lstm(int layers, int steps, std::int64_t batch
     for (int t = 0; t < steps; ++t) x.push_back(g.input("x." + std::to_string(t), {B, H}));
     for (int l = 0; l < layers; ++l) {
         const std::string p = "l" + std::to_string(l);
-        const auto w = g.weight(p + ".w", {H, 4 * H}), u = g.weight(p + ".u", {H, 4 * H}), b = g.weight(p + ".b", {4 * H});
+        const auto w = g.weight(p + ".w", {H, 4 * H}), u = g.weight(p + ".u", {H, 4 * H}),
+                   b = g.weight(p + ".b", {4 * H});
         auto h = g.input(p + ".h0", {B, H}), c = g.input(p + ".c0", {B, H});
         for (int t = 0; t < steps; ++t) {
             const std::string q = p + ".t" + std::to_string(t) + ".";
@@ -49,21 +50,27 @@ graph::computation_graph unrolled_lstm(int layers, int steps, std::int64_t batch
                 g.set_layer(g.producer(out[0]), l);
                 return out;
             };
-            const auto z = add(op_kind::ewadd, {add(op_kind::matmul, {x[t], w}, {}, "xw")[0], add(op_kind::matmul, {h, u}, {}, "hu")[0]},
-                               {}, "sum")[0];
+            const auto z =
+                add(op_kind::ewadd,
+                    {add(op_kind::matmul, {x[t], w}, {}, "xw")[0], add(op_kind::matmul, {h, u}, {}, "hu")[0]}, {},
+                    "sum")[0];
             const auto zb = add(op_kind::ewadd, {z, b}, {}, "bias")[0];
-            const auto gates = add(op_kind::split, {zb}, {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, std::vector<std::int64_t>(4, H)}}, "gates");
+            const auto gates =
+                add(op_kind::split, {zb},
+                    {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, std::vector<std::int64_t>(4, H)}}, "gates");
             const auto i = add(op_kind::sigmoid, {gates[0]}, {}, "i")[0];
             const auto f = add(op_kind::sigmoid, {gates[1]}, {}, "f")[0];
             const auto gg = add(op_kind::tanh, {gates[2]}, {}, "g")[0];
             const auto o = add(op_kind::sigmoid, {gates[3]}, {}, "o")[0];
-            c = add(op_kind::ewadd, {add(op_kind::ewmul, {f, c}, {}, "fc")[0], add(op_kind::ewmul, {i, gg}, {}, "ig")[0]}, {}, "c")[0];
+            c = add(op_kind::ewadd,
+                    {add(op_kind::ewmul, {f, c}, {}, "fc")[0], add(op_kind::ewmul, {i, gg}, {}, "ig")[0]}, {}, "c")[0];
             h = add(op_kind::ewmul, {o, add(op_kind::tanh, {c}, {}, "tc")[0]}, {}, "h")[0];
             x[t] = h;
         }
     }
     const auto proj = g.weight("proj", {H, H});
-    for (int t = 0; t < steps; ++t) g.mark_output(g.add1(op_kind::matmul, {x[t], proj}, {}, "out." + std::to_string(t)));
+    for (int t = 0; t < steps; ++t)
+        g.mark_output(g.add1(op_kind::matmul, {x[t], proj}, {}, "out." + std::to_string(t)));
     return g;
 }
 
@@ -117,11 +124,12 @@ int main(int argc, char** argv) {
             std::printf("%-22s %12zu %13zu %14.3f %13.3f %10.3f\n", r.graph.c_str(), r.forward_ops, r.training_ops,
                         r.transform_seconds, r.validate_seconds, r.transform_seconds + r.validate_seconds);
             char buf[256];
-            std::snprintf(buf, sizeof buf,
-                          "  {\"graph\": \"%s\", \"forward_ops\": %zu, \"training_ops\": %zu, \"transform_seconds\": %.6f, "
-                          "\"validate_seconds\": %.6f}%s\n",
-                          r.graph.c_str(), r.forward_ops, r.training_ops, r.transform_seconds, r.validate_seconds,
-                          i + 1 < rows.size() ? "," : "");
+            std::snprintf(
+                buf, sizeof buf,
+                "  {\"graph\": \"%s\", \"forward_ops\": %zu, \"training_ops\": %zu, \"transform_seconds\": %.6f, "
+                "\"validate_seconds\": %.6f}%s\n",
+                r.graph.c_str(), r.forward_ops, r.training_ops, r.transform_seconds, r.validate_seconds,
+                i + 1 < rows.size() ? "," : "");
             json += buf;
         }
         json += "]\n";

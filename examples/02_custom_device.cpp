@@ -4,11 +4,11 @@
 // SVG timeline (step.json, step.svg in the current directory).
 //
 //   build/examples/custom_device
+#include <goopt/baselines.hpp>
 #include <goopt/device.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/trace_json.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines.hpp>
 
 #include <cstdio>
 #include <exception>
@@ -18,10 +18,10 @@ using namespace goopt;
 /// A made-up inference chip: fast in f16, slower in everything else.
 struct my_npu {
     double peak_flops(ops::dtype t) const { return t == ops::dtype::f16 ? 400e12 : 50e12; }
-    double mem_bandwidth() const { return 2e12; }          // bytes/s
+    double mem_bandwidth() const { return 2e12; }             // bytes/s
     double mem_capacity() const { return 32.0 * (1 << 30); }  // bytes
-    double launch_overhead() const { return 2e-6; }        // seconds (optional)
-    const char* name() const { return "my-npu"; }          // optional
+    double launch_overhead() const { return 2e-6; }           // seconds (optional)
+    const char* name() const { return "my-npu"; }             // optional
 };
 static_assert(device::DeviceModel<my_npu>);
 

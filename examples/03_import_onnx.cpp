@@ -21,7 +21,8 @@ using namespace goopt;
 namespace {
 
 int usage(const std::string& why) {
-    std::cerr << "import_onnx: " << why << "\nusage: import_onnx FILE.onnx [--json OUT.json] [--graph OUT.graph.json]\n";
+    std::cerr << "import_onnx: " << why
+              << "\nusage: import_onnx FILE.onnx [--json OUT.json] [--graph OUT.graph.json]\n";
     return 2;
 }
 
@@ -70,8 +71,7 @@ int main(int argc, char** argv) {
                     static_cast<double>(g.parameter_bytes()) / 1e6, static_cast<long long>(g.parameter_bytes()),
                     m.weight_values.size());
         std::printf("FLOPs       %.4g per run\n", flops);
-        for (const auto t : g.outputs())
-            std::printf("output      %s\n", ops::to_string(g.type_of(t)).c_str());
+        for (const auto t : g.outputs()) std::printf("output      %s\n", ops::to_string(g.type_of(t)).c_str());
 
         if (!json_out.empty()) {
             nlohmann::ordered_json j;

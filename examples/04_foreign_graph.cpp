@@ -27,7 +27,8 @@ struct node {
 struct program {
     std::vector<node> nodes;
     std::vector<std::vector<std::uint32_t>> in, out;  ///< operand and user lists
-    std::uint32_t emit(kind k, std::string label, std::vector<std::uint32_t> operands, std::vector<std::int64_t> dims = {}) {
+    std::uint32_t emit(kind k, std::string label, std::vector<std::uint32_t> operands,
+                       std::vector<std::int64_t> dims = {}) {
         const auto id = static_cast<std::uint32_t>(nodes.size());
         nodes.push_back({k, std::move(label), std::move(dims)});
         for (auto o : operands) out[o].push_back(id);
@@ -44,14 +45,21 @@ template <> struct goopt::graph::computation_graph_traits<mycc::program> {
     static std::size_t num_ops(const mycc::program& p) { return p.nodes.size(); }
     static std::span<const std::uint32_t> predecessors(const mycc::program& p, std::size_t v) { return p.in[v]; }
     static std::span<const std::uint32_t> successors(const mycc::program& p, std::size_t v) { return p.out[v]; }
-    static std::uint64_t op_label(const mycc::program& p, std::size_t v) { return static_cast<std::uint64_t>(p.nodes[v].k); }
+    static std::uint64_t op_label(const mycc::program& p, std::size_t v) {
+        return static_cast<std::uint64_t>(p.nodes[v].k);
+    }
     static ops::op_kind op_kind(const mycc::program& p, std::size_t v) {
         switch (p.nodes[v].k) {
-        case mycc::kind::param: return ops::op_kind::weight;
-        case mycc::kind::data: return ops::op_kind::input;
-        case mycc::kind::dense: return ops::op_kind::matmul;
-        case mycc::kind::act: return ops::op_kind::relu;
-        case mycc::kind::sum: return ops::op_kind::ewadd;
+            case mycc::kind::param:
+                return ops::op_kind::weight;
+            case mycc::kind::data:
+                return ops::op_kind::input;
+            case mycc::kind::dense:
+                return ops::op_kind::matmul;
+            case mycc::kind::act:
+                return ops::op_kind::relu;
+            case mycc::kind::sum:
+                return ops::op_kind::ewadd;
         }
         throw error("mycc: node " + std::to_string(v) + ": unknown kind");
     }
@@ -88,7 +96,8 @@ int main() try {
     const auto on_two = sim::run(s, heft.decision());
     const auto on_one = s.run(baselines::single_device_placement(imported.graph));
 
-    std::printf("HEFT placement of %zu mycc nodes on 2 x %s:\n", p.nodes.size(), std::string(cluster.device(0).name()).c_str());
+    std::printf("HEFT placement of %zu mycc nodes on 2 x %s:\n", p.nodes.size(),
+                std::string(cluster.device(0).name()).c_str());
     for (std::size_t v = 0; v < p.nodes.size(); ++v)
         std::printf("  node %2zu %-10s -> gpu %u\n", v, p.nodes[v].label.c_str(), mine.placement[v]);
     std::printf("step %.1f us on two GPUs, %.1f us on one\n", on_two.step_time * 1e6, on_one.step_time * 1e6);

@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// @brief Heuristic baselines, all scored by the same simulator: single device (TensorFlow default),
-/// expert placements, HEFT, Baechi's memory-aware m-TOPO, m-ETF and m-SCT, critical-path list scheduling, greedy fusion, random search.
-/// METIS placement needs libmetis and lives in <goopt/baselines/metis_placement.hpp> (goopt::metis).
+/// expert placements, HEFT, Baechi's memory-aware m-TOPO, m-ETF and m-SCT, critical-path list scheduling, greedy
+/// fusion, random search. METIS placement needs libmetis and lives in <goopt/baselines/metis_placement.hpp>
+/// (goopt::metis).
 
 #include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/colocation.hpp>

@@ -4,16 +4,35 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace goopt {
 
+/// Joins streamable parts into one string: how a message's pieces (names, shapes, numbers) are put
+/// together, instead of `+` chains with `std::to_string`.
+template <class... Parts> std::string concat(const Parts&... parts) {
+    std::ostringstream out;
+    (out << ... << parts);
+    return std::move(out).str();
+}
+
 /// Raised for bad input: a malformed file, an unknown op, a cyclic graph, an impossible device.
-/// The message says what was wrong, where (file, node name, field) and what was expected, on one line.
+/// Every message has one form, on one line: `<module>: <what>: expected <expected>`, where `module`
+/// names the part of goopt (or the file) that refused, `what` names the place (op, file, field, flag)
+/// and what was found, and `expected` says what would have been accepted.
 class error : public std::runtime_error {
 public:
-    explicit error(const std::string& what) : std::runtime_error(what) {}
+    /// `<module>: <what>: expected <expected>`.
+    error(std::string_view module, std::string_view what, std::string_view expected)
+        : std::runtime_error(concat(module, ": ", what, ": expected ", expected)) {}
+    /// `<module>: <what>`, for failures with nothing to expect instead (an unreadable file, a cycle).
+    error(std::string_view module, std::string_view what) : std::runtime_error(concat(module, ": ", what)) {}
+    /// A message already in the form above (a caller adding its own context to a caught error).
+    explicit error(const std::string& message) : std::runtime_error(message) {}
 };
 
 namespace detail {

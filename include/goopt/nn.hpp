@@ -9,8 +9,8 @@
 #include <goopt/nn/adjacency.hpp>
 #include <goopt/nn/concepts.hpp>
 #include <goopt/nn/feature_modulation.hpp>
-#include <goopt/nn/gradient_check.hpp>
 #include <goopt/nn/go_policy.hpp>
+#include <goopt/nn/gradient_check.hpp>
 #include <goopt/nn/graph_sage.hpp>
 #include <goopt/nn/heads.hpp>
 #include <goopt/nn/layer_norm.hpp>

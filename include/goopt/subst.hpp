@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// @brief Umbrella header of the substitution generator (subst/): enumeration, fingerprints,
-/// pruning, float re-check, rules, built-in rules and the searches (TASO's, greedy, optimize()). The JSON rule file is in io/rule_json.hpp.
+/// pruning, float re-check, rules, built-in rules and the searches (TASO's, greedy, optimize()). The JSON rule file is
+/// in io/rule_json.hpp.
 
 #include <goopt/subst/axioms.hpp>
 #include <goopt/subst/builtin_rules.hpp>

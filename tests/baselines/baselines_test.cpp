@@ -1,9 +1,9 @@
 #include "../sim/random_dag.hpp"
 
+#include <goopt/baselines.hpp>
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines.hpp>
 
 #include <doctest/doctest.h>
 
@@ -38,8 +38,8 @@ TEST_CASE("upward rank of a fork, by hand") {
     const auto c = g.add1(op_kind::relu, {a});
     (void)b, (void)c;
     const std::vector<double> w{0, 1, 2, 5};
-    const auto r = baselines::upward_rank(g, [&](op_id o) { return w[o]; },
-                                      [](graph::tensor_id, op_id, op_id) { return 0.5; });
+    const auto r = baselines::upward_rank(
+        g, [&](op_id o) { return w[o]; }, [](graph::tensor_id, op_id, op_id) { return 0.5; });
     CHECK(r[3] == 5);
     CHECK(r[2] == 2);
     CHECK(r[1] == 1 + 0.5 + 5);

@@ -3,10 +3,10 @@
 // nothing, so the same graph gives the same decisions, bit for bit, however often they run.
 #include "../sim/random_dag.hpp"
 
+#include <goopt/baselines.hpp>
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines.hpp>
 
 #include <doctest/doctest.h>
 
@@ -46,8 +46,8 @@ TEST_CASE("random_search: the same seed gives the same placement and result; ano
         sim::simulator s(g, cl);
         const auto h = baselines::heft(s);
         // with and without priorities: options are passed through unchanged
-        const sim::simulation_options opt = trial % 2 ? sim::simulation_options{.priorities = h.priorities}
-                                                      : sim::simulation_options{};
+        const sim::simulation_options opt =
+            trial % 2 ? sim::simulation_options{.priorities = h.priorities} : sim::simulation_options{};
         std::mt19937_64 r1(1000 + static_cast<unsigned>(trial)), r2(1000 + static_cast<unsigned>(trial)),
             r3(2000 + static_cast<unsigned>(trial));
         const auto a = baselines::random_search(s, 20, r1, opt);

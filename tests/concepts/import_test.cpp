@@ -48,13 +48,16 @@ template <> struct goopt::graph::computation_graph_traits<user::net> {
     static std::size_t num_ops(const user::net& g) { return g.nodes.size(); }
     static std::span<const int> predecessors(const user::net& g, std::size_t v) { return g.nodes[v].inputs; }
     static std::span<const int> successors(const user::net& g, std::size_t v) { return g.consumers[v]; }
-    static std::uint64_t op_label(const user::net& g, std::size_t v) { return std::hash<std::string>{}(g.nodes[v].kind); }
+    static std::uint64_t op_label(const user::net& g, std::size_t v) {
+        return std::hash<std::string>{}(g.nodes[v].kind);
+    }
     static ops::op_kind op_kind(const user::net& g, std::size_t v) {
         if (const auto k = ops::parse_op_kind(g.nodes[v].kind)) return *k;
         throw goopt::error("user::net: node '" + g.nodes[v].name + "': unknown kind '" + g.nodes[v].kind + "'");
     }
     static ops::attribute_map op_attributes(const user::net& g, std::size_t v) {
-        if (g.nodes[v].kind == "split") return {{ops::attr_id::axis, std::int64_t{0}}, {ops::attr_id::sizes, g.nodes[v].sizes}};
+        if (g.nodes[v].kind == "split")
+            return {{ops::attr_id::axis, std::int64_t{0}}, {ops::attr_id::sizes, g.nodes[v].sizes}};
         if (g.nodes[v].shape.empty()) return {};
         return {{ops::attr_id::shape, g.nodes[v].shape}, {ops::attr_id::dtype, std::int64_t(ops::dtype::f32)}};
     }
@@ -155,7 +158,7 @@ TEST_CASE("after a rewrite, the surviving ops are found by the user's ids and ne
     }
     std::sort(survivors.begin(), survivors.end());
     CHECK(survivors == std::vector<std::string>{"a", "act", "b", "w"});  // both matmuls and the sum are gone
-    CHECK(created == 2);                                                  // one ewadd, one matmul
+    CHECK(created == 2);                                                 // one ewadd, one matmul
 }
 
 TEST_CASE("import refuses a graph goopt cannot copy, naming the user's op") {

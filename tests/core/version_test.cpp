@@ -9,9 +9,8 @@
 
 TEST_CASE("version_string equals the CMake project version") {
     CHECK(std::string(goopt::version_string) == GOOPT_PROJECT_VERSION);
-    const std::string from_parts = std::to_string(goopt::version_major) + "." +
-                                   std::to_string(goopt::version_minor) + "." +
-                                   std::to_string(goopt::version_patch);
+    const std::string from_parts = std::to_string(goopt::version_major) + "." + std::to_string(goopt::version_minor) +
+                                   "." + std::to_string(goopt::version_patch);
     CHECK(from_parts == GOOPT_PROJECT_VERSION);
 }
 

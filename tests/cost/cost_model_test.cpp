@@ -52,8 +52,7 @@ TEST_CASE("roofline group time: one launch and no internal traffic") {
     // members alone read and write 8 MiB each; fused: read x, write t = 8 MiB in all
     const double mib = 1024.0 * 1024.0;
     CHECK(m.group_time(g, grp, device::a100) == doctest::Approx(5e-6 + 8 * mib / 1555e9));
-    CHECK(m.group_time(g, grp, device::a100) <
-          m.op_time(g, grp[0], device::a100) + m.op_time(g, grp[1], device::a100));
+    CHECK(m.group_time(g, grp, device::a100) < m.op_time(g, grp[0], device::a100) + m.op_time(g, grp[1], device::a100));
     const std::vector<graph::op_id> one{g.producer(s)};
     CHECK(m.group_time(g, one, device::a100) == m.op_time(g, grp[0], device::a100));
 }

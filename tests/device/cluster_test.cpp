@@ -69,10 +69,12 @@ TEST_CASE("impossible cluster specs are clear errors") {
                          doctest::Contains("unknown device 'V200', expected one of K80, P100, V100"), error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("4xV100:ring"),
                          doctest::Contains("unknown topology 'ring', expected nvlink or pcie"), error);
-    CHECK_THROWS_WITH_AS(device::parse_cluster("V100"), doctest::Contains("expected <count>x<device>:<topology>"), error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("V100"), doctest::Contains("expected <count>x<device>:<topology>"),
+                         error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("fourxV100:nvlink"), doctest::Contains("is not a number"), error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("-1xV100:nvlink"), doctest::Contains("is not a number"), error);
-    CHECK_THROWS_WITH_AS(device::parse_cluster("2xT4:nvlink"), doctest::Contains("T4 has no NVLink; use 2xT4:pcie"), error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("2xT4:nvlink"), doctest::Contains("T4 has no NVLink; use 2xT4:pcie"),
+                         error);
     CHECK_THROWS_AS(device::parse_cluster("5000xV100:pcie"), error);
 }
 
@@ -86,8 +88,8 @@ TEST_CASE("links and devices with impossible figures are rejected") {
     CHECK_THROWS_AS(c.connect(0, 1, 0), error);
     device::device_spec d = device::describe(device::t4);
     d.bandwidth = -5;
-    CHECK_THROWS_WITH_AS(d.validate("cluster.json"), doctest::Contains("cluster.json: device 'T4': mem_bandwidth is -5"),
-                         error);
+    CHECK_THROWS_WITH_AS(d.validate("cluster.json"),
+                         doctest::Contains("cluster.json: device 'T4': mem_bandwidth is -5"), error);
     d = device::describe(device::t4);
     d.peak[static_cast<std::size_t>(ops::dtype::bf16)] = std::nan("");
     CHECK_THROWS_WITH_AS(d.validate("x"), doctest::Contains("peak_flops.bf16"), error);

@@ -28,7 +28,8 @@ inline bool cluster_json_input(std::string_view bytes) {
         const auto& d = c.device(i);
         for (std::size_t t = 0; t < ops::num_dtypes; ++t) {
             const double f = d.peak_flops(static_cast<ops::dtype>(t));
-            if (!(std::isfinite(f) && f > 0)) throw finding("the reader accepted a device with bad FLOP/s: " + d.name());
+            if (!(std::isfinite(f) && f > 0))
+                throw finding("the reader accepted a device with bad FLOP/s: " + d.name());
         }
         if (!(std::isfinite(d.mem_bandwidth()) && d.mem_bandwidth() > 0 && std::isfinite(d.mem_capacity()) &&
               d.mem_capacity() > 0 && std::isfinite(d.launch_overhead()) && d.launch_overhead() >= 0))

@@ -24,7 +24,8 @@ inline bool graph_json_input(std::string_view bytes) {
     } catch (const error&) {
         return false;
     }
-    if (const auto p = graph::problems(g); !p.empty()) throw finding("the reader accepted an invalid graph: " + p.front());
+    if (const auto p = graph::problems(g); !p.empty())
+        throw finding("the reader accepted an invalid graph: " + p.front());
     std::string text;
     try {
         text = io::to_json_string(g);

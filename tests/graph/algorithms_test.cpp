@@ -102,10 +102,10 @@ TEST_CASE("topological order respects every edge; a cycle is found and reported"
 TEST_CASE("levels and critical path of a diamond") {
     graph::computation_graph g;
     auto x = g.input("x", {4});
-    auto a = g.add1(op_kind::relu, {x});        // 1
-    auto b = g.add1(op_kind::tanh, {a});        // 2
-    auto c = g.add1(op_kind::sigmoid, {x});     // 3
-    g.add1(op_kind::ewadd, {b, c});             // 4
+    auto a = g.add1(op_kind::relu, {x});     // 1
+    auto b = g.add1(op_kind::tanh, {a});     // 2
+    auto c = g.add1(op_kind::sigmoid, {x});  // 3
+    g.add1(op_kind::ewadd, {b, c});          // 4
     CHECK(graph::levels(g) == std::vector<std::size_t>{0, 1, 2, 1, 3});
 
     const std::vector<double> cost{0, 1, 2, 5, 1};

@@ -13,7 +13,9 @@ TEST_CASE("builder methods set the attributes their options name") {
     auto x = b.input("x", {1, 8, 16, 16});
     b.set_layer(3);
     auto w = b.weight("w", {16, 8, 3, 3});
-    auto c = b.conv2d(x, w, {.stride = {2, 2}, .padding = ops::padding_mode::valid, .activation = ops::activation::relu, .name = "c"});
+    auto c = b.conv2d(
+        x, w,
+        {.stride = {2, 2}, .padding = ops::padding_mode::valid, .activation = ops::activation::relu, .name = "c"});
     const auto& a = g.get_op(g.producer(c)).attrs;
     CHECK(a.get_ints(attr_id::stride) == ints{2, 2});
     CHECK(a.get_int(attr_id::padding) == 1);

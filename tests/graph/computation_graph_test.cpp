@@ -12,7 +12,8 @@ TEST_CASE("building a graph records producers, uses, names and outputs") {
     auto x = g.input("x", {1, 8, 4, 4});
     auto w = g.weight("w", {8, 8, 3, 3});
     auto c = g.add1(op_kind::conv2d, {x, w}, {{attr_id::activation, std::int64_t(1)}}, "conv");
-    auto s = g.add(op_kind::split, {c}, {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, std::vector<std::int64_t>{3, 5}}});
+    auto s = g.add(op_kind::split, {c},
+                   {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, std::vector<std::int64_t>{3, 5}}});
     REQUIRE(s.size() == 2);
     const graph::tensor_id s0 = s[0], s1 = s[1];
     auto cat = g.add1(op_kind::concat, {s1, s0}, {{attr_id::axis, std::int64_t(1)}});
@@ -68,10 +69,10 @@ TEST_CASE("rewire moves a use from one tensor to another") {
 TEST_CASE("add rejects references to tensors that do not exist and multi-output ops in add1") {
     graph::computation_graph g;
     auto x = g.input("x", {4, 4});
-    CHECK_THROWS_WITH_AS(g.add1(op_kind::relu, {7}, {}, "r"), doctest::Contains("op 'r' (relu): input 0 refers to tensor 7"),
-                         error);
-    CHECK_THROWS_WITH_AS(
-        g.add1(op_kind::split, {x}, {{attr_id::axis, std::int64_t(0)}, {attr_id::sizes, std::vector<std::int64_t>{2, 2}}}),
-        doctest::Contains("has 2 outputs"), error);
+    CHECK_THROWS_WITH_AS(g.add1(op_kind::relu, {7}, {}, "r"),
+                         doctest::Contains("op 'r' (relu): input 0 refers to tensor 7"), error);
+    CHECK_THROWS_WITH_AS(g.add1(op_kind::split, {x},
+                                {{attr_id::axis, std::int64_t(0)}, {attr_id::sizes, std::vector<std::int64_t>{2, 2}}}),
+                         doctest::Contains("has 2 outputs"), error);
     CHECK_THROWS_AS(g.mark_output(42), error);
 }

@@ -43,8 +43,8 @@ TEST_CASE("a rewiring that breaks shapes or dtypes is reported at the op") {
 
     auto h = g;
     h.rewire(h.producer(a), 1, y);  // [2,3] + [3,2] does not broadcast
-    CHECK_THROWS_WITH_AS(graph::validate(h), doctest::Contains("op 'a' (ewadd): shapes [2,3] and [3,2] do not broadcast"),
-                         error);
+    CHECK_THROWS_WITH_AS(graph::validate(h),
+                         doctest::Contains("op 'a' (ewadd): shapes [2,3] and [3,2] do not broadcast"), error);
 
     h = g;
     h.rewire(h.producer(a), 1, z);
@@ -53,9 +53,9 @@ TEST_CASE("a rewiring that breaks shapes or dtypes is reported at the op") {
 
     h = g;
     h.rewire(*h.find("r"), 0, m);  // relu now gets [2,2]
-    CHECK_THROWS_WITH_AS(graph::validate(h),
-                         doctest::Contains("op 'r' (relu): output 0 is recorded as f32[2,3], but its inputs give f32[2,2]"),
-                         error);
+    CHECK_THROWS_WITH_AS(
+        graph::validate(h),
+        doctest::Contains("op 'r' (relu): output 0 is recorded as f32[2,3], but its inputs give f32[2,2]"), error);
     CHECK(graph::problems(h).size() == 1);
 }
 

@@ -71,11 +71,13 @@ TEST_CASE("conv2d gradients on the 3x3 image with the kernel [[1,2],[3,4]], VALI
     auto w = b.in({1, 1, 2, 2}, {1, 2, 3, 4});
     auto dy = b.in({1, 1, 2, 2}, {1, 1, 1, 1});
     // dx: every cell gets the kernel taps whose windows cover it
-    b.check(b.g.add1(op_kind::conv2d_grad_input, {dy, w}, {{attr_id::padding, valid}, {attr_id::shape, ints{1, 1, 3, 3}}}),
-            {1, 3, 2, 4, 10, 6, 3, 7, 4});
+    b.check(
+        b.g.add1(op_kind::conv2d_grad_input, {dy, w}, {{attr_id::padding, valid}, {attr_id::shape, ints{1, 1, 3, 3}}}),
+        {1, 3, 2, 4, 10, 6, 3, 7, 4});
     // dw: tap (i, j) sums the image over the window shifted by (i, j)
-    b.check(b.g.add1(op_kind::conv2d_grad_weight, {x, dy}, {{attr_id::padding, valid}, {attr_id::shape, ints{1, 1, 2, 2}}}),
-            {12, 16, 24, 28});
+    b.check(
+        b.g.add1(op_kind::conv2d_grad_weight, {x, dy}, {{attr_id::padding, valid}, {attr_id::shape, ints{1, 1, 2, 2}}}),
+        {12, 16, 24, 28});
 }
 
 TEST_CASE("pooling gradients: the average spreads, the max routes to the maximum") {
@@ -114,9 +116,9 @@ TEST_CASE("layernorm_grad and batchnorm_grad on two elements") {
     auto bx = b.in({2, 1}, {1, 3}), s = b.in({1}, {2}), m = b.in({1}, {1}), v = b.in({1}, {4});
     auto bdy = b.in({2, 1}, {1, 1});
     auto bn = b.g.add(op_kind::batchnorm_grad, {bx, s, m, v, bdy}, {{attr_id::epsilon, 0.0}});
-    b.check(bn[0], {1, 1});                 // dy * scale / den
-    b.check(bn[1], {(0.0 + 2.0) / 2});      // sum dy (x - mean) / den
-    b.check(bn[2], {2});                    // sum dy
-    b.check(bn[3], {-2});                   // -sum dy scale / den
-    b.check(bn[4], {-0.5 * 2 * 2 / 8});     // -1/2 sum dy (x - mean) scale / den^3
+    b.check(bn[0], {1, 1});              // dy * scale / den
+    b.check(bn[1], {(0.0 + 2.0) / 2});   // sum dy (x - mean) / den
+    b.check(bn[2], {2});                 // sum dy
+    b.check(bn[3], {-2});                // -sum dy scale / den
+    b.check(bn[4], {-0.5 * 2 * 2 / 8});  // -1/2 sum dy (x - mean) scale / den^3
 }

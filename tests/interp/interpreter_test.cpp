@@ -170,7 +170,8 @@ TEST_CASE("float and double evaluation agree") {
     REQUIRE(od.size() == of.size());
     for (std::size_t k = 0; k < od.size(); ++k) {
         REQUIRE(od[k].size() == of[k].size());
-        for (std::size_t i = 0; i < od[k].size(); ++i) CHECK(of[k].data()[i] == doctest::Approx(od[k].data()[i]).epsilon(1e-4));
+        for (std::size_t i = 0; i < od[k].size(); ++i)
+            CHECK(of[k].data()[i] == doctest::Approx(od[k].data()[i]).epsilon(1e-4));
     }
 }
 
@@ -217,10 +218,11 @@ TEST_CASE("axiom: conv2d with concatenated kernels is the concatenation of the c
     auto w1 = g.weight("w1", {2, 3, 3, 3});
     auto w2 = g.weight("w2", {3, 3, 3, 3});
     const ops::attribute_map strided{{attr_id::stride, ints{2, 1}}};
-    auto both = g.add1(op_kind::conv2d, {x, g.add1(op_kind::concat, {w1, w2}, {{attr_id::axis, std::int64_t{0}}})},
-                       strided);
-    auto parts = g.add1(op_kind::concat, {g.add1(op_kind::conv2d, {x, w1}, strided), g.add1(op_kind::conv2d, {x, w2}, strided)},
-                        {{attr_id::axis, std::int64_t{1}}});
+    auto both =
+        g.add1(op_kind::conv2d, {x, g.add1(op_kind::concat, {w1, w2}, {{attr_id::axis, std::int64_t{0}}})}, strided);
+    auto parts =
+        g.add1(op_kind::concat, {g.add1(op_kind::conv2d, {x, w1}, strided), g.add1(op_kind::conv2d, {x, w2}, strided)},
+               {{attr_id::axis, std::int64_t{1}}});
     CHECK(identity_gap(g, both, parts) < 1e-12);
 }
 
@@ -255,8 +257,9 @@ TEST_CASE("a ResNet basic block at 56x56x64 evaluates") {
     graph::computation_graph g;
     auto x = g.input("x", {1, 64, 56, 56});
     auto bn = [&](graph::tensor_id t, const std::string& n) {
-        return g.add1(op_kind::batchnorm, {t, g.weight(n + "_s", {64}), g.weight(n + "_b", {64}),
-                                           g.weight(n + "_m", {64}), g.add1(op_kind::const_one, {}, {{attr_id::shape, ints{64}}})});
+        return g.add1(op_kind::batchnorm,
+                      {t, g.weight(n + "_s", {64}), g.weight(n + "_b", {64}), g.weight(n + "_m", {64}),
+                       g.add1(op_kind::const_one, {}, {{attr_id::shape, ints{64}}})});
     };
     auto c1 = g.add1(op_kind::relu, {bn(g.add1(op_kind::conv2d, {x, g.weight("w1", {64, 64, 3, 3})}), "bn1")});
     auto c2 = bn(g.add1(op_kind::conv2d, {c1, g.weight("w2", {64, 64, 3, 3})}), "bn2");

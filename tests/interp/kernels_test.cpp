@@ -174,8 +174,9 @@ TEST_CASE("conv2d: groups, batch and fused activations") {
         auto w = g.weight("w", {2, 1, 2, 2});
         auto y = g.add1(op_kind::conv2d, {x, w}, {{attr_id::padding, valid}});
         // channel 0 [1,2,3,4] with [1,1,1,1]; channel 1 [5,6,7,8] with [1,2,0,0]
-        check_value(eval(g, y, {{"x", tensor({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
-                                {"w", tensor({2, 1, 2, 2}, {1, 1, 1, 1, 1, 2, 0, 0})}}),
+        check_value(eval(g, y,
+                         {{"x", tensor({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
+                          {"w", tensor({2, 1, 2, 2}, {1, 1, 1, 1, 1, 2, 0, 0})}}),
                     {1, 2, 1, 1}, {10, 17});
     }
     SUBCASE("two groups of two channels, two outputs per group") {
@@ -184,9 +185,10 @@ TEST_CASE("conv2d: groups, batch and fused activations") {
         auto w = g.weight("w", {4, 2, 1, 1});
         auto y = g.add1(op_kind::conv2d, {x, w});
         // outputs 0,1 see channels (1,2); outputs 2,3 see channels (3,4)
-        check_value(eval(g, y, {{"x", tensor({1, 4, 1, 1}, {1, 2, 3, 4})},
-                                {"w", tensor({4, 2, 1, 1}, {1, 1, 1, -1, 1, 1, 2, 1})}}),
-                    {1, 4, 1, 1}, {3, -1, 7, 10});
+        check_value(
+            eval(g, y,
+                 {{"x", tensor({1, 4, 1, 1}, {1, 2, 3, 4})}, {"w", tensor({4, 2, 1, 1}, {1, 1, 1, -1, 1, 1, 2, 1})}}),
+            {1, 4, 1, 1}, {3, -1, 7, 10});
     }
     SUBCASE("batch of two, activations") {
         const auto run = [](std::int64_t act) {
@@ -272,7 +274,9 @@ TEST_CASE("avgpool2d: padded cells are not counted") {
         graph::computation_graph g;
         auto x = g.input("x", {1, 1, 3, 3});
         auto y = g.add1(op_kind::avgpool2d, {x},
-                        {{attr_id::kernel, kernel}, {attr_id::stride, stride}, {attr_id::padding, padding},
+                        {{attr_id::kernel, kernel},
+                         {attr_id::stride, stride},
+                         {attr_id::padding, padding},
                          {attr_id::activation, act}});
         return eval(g, y, {{"x", image3()}});
     };
@@ -399,7 +403,8 @@ TEST_CASE("gather: data.dims[:axis] + indices.dims + data.dims[axis+1:]") {
     auto cols = g.input("cols", {2, 1}, ops::dtype::i64);
     auto a = g.add1(op_kind::gather, {data, rows}, {}, "by_row");
     auto b = g.add1(op_kind::gather, {data, cols}, {{attr_id::axis, std::int64_t{1}}});
-    feeds f{{"data", tensor({3, 2}, {1, 2, 3, 4, 5, 6})}, {"rows", tensor({2}, {2, 0})}, {"cols", tensor({2, 1}, {1, 0})}};
+    feeds f{
+        {"data", tensor({3, 2}, {1, 2, 3, 4, 5, 6})}, {"rows", tensor({2}, {2, 0})}, {"cols", tensor({2, 1}, {1, 0})}};
     check_value(eval(g, a, f), {2, 2}, {5, 6, 1, 2});
     check_value(eval(g, b, f), {3, 2, 1}, {2, 1, 4, 3, 6, 5});
     f["rows"] = tensor({2}, {-1, 0});  // negative indices count from the end, as in ONNX
@@ -426,8 +431,12 @@ TEST_CASE("batchnorm: inputs x, scale, bias, mean, var; channel axis 1") {
     for (const char* name : {"scale", "bias", "mean", "var"}) p.push_back(g.weight(name, {2}));
     auto y = g.add1(op_kind::batchnorm, {x, p[0], p[1], p[2], p[3]}, {{attr_id::epsilon, 1.0}});
     // channel 0: (x - 1) / sqrt(3 + 1) * 2 + 0; channel 1: (x - 2) / sqrt(0 + 1) * 1 + 1
-    check_value(eval(g, y, {{"x", tensor({1, 2, 1, 2}, {1, 3, 2, 4})}, {"scale", tensor({2}, {2, 1})},
-                            {"bias", tensor({2}, {0, 1})}, {"mean", tensor({2}, {1, 2})}, {"var", tensor({2}, {3, 0})}}),
+    check_value(eval(g, y,
+                     {{"x", tensor({1, 2, 1, 2}, {1, 3, 2, 4})},
+                      {"scale", tensor({2}, {2, 1})},
+                      {"bias", tensor({2}, {0, 1})},
+                      {"mean", tensor({2}, {1, 2})},
+                      {"var", tensor({2}, {3, 0})}}),
                 {1, 2, 1, 2}, {0, 2, 1, 3});
 }
 
@@ -457,16 +466,18 @@ TEST_CASE("layernorm: mean and biased variance over [axis, rank), then gamma and
         auto beta = g.weight("beta", {2});
         auto y = g.add1(op_kind::layernorm, {x, gamma, beta}, {{attr_id::epsilon, 0.0}});
         // rows [1,3] and [0,4] both normalize to [-1, 1]
-        check_value(eval(g, y, {{"x", tensor({2, 2}, {1, 3, 0, 4})}, {"gamma", tensor({2}, {2, 1})},
-                                {"beta", tensor({2}, {0, 10})}}),
-                    {2, 2}, {-2, 11, -2, 11});
+        check_value(
+            eval(g, y,
+                 {{"x", tensor({2, 2}, {1, 3, 0, 4})}, {"gamma", tensor({2}, {2, 1})}, {"beta", tensor({2}, {0, 10})}}),
+            {2, 2}, {-2, 11, -2, 11});
     }
     SUBCASE("two trailing axes") {
         graph::computation_graph g;
         auto x = g.input("x", {1, 2, 2});
         auto gamma = g.add1(op_kind::const_one, {}, {{attr_id::shape, ints{2, 2}}});
         auto beta = g.weight("beta", {2, 2});
-        auto y = g.add1(op_kind::layernorm, {x, gamma, beta}, {{attr_id::axis, std::int64_t{1}}, {attr_id::epsilon, 0.0}});
+        auto y =
+            g.add1(op_kind::layernorm, {x, gamma, beta}, {{attr_id::axis, std::int64_t{1}}, {attr_id::epsilon, 0.0}});
         // mean 2.5, variance 1.25
         check_value(eval(g, y, {{"x", tensor({1, 2, 2}, {1, 2, 3, 4})}, {"beta", tensor({2, 2}, {0, 0, 0, 1})}}),
                     {1, 2, 2}, {-1.3416407864998738, -0.4472135954999579, 0.4472135954999579, 2.3416407864998738});
@@ -521,12 +532,9 @@ TEST_CASE("lstm_cell: H = 1, gates i, f, g, o") {
     REQUIRE(hc.size() == 2);
     // gates = 1*w + 0.5*u + b = i 0, f 1, g 1, o 0.5
     // c' = sigmoid(1)*2 + sigmoid(0)*tanh(1); h' = sigmoid(0.5)*tanh(c')
-    const feeds f{{"x", tensor({1, 1}, {1})},
-                  {"h", tensor({1, 1}, {0.5})},
-                  {"c", tensor({1, 1}, {2})},
-                  {"w", tensor({1, 4}, {1, 2, 0.5, -1})},
-                  {"u", tensor({1, 4}, {2, -2, 1, 2})},
-                  {"b", tensor({4}, {-2, 0, 0, 0.5})}};
+    const feeds f{{"x", tensor({1, 1}, {1})},           {"h", tensor({1, 1}, {0.5})},
+                  {"c", tensor({1, 1}, {2})},           {"w", tensor({1, 4}, {1, 2, 0.5, -1})},
+                  {"u", tensor({1, 4}, {2, -2, 1, 2})}, {"b", tensor({4}, {-2, 0, 0, 0.5})}};
     check_value(eval(g, hc[0], f), {1, 1}, {0.592004949952377});
     check_value(eval(g, hc[1], f), {1, 1}, {1.8429142352378922});
 }

@@ -22,10 +22,10 @@
 #include <vector>
 
 #if !defined(_WIN32)
-#include <csignal>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 #endif
 
 namespace {
@@ -72,7 +72,8 @@ std::optional<std::uint64_t> version_in(const std::string& data) {
     if (data.compare(0, magic.size(), magic) != 0) return std::nullopt;
     std::uint64_t v = 0;
     std::size_t i = magic.size();
-    for (; i < data.size() && data[i] >= '0' && data[i] <= '9'; ++i) v = v * 10 + static_cast<std::uint64_t>(data[i] - '0');
+    for (; i < data.size() && data[i] >= '0' && data[i] <= '9'; ++i)
+        v = v * 10 + static_cast<std::uint64_t>(data[i] - '0');
     if (data.size() != size_of_version(v)) return std::nullopt;
     std::uint64_t h = 0;
     std::memcpy(&h, data.data() + data.size() - 8, 8);
@@ -101,7 +102,8 @@ long temporary_owner(const std::string& name, const std::string& target) {
 }
 
 /// A temporary of `pid` in `dir`: its path and size, if one exists now.
-std::optional<std::pair<fs::path, std::uintmax_t>> temporary_of(const fs::path& dir, const std::string& target, long pid) {
+std::optional<std::pair<fs::path, std::uintmax_t>> temporary_of(const fs::path& dir, const std::string& target,
+                                                                long pid) {
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         if (temporary_owner(it->path().filename().string(), target) != pid) continue;
@@ -141,11 +143,11 @@ std::optional<std::size_t> declared_size(const fs::path& tmp) {
 }  // namespace
 
 #if defined(_WIN32)
-TEST_CASE("atomic_write under SIGKILL" * doctest::skip()) {
-    MESSAGE("skipped: needs fork() and SIGKILL (POSIX only)");
-}
+TEST_CASE("atomic_write under SIGKILL" * doctest::skip()) { MESSAGE("skipped: needs fork() and SIGKILL (POSIX only)"); }
 #else
-TEST_CASE("atomic_write under SIGKILL: the target is always absent or one complete version, never older than a returned write") {
+TEST_CASE(
+    "atomic_write under SIGKILL: the target is always absent or one complete version, never older than a returned "
+    "write") {
     std::random_device rd;
     struct temp_dir {  // removed however the test ends
         fs::path path;
@@ -153,7 +155,8 @@ TEST_CASE("atomic_write under SIGKILL: the target is always absent or one comple
             std::error_code ec;
             fs::remove_all(path, ec);
         }
-    } scratch{fs::temp_directory_path() / ("goopt_atomic_kill_" + std::to_string(::getpid()) + "_" + std::to_string(rd()))};
+    } scratch{fs::temp_directory_path() /
+              ("goopt_atomic_kill_" + std::to_string(::getpid()) + "_" + std::to_string(rd()))};
     const fs::path& dir = scratch.path;
     fs::create_directories(dir);
     const std::string name = "model.bin";
@@ -167,9 +170,9 @@ TEST_CASE("atomic_write under SIGKILL: the target is always absent or one comple
 
     std::mt19937_64 rng(20261129);  // seeded: the kill moments are reproducible up to the scheduler
     const int rounds = 32;
-    std::uint64_t on_disk = 0;    // version in the target after the last round, 0: absent
-    std::uint64_t returned = 0;   // highest version whose atomic_write returned, over all rounds
-    std::set<long> killed;        // pids of the killed writers: the only owners a leftover may have
+    std::uint64_t on_disk = 0;   // version in the target after the last round, 0: absent
+    std::uint64_t returned = 0;  // highest version whose atomic_write returned, over all rounds
+    std::set<long> killed;       // pids of the killed writers: the only owners a leftover may have
     int leftovers = 0, mid_write = 0, mid_flush = 0, missed = 0;
     for (int round = 0; round < rounds; ++round) {
         CAPTURE(round);
@@ -199,7 +202,8 @@ TEST_CASE("atomic_write under SIGKILL: the target is always absent or one comple
         if (mode == 0) {  // very early: before or while the child makes its first contents
             std::this_thread::sleep_for(std::chrono::microseconds(rng() % 2000));
         } else if (mode == 1) {  // any moment of the first few writes
-            std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<std::uint64_t>(3 * write_us + 1000)));
+            std::this_thread::sleep_for(
+                std::chrono::microseconds(rng() % static_cast<std::uint64_t>(3 * write_us + 1000)));
         } else {
             // mode 2: the temporary exists and is partly written (a random fraction of it);
             // mode 3: the temporary holds every byte: the child is in fsync, close, rename or the
@@ -256,10 +260,10 @@ TEST_CASE("atomic_write under SIGKILL: the target is always absent or one comple
         }
     }
     MESSAGE("kills: " << rounds << " rounds, one write " << write_us / 1000 << " ms; killed mid-write " << mid_write
-                      << ", with the temporary complete (fsync/rename) " << mid_flush << ", not caught in time " << missed
-                      << "; temporaries left " << leftovers << "; last version " << on_disk);
-    CHECK(returned > 0);       // writes finished: the test saw replacements, not just first creations
-    CHECK(leftovers > 0);      // and kills inside atomic_write, which is what is being tested
+                      << ", with the temporary complete (fsync/rename) " << mid_flush << ", not caught in time "
+                      << missed << "; temporaries left " << leftovers << "; last version " << on_disk);
+    CHECK(returned > 0);   // writes finished: the test saw replacements, not just first creations
+    CHECK(leftovers > 0);  // and kills inside atomic_write, which is what is being tested
     CHECK(mid_write + mid_flush > 0);
 
     // the leftovers do not get in the way: a new writer replaces the target, and removing them by

@@ -10,8 +10,8 @@
 #include <vector>
 
 #if !defined(_WIN32)
-#include <csignal>
 #include <sys/resource.h>
+#include <csignal>
 #endif
 
 namespace {

@@ -55,12 +55,15 @@ TEST_CASE("bad cluster files are clear errors naming the place") {
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4"}, {"preset": "T4"}],
               "links": [{"bandwidth": 1e9, "routes": [[0, 5]]}]})",
           "c.json: /links/0/routes/0/1: device 5 does not exist (there are 2)");
-    fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4"}], "links": [{"bandwidth": 0, "routes": []}]})",
-          "/links/0/bandwidth: is 0");
-    fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4", "speed": 3}]})", "/devices/0/speed: unknown key");
+    fails(
+        R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4"}], "links": [{"bandwidth": 0, "routes": []}]})",
+        "/links/0/bandwidth: is 0");
+    fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4", "speed": 3}]})",
+          "/devices/0/speed: unknown key");
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [)", "c.json: invalid JSON at byte");
     // NaN cannot be spelled in JSON text, but a document built in code can hold one
-    nlohmann::json j = {{"format", "goopt.cluster"}, {"version", 1},
+    nlohmann::json j = {{"format", "goopt.cluster"},
+                        {"version", 1},
                         {"devices", {{{"preset", "A100"}, {"mem_capacity", std::nan("")}}}}};
     CHECK_THROWS_WITH_AS(io::cluster_from_json(j, "code"), doctest::Contains("code: /devices/0/mem_capacity"), error);
 }
@@ -73,6 +76,7 @@ TEST_CASE("measured cost tables from JSON") {
     CHECK(m.measured("T4", "a") == 0.0);
     CHECK_FALSE(m.measured("A100", "a"));
     CHECK_THROWS_WITH_AS(io::cost_table_from_json(nlohmann::json::parse(R"({"format": "goopt.cost_table", "version": 1,
-        "times": [{"device": "V100", "op": "a", "seconds": -2}]})"), "t.json"),
+        "times": [{"device": "V100", "op": "a", "seconds": -2}]})"),
+                                                  "t.json"),
                          doctest::Contains("t.json: /times/0/seconds: is -2"), error);
 }

@@ -22,8 +22,9 @@ TEST_CASE("dot: every op a node, every input an edge, outputs marked") {
     const auto c = g.add1(op_kind::conv2d, {x, w}, {}, "conv");
     g.set_layer(g.producer(c), 2);
     // add() returns a view into the graph that the next add() invalidates: copy the ids out first
-    const auto split = g.add(op_kind::split, {c},
-                             {{attr_id::axis, std::int64_t{1}}, {attr_id::sizes, std::vector<std::int64_t>{2, 2}}}, "split");
+    const auto split =
+        g.add(op_kind::split, {c},
+              {{attr_id::axis, std::int64_t{1}}, {attr_id::sizes, std::vector<std::int64_t>{2, 2}}}, "split");
     const auto s0 = split[0], s1 = split[1];
     const auto a = g.add1(op_kind::ewadd, {s0, s1}, {}, "a");
     g.mark_output(a);

@@ -75,7 +75,8 @@ TEST_CASE("fuzz harness checks catch what they promise to") {
     // Without these, a harness that accepted everything would make the replays above vacuous.
     using goopt::fuzz::graph_json_input;
     CHECK_FALSE(graph_json_input("{"));
-    CHECK_FALSE(graph_json_input(R"({"format": "goopt.graph", "version": 1, "ops": [{"op": "relu", "inputs": ["a"], "name": "a"}]})"));
+    CHECK_FALSE(graph_json_input(
+        R"({"format": "goopt.graph", "version": 1, "ops": [{"op": "relu", "inputs": ["a"], "name": "a"}]})"));
     CHECK(graph_json_input(R"({"format": "goopt.graph", "version": 1, "ops": []})"));
     CHECK_FALSE(goopt::fuzz::cluster_json_input(R"({"format": "goopt.cluster", "version": 1, "devices": []})"));
     CHECK(goopt::fuzz::cluster_json_input(R"({"format": "goopt.cluster", "version": 1, "spec": "2xT4:pcie"})"));

@@ -37,7 +37,8 @@ computation_graph coverage_graph() {
     const auto s0 = split[0], s1 = split[1];
     g.set_layer(g.producer(s0), 1);
     const auto pool = g.add1(op_kind::maxpool2d, {s1},
-                             {{attr_id::kernel, ints{2, 2}}, {attr_id::stride, ints{2, 2}},
+                             {{attr_id::kernel, ints{2, 2}},
+                              {attr_id::stride, ints{2, 2}},
                               {attr_id::padding, static_cast<i64>(ops::padding_mode::valid)}},
                              "pool");
     const auto t = g.add1(op_kind::transpose, {pool}, {{attr_id::perm, ints{0, 2, 3, 1}}}, "t");
@@ -45,8 +46,8 @@ computation_graph coverage_graph() {
     const auto cl = g.add1(op_kind::clip, {r}, {{attr_id::min, -1.5}, {attr_id::max, 6.0}}, "clip");
     const auto inf = std::numeric_limits<double>::infinity();
     const auto cl2 = g.add1(op_kind::clip, {cl}, {{attr_id::min, -inf}, {attr_id::max, inf}}, "clip_open");
-    const auto red = g.add1(op_kind::reduce_mean, {s0}, {{attr_id::axes, ints{2, 3}}, {attr_id::keepdims, i64{0}}},
-                            "mean");
+    const auto red =
+        g.add1(op_kind::reduce_mean, {s0}, {{attr_id::axes, ints{2, 3}}, {attr_id::keepdims, i64{0}}}, "mean");
     const auto pad = g.add1(op_kind::pad, {red}, {{attr_id::pads, ints{0, 1, 0, 2}}, {attr_id::value, 0.25}}, "pad");
     const auto sl = g.add1(op_kind::slice, {cl2}, {{attr_id::begin, ints{0, 0}}, {attr_id::end, ints{8, 6}}}, "sl");
     const auto sm = g.add1(op_kind::softmax, {sl}, {{attr_id::axis, i64{-1}}}, "sm");
@@ -58,8 +59,8 @@ computation_graph coverage_graph() {
     const auto one = g.add1(op_kind::const_one, {}, {{attr_id::shape, ints{1}}}, "one");
     const auto scaled = g.add1(op_kind::smul, {cat, one}, {}, "scaled");
     const auto wm = g.weight("wm", {6, 5});
-    const auto mm = g.add1(op_kind::matmul, {scaled, wm}, {{attr_id::activation, static_cast<i64>(ops::activation::tanh)}},
-                           "mm");
+    const auto mm =
+        g.add1(op_kind::matmul, {scaled, wm}, {{attr_id::activation, static_cast<i64>(ops::activation::tanh)}}, "mm");
     g.set_layer(g.producer(mm), 3);
     g.set_colocation(g.producer(mm), 5);
     const auto ids = g.input("ids", {3}, ops::dtype::i64);
@@ -137,7 +138,8 @@ const std::string x_in = R"({"name": "x", "op": "input", "shape": [2, 3]})";
 }  // namespace
 
 TEST_CASE("graph JSON: the documented example reads as written") {
-    const auto g = goopt::io::read_graph_file(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "graphs" / "resnet_block.json");
+    const auto g =
+        goopt::io::read_graph_file(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "graphs" / "resnet_block.json");
     CHECK(g.name() == "resnet_block");
     REQUIRE(g.num_ops() == 5);
     const char* names[] = {"x", "w1", "c1", "s", "a"};
@@ -232,8 +234,7 @@ TEST_CASE("graph JSON: ops may come in any order; a valid file order is kept") {
 
     // A valid order is kept even where a plain FIFO topological sort would move the second source
     // ahead of the first consumer.
-    const auto h = goopt::io::from_json_string(doc(
-        x_in + R"(, {"name": "r", "op": "relu", "inputs": ["x"]},
+    const auto h = goopt::io::from_json_string(doc(x_in + R"(, {"name": "r", "op": "relu", "inputs": ["x"]},
                   {"name": "y", "op": "input", "shape": [2, 3]},
                   {"name": "e", "op": "ewadd", "inputs": ["r", "y"]})"));
     const char* names[] = {"x", "r", "y", "e"};
@@ -265,13 +266,14 @@ TEST_CASE("graph JSON: accepted spellings") {
     }
     SUBCASE("not-a-number survives a round trip as \"nan\"") {
         const auto g = goopt::io::from_json_string(
-            doc(x_in + R"(, {"name": "p", "op": "pad", "inputs": ["x"], "attrs": {"pads": [0, 0, 1, 1], "value": "nan"}})"));
+            doc(x_in +
+                R"(, {"name": "p", "op": "pad", "inputs": ["x"], "attrs": {"pads": [0, 0, 1, 1], "value": "nan"}})"));
         CHECK(std::isnan(g.get_op(1).attrs.get_real(attr_id::value)));
         CHECK_HAS(goopt::io::to_json_string(g), R"("value": "nan")");
     }
     SUBCASE("an op name with a colon that is not ambiguous") {
-        const auto g = goopt::io::from_json_string(
-            doc(R"({"name": "block:conv", "op": "input", "shape": [2]}, {"name": "r", "op": "relu", "inputs": ["block:conv"]})"));
+        const auto g = goopt::io::from_json_string(doc(
+            R"({"name": "block:conv", "op": "input", "shape": [2]}, {"name": "r", "op": "relu", "inputs": ["block:conv"]})"));
         CHECK(g.get_op(1).inputs[0] == g.get_op(0).outputs[0]);
     }
 }
@@ -299,7 +301,8 @@ TEST_CASE("graph JSON errors: the document") {
     SUBCASE("wrong format") {
         CHECK_HAS(error_of(R"({"format": "onnx", "version": 1, "ops": []})"),
                   "/format: expected \"goopt.graph\", got 'onnx'");
-        CHECK_HAS(error_of(R"({"format": 3, "version": 1, "ops": []})"), "/format: expected \"goopt.graph\", got the integer 3");
+        CHECK_HAS(error_of(R"({"format": 3, "version": 1, "ops": []})"),
+                  "/format: expected \"goopt.graph\", got the integer 3");
     }
     SUBCASE("unsupported or missing version") {
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 2, "ops": []})"),
@@ -324,7 +327,9 @@ TEST_CASE("graph JSON errors: the document") {
 }
 
 TEST_CASE("graph JSON errors: one op") {
-    SUBCASE("an op that is not an object") { CHECK_HAS(error_of(doc("42")), "/ops/0: expected an op object, got the integer 42"); }
+    SUBCASE("an op that is not an object") {
+        CHECK_HAS(error_of(doc("42")), "/ops/0: expected an op object, got the integer 42");
+    }
     SUBCASE("missing op kind") { CHECK_HAS(error_of(doc(R"({"name": "c"})")), "/ops/0: op 'c': missing \"op\""); }
     SUBCASE("unknown op kind: named, nothing else listed") {
         const auto m = error_of(doc(x_in + R"(, {"name": "c", "op": "conv", "inputs": ["x"]})"));
@@ -332,13 +337,17 @@ TEST_CASE("graph JSON errors: one op") {
         CHECK(!has(m, "conv2d"));
     }
     SUBCASE("unknown key in an op") {
-        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "attr": {}})")), "/ops/0/attr: unknown key 'attr'");
+        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "attr": {}})")),
+                  "/ops/0/attr: unknown key 'attr'");
         // control characters from the file are escaped: the message stays on one line
-        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "a\nb": 1})")), R"(/ops/0/a\nb: unknown key 'a\nb')");
-        CHECK_HAS(error_of(doc(R"({"name": "r\nx", "op": "relu"})")), R"(op 'r\x0ax' (relu): has 0 inputs, expected 1)");
+        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "a\nb": 1})")),
+                  R"(/ops/0/a\nb: unknown key 'a\nb')");
+        CHECK_HAS(error_of(doc(R"({"name": "r\nx", "op": "relu"})")),
+                  R"(op 'r\x0ax' (relu): has 0 inputs, expected 1)");
     }
     SUBCASE("unknown attribute name") {
-        const auto m = error_of(doc(x_in + R"(, {"name": "s", "op": "softmax", "inputs": ["x"], "attrs": {"axes": [0], "bogus": 1}})"));
+        const auto m = error_of(
+            doc(x_in + R"(, {"name": "s", "op": "softmax", "inputs": ["x"], "attrs": {"axes": [0], "bogus": 1}})"));
         CHECK_HAS(m, "/ops/1/attrs/axes: op 's': unknown attribute 'axes' for softmax (it takes axis)");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"], "attrs": {"a/b": 1}})")),
                   "/ops/1/attrs/a~1b: unknown attribute 'a/b' for relu (it takes none)");
@@ -352,8 +361,9 @@ TEST_CASE("graph JSON errors: one op") {
                   "/ops/1/attrs/axis: expected an integer, got the real number 1.5");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "clip", "inputs": ["x"], "attrs": {"min": [0], "max": 1}})")),
                   "/ops/1/attrs/min: expected a real number");
-        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "softmax", "inputs": ["x"], "attrs": {"axis": 18446744073709551615}})")),
-                  "/ops/1/attrs/axis: the integer 18446744073709551615 is out of range");
+        CHECK_HAS(
+            error_of(doc(x_in + R"(, {"op": "softmax", "inputs": ["x"], "attrs": {"axis": 18446744073709551615}})")),
+            "/ops/1/attrs/axis: the integer 18446744073709551615 is out of range");
     }
     SUBCASE("enumerated attributes out of their range") {
         const std::string xw = R"({"name": "x", "op": "input", "shape": [1, 2, 4, 4]},
@@ -366,21 +376,25 @@ TEST_CASE("graph JSON errors: one op") {
     SUBCASE("missing required attribute") {
         CHECK_HAS(error_of(doc(x_in + R"(, {"name": "s", "op": "split", "inputs": ["x"], "attrs": {"axis": 1}})")),
                   "/ops/1: op 's' (split): missing required attribute 'sizes'");
-        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input"})")), "/ops/0: op 'x' (input): missing required attribute 'shape'");
+        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input"})")),
+                  "/ops/0: op 'x' (input): missing required attribute 'shape'");
     }
     SUBCASE("wrong arity") {
         CHECK_HAS(error_of(doc(x_in + R"(, {"name": "r", "op": "relu", "inputs": ["x", "x"]})")),
                   "/ops/1: op 'r' (relu): has 2 inputs, expected 1");
     }
     SUBCASE("name, layer, inputs of the wrong type") {
-        CHECK_HAS(error_of(doc(R"({"name": 7, "op": "input", "shape": [2]})")), "/ops/0/name: expected a string, got the integer 7");
+        CHECK_HAS(error_of(doc(R"({"name": 7, "op": "input", "shape": [2]})")),
+                  "/ops/0/name: expected a string, got the integer 7");
         CHECK_HAS(error_of(doc(R"({"name": "", "op": "input", "shape": [2]})")), "/ops/0/name: empty op name");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"], "layer": "one"})")),
                   "/ops/1/layer: expected an integer, got a string");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"], "layer": 4294967296})")),
                   "/ops/1/layer: layer 4294967296 is out of the 32-bit range");
-        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": "x"})")), "/ops/1/inputs: expected a list of tensor references");
-        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": [0]})")), "/ops/1/inputs/0: expected a tensor reference");
+        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": "x"})")),
+                  "/ops/1/inputs: expected a list of tensor references");
+        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": [0]})")),
+                  "/ops/1/inputs/0: expected a tensor reference");
     }
     SUBCASE("a shape attribute given twice on a source op") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "attrs": {"shape": [2]}})")),
@@ -394,7 +408,8 @@ TEST_CASE("graph JSON errors: references and structure") {
                   "/ops/1/inputs/1: reference 'y' names no op in the file");
     }
     SUBCASE("name:k with k out of range") {
-        CHECK_HAS(error_of(doc(x_in + R"(, {"name": "s", "op": "split", "inputs": ["x"], "attrs": {"axis": 1, "sizes": [1, 2]}},
+        CHECK_HAS(error_of(doc(
+                      x_in + R"(, {"name": "s", "op": "split", "inputs": ["x"], "attrs": {"axis": 1, "sizes": [1, 2]}},
                                           {"name": "r", "op": "relu", "inputs": ["s:2"]})")),
                   "/ops/2/inputs/0: reference 's:2': op 's' has 2 outputs, so there is no output 2");
         CHECK_HAS(error_of(doc(x_in + R"(, {"name": "r", "op": "relu", "inputs": ["x:1"]})")),
@@ -408,8 +423,10 @@ TEST_CASE("graph JSON errors: references and structure") {
                   "/ops/1/name: op name 'x:1' is ambiguous: it also reads as output 1 of op 'x'");
     }
     SUBCASE("an unnamed op whose generated name is taken") {
-        CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"]}, {"name": "relu_1", "op": "relu", "inputs": ["x"]})")),
-                  "/ops/1: this unnamed op gets the name 'relu_1', which another op in the file has");
+        CHECK_HAS(
+            error_of(
+                doc(x_in + R"(, {"op": "relu", "inputs": ["x"]}, {"name": "relu_1", "op": "relu", "inputs": ["x"]})")),
+            "/ops/1: this unnamed op gets the name 'relu_1', which another op in the file has");
     }
     SUBCASE("a cycle names the ops on it") {
         const auto m = error_of(doc(x_in + R"(, {"name": "a", "op": "ewadd", "inputs": ["x", "c"]},
@@ -421,11 +438,11 @@ TEST_CASE("graph JSON errors: references and structure") {
         CHECK((has(m, "'a' -> 'b' -> 'c' -> 'a'") || has(m, "'b' -> 'c' -> 'a' -> 'b'") ||
                has(m, "'c' -> 'a' -> 'b' -> 'c'")));
         CHECK(!has(m, "'d'"));
-        CHECK_HAS(error_of(doc(R"({"name": "self", "op": "relu", "inputs": ["self"]})")),
-                  "cycle: 'self' -> 'self'");
+        CHECK_HAS(error_of(doc(R"({"name": "self", "op": "relu", "inputs": ["self"]})")), "cycle: 'self' -> 'self'");
     }
     SUBCASE("an output naming nothing") {
-        CHECK_HAS(error_of(doc(x_in, R"(["x", "nothing"])")), "/outputs/1: reference 'nothing' names no op in the file");
+        CHECK_HAS(error_of(doc(x_in, R"(["x", "nothing"])")),
+                  "/outputs/1: reference 'nothing' names no op in the file");
         CHECK_HAS(error_of(doc("", R"(["x"])")), "/outputs/0: reference 'x' names no op");
         CHECK_HAS(error_of(doc(x_in, R"("x")")), "/outputs: expected a list of tensor references");
     }
@@ -446,7 +463,8 @@ TEST_CASE("graph JSON errors: shapes and types") {
     SUBCASE("negative or zero dimensions") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2, -3]})")),
                   "/ops/0/shape/1: dimension -3, expected >= 1");
-        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "weight", "shape": [0]})")), "/ops/0/shape/0: dimension 0, expected >= 1");
+        CHECK_HAS(error_of(doc(R"({"name": "x", "op": "weight", "shape": [0]})")),
+                  "/ops/0/shape/0: dimension 0, expected >= 1");
     }
     SUBCASE("an element count that overflows int64") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [4294967296, 4294967296, 4294967296]})")),
@@ -456,7 +474,8 @@ TEST_CASE("graph JSON errors: shapes and types") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [4611686018427387904]})")),
                   "/ops/0: op 'x' (input): tensor [4611686018427387904]: byte count overflows 64 bits");
         // the same element count in one-byte elements fits
-        CHECK_NOTHROW(goopt::io::from_json_string(doc(R"({"name": "x", "op": "input", "shape": [4611686018427387904], "dtype": "u8"})")));
+        CHECK_NOTHROW(goopt::io::from_json_string(
+            doc(R"({"name": "x", "op": "input", "shape": [4611686018427387904], "dtype": "u8"})")));
     }
     SUBCASE("a rank above the maximum") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [1, 1, 1, 1, 1, 1, 1, 1, 1]})")),

@@ -4,10 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <random>
 #include <string>
-#include <unistd.h>
 
 using namespace goopt;
 using ops::op_kind;

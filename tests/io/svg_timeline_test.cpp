@@ -39,7 +39,8 @@ graph::computation_graph chains(std::size_t width, std::size_t depth, std::size_
     return g;
 }
 
-sim::placement round_robin(const graph::computation_graph& g, std::size_t width, std::size_t depth, std::size_t devices) {
+sim::placement round_robin(const graph::computation_graph& g, std::size_t width, std::size_t depth,
+                           std::size_t devices) {
     sim::placement p(g.num_ops(), 0);
     for (std::size_t k = 0; k < width; ++k)
         for (std::size_t i = 0; i < depth; ++i) p[1 + k * depth + i] = static_cast<sim::device_id>(k % devices);

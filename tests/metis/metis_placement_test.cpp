@@ -1,5 +1,5 @@
-#include <goopt/device/cluster_spec.hpp>
 #include <goopt/baselines/metis_placement.hpp>
+#include <goopt/device/cluster_spec.hpp>
 
 #include <doctest/doctest.h>
 
@@ -23,7 +23,7 @@ TEST_CASE("METIS splits two independent heavy chains onto two devices, cutting n
     const auto p = baselines::metis_placement(s);
     CHECK_NOTHROW(s.check_placement(p));  // colocation kept, devices in range
     const auto r = s.run(p);
-    CHECK(r.bytes_moved == 0);  // each chain whole on one device
+    CHECK(r.bytes_moved == 0);          // each chain whole on one device
     CHECK(p[0] != p[g.num_ops() - 1]);  // and the two chains on different devices
     // balanced: both devices equally busy, so the step is half the single-device step
     CHECK(r.busy_time[0] == doctest::Approx(r.busy_time[1]));

@@ -56,7 +56,8 @@ std::size_t ops_in_layer(const graph::computation_graph& g, std::int32_t layer, 
 }
 
 bool all_finite(const interp::value<double>& v) {
-    for (double x : v) if (!std::isfinite(x)) return false;
+    for (double x : v)
+        if (!std::isfinite(x)) return false;
     return true;
 }
 
@@ -101,7 +102,8 @@ TEST_CASE("lstm_step: 15 elementwise pieces that compute the composite lstm_cell
     const auto out = interp::run(g, feeds);
     const auto expect = interp::run(ref, ref_feeds);
     for (std::size_t o = 0; o < 2; ++o)
-        for (std::size_t i = 0; i < out[o].size(); ++i) CHECK(out[o].flat(i) == doctest::Approx(expect[o].flat(i)).epsilon(1e-12));
+        for (std::size_t i = 0; i < out[o].size(); ++i)
+            CHECK(out[o].flat(i) == doctest::Approx(expect[o].flat(i)).epsilon(1e-12));
 }
 
 TEST_CASE("lstm_layer: one cell per step, reverse keeps time order") {
@@ -125,14 +127,14 @@ TEST_CASE("rnnlm: cells = layers x steps, hand-derived parameters, shapes, layer
     const models::rnnlm_config c{.batch = 2, .steps = 3, .layers = 2, .hidden = 4, .embedding = 5, .vocab = 7};
     const auto g = models::rnnlm(c);
     const auto k = kinds(g);
-    CHECK(k.at(op_kind::split) == 2 * 3 + 1);  // one per cell + the token unstack
+    CHECK(k.at(op_kind::split) == 2 * 3 + 1);       // one per cell + the token unstack
     CHECK(k.at(op_kind::matmul) == 2 * 2 * 3 + 3);  // two per cell + one projection per step
     CHECK(k.at(op_kind::gather) == 1);
     // embedding 7x5; layer 0: w 5x16, u 4x16, b 16; layer 1: w 4x16, u 4x16, b 16; softmax 4x7 + 7
     CHECK(g.parameter_bytes() == 4 * (35 + 160 + 144 + 35));
     CHECK(output_shape(g) == ops::shape{3 * 2, 7});
-    CHECK(non_source_ops(g) == 2 * 3 * models::lstm_step_ops + 3 * 2 /*projection*/ + 1 /*concat*/ +
-                                   1 + 1 + 3 /*gather, split, reshapes*/);
+    CHECK(non_source_ops(g) ==
+          2 * 3 * models::lstm_step_ops + 3 * 2 /*projection*/ + 1 /*concat*/ + 1 + 1 + 3 /*gather, split, reshapes*/);
     check_layers(g, c.softmax_layer());
     CHECK(ops_in_layer(g, c.lstm_layer_index(1), op_kind::split) == 3);
 
@@ -154,8 +156,15 @@ TEST_CASE("rnnlm: cells = layers x steps, hand-derived parameters, shapes, layer
 }
 
 TEST_CASE("gnmt: encoder and decoder cells, attention at every decoder step, residuals, parameters") {
-    const models::gnmt_config c{.batch = 2, .source_steps = 3, .target_steps = 2, .layers = 3, .hidden = 4,
-                                .embedding = 5, .attention = 6, .source_vocab = 7, .target_vocab = 9};
+    const models::gnmt_config c{.batch = 2,
+                                .source_steps = 3,
+                                .target_steps = 2,
+                                .layers = 3,
+                                .hidden = 4,
+                                .embedding = 5,
+                                .attention = 6,
+                                .source_vocab = 7,
+                                .target_vocab = 9};
     const auto g = models::gnmt(c);
     const auto k = kinds(g);
     const std::size_t enc_cells = (3 + 1) * 3, dec_cells = 3 * 2;  // bidirectional layer 0 has two LSTMs
@@ -218,15 +227,22 @@ TEST_CASE("gnmt defaults: 8 + 8 layers unrolled over 80 steps, GO's scale") {
 }
 
 TEST_CASE("transformer_xl: per-layer structure, stop-gradient on the memory, parameters") {
-    const models::transformer_xl_config c{.batch = 2, .segment = 3, .memory = 2, .layers = 2, .model = 4,
-                                          .heads = 2, .head_dim = 3, .inner = 5, .vocab = 6};
+    const models::transformer_xl_config c{.batch = 2,
+                                          .segment = 3,
+                                          .memory = 2,
+                                          .layers = 2,
+                                          .model = 4,
+                                          .heads = 2,
+                                          .head_dim = 3,
+                                          .inner = 5,
+                                          .vocab = 6};
     const auto g = models::transformer_xl(c);
     const auto k = kinds(g);
     CHECK(non_source_ops(g) == 2 * models::transformer_xl_layer_ops + 3);
     CHECK(k.at(op_kind::layernorm) == 2 * 2);
     CHECK(k.at(op_kind::softmax) == 2);
-    CHECK(k.at(op_kind::identity) == 2);  // the stop-gradient marks
-    CHECK(k.at(op_kind::pad) == 2);       // the relative shift
+    CHECK(k.at(op_kind::identity) == 2);         // the stop-gradient marks
+    CHECK(k.at(op_kind::pad) == 2);              // the relative shift
     CHECK(k.at(op_kind::matmul) == 2 * 10 + 1);  // q, k, v, r, content, position, context, out, ff x2
     for (const auto& o : g.ops())
         if (o.kind == op_kind::identity) {
@@ -257,7 +273,12 @@ TEST_CASE("transformer_xl: per-layer structure, stop-gradient on the memory, par
         feeds.at(p + "attn_scale")(0) = 1.0 / std::sqrt(3.0);
     }
     auto& tok = feeds.at("tokens");
-    tok(0, 0) = 0; tok(0, 1) = 1; tok(0, 2) = 2; tok(1, 0) = 3; tok(1, 1) = 4; tok(1, 2) = 5;
+    tok(0, 0) = 0;
+    tok(0, 1) = 1;
+    tok(0, 2) = 2;
+    tok(1, 0) = 3;
+    tok(1, 1) = 4;
+    tok(1, 2) = 5;
     const auto a = interp::run(g, feeds)[0];
     tok(0, 2) = 5;
     tok(1, 2) = 0;
@@ -274,8 +295,15 @@ TEST_CASE("transformer_xl: per-layer structure, stop-gradient on the memory, par
 }
 
 TEST_CASE("wavenet: dilated causal convolutions, gates, skips, receptive field") {
-    const models::wavenet_config c{.batch = 1, .samples = 12, .stacks = 1, .layers = 2, .filter_width = 2,
-                                   .residual_channels = 3, .dilation_channels = 4, .skip_channels = 5, .classes = 6};
+    const models::wavenet_config c{.batch = 1,
+                                   .samples = 12,
+                                   .stacks = 1,
+                                   .layers = 2,
+                                   .filter_width = 2,
+                                   .residual_channels = 3,
+                                   .dilation_channels = 4,
+                                   .skip_channels = 5,
+                                   .classes = 6};
     const auto g = models::wavenet(c);
     const auto k = kinds(g);
     CHECK(k.at(op_kind::conv2d) == 1 + 4 + 3 + 2);  // causal, 4 per layer (3 in the last), head
@@ -323,8 +351,8 @@ TEST_CASE("wavenet: dilated causal convolutions, gates, skips, receptive field")
 }
 
 TEST_CASE("amoebanet: AmoebaNet-A cells, separable convs as depthwise + 1x1, shapes, layers") {
-    const models::amoebanet_config c{.batch = 1, .image = 32, .normal_cells = 1, .filters = 8, .stem_filters = 4,
-                                     .num_classes = 5};
+    const models::amoebanet_config c{
+        .batch = 1, .image = 32, .normal_cells = 1, .filters = 8, .stem_filters = 4, .num_classes = 5};
     const auto g = models::amoebanet(c);
     CHECK(c.num_cells() == 7);
     std::size_t depthwise = 0, k1x7 = 0, k7x1 = 0;
@@ -335,8 +363,8 @@ TEST_CASE("amoebanet: AmoebaNet-A cells, separable convs as depthwise + 1x1, sha
         k1x7 += w[2] == 1 && w[3] == 7;
         k7x1 += w[2] == 7 && w[3] == 1;
     }
-    CHECK(depthwise == 7 * 8);   // 4 separable ops x 2 repetitions in each of 7 cells
-    CHECK(k1x7 == 4);            // one 1x7-7x1 per reduction cell (2 stem + 2)
+    CHECK(depthwise == 7 * 8);  // 4 separable ops x 2 repetitions in each of 7 cells
+    CHECK(k1x7 == 4);           // one 1x7-7x1 per reduction cell (2 stem + 2)
     CHECK(k7x1 == 4);
     CHECK(kinds(g).at(op_kind::ewadd) == 7 * 5 + 1);  // five pairs per cell + fc bias
     // normal cells concatenate 4 states, reduction cells 5: the last (normal) cell gives 4 x 4F
@@ -348,8 +376,8 @@ TEST_CASE("amoebanet: AmoebaNet-A cells, separable convs as depthwise + 1x1, sha
     for (std::int32_t cell = 0; cell < c.num_cells(); ++cell) CHECK(ops_in_layer(g, cell, op_kind::concat) >= 1);
 
     // N changes the number of normal cells: 3 more cells
-    const auto g2 = models::amoebanet({.batch = 1, .image = 32, .normal_cells = 2, .filters = 8, .stem_filters = 4,
-                                       .num_classes = 5});
+    const auto g2 = models::amoebanet(
+        {.batch = 1, .image = 32, .normal_cells = 2, .filters = 8, .stem_filters = 4, .num_classes = 5});
     CHECK(kinds(g2).at(op_kind::ewadd) == 10 * 5 + 1);
 
     std::mt19937_64 rng(5);

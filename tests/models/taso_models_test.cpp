@@ -94,7 +94,8 @@ TEST_CASE("squeezenet 1.1: op counts, torchvision's 1,235,496 parameters, 0.35 G
     CHECK(n.size() == 9);
     // conv1 64*3*9 + 64 = 1,792; fire(in, s, e) = in*s + s + s*e + e + 9*s*e + e: 11,408 + 12,432 +
     // 45,344 + 49,440 + 104,880 + 111,024 + 188,992 + 197,184; classifier 512*1000 + 1000
-    CHECK(weight_elements(g) == 1'792 + 11'408 + 12'432 + 45'344 + 49'440 + 104'880 + 111'024 + 188'992 + 197'184 + 513'000);
+    CHECK(weight_elements(g) ==
+          1'792 + 11'408 + 12'432 + 45'344 + 49'440 + 104'880 + 111'024 + 188'992 + 197'184 + 513'000);
     CHECK(weight_elements(g) == 1'235'496);
     CHECK(flops_of(g, {op_kind::conv2d}) / 2 == doctest::Approx(0.349e9).epsilon(0.01));
     CHECK(out_shape(g, "features.0.relu") == ops::shape{1, 64, 111, 111});
@@ -213,7 +214,8 @@ TEST_CASE("every TASO model, scaled down, runs in the interpreter") {
         run_checked(g, feeds_for(g, 1));
     }
     SUBCASE("resnext50") {
-        const auto g = models::resnext50({.image = 32, .num_classes = 10, .width = 16, .groups = 4, .width_per_group = 16});
+        const auto g =
+            models::resnext50({.image = 32, .num_classes = 10, .width = 16, .groups = 4, .width_per_group = 16});
         run_checked(g, feeds_for(g, 2));
     }
     SUBCASE("inception_v3") {
@@ -232,8 +234,14 @@ TEST_CASE("every TASO model, scaled down, runs in the interpreter") {
         run_checked(g, feeds_for(g, 5));
     }
     SUBCASE("bert: with unit gamma and zero beta the last layernorm gives mean 0, variance 1 per token") {
-        const auto g = models::bert({.batch = 2, .seq_length = 8, .layers = 2, .hidden = 32, .heads = 4,
-                                     .intermediate = 64, .vocab = 50, .max_positions = 16});
+        const auto g = models::bert({.batch = 2,
+                                     .seq_length = 8,
+                                     .layers = 2,
+                                     .hidden = 32,
+                                     .heads = 4,
+                                     .intermediate = 64,
+                                     .vocab = 50,
+                                     .max_positions = 16});
         auto feeds = feeds_for(g, 6);
         feeds.at("encoder.layer.1.output.LayerNorm.weight").fill(1.0f);
         feeds.at("encoder.layer.1.output.LayerNorm.bias").fill(0.0f);
@@ -263,8 +271,7 @@ TEST_CASE("nasrnn: TASO's unshared graph equals the shared-weight RNN when every
     for (const auto& [name, v] : feeds) {
         if (name.starts_with("cell."))  // cell.w3 -> step0.w3, step1.w3, step2.w3
             for (int s = 0; s < 3; ++s) copied.emplace("step" + std::to_string(s) + "." + name.substr(5), v);
-        else
-            copied.emplace(name, v);  // h0, x0..x2
+        else copied.emplace(name, v);  // h0, x0..x2
     }
     const auto a = run_checked(shared, feeds);
     auto b = run_checked(unshared, copied);

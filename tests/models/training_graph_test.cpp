@@ -38,30 +38,35 @@ graph::computation_graph vision_model() {
     auto x = g.input("x", {2, 4, 7, 7});
     auto c1 = g.add1(op_kind::conv2d, {x, g.weight("conv1.w", {6, 4, 3, 3})}, {{attr_id::stride, ints{2, 2}}}, "conv1");
     g.set_layer(g.producer(c1), 0);
-    auto bn = g.add1(op_kind::batchnorm,
-                     {c1, g.weight("bn.scale", {6}), g.weight("bn.bias", {6}), g.weight("bn.mean", {6}),
-                      g.weight("bn.var", {6})},
-                     {}, "bn");
+    auto bn = g.add1(
+        op_kind::batchnorm,
+        {c1, g.weight("bn.scale", {6}), g.weight("bn.bias", {6}), g.weight("bn.mean", {6}), g.weight("bn.var", {6})},
+        {}, "bn");
     auto r = g.add1(op_kind::relu, {bn}, {}, "relu");
     // groups = 6 / 3 = 2, VALID 3x3 on 4x4 -> 2x2, fused tanh
     auto c2 = g.add1(op_kind::conv2d, {r, g.weight("conv2.w", {6, 3, 3, 3})},
                      {{attr_id::padding, valid}, {attr_id::activation, std::int64_t(3)}}, "conv2");
     g.set_layer(g.producer(c2), 1);
     // a 1x1 kernel enlarged to 3x3, stride 2 SAME on 4x4 -> 2x2
-    auto big = g.add1(op_kind::enlarge, {g.weight("conv3.w", {6, 6, 1, 1})}, {{attr_id::kernel, ints{3, 3}}}, "enlarge");
+    auto big =
+        g.add1(op_kind::enlarge, {g.weight("conv3.w", {6, 6, 1, 1})}, {{attr_id::kernel, ints{3, 3}}}, "enlarge");
     auto c3 = g.add1(op_kind::conv2d, {r, big}, {{attr_id::stride, ints{2, 2}}}, "conv3");
-    auto ap = g.add1(op_kind::avgpool2d, {r},
-                     {{attr_id::kernel, ints{3, 3}}, {attr_id::stride, ints{2, 2}}, {attr_id::activation, std::int64_t(1)}},
-                     "avgpool");  // fused relu
-    auto mp = g.add1(op_kind::maxpool2d, {r}, {{attr_id::kernel, ints{2, 2}}, {attr_id::stride, ints{2, 2}}, {attr_id::padding, valid}},
-                     "maxpool");
+    auto ap =
+        g.add1(op_kind::avgpool2d, {r},
+               {{attr_id::kernel, ints{3, 3}}, {attr_id::stride, ints{2, 2}}, {attr_id::activation, std::int64_t(1)}},
+               "avgpool");  // fused relu
+    auto mp =
+        g.add1(op_kind::maxpool2d, {r},
+               {{attr_id::kernel, ints{2, 2}}, {attr_id::stride, ints{2, 2}}, {attr_id::padding, valid}}, "maxpool");
     auto cat = g.add1(op_kind::concat, {c2, c3, ap, mp}, {{attr_id::axis, std::int64_t(1)}}, "concat");  // [2,24,2,2]
-    auto parts = g.add(op_kind::split, {cat}, {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, ints{10, 14}}}, "split");
+    auto parts =
+        g.add(op_kind::split, {cat}, {{attr_id::axis, std::int64_t(1)}, {attr_id::sizes, ints{10, 14}}}, "split");
     auto ge = g.add1(op_kind::gelu, {parts[0]}, {}, "gelu");
     auto sg = g.add1(op_kind::sigmoid, {parts[1]}, {}, "sigmoid");
     auto cat2 = g.add1(op_kind::concat, {ge, sg}, {{attr_id::axis, std::int64_t(1)}}, "concat2");
     auto flat = g.add1(op_kind::flatten, {cat2}, {}, "flatten");  // [2, 96]
-    auto fc = g.add1(op_kind::matmul, {flat, g.weight("fc.w", {96, 5})}, {{attr_id::activation, std::int64_t(2)}}, "fc");
+    auto fc =
+        g.add1(op_kind::matmul, {flat, g.weight("fc.w", {96, 5})}, {{attr_id::activation, std::int64_t(2)}}, "fc");
     g.set_layer(g.producer(fc), 2);
     auto logits = g.add1(op_kind::ewadd, {fc, g.weight("fc.b", {5})}, {}, "fc.bias");
     g.set_layer(g.producer(logits), 2);
@@ -96,8 +101,9 @@ graph::computation_graph sequence_model() {
     g.set_layer(g.producer(s1[0]), 3);
     auto s2 = g.add(op_kind::lstm_cell, {x, s1[0], s1[1], w, u, b}, {}, "lstm.1");
     g.set_layer(g.producer(s2[0]), 3);
-    auto hg = g.add1(op_kind::gru_cell,
-                     {x, s2[0], g.weight("gru.w", {4, 9}), g.weight("gru.u", {3, 9}), g.weight("gru.b", {9})}, {}, "gru");
+    auto hg =
+        g.add1(op_kind::gru_cell,
+               {x, s2[0], g.weight("gru.w", {4, 9}), g.weight("gru.u", {3, 9}), g.weight("gru.b", {9})}, {}, "gru");
     g.mark_output(hg);
     // elementwise tail on the second hidden state
     auto d = g.add1(op_kind::sub, {s2[0], g.weight("shift", {3})}, {}, "sub");
@@ -108,7 +114,8 @@ graph::computation_graph sequence_model() {
     auto padded = g.add1(op_kind::pad, {sc}, {{attr_id::pads, ints{1, 0, 0, 2}}}, "pad");  // [7,5]
     auto sl = g.add1(op_kind::slice, {padded}, {{attr_id::begin, ints{0, 1}}, {attr_id::end, ints{5, 5}}}, "slice");
     auto t = g.add1(op_kind::tanh, {sl}, {}, "tanh");
-    auto rs = g.add1(op_kind::reduce_sum, {t}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "rsum");
+    auto rs =
+        g.add1(op_kind::reduce_sum, {t}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "rsum");
     g.mark_output(rs);
     auto sq = g.add1(op_kind::ewmul, {t, t}, {}, "square");  // one tensor in both slots
     auto rm = g.add1(op_kind::reduce_mean, {sq}, {{attr_id::axes, ints{0}}}, "rmean");
@@ -234,7 +241,8 @@ TEST_CASE("a transformed graph takes one SGD step: loss = mean(w * x), so w' = w
     graph::computation_graph fwd;
     auto w = fwd.weight("w", {3});
     fwd.mark_output(fwd.add1(op_kind::ewmul, {w, fwd.input("x", {3})}));
-    const auto train = models::make_training_graph(fwd, {.optimizer = models::optimizer_kind::sgd, .learning_rate = 0.3});
+    const auto train =
+        models::make_training_graph(fwd, {.optimizer = models::optimizer_kind::sgd, .learning_rate = 0.3});
     graph::validate(train);
     feeds f;
     f.emplace("w", xt::xarray<double>{1.0, 2.0, 3.0});
@@ -294,7 +302,8 @@ TEST_CASE("structure: one update per weight, optimizer state, colocation, layers
                 if (ws.size() == 1) continue;
                 CAPTURE(group);
                 std::set<op_id> producers;
-                for (const op_id w : ws) producers.insert(train.producer(train.get_op(updates.at(train.get_op(w).name)).inputs[1]));
+                for (const op_id w : ws)
+                    producers.insert(train.producer(train.get_op(updates.at(train.get_op(w).name)).inputs[1]));
                 CHECK(producers.size() < ws.size());
             }
             // a gradient op named grad/<op>/... sits in <op>'s layer
@@ -303,7 +312,8 @@ TEST_CASE("structure: one update per weight, optimizer state, colocation, layers
             std::size_t grads = 0;
             for (op_id o = static_cast<op_id>(fwd.num_ops()); o < train.num_ops(); ++o) {
                 const auto& op = train.get_op(o);
-                if (!op.name.starts_with("grad/") || op.name.starts_with("grad/loss/") || op.name.starts_with("grad/const/"))
+                if (!op.name.starts_with("grad/") || op.name.starts_with("grad/loss/") ||
+                    op.name.starts_with("grad/const/"))
                     continue;
                 const std::string rest = op.name.substr(5);
                 const std::string fname = rest.substr(0, rest.rfind('/'));
@@ -362,8 +372,9 @@ TEST_CASE("FLOPs of the gradient ops: a conv's two gradients each cost its forwa
     graph::computation_graph fwd;
     auto x = fwd.input("x", {1, 4, 7, 7});
     auto y = fwd.add1(op_kind::conv2d, {x, fwd.weight("w", {8, 2, 3, 3})}, {{attr_id::stride, ints{2, 2}}}, "conv");
-    auto h = fwd.add(op_kind::lstm_cell, {fwd.input("xi", {8, 32}), fwd.input("h", {8, 16}), fwd.input("c", {8, 16}),
-                                          fwd.weight("lw", {32, 64}), fwd.weight("lu", {16, 64}), fwd.weight("lb", {64})});
+    auto h =
+        fwd.add(op_kind::lstm_cell, {fwd.input("xi", {8, 32}), fwd.input("h", {8, 16}), fwd.input("c", {8, 16}),
+                                     fwd.weight("lw", {32, 64}), fwd.weight("lu", {16, 64}), fwd.weight("lb", {64})});
     fwd.mark_output(y);
     fwd.mark_output(h[0]);
     // make x need a gradient too: feed it through a weight

@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,6 @@
 #include <span>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 using namespace goopt;
 using goopt_test::random_graph;
@@ -33,12 +33,14 @@ namespace {
 /// The bytes of every parameter value, concatenated in parameter order.
 template <class S> std::string value_bytes(const nn::parameter_list<S>& ps) {
     std::string b;
-    for (const auto* p : ps) b.append(reinterpret_cast<const char*>(p->value.data()), static_cast<std::size_t>(p->value.size()) * sizeof(S));
+    for (const auto* p : ps)
+        b.append(reinterpret_cast<const char*>(p->value.data()), static_cast<std::size_t>(p->value.size()) * sizeof(S));
     return b;
 }
 template <class S> std::string grad_bytes(const nn::parameter_list<S>& ps) {
     std::string b;
-    for (const auto* p : ps) b.append(reinterpret_cast<const char*>(p->grad.data()), static_cast<std::size_t>(p->grad.size()) * sizeof(S));
+    for (const auto* p : ps)
+        b.append(reinterpret_cast<const char*>(p->grad.data()), static_cast<std::size_t>(p->grad.size()) * sizeof(S));
     return b;
 }
 
@@ -57,7 +59,8 @@ struct run_record {
 
 /// Builds a policy from `seed`, then `steps` times: sample actions with a generator seeded from `seed`,
 /// re-evaluate them, a REINFORCE-like loss (cross-entropy to the sampled actions plus the value), backward, Adam.
-run_record seeded_run(std::uint64_t seed, const nn::graph_features<float>& f, int steps, const std::filesystem::path& file) {
+run_record seeded_run(std::uint64_t seed, const nn::graph_features<float>& f, int steps,
+                      const std::filesystem::path& file) {
     std::mt19937_64 rng(seed);
     nn::go_policy<float> pol({.hidden = 16, .heads = 4, .segment = 8, .task_choices = {3, 5}}, rng);
     auto ps = pol.parameters();
@@ -73,7 +76,8 @@ run_record seeded_run(std::uint64_t seed, const nn::graph_features<float>& f, in
         const auto out = pol.evaluate(f, acts);
         std::vector<nn::matrix<float>> d(2);
         float loss = 0;
-        for (std::size_t t = 0; t < 2; ++t) loss += nn::cross_entropy(out.logits[t], std::span<const int>(acts[t]), d[t]);
+        for (std::size_t t = 0; t < 2; ++t)
+            loss += nn::cross_entropy(out.logits[t], std::span<const int>(acts[t]), d[t]);
         loss += out.value;
         r.losses.push_back(loss);
         pol.backward(d, 1.0f);
@@ -123,7 +127,8 @@ TEST_CASE("go_policy: a forward pass depends only on its inputs, not on earlier 
     (void)pol.evaluate(f2, {});  // a larger graph in between: the layers' caches are resized
     const auto again = pol.evaluate(f1, {});
     REQUIRE(first.logits[0].size() == again.logits[0].size());
-    CHECK(std::memcmp(first.logits[0].data(), again.logits[0].data(), static_cast<std::size_t>(first.logits[0].size()) * sizeof(float)) == 0);
+    CHECK(std::memcmp(first.logits[0].data(), again.logits[0].data(),
+                      static_cast<std::size_t>(first.logits[0].size()) * sizeof(float)) == 0);
     CHECK(std::memcmp(&first.value, &again.value, sizeof(float)) == 0);
     // backward after the repeated forward gives the same gradients as right after the first one
     auto ps = pol.parameters();

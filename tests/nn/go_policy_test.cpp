@@ -7,12 +7,12 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
-#include <unistd.h>
 
 using namespace goopt;
 using goopt_test::random_graph;
@@ -60,7 +60,8 @@ TEST_CASE("go_policy: whole-policy backward matches finite differences (double, 
     std::mt19937_64 rng(11);
     const auto g = random_graph(9, rng);
     const auto f = nn::node_features<double>(g);
-    nn::go_policy<double> pol({.hidden = 8, .heads = 2, .segment = 4, .task_choices = {3, 2}, .memory_gradient = true}, rng);
+    nn::go_policy<double> pol({.hidden = 8, .heads = 2, .segment = 4, .task_choices = {3, 2}, .memory_gradient = true},
+                              rng);
     auto ps = pol.parameters();
     // the feature-modulation weights start at zero (gate = 1); move them so their gradient is checked
     for (auto* p : ps)
@@ -70,7 +71,8 @@ TEST_CASE("go_policy: whole-policy backward matches finite differences (double, 
     const double c = 0.7;
     auto loss = [&] {
         const auto out = pol.evaluate(f, actions);
-        return (out.logits[0].array() * r[0].array()).sum() + (out.logits[1].array() * r[1].array()).sum() + c * out.value;
+        return (out.logits[0].array() * r[0].array()).sum() + (out.logits[1].array() * r[1].array()).sum() +
+               c * out.value;
     };
     nn::zero_grad(ps);
     pol.evaluate(f, actions);
@@ -138,7 +140,8 @@ TEST_CASE("go_policy: a seed reproduces parameters and samples; save/load round 
         std::ofstream extra(file, std::ios::binary | std::ios::app);
         extra.put('x');
     }
-    CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("1 bytes after the last parameter"), goopt::error);
+    CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("1 bytes after the last parameter"),
+                         goopt::error);
     std::filesystem::resize_file(file, std::filesystem::file_size(file) - 10);
     CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("file ends at byte"), goopt::error);
     nn::go_policy<float> wider({.hidden = 16, .heads = 2, .segment = 8, .task_choices = {3}}, c);
@@ -195,7 +198,8 @@ TEST_CASE("tiny supervised task: learn 'has a relu neighbour' and generalize to 
     const double positive = std::accumulate(test_y.begin(), test_y.end(), 0.0) / static_cast<double>(test_y.size());
     CHECK((positive > 0.25 && positive < 0.75));  // a constant guess stays far below the target
 
-    nn::go_policy<float> pol({.hidden = 32, .shared_attention_layers = 1, .heads = 4, .segment = 64, .task_choices = {2}}, rng);
+    nn::go_policy<float> pol(
+        {.hidden = 32, .shared_attention_layers = 1, .heads = 4, .segment = 64, .task_choices = {2}}, rng);
     auto ps = pol.parameters();
     nn::adam<float> opt(ps, {.learning_rate = 3e-3});
     auto accuracy = [&](const nn::graph_features<float>& f, const std::vector<int>& y) {

@@ -37,7 +37,8 @@ double check(mat& x, const mat& r, nn::parameter_list<double> ps, Forward forwar
     return worst;
 }
 
-template <nn::Layer L> double check_layer(L& layer, Eigen::Index n, Eigen::Index d, Eigen::Index out, std::mt19937_64& rng) {
+template <nn::Layer L>
+double check_layer(L& layer, Eigen::Index n, Eigen::Index d, Eigen::Index out, std::mt19937_64& rng) {
     mat x = random_matrix(n, d, rng);
     const mat r = random_matrix(n, out, rng);
     nn::parameter_list<double> ps;
@@ -110,7 +111,7 @@ TEST_CASE("graph_sage: mean aggregation by hand on a path") {
     mat x(3, 1);
     x << 1, 2, 4;
     const mat y = sage.forward(x, adj);
-    CHECK(y(0, 0) == doctest::Approx(2 * 1 + 3 * 2 + 0.5));            // neighbour 1
+    CHECK(y(0, 0) == doctest::Approx(2 * 1 + 3 * 2 + 0.5));              // neighbour 1
     CHECK(y(1, 0) == doctest::Approx(2 * 2 + 3 * (1 + 4) / 2.0 + 0.5));  // mean of 0 and 2
     CHECK(y(2, 0) == doctest::Approx(2 * 4 + 3 * 2 + 0.5));
 }
@@ -219,7 +220,8 @@ TEST_CASE("feature_modulation and heads: backward matches finite differences") {
     const double expect = (std::log(3.0) + (std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0)) / 2;
     CHECK(l == doctest::Approx(expect));
     mat scratch;
-    CHECK(nn::gradient_error(logits, g, [&] { return nn::cross_entropy(logits, std::span<const int>(labels), scratch); }) < 1e-6);
+    CHECK(nn::gradient_error(logits, g,
+                             [&] { return nn::cross_entropy(logits, std::span<const int>(labels), scratch); }) < 1e-6);
     labels[0] = 3;
     CHECK_THROWS_AS(nn::cross_entropy(logits, std::span<const int>(labels), scratch), goopt::error);
 }

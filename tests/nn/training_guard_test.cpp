@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,7 +17,6 @@
 #include <span>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 using namespace goopt;
 using ops::op_kind;
@@ -31,7 +31,9 @@ std::string slurp(const fs::path& p) {
 
 std::string value_bytes(const nn::parameter_list<float>& ps) {
     std::string b;
-    for (const auto* p : ps) b.append(reinterpret_cast<const char*>(p->value.data()), static_cast<std::size_t>(p->value.size()) * sizeof(float));
+    for (const auto* p : ps)
+        b.append(reinterpret_cast<const char*>(p->value.data()),
+                 static_cast<std::size_t>(p->value.size()) * sizeof(float));
     return b;
 }
 
@@ -54,7 +56,8 @@ struct trainer {
         }
         f = nn::node_features<float>(g);
         for (const auto& o : g.ops()) labels.push_back(o.kind == op_kind::relu);
-        pol = nn::go_policy<float>({.hidden = 8, .shared_attention_layers = 1, .heads = 2, .segment = 8, .task_choices = {2}}, rng);
+        pol = nn::go_policy<float>(
+            {.hidden = 8, .shared_attention_layers = 1, .heads = 2, .segment = 8, .task_choices = {2}}, rng);
         ps = pol.parameters();
         opt = nn::adam<float>(ps, {.learning_rate = 1e-2});
     }
@@ -143,8 +146,9 @@ TEST_CASE("training_guard: an Inf gradient names the parameter tensor and the el
     REQUIRE(victim.grad.cols() > 1);
     victim.grad(0, 1) = -infinity;
     const std::string msg = message_of([&] { guard.step(loss); });
-    CHECK_MESSAGE(msg.find("step 4: the gradient of parameter '" + victim.name + "' is not finite (element (0, 1) is -inf)") !=
-                      std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("step 4: the gradient of parameter '" + victim.name +
+                           "' is not finite (element (0, 1) is -inf)") != std::string::npos,
+                  msg);
     CHECK(value_bytes(t.ps) == at3);
     CHECK(slurp(ckpt) == slurp(good_copy));
     CHECK(t.opt.steps() == 3);
@@ -208,9 +212,11 @@ TEST_CASE("training_guard: with a checkpoint every 3 steps, a NaN at step 8 roll
 
 TEST_CASE("training_guard: bad starting points are errors") {
     trainer t;
-    CHECK_THROWS_WITH_AS(nn::training_guard(t.ps, t.opt, {.checkpoint_every = 0}), doctest::Contains("checkpoint_every is 0"), goopt::error);
+    CHECK_THROWS_WITH_AS(nn::training_guard(t.ps, t.opt, {.checkpoint_every = 0}),
+                         doctest::Contains("checkpoint_every is 0"), goopt::error);
     t.ps[0]->value(0, 0) = not_a_number;
     const std::string msg = message_of([&] { nn::training_guard guard(t.ps, t.opt); });
-    CHECK_MESSAGE(msg.find("step 0: parameter '" + t.ps[0]->name + "' is not finite before training (element (0, 0) is nan)") !=
-                      std::string::npos, msg);
+    CHECK_MESSAGE(msg.find("step 0: parameter '" + t.ps[0]->name +
+                           "' is not finite before training (element (0, 0) is nan)") != std::string::npos,
+                  msg);
 }

@@ -48,7 +48,8 @@ struct model_builder {
         for (auto d : dims) s->add_dim()->set_dim_value(d);
         return *this;
     }
-    onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> in, std::initializer_list<std::string> out) {
+    onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> in,
+                          std::initializer_list<std::string> out) {
         auto* n = g->add_node();
         n->set_op_type(op);
         if (out.size() > 0) n->set_name(*out.begin());
@@ -56,7 +57,8 @@ struct model_builder {
         for (const auto& x : out) n->add_output(x);
         return *n;
     }
-    model_builder& floats(const std::string& name, std::initializer_list<std::int64_t> dims, std::initializer_list<float> values) {
+    model_builder& floats(const std::string& name, std::initializer_list<std::int64_t> dims,
+                          std::initializer_list<float> values) {
         auto* t = g->add_initializer();
         t->set_name(name);
         t->set_data_type(1);
@@ -64,7 +66,8 @@ struct model_builder {
         for (float v : values) t->add_float_data(v);
         return *this;
     }
-    model_builder& int64s(const std::string& name, std::initializer_list<std::int64_t> dims, std::initializer_list<std::int64_t> values) {
+    model_builder& int64s(const std::string& name, std::initializer_list<std::int64_t> dims,
+                          std::initializer_list<std::int64_t> values) {
         auto* t = g->add_initializer();
         t->set_name(name);
         t->set_data_type(7);
@@ -100,87 +103,127 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
         CHECK(io::import_onnx_bytes(b.bytes(), "good.onnx").graph.num_ops() == 3);
     }
     const std::vector<bad_model> rows = {
-        {"empty graph", [](model_builder& b) { b.input("x", {2}).output("x"); }, {"bad.onnx: not an ONNX model (no graph with nodes)"}},
-        {"unsupported opset", [](model_builder& b) {
+        {"empty graph",
+         [](model_builder& b) { b.input("x", {2}).output("x"); },
+         {"bad.onnx: not an ONNX model (no graph with nodes)"}},
+        {"unsupported opset",
+         [](model_builder& b) {
              b.m.mutable_opset_import(0)->set_version(99);
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});
-         }, {"bad.onnx", "operator set version 99 is not supported, expected 7-18"}},
-        {"unknown op", [](model_builder& b) {
+         },
+         {"bad.onnx", "operator set version 99 is not supported, expected 7-18"}},
+        {"unknown op",
+         [](model_builder& b) {
              b.input("x", {2});
              b.node("Frobnicate", {"x"}, {"f"});
-         }, {"bad.onnx", "'f' (Frobnicate)", "unsupported operators in this file: Frobnicate"}},
-        {"wrong arity", [](model_builder& b) {
+         },
+         {"bad.onnx", "'f' (Frobnicate)", "unsupported operators in this file: Frobnicate"}},
+        {"wrong arity",
+         [](model_builder& b) {
              b.input("x", {2, 3});
              b.node("Add", {"x"}, {"a"});
-         }, {"bad.onnx: node 'a' (Add)", "has 1 inputs, expected at least 2"}},
-        {"cycle: a node consumes its own output", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'a' (Add)", "has 1 inputs, expected at least 2"}},
+        {"cycle: a node consumes its own output",
+         [](model_builder& b) {
              b.input("x", {2});
              b.node("Add", {"x", "a"}, {"a"});
-         }, {"bad.onnx", "'a' (Add)", "'a'"}},
-        {"shape mismatch", [](model_builder& b) {
+         },
+         {"bad.onnx", "'a' (Add)", "'a'"}},
+        {"shape mismatch",
+         [](model_builder& b) {
              b.input("x", {2, 3}).input("y", {4, 5});
              b.node("Add", {"x", "y"}, {"a"});
-         }, {"bad.onnx: node 'a' (Add)", "[2,3]", "[4,5]"}},
-        {"zero dimension", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'a' (Add)", "[2,3]", "[4,5]"}},
+        {"zero dimension",
+         [](model_builder& b) {
              b.input("x", {2, 0});
              b.node("Relu", {"x"}, {"r"});
-         }, {"bad.onnx: graph input 'x'", "has dimension 0 at axis 1, expected at least 1"}},
-        {"negative dimension in an initializer", [](model_builder& b) {
+         },
+         {"bad.onnx: graph input 'x'", "has dimension 0 at axis 1, expected at least 1"}},
+        {"negative dimension in an initializer",
+         [](model_builder& b) {
              b.input("x", {2});
              b.floats("w", {-2}, {});
              b.node("Add", {"x", "w"}, {"a"});
-         }, {"bad.onnx: initializer 'w'", "negative dimension -2"}},
-        {"element count overflows int64", [](model_builder& b) {
+         },
+         {"bad.onnx: initializer 'w'", "negative dimension -2"}},
+        {"element count overflows int64",
+         [](model_builder& b) {
              b.input("x", {4294967296, 4294967296});
              b.node("Relu", {"x"}, {"r"});
-         }, {"bad.onnx", "overflows 64 bits"}},
-        {"initializer with too few values", [](model_builder& b) {
+         },
+         {"bad.onnx", "overflows 64 bits"}},
+        {"initializer with too few values",
+         [](model_builder& b) {
              b.input("x", {3});
              b.floats("w", {3}, {1, 2});
              b.node("Add", {"x", "w"}, {"a"});
-         }, {"bad.onnx: initializer 'w'", "holds 2 values, expected 3"}},
-        {"NaN as a shape", [](model_builder& b) {
+         },
+         {"bad.onnx: initializer 'w'", "holds 2 values, expected 3"}},
+        {"NaN as a shape",
+         [](model_builder& b) {
              b.input("x", {2, 3});
              b.floats("s", {2}, {not_a_number, 2});
              b.node("Reshape", {"x", "s"}, {"r"});
-         }, {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
-        {"infinite shape", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
+        {"infinite shape",
+         [](model_builder& b) {
              b.input("x", {2, 3});
              b.floats("s", {2}, {infinity, 2});
              b.node("Reshape", {"x", "s"}, {"r"});
-         }, {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
-        {"folded integer overflow", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'r' (Reshape)", "not in the range of a 64-bit integer"}},
+        {"folded integer overflow",
+         [](model_builder& b) {
              b.int64s("a", {1}, {std::numeric_limits<std::int64_t>::max()}).int64s("one", {1}, {1});
              b.node("Add", {"a", "one"}, {"s"});
              b.output("s");
-         }, {"bad.onnx: node 's' (Add)", "integer Add overflows 64 bits"}},
-        {"Clip bound with no value", [](model_builder& b) {
+         },
+         {"bad.onnx: node 's' (Add)", "integer Add overflows 64 bits"}},
+        {"Clip bound with no value",
+         [](model_builder& b) {
              b.input("x", {2, 3});
              b.floats("lo", {0}, {});
              b.node("Clip", {"x", "lo"}, {"c"});
-         }, {"bad.onnx: node 'c' (Clip)", "input 1 ('min', tensor 'lo') must hold one value, it holds 0"}},
-        {"Range bound with two values", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'c' (Clip)", "input 1 ('min', tensor 'lo') must hold one value, it holds 0"}},
+        {"Range bound with two values",
+         [](model_builder& b) {
              b.int64s("start", {2}, {0, 1}).int64s("limit", {}, {4}).int64s("delta", {}, {1});
              b.node("Range", {"start", "limit", "delta"}, {"r"});
              b.output("r");
-         }, {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') must hold one value, it holds 2"}},
-        {"Slice with fewer ends than starts", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') must hold one value, it holds 2"}},
+        {"Slice with fewer ends than starts",
+         [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4}).int64s("starts", {1}, {1}).int64s("ends", {0}, {});
              b.node("Slice", {"v", "starts", "ends"}, {"s"});
              b.output("s");
-         }, {"bad.onnx: node 's' (Slice)", "starts, ends, axes and steps differ in length"}},
-        {"folding multiplies a few bytes into hundreds of MB", [](model_builder& b) {
+         },
+         {"bad.onnx: node 's' (Slice)", "starts, ends, axes and steps differ in length"}},
+        {"folding multiplies a few bytes into hundreds of MB",
+         [](model_builder& b) {
              b.floats("one", {1}, {1}).int64s("shape", {3}, {2, 3, 8388613});
              b.node("Expand", {"one", "shape"}, {"e"});
              b.output("e");
-         }, {"bad.onnx: node 'e' (Expand)", "a constant of shape [2,3,8388613] is more than folding may still compute at import time (4194320 elements left of 4194304 plus 4 per element of the file's own constants)"}},
-        {"folding a shape-only constant past the limit", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'e' (Expand)",
+          "a constant of shape [2,3,8388613] is more than folding may still compute at import time (4194320 elements "
+          "left of 4194304 plus 4 per element of the file's own constants)"}},
+        {"folding a shape-only constant past the limit",
+         [](model_builder& b) {
              b.int64s("shape", {2}, {4096, 4096});
              b.node("ConstantOfShape", {"shape"}, {"m"});
              b.output("m");
-         }, {"bad.onnx: node 'm' (ConstantOfShape)", "a constant of shape [4096,4096] is more than folding may still compute"}},
-        {"a chain of folds, each under the limit, computing too much in all", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'm' (ConstantOfShape)",
+          "a constant of shape [4096,4096] is more than folding may still compute"}},
+        {"a chain of folds, each under the limit, computing too much in all",
+         [](model_builder& b) {
              // c0..c3 (1 M elements each) fit the budget of 4 M plus 4 per file element; c4 is refused
              // before it is computed
              b.int64s("shape", {2}, {1024, 1024});
@@ -188,23 +231,33 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              const std::array<std::string, 5> c = {"c0", "c1", "c2", "c3", "c4"};
              for (std::size_t k = 1; k < c.size(); ++k) b.node("Add", {c[k - 1], c[k - 1]}, {c[k]});
              b.output("c4");
-         }, {"bad.onnx: node 'c4' (Add)", "a constant of shape [1024,1024] is more than folding may still compute at import time (8 elements left"}},
-        {"copies of a folded constant count towards the budget too", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'c4' (Add)",
+          "a constant of shape [1024,1024] is more than folding may still compute at import time (8 elements left"}},
+        {"copies of a folded constant count towards the budget too",
+         [](model_builder& b) {
              b.int64s("shape", {2}, {2048, 2048});
              b.node("ConstantOfShape", {"shape"}, {"m"});
              b.node("Identity", {"m"}, {"i"});
              b.output("i");
-         }, {"bad.onnx: node 'i' (Identity)", "folding constants at import time computes more than 4194304 elements plus 4 per element"}},
-        {"folded Reshape copying a dimension the constant lacks", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'i' (Identity)",
+          "folding constants at import time computes more than 4194304 elements plus 4 per element"}},
+        {"folded Reshape copying a dimension the constant lacks",
+         [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4}).int64s("shape", {3}, {4, 0, 0});
              b.node("Reshape", {"v", "shape"}, {"r"});
              b.output("r");
-         }, {"bad.onnx: node 'r' (Reshape)", "shape [4,0,0] copies a dimension the input lacks"}},
-        {"Split with no outputs", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'r' (Reshape)", "shape [4,0,0] copies a dimension the input lacks"}},
+        {"Split with no outputs",
+         [](model_builder& b) {
              b.input("x", {4});
              b.node("Split", {"x"}, {}).set_name("split");
-         }, {"bad.onnx: node 'split' (Split)", "has no outputs"}},
-        {"folded Flatten with an axis beyond the rank", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'split' (Split)", "has no outputs"}},
+        {"folded Flatten with an axis beyond the rank",
+         [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4});
              auto& f = b.node("Flatten", {"v"}, {"f"});
              auto* a = f.add_attribute();
@@ -212,8 +265,10 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              a->set_type(onnx::AttributeProto::INT);
              a->set_i(3);
              b.output("f");
-         }, {"bad.onnx: node 'f' (Flatten)", "axis 3 is outside [-1, 1]"}},
-        {"Conv group so large that group x channels overflows", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'f' (Flatten)", "axis 3 is outside [-1, 1]"}},
+        {"Conv group so large that group x channels overflows",
+         [](model_builder& b) {
              b.input("x", {1, 4, 5, 5});
              b.floats("w", {1, 4, 1, 1}, {1, 2, 3, 4});
              auto& c = b.node("Conv", {"x", "w"}, {"y"});
@@ -221,12 +276,15 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              a->set_name("group");
              a->set_type(onnx::AttributeProto::INT);
              a->set_i(std::int64_t{1} << 62);
-         }, {"bad.onnx: node 'y' (Conv)", "group 4611686018427387904 does not match input channels 4"}},
-        {"output nothing produces", [](model_builder& b) {
+         },
+         {"bad.onnx: node 'y' (Conv)", "group 4611686018427387904 does not match input channels 4"}},
+        {"output nothing produces",
+         [](model_builder& b) {
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});
              b.output("nope");
-         }, {"bad.onnx", "graph output 'nope' is produced by no node"}},
+         },
+         {"bad.onnx", "graph output 'nope' is produced by no node"}},
     };
     for (const bad_model& row : rows) {
         const std::string name = row.what;

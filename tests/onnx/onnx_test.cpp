@@ -97,14 +97,14 @@ TEST_CASE("ResNet-50 exported by PyTorch (weights stripped): op counts, shapes, 
     CHECK(graph::problems(g).empty());
     CHECK(m.opset == 13);
     // the export folds each BatchNormalization into its Conv, which then has a bias
-    CHECK(count(g, op_kind::conv2d) == 53);      // 1 stem + 16 blocks x 3 + 4 downsample
-    CHECK(count(g, op_kind::relu) == 49);        // 1 stem + 16 blocks x 3
+    CHECK(count(g, op_kind::conv2d) == 53);          // 1 stem + 16 blocks x 3 + 4 downsample
+    CHECK(count(g, op_kind::relu) == 49);            // 1 stem + 16 blocks x 3
     CHECK(count(g, op_kind::ewadd) == 53 + 16 + 1);  // conv biases, residual sums, fc bias
     CHECK(count(g, op_kind::maxpool2d) == 1);
     CHECK(count(g, op_kind::global_avgpool) == 1);
     CHECK(count(g, op_kind::flatten) == 1);
     CHECK(count(g, op_kind::matmul) == 1);
-    CHECK(count(g, op_kind::transpose) == 1);    // Gemm's transB
+    CHECK(count(g, op_kind::transpose) == 1);  // Gemm's transB
     // PyTorch pads symmetrically; TensorFlow's SAME puts the odd cell at the end, so the stem's
     // 7x7/2 conv, the 3x3/2 max pool and the three 3x3/2 convs get an explicit pad op
     CHECK(count(g, op_kind::pad) == 5);
@@ -174,7 +174,7 @@ TEST_CASE("transformer encoder exported by PyTorch: shape-only subgraphs fold aw
     // feed-forward layers (Gemm / MatMul)
     CHECK(count(g, op_kind::matmul) == 2 * 6);
     CHECK(count(g, op_kind::softmax) == 2);
-    CHECK(count(g, op_kind::erf) == 2);             // exact GELU
+    CHECK(count(g, op_kind::erf) == 2);  // exact GELU
     // opset 14 has no LayerNormalization: each of the 4 is ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div
     CHECK(count(g, op_kind::reduce_mean) == 2 * 4);
     CHECK(count(g, op_kind::sqrt) == 4);
@@ -195,7 +195,7 @@ TEST_CASE("transformer encoder exported by PyTorch: shape-only subgraphs fold aw
 TEST_CASE("SqueezeNet 1.1 with its weights evaluates to the exporter's output") {
     const io::onnx_model m = io::import_onnx(data_dir / "squeezenet1_1.onnx");
     CHECK(count(m.graph, op_kind::conv2d) == 26);
-    CHECK(count(m.graph, op_kind::concat) == 8);     // one per fire module
+    CHECK(count(m.graph, op_kind::concat) == 8);  // one per fire module
     CHECK(m.graph.parameter_bytes() == 4 * 1'235'496);
     CHECK(m.weight_values.size() == 52);
     const double worst = check_against_exporter("squeezenet1_1");
@@ -205,7 +205,7 @@ TEST_CASE("SqueezeNet 1.1 with its weights evaluates to the exporter's output") 
 TEST_CASE("a 2-layer encoder with embedding and LayerNormalization (opset 17) evaluates to the exporter's output") {
     const io::onnx_model m = io::import_onnx(data_dir / "encoder_small.onnx");
     CHECK(count(m.graph, op_kind::layernorm) == 4);
-    CHECK(count(m.graph, op_kind::gather) == 1);     // the embedding lookup; the shape Gathers folded
+    CHECK(count(m.graph, op_kind::gather) == 1);  // the embedding lookup; the shape Gathers folded
     check_against_exporter("encoder_small");
 }
 
@@ -270,10 +270,12 @@ TEST_CASE("bad files give one-line errors naming the problem") {
         const auto m = io::import_onnx(data_dir / "symbolic_dim.onnx", o);
         CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{5, 3});
         o.dim_values["batch"] = 0;
-        CHECK(import_error(data_dir / "symbolic_dim.onnx", o).find("bound to 0, expected at least 1") != std::string::npos);
+        CHECK(import_error(data_dir / "symbolic_dim.onnx", o).find("bound to 0, expected at least 1") !=
+              std::string::npos);
         o.dim_values = {{"bacth", 5}};
         const std::string typo = import_error(data_dir / "symbolic_dim.onnx", o);
-        CHECK(typo.find("'bacth' is not a symbolic dimension of any graph input (they have: batch)") != std::string::npos);
+        CHECK(typo.find("'bacth' is not a symbolic dimension of any graph input (they have: batch)") !=
+              std::string::npos);
         o = {.command_line_hints = true};
         const std::string hint = import_error(data_dir / "symbolic_dim.onnx", o);
         CHECK(hint.find("--dim batch=VALUE") != std::string::npos);
@@ -322,9 +324,38 @@ TEST_CASE("corrupted files import or raise goopt::error, never crash") {
 TEST_CASE("supported operator list is sorted and names the issue's operators") {
     const auto ops = io::onnx_supported_ops();
     CHECK(std::is_sorted(ops.begin(), ops.end()));
-    for (const char* op : {"Conv", "Gemm", "MatMul", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Erf",
-                           "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "Concat", "Split",
-                           "Flatten", "Reshape", "Transpose", "Softmax", "ReduceMean", "Gather", "Slice", "Shape",
-                           "Constant", "Identity", "Pad", "Where", "Expand", "Unsqueeze", "Squeeze"})
+    for (const char* op : {"Conv",
+                           "Gemm",
+                           "MatMul",
+                           "Relu",
+                           "Clip",
+                           "Add",
+                           "Sub",
+                           "Mul",
+                           "Div",
+                           "Pow",
+                           "Sqrt",
+                           "Erf",
+                           "BatchNormalization",
+                           "MaxPool",
+                           "AveragePool",
+                           "GlobalAveragePool",
+                           "Concat",
+                           "Split",
+                           "Flatten",
+                           "Reshape",
+                           "Transpose",
+                           "Softmax",
+                           "ReduceMean",
+                           "Gather",
+                           "Slice",
+                           "Shape",
+                           "Constant",
+                           "Identity",
+                           "Pad",
+                           "Where",
+                           "Expand",
+                           "Unsqueeze",
+                           "Squeeze"})
         CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
 }

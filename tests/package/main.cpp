@@ -20,9 +20,9 @@ int main() {
         for (const auto& m : goopt::subst::find_matches(g, r, 4)) try {
                 (void)goopt::subst::apply(g, r, m);
                 ++applied;
-            } catch (const goopt::error&) {
-            }
-    std::cout << rules.size() << " rules from " << goopt::io::default_rules_file() << ", " << applied << " rewrites apply\n";
+            } catch (const goopt::error&) {}
+    std::cout << rules.size() << " rules from " << goopt::io::default_rules_file() << ", " << applied
+              << " rewrites apply\n";
     return applied > 0 ? 0 : 1;
 #else
     std::cout << "this installation has no rule library (built without the benchmarks)\n";

@@ -1,7 +1,7 @@
 // Links goopt::metis from the installed package: METIS places two independent matmul chains on two
 // devices, and the placement keeps each chain whole (no bytes cross devices).
-#include <goopt/device/cluster_spec.hpp>
 #include <goopt/baselines/metis_placement.hpp>
+#include <goopt/device/cluster_spec.hpp>
 
 #include <iostream>
 #include <string>

@@ -47,7 +47,8 @@ struct linear_net {
     using scalar = double;
     nn::linear<double> fc;
     nn::value_head<double> v;
-    template <class Rng> explicit linear_net(Rng& rng) : fc(bandit::contexts, bandit::arms, rng, "fc"), v(bandit::contexts, rng) {}
+    template <class Rng>
+    explicit linear_net(Rng& rng) : fc(bandit::contexts, bandit::arms, rng, "fc"), v(bandit::contexts, rng) {}
     nn::policy_output<double> evaluate(const bandit::observation& o, const std::vector<std::vector<int>>&) {
         nn::policy_output<double> out;
         out.logits.push_back(fc.forward(o.x));
@@ -75,8 +76,8 @@ std::vector<double> flat(linear_net& n) {
     for (auto* p : n.parameters()) v.insert(v.end(), p->value.data(), p->value.data() + p->value.size());
     return v;
 }
-const rl::ppo_config bandit_config{.updates = 120, .samples_per_update = 16, .minibatch = 8, .learning_rate = 0.03,
-                                   .max_grad_norm = 5.0};
+const rl::ppo_config bandit_config{
+    .updates = 120, .samples_per_update = 16, .minibatch = 8, .learning_rate = 0.03, .max_grad_norm = 5.0};
 }  // namespace
 
 TEST_CASE("PPO reaches the optimum of a contextual bandit from a fixed seed (both baselines)") {
@@ -137,7 +138,8 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     CHECK_THROWS_AS(bandit_ppo(env, net, {.samples_per_update = 0}), error);
     CHECK_THROWS_AS(bandit_ppo(env, net, {.clip = 1.5}), error);
     rl::ppo<bandit, linear_net> trainer(env, net, {});
-    CHECK_THROWS_WITH_AS(trainer.load_checkpoint("/nonexistent/goopt.ckpt", rng), doctest::Contains("cannot open"), error);
+    CHECK_THROWS_WITH_AS(trainer.load_checkpoint("/nonexistent/goopt.ckpt", rng), doctest::Contains("cannot open"),
+                         error);
     CHECK_THROWS_AS(trainer.set_imitation_target({0, 1, 7}), error);
     // the warm start needs a target for every node
     rl::ppo<bandit, linear_net> warm(env, net, {.imitation_steps = 2});

@@ -3,10 +3,10 @@
 // simulator is fresh or has run other decisions before (its work arrays are reused across runs).
 #include "random_dag.hpp"
 
+#include <goopt/baselines/greedy_fusion.hpp>
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
-#include <goopt/baselines/greedy_fusion.hpp>
 
 #include <doctest/doctest.h>
 

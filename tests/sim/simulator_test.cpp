@@ -32,8 +32,7 @@ static_assert(device::DeviceModel<round_device>);
 struct fixed_cost {
     std::vector<double> seconds;
     template <class D> double op_time(const graph::computation_graph&, op_id o, const D&) const { return seconds[o]; }
-    template <class D>
-    double group_time(const graph::computation_graph&, std::span<const op_id> ops, const D&) const {
+    template <class D> double group_time(const graph::computation_graph&, std::span<const op_id> ops, const D&) const {
         double s = 0;
         for (op_id o : ops) s += seconds[o];
         return s;
@@ -46,10 +45,10 @@ static_assert(cost::CostModel<fixed_cost, round_device>);
 using round_simulator = sim::simulator<round_device, fixed_cost>;
 static_assert(std::is_constructible_v<round_simulator, const graph::computation_graph&,
                                       const device::cluster<round_device>&, fixed_cost>);
-static_assert(!std::is_constructible_v<round_simulator, const graph::computation_graph&,
-                                       device::cluster<round_device>, fixed_cost>);
-static_assert(!std::is_constructible_v<round_simulator, graph::computation_graph,
-                                       const device::cluster<round_device>&, fixed_cost>);
+static_assert(!std::is_constructible_v<round_simulator, const graph::computation_graph&, device::cluster<round_device>,
+                                       fixed_cost>);
+static_assert(!std::is_constructible_v<round_simulator, graph::computation_graph, const device::cluster<round_device>&,
+                                       fixed_cost>);
 
 device::cluster<round_device> two_devices(round_device d, double bandwidth, double latency) {
     return device::cluster<round_device>::all_to_all(d, 2, bandwidth, latency);
@@ -85,7 +84,8 @@ TEST_CASE("a chain split over two devices: roofline times and one transfer, work
     CHECK(r.peak_memory[1] == 2048);
     CHECK_FALSE(r.oom);
     REQUIRE(r.ops.size() == 4);
-    const auto ev_c = std::find_if(r.ops.begin(), r.ops.end(), [&](const sim::op_event& e) { return e.op == g.producer(c); });
+    const auto ev_c =
+        std::find_if(r.ops.begin(), r.ops.end(), [&](const sim::op_event& e) { return e.op == g.producer(c); });
     CHECK(ev_c->start == doctest::Approx(6.120e-3));
     CHECK(ev_c->device == 1u);
     (void)b;
@@ -214,9 +214,9 @@ TEST_CASE("placements that break a colocation group are rejected, naming both op
     g.set_colocation(g.producer(y), 7);
     const auto cl = device::parse_cluster("2xV100:nvlink");
     sim::simulator s(g, cl);
-    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 1}),
-                         doctest::Contains("breaks colocation group 7: op 'w' (weight) is on device 0 but op 'y' (matmul)"),
-                         error);
+    CHECK_THROWS_WITH_AS(
+        s.run(sim::placement{0, 0, 1}),
+        doctest::Contains("breaks colocation group 7: op 'w' (weight) is on device 0 but op 'y' (matmul)"), error);
     const auto r = s.run(sim::placement{1, 1, 1});
     // the weight is persistent: 64 bytes from the start, plus x and y
     CHECK(r.peak_memory[1] == 64 * 3);
@@ -285,9 +285,9 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
                 if (p[q] == p[o]) {
                     CHECK(ev[o].start >= ev[q].end - 1e-15);
                 } else {
-                    const auto tr = std::find_if(r.transfers.begin(), r.transfers.end(), [&](const sim::transfer_event& x) {
-                        return x.tensor == t && x.to == p[o];
-                    });
+                    const auto tr =
+                        std::find_if(r.transfers.begin(), r.transfers.end(),
+                                     [&](const sim::transfer_event& x) { return x.tensor == t && x.to == p[o]; });
                     REQUIRE(tr != r.transfers.end());
                     CHECK(tr->start >= ev[q].end - 1e-15);
                     CHECK(ev[o].start >= tr->end - 1e-15);
@@ -306,7 +306,8 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
             std::sort(iv.begin(), iv.end());
             for (std::size_t i = 1; i < iv.size(); ++i) CHECK(iv[i].first >= iv[i - 1].second - 1e-15);
         }
-        for (std::size_t i = 1; i < r.transfers.size(); ++i) CHECK(r.transfers[i].start >= r.transfers[i - 1].end - 1e-15);
+        for (std::size_t i = 1; i < r.transfers.size(); ++i)
+            CHECK(r.transfers[i].start >= r.transfers[i - 1].end - 1e-15);
         // bounds: critical path (devices are identical) and total work over devices
         const auto cp = graph::critical_path(g, [&](std::size_t o) { return s.op_time(static_cast<op_id>(o), 0); });
         double work = 0;
@@ -319,7 +320,8 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
         // memory never negative (asserted inside run) and at least the persistent weights
         for (std::size_t d = 0; d < 3; ++d) CHECK(r.peak_memory[d] >= 0);
         // the same decisions give the same result (work arrays are reused correctly)
-        const auto again = s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
+        const auto again =
+            s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
         CHECK(again.step_time == r.step_time);
         CHECK(again.peak_memory == r.peak_memory);
     }

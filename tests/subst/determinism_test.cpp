@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,7 +26,8 @@ struct outcome {
     friend bool operator==(const outcome&, const outcome&) = default;
 };
 
-outcome run(const world& w, std::span<const world> check, std::size_t threads, std::uint64_t seed = generation_config{}.seed) {
+outcome run(const world& w, std::span<const world> check, std::size_t threads,
+            std::uint64_t seed = generation_config{}.seed) {
     const auto r = generate_rules(w, check, {.max_ops = 2, .threads = threads, .seed = seed});
     // counters and seconds only (8 bytes each, so no padding bytes of unspecified value)
     static_assert(std::is_trivially_copyable_v<generation_stats> && sizeof(generation_stats) % 8 == 0);

@@ -34,8 +34,8 @@ TEST_CASE("e-graph: hash-consing and the shape analysis") {
     CHECK(g.classes().size() == 3);
 
     // split: one class per output, each with its own shape; an output index past the end is rejected
-    const auto sp = g.intern(with_defaults(op_kind::split, {{attr_id::axis, std::int64_t{1}},
-                                                           {attr_id::sizes, std::vector<std::int64_t>{1, 2}}}));
+    const auto sp = g.intern(with_defaults(
+        op_kind::split, {{attr_id::axis, std::int64_t{1}}, {attr_id::sizes, std::vector<std::int64_t>{1, 2}}}));
     const auto s0 = g.add(op_kind::split, sp, 0, ids({x}));
     const auto s1 = g.add(op_kind::split, sp, 1, ids({x}));
     REQUIRE((s0 && s1));

@@ -29,7 +29,9 @@ std::vector<std::string> texts(const generation_result& r) {
     return t;
 }
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
 /// A rule holds both ways; the generator writes the side with more ops first, ties in any order.
 bool has_rule(const std::vector<std::string>& v, const std::string& a, const std::string& b) {
     return has(v, a + " => " + b) || has(v, b + " => " + a);
@@ -47,29 +49,39 @@ TEST_CASE("modular evaluation: identity kernel, pooling of ones, relu surrogate"
     std::mt19937_64 rng(1);
     const mod_tensor x = random_mod_tensor({1, 2, 4, 5}, rng);
     ops::attribute_map conv = with_defaults(op_kind::conv2d, {});
-    const auto ic_out = ops::spec(op_kind::const_iconv).infer({}, with_defaults(op_kind::const_iconv, {{ops::attr_id::shape, std::vector<std::int64_t>{2, 2, 3, 3}}}));
+    const auto ic_out = ops::spec(op_kind::const_iconv)
+                            .infer({}, with_defaults(op_kind::const_iconv,
+                                                     {{ops::attr_id::shape, std::vector<std::int64_t>{2, 2, 3, 3}}}));
     const auto iconv = evaluate_modular(op_kind::const_iconv, {}, {}, ic_out)[0];
     const mod_tensor* args[] = {&x, &iconv};
     const ops::tensor_type types[] = {{x.dims}, {iconv.dims}};
-    const auto y = evaluate_modular(op_kind::conv2d, conv, args, ops::spec(op_kind::conv2d).infer(std::span<const ops::tensor_type>(types), conv))[0];
+    const auto y =
+        evaluate_modular(op_kind::conv2d, conv, args,
+                         ops::spec(op_kind::conv2d).infer(std::span<const ops::tensor_type>(types), conv))[0];
     CHECK(y.dims == x.dims);
     CHECK(y.data == x.data);  // SAME conv with the identity kernel is the identity
 
     // SAME 3x3 average pooling of all-ones is all-ones: the corner window sums 4 cells and is
     // multiplied by the inverse of 4, the middle ones by the inverse of 9
     mod_tensor ones{{1, 1, 3, 3}, std::vector<std::uint64_t>(9, 1)};
-    const ops::attribute_map pool = with_defaults(op_kind::avgpool2d, {{ops::attr_id::kernel, std::vector<std::int64_t>{3, 3}}});
+    const ops::attribute_map pool =
+        with_defaults(op_kind::avgpool2d, {{ops::attr_id::kernel, std::vector<std::int64_t>{3, 3}}});
     const mod_tensor* pin[] = {&ones};
     const ops::tensor_type ptypes[] = {{ones.dims}};
-    const auto p = evaluate_modular(op_kind::avgpool2d, pool, pin, ops::spec(op_kind::avgpool2d).infer(std::span<const ops::tensor_type>(ptypes), pool))[0];
+    const auto p =
+        evaluate_modular(op_kind::avgpool2d, pool, pin,
+                         ops::spec(op_kind::avgpool2d).infer(std::span<const ops::tensor_type>(ptypes), pool))[0];
     CHECK(p.data == std::vector<std::uint64_t>(9, 1));
 
     mod_tensor two{{2}, {2, modular::prime - 1}};
     const mod_tensor* rin[] = {&two};
     const ops::tensor_type rtypes[] = {{two.dims}};
-    const auto r = evaluate_modular(op_kind::relu, {}, rin, ops::spec(op_kind::relu).infer(std::span<const ops::tensor_type>(rtypes), {}))[0];
+    const auto r = evaluate_modular(op_kind::relu, {}, rin,
+                                    ops::spec(op_kind::relu).infer(std::span<const ops::tensor_type>(rtypes), {}))[0];
     CHECK(r.data == std::vector<std::uint64_t>{7, 1});  // 2*3+1 and (-1)*0+1
-    CHECK_THROWS_AS(evaluate_modular(op_kind::sigmoid, {}, rin, ops::spec(op_kind::relu).infer(std::span<const ops::tensor_type>(rtypes), {})), error);
+    CHECK_THROWS_AS(evaluate_modular(op_kind::sigmoid, {}, rin,
+                                     ops::spec(op_kind::relu).infer(std::span<const ops::tensor_type>(rtypes), {})),
+                    error);
 }
 
 TEST_CASE("enumeration counts, hand-derived") {
@@ -112,11 +124,13 @@ TEST_CASE("every graph is produced once, and sharding partitions the graphs") {
         enumerate_graphs(w, {.max_ops = 2, .shard = s, .num_shards = 3},
                          [&](const enumerated_graph& g) { sharded.insert(g.fingerprint); });
     CHECK(sharded == all);
-    CHECK_THROWS_AS(enumerate_graphs(w, {.max_ops = 2, .shard = 3, .num_shards = 3}, [](const enumerated_graph&) {}), error);
+    CHECK_THROWS_AS(enumerate_graphs(w, {.max_ops = 2, .shard = 3, .num_shards = 3}, [](const enumerated_graph&) {}),
+                    error);
 }
 
 TEST_CASE("known identities over matrices, and no known non-identity") {
-    world w = small_world(matrices, {op_kind::matmul, op_kind::ewadd, op_kind::concat, op_kind::relu, op_kind::transpose});
+    world w =
+        small_world(matrices, {op_kind::matmul, op_kind::ewadd, op_kind::concat, op_kind::relu, op_kind::transpose});
     w.choices[static_cast<std::size_t>(op_kind::matmul)].resize(1);  // activation none only: faster
     world c3 = w, c6 = w;
     for (auto& v : c3.variables) v.dims = ops::shape{3, 3};
@@ -129,7 +143,8 @@ TEST_CASE("known identities over matrices, and no known non-identity") {
     CHECK(has_rule(t, "concat{axis=1}(matmul(x0,x1),matmul(x0,x2))", "matmul(x0,concat{axis=1}(x1,x2))"));
     CHECK(has_rule(t, "concat{axis=0}(matmul(x0,x1),matmul(x2,x1))", "matmul(concat{axis=0}(x0,x2),x1)"));
     CHECK(has_rule(t, "concat{axis=0}(relu(x0),relu(x1))", "relu(concat{axis=0}(x0,x1))"));
-    CHECK(has_rule(t, "matmul(transpose{perm=[1,0]}(x0),transpose{perm=[1,0]}(x1))", "transpose{perm=[1,0]}(matmul(x1,x0))"));
+    CHECK(has_rule(t, "matmul(transpose{perm=[1,0]}(x0),transpose{perm=[1,0]}(x1))",
+                   "transpose{perm=[1,0]}(matmul(x1,x0))"));
     CHECK(has_rule(t, "ewadd(ewadd(x0,x1),x2)", "ewadd(ewadd(x0,x2),x1)"));
     for (const auto& s : t) {
         CHECK(s.find("=> ewadd(relu(x0),relu(x1))") == std::string::npos);
@@ -154,7 +169,8 @@ TEST_CASE("known identities over matrices, and no known non-identity") {
     pattern lhs, rhs;
     lhs.ops = {{op_kind::ewadd, 0, 1, {{variable_op, 0}, {variable_op, 1}}}, {op_kind::relu, 0, 1, {{0, 0}}}};
     lhs.outputs = {{1, 0}};
-    rhs.ops = {{op_kind::relu, 0, 1, {{variable_op, 0}}}, {op_kind::relu, 0, 1, {{variable_op, 1}}},
+    rhs.ops = {{op_kind::relu, 0, 1, {{variable_op, 0}}},
+               {op_kind::relu, 0, 1, {{variable_op, 1}}},
                {op_kind::ewadd, 0, 1, {{0, 0}, {1, 0}}}};
     rhs.outputs = {{2, 0}};
     const auto vars = variable_values(w, 0x7a502019);
@@ -226,7 +242,8 @@ TEST_CASE("an identity that holds only at the shapes it was found at is rejected
     // kernel no longer divides into groups
     world w = small_world({{"a0", {1, 3, 5, 6}}, {"w0", {3, 3, 3, 3}, true}}, {op_kind::conv2d, op_kind::concat});
     w.choices[static_cast<std::size_t>(op_kind::conv2d)].resize(1);  // stride 1, SAME, no activation
-    w.choices[static_cast<std::size_t>(op_kind::concat)].erase(w.choices[static_cast<std::size_t>(op_kind::concat)].begin());
+    w.choices[static_cast<std::size_t>(op_kind::concat)].erase(
+        w.choices[static_cast<std::size_t>(op_kind::concat)].begin());
     world c = w;
     c.variables = {{"a0", {1, 2, 4, 7}}, {"w0", {2, 2, 3, 3}, true}};
     const world cs[] = {c};
@@ -253,7 +270,8 @@ TEST_CASE("stage counts: each class of pairs equal up to renaming is counted onc
     do {
         bool keeps = true;
         for (std::size_t i = 0; i < p.size(); ++i)
-            keeps = keeps && w.variables[p[i]].dims == w.variables[i].dims && w.variables[p[i]].weight == w.variables[i].weight;
+            keeps = keeps && w.variables[p[i]].dims == w.variables[i].dims &&
+                    w.variables[p[i]].weight == w.variables[i].weight;
         if (keeps) renamings.push_back(p);
     } while (std::next_permutation(p.begin(), p.end()));
     REQUIRE(renamings.size() == 24);  // x0..x2: 6, a0/a1: 2, w0/w1: 2
@@ -277,7 +295,8 @@ TEST_CASE("stage counts: each class of pairs equal up to renaming is counted onc
     auto op_terms = [&](const pattern& g) {  // the term of every op's first output
         const rule x = make_rule(w, g, g);
         std::set<std::string> t;
-        for (std::size_t i = 0; i < x.source.ops.size(); ++i) t.insert(term(x, x.source, {static_cast<std::uint16_t>(i), 0}));
+        for (std::size_t i = 0; i < x.source.ops.size(); ++i)
+            t.insert(term(x, x.source, {static_cast<std::uint16_t>(i), 0}));
         return t;
     };
     const auto vars = variable_values(w, generation_config{}.seed);
@@ -299,7 +318,8 @@ TEST_CASE("stage counts: each class of pairs equal up to renaming is counted onc
                 if (std::any_of(ti.begin(), ti.end(), [&](const std::string& s) { return tj.count(s) > 0; })) continue;
                 subgraph_classes.insert(key);
                 const auto [s, d] = graphs[j].ops.size() > graphs[i].ops.size() ? std::pair{j, i} : std::pair{i, j};
-                const auto hs = subst::detail::value_hashes(w, graphs[s], vars), hd = subst::detail::value_hashes(w, graphs[d], vars);
+                const auto hs = subst::detail::value_hashes(w, graphs[s], vars),
+                           hd = subst::detail::value_hashes(w, graphs[d], vars);
                 const auto aligned = subst::detail::align_outputs(graphs[s], hs, graphs[d], hd, vars);
                 REQUIRE(aligned);
                 if (subst::detail::common_supergraph(w, graphs[s], hs, graphs[d], hd, *aligned, vars)) continue;

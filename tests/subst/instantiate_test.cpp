@@ -80,7 +80,8 @@ std::vector<ops::shape> perturbed(const rule& r, int how, std::mt19937_64& rng) 
     for (const auto& v : r.variables) {
         ops::shape s;
         if (how == 2 && v.dims.rank() == 2 && !v.weight && rng() % 2 == 0) s.push_back(2);  // a leading batch axis
-        for (auto d : v.dims) s.push_back(how == 3 && rng() % 3 == 0 ? 1 : new_size(d));  // 1: broadcast where it builds
+        for (auto d : v.dims)
+            s.push_back(how == 3 && rng() % 3 == 0 ? 1 : new_size(d));  // 1: broadcast where it builds
         if (how == 4 && v.dims.rank() == 2 && rng() % 2 == 0) s = ops::shape{v.dims[1]};  // a vector (a bias)
         dims.push_back(s);
     }
@@ -110,7 +111,8 @@ std::pair<std::size_t, std::size_t> check_at_other_shapes(const std::vector<rule
                 ++applied;
                 graph::validate(h);
                 const double d = relative_difference(*g, h, i * 31 + static_cast<std::uint64_t>(p));
-                CHECK_MESSAGE(d < 1e-9, to_string(r), " at ", g->describe(g->producer(m.variables.empty() ? 0 : m.variables[0])));
+                CHECK_MESSAGE(d < 1e-9, to_string(r), " at ",
+                              g->describe(g->producer(m.variables.empty() ? 0 : m.variables[0])));
             }
         }
     }
@@ -173,7 +175,8 @@ TEST_CASE("regression: the sum of a 3x3 and a 1x1 convolution is not one convolu
         REQUIRE(!ms.empty());
         for (const auto& m : ms) {
             if (k == 1) {
-                CHECK_THROWS_WITH_AS((void)apply(g, r, m), doctest::Contains("not proven from the axioms at the matched shapes"), error);
+                CHECK_THROWS_WITH_AS((void)apply(g, r, m),
+                                     doctest::Contains("not proven from the axioms at the matched shapes"), error);
             } else {
                 const auto h = apply(g, r, m);
                 CHECK(h.ops_of_kind(op_kind::conv2d).size() == 1);
@@ -221,8 +224,7 @@ TEST_CASE("the merge of two matmuls that share an input applies at a real model'
                     const auto h = apply(g, r, m);
                     CHECK(relative_difference(g, h, 9) < 1e-9);
                     merged += h.ops_of_kind(op_kind::matmul).size() == 1;
-                } catch (const error&) {
-                }
+                } catch (const error&) {}
         CHECK_MESSAGE(merged > 0, xs.to_string());
     }
 }
@@ -237,8 +239,9 @@ TEST_CASE("rules with a side without ops remove what rewrites leave behind") {
     const auto a = g.input("a", {3, 5});
     const auto b = g.input("b", {3, 7});
     const auto c = g.add1(op_kind::concat, {a, b}, {{ops::attr_id::axis, std::int64_t{1}}});
-    const auto parts = g.add(op_kind::split, std::vector<graph::tensor_id>{c},
-                             {{ops::attr_id::axis, std::int64_t{1}}, {ops::attr_id::sizes, std::vector<std::int64_t>{5, 7}}});
+    const auto parts =
+        g.add(op_kind::split, std::vector<graph::tensor_id>{c},
+              {{ops::attr_id::axis, std::int64_t{1}}, {ops::attr_id::sizes, std::vector<std::int64_t>{5, 7}}});
     g.mark_output(g.add1(op_kind::relu, {parts[0]}));
     g.mark_output(g.add1(op_kind::relu, {parts[1]}));
     std::size_t removed = 0;
@@ -248,8 +251,7 @@ TEST_CASE("rules with a side without ops remove what rewrites leave behind") {
                 const auto h = apply(g, r, m);
                 CHECK(relative_difference(g, h, 11) < 1e-12);
                 removed += h.ops_of_kind(op_kind::split).empty() && h.ops_of_kind(op_kind::concat).empty();
-            } catch (const error&) {
-            }
+            } catch (const error&) {}
     }
     CHECK(removed > 0);
 }
@@ -264,7 +266,8 @@ TEST_CASE("regression: a multi-output rule whose outputs use a split's #1 before
                     {op_kind::split, {}, {{0, 0}}, 2},
                     {op_kind::concat, {}, {{variable_op, 0}, {1, 1}}, 1}};
     r.source.ops[0].attrs = with_defaults(op_kind::matmul, {});
-    r.source.ops[1].attrs = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}}, {ops::attr_id::sizes, std::vector<std::int64_t>{3, 3}}});
+    r.source.ops[1].attrs = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}},
+                                                           {ops::attr_id::sizes, std::vector<std::int64_t>{3, 3}}});
     r.source.ops[2].attrs = with_defaults(op_kind::concat, {{ops::attr_id::axis, std::int64_t{1}}});
     r.source.outputs = {{2, 0}, {1, 0}};
     r.target = r.source;
@@ -279,9 +282,12 @@ TEST_CASE("attributes: axes count from the end, shape-dependent ones are free, t
     const auto concat2 = with_defaults(op_kind::concat, {{ops::attr_id::axis, std::int64_t{2}}});
     CHECK(attributes_match(op_kind::concat, concat1, 2, concat2, 3));
     CHECK_FALSE(attributes_match(op_kind::concat, concat1, 2, concat1, 3));
-    CHECK(attributes_match(op_kind::concat, concat1, 2, with_defaults(op_kind::concat, {{ops::attr_id::axis, std::int64_t{-1}}}), 2));
-    const auto split44 = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}}, {ops::attr_id::sizes, std::vector<std::int64_t>{4, 4}}});
-    const auto split57 = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}}, {ops::attr_id::sizes, std::vector<std::int64_t>{5, 7}}});
+    CHECK(attributes_match(op_kind::concat, concat1, 2,
+                           with_defaults(op_kind::concat, {{ops::attr_id::axis, std::int64_t{-1}}}), 2));
+    const auto split44 = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}},
+                                                        {ops::attr_id::sizes, std::vector<std::int64_t>{4, 4}}});
+    const auto split57 = with_defaults(op_kind::split, {{ops::attr_id::axis, std::int64_t{1}},
+                                                        {ops::attr_id::sizes, std::vector<std::int64_t>{5, 7}}});
     CHECK(attributes_match(op_kind::split, split44, 2, split57, 2));
     const auto conv_s1 = with_defaults(op_kind::conv2d, {});
     const auto conv_s2 = with_defaults(op_kind::conv2d, {{ops::attr_id::stride, std::vector<std::int64_t>{2, 2}}});

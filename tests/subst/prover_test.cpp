@@ -206,7 +206,8 @@ constexpr std::array axiom_examples{
     "concat{axis=1}(concat{axis=0}(x0,x1),concat{axis=0}(x2,x0))",
     "concat{axis=0}(concat{axis=0}(x0,x1),x2)",
     "split{axis=0,sizes=[4,4]}(concat{axis=0}(x0,x1))#1",
-    "concat{axis=1}(split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))#0,split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))#1)",
+    "concat{axis=1}(split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))#0,split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))"
+    "#1)",
     "conv2d(a0,ewmul(enlarge{kernel=[3,3]}(w2),enlarge{kernel=[3,3]}(w2)))",
 };
 
@@ -264,8 +265,9 @@ namespace detail_test {
 inline void relu_over_ewadd(matcher& m, class_id c, const e_node& n) {
     for (const auto& s : m.g.nodes(n.children[0]))
         if (s.kind == op_kind::ewadd)
-            m.emit(c, m.op(op_kind::ewadd, s.attrs, {m.op(op_kind::relu, n.attrs, {s.children[0]}),
-                                                     m.op(op_kind::relu, n.attrs, {s.children[1]})}));
+            m.emit(c, m.op(op_kind::ewadd, s.attrs,
+                           {m.op(op_kind::relu, n.attrs, {s.children[0]}),
+                            m.op(op_kind::relu, n.attrs, {s.children[1]})}));
 }
 }  // namespace detail_test
 
@@ -298,17 +300,21 @@ TEST_CASE("prover: well-known identities are proven") {
     CHECK(proves("concat{axis=1}(conv2d(a0,w0),conv2d(a0,w1)) => conv2d(a0,concat{axis=0}(w0,w1))"));
     CHECK(proves("ewadd(conv2d(a0,w0),conv2d(a0,w1)) => conv2d(a0,ewadd(w0,w1))"));
     CHECK(proves("conv2d(a0,enlarge{kernel=[3,3]}(w2)) => conv2d(a0,w2)"));
-    CHECK(proves("concat{axis=1}(conv2d(a0,w0),conv2d(a0,w2)) => conv2d(a0,concat{axis=0}(w0,enlarge{kernel=[3,3]}(w2)))"));
+    CHECK(proves(
+        "concat{axis=1}(conv2d(a0,w0),conv2d(a0,w2)) => conv2d(a0,concat{axis=0}(w0,enlarge{kernel=[3,3]}(w2)))"));
     CHECK(proves("relu(concat{axis=0}(x0,x1)) => concat{axis=0}(relu(x0),relu(x1))"));
-    CHECK(proves("transpose{perm=[1,0]}(matmul(x0,x1)) => matmul(transpose{perm=[1,0]}(x1),transpose{perm=[1,0]}(x0))"));
+    CHECK(
+        proves("transpose{perm=[1,0]}(matmul(x0,x1)) => matmul(transpose{perm=[1,0]}(x1),transpose{perm=[1,0]}(x0))"));
     CHECK(proves("smul(matmul(x0,x1),s0) => matmul(x0,smul(x1,s0))"));
     CHECK(proves("smul(conv2d(a0,w0),s0) => conv2d(a0,smul(w0,s0))"));
     CHECK(proves("conv2d(a0,const_iconv{shape=[3,3,3,3]}()) => a0"));
     CHECK(proves("matmul{activation=relu}(x0,const_imm{shape=[4,4]}()) => relu(x0)"));
-    CHECK(proves("conv2d{padding=valid}(a0,const_pool{shape=[3,1,3,3]}()) => avgpool2d{kernel=[3,3],padding=valid}(a0)"));
+    CHECK(
+        proves("conv2d{padding=valid}(a0,const_pool{shape=[3,1,3,3]}()) => avgpool2d{kernel=[3,3],padding=valid}(a0)"));
     // several outputs: both matmuls from one matmul of a concat
-    CHECK(proves("matmul(x0,x1), matmul(x0,x2) => split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#0, "
-                 "split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#1"));
+    CHECK(
+        proves("matmul(x0,x1), matmul(x0,x2) => split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#0, "
+               "split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#1"));
 }
 
 TEST_CASE("prover: identities that take several axiom applications") {
@@ -317,15 +323,19 @@ TEST_CASE("prover: identities that take several axiom applications") {
     // associativity and commutativity both needed (a round applies every match, so one round may do)
     CHECK(std::find(p.axioms_used.begin(), p.axioms_used.end(), "ewadd-assoc") != p.axioms_used.end());
     CHECK(std::find(p.axioms_used.begin(), p.axioms_used.end(), "ewadd-comm") != p.axioms_used.end());
-    CHECK(proves("relu(transpose{perm=[1,0]}(concat{axis=0}(x0,x1))) => "
-                 "concat{axis=1}(transpose{perm=[1,0]}(relu(x0)),transpose{perm=[1,0]}(relu(x1)))"));
-    CHECK(proves("conv2d{activation=relu}(a0,concat{axis=0}(w0,w1)) => concat{axis=1}(relu(conv2d(a0,w0)),conv2d{activation=relu}(a0,w1))"));
+    CHECK(
+        proves("relu(transpose{perm=[1,0]}(concat{axis=0}(x0,x1))) => "
+               "concat{axis=1}(transpose{perm=[1,0]}(relu(x0)),transpose{perm=[1,0]}(relu(x1)))"));
+    CHECK(
+        proves("conv2d{activation=relu}(a0,concat{axis=0}(w0,w1)) => "
+               "concat{axis=1}(relu(conv2d(a0,w0)),conv2d{activation=relu}(a0,w1))"));
     CHECK(proves("split{axis=0,sizes=[4,4]}(concat{axis=0}(matmul(x0,x1),matmul(x2,x1)))#1 => matmul(x2,x1)"));
     const auto q = prove(parse("smul(ewadd(matmul(x0,x1),matmul(x0,x2)),s0) => matmul(smul(x0,s0),ewadd(x1,x2))"));
     CHECK(q.proven);
     CHECK(q.axioms_used.size() >= 3);
-    CHECK(proves("matmul(transpose{perm=[1,0]}(ewadd(x0,x1)),x2) => "
-                 "transpose{perm=[1,0]}(ewadd(matmul(transpose{perm=[1,0]}(x2),x0),matmul(transpose{perm=[1,0]}(x2),x1)))"));
+    CHECK(proves(
+        "matmul(transpose{perm=[1,0]}(ewadd(x0,x1)),x2) => "
+        "transpose{perm=[1,0]}(ewadd(matmul(transpose{perm=[1,0]}(x2),x0),matmul(transpose{perm=[1,0]}(x2),x1)))"));
 }
 
 TEST_CASE("prover: non-identities are never proven") {
@@ -360,12 +370,14 @@ TEST_CASE("prover: limits and rules that do not build") {
     const auto tiny = prove(r, {.max_iterations = 50, .max_nodes = 12, .max_time = std::chrono::seconds(10)});
     CHECK_FALSE(tiny.proven);
     CHECK(tiny.reason == "node limit");
-    const rule deep = parse("matmul(transpose{perm=[1,0]}(ewadd(x0,x1)),x2) => "
-                            "transpose{perm=[1,0]}(ewadd(matmul(transpose{perm=[1,0]}(x2),x0),matmul(transpose{perm=[1,0]}(x2),x1)))");
+    const rule deep = parse(
+        "matmul(transpose{perm=[1,0]}(ewadd(x0,x1)),x2) => "
+        "transpose{perm=[1,0]}(ewadd(matmul(transpose{perm=[1,0]}(x2),x0),matmul(transpose{perm=[1,0]}(x2),x1)))");
     const auto full = prove(deep);
     REQUIRE(full.proven);
     REQUIRE(full.iterations >= 2);
-    const auto once = prove(deep, {.max_iterations = full.iterations - 1, .max_nodes = 4000, .max_time = std::chrono::seconds(10)});
+    const auto once =
+        prove(deep, {.max_iterations = full.iterations - 1, .max_nodes = 4000, .max_time = std::chrono::seconds(10)});
     CHECK_FALSE(once.proven);
     CHECK(once.reason == "iteration limit");
     CHECK(once.iterations == full.iterations - 1);
@@ -387,7 +399,9 @@ TEST_CASE("prover: limits and rules that do not build") {
 }
 
 TEST_CASE("prover: deterministic, also from several threads") {
-    const rule r = parse("conv2d{activation=relu}(a0,concat{axis=0}(w0,w1)) => concat{axis=1}(relu(conv2d(a0,w0)),conv2d{activation=relu}(a0,w1))");
+    const rule r = parse(
+        "conv2d{activation=relu}(a0,concat{axis=0}(w0,w1)) => "
+        "concat{axis=1}(relu(conv2d(a0,w0)),conv2d{activation=relu}(a0,w1))");
     const auto a = prove(r);
     const auto b = prove(r);
     REQUIRE(a.proven);

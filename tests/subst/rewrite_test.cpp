@@ -29,7 +29,8 @@ rule matmul_merge() {
              {op_kind::matmul, 0, 1, {{variable_op, 1}, {variable_op, 2}}},
              {op_kind::ewadd, 0, 1, {{0, 0}, {1, 0}}}};
     s.outputs = {{2, 0}};
-    t.ops = {{op_kind::ewadd, 0, 1, {{variable_op, 0}, {variable_op, 1}}}, {op_kind::matmul, 0, 1, {{0, 0}, {variable_op, 2}}}};
+    t.ops = {{op_kind::ewadd, 0, 1, {{variable_op, 0}, {variable_op, 1}}},
+             {op_kind::matmul, 0, 1, {{0, 0}, {variable_op, 2}}}};
     t.outputs = {{1, 0}};
     return make_rule(w, s, t);
 }
@@ -96,7 +97,8 @@ TEST_CASE("a rule with two outputs: both are replaced, and a match that would ma
     // matmul(x0,x1), matmul(x0,x2) => the two halves of matmul(x0, concat{axis=1}(x1,x2))
     const world w = matrix_world();
     pattern s, t;
-    s.ops = {{op_kind::matmul, 0, 1, {{variable_op, 0}, {variable_op, 1}}}, {op_kind::matmul, 0, 1, {{variable_op, 0}, {variable_op, 2}}}};
+    s.ops = {{op_kind::matmul, 0, 1, {{variable_op, 0}, {variable_op, 1}}},
+             {op_kind::matmul, 0, 1, {{variable_op, 0}, {variable_op, 2}}}};
     s.outputs = {{0, 0}, {1, 0}};
     t.ops = {{op_kind::concat, 1, 1, {{variable_op, 1}, {variable_op, 2}}},
              {op_kind::matmul, 0, 1, {{variable_op, 0}, {0, 0}}},
@@ -136,7 +138,8 @@ TEST_CASE("a wrong rule is refused with its name: it is not proven at the matche
     pattern s, t;  // relu(x0 + x1) => relu(x0) + relu(x1): false
     s.ops = {{op_kind::ewadd, 0, 1, {{variable_op, 0}, {variable_op, 1}}}, {op_kind::relu, 0, 1, {{0, 0}}}};
     s.outputs = {{1, 0}};
-    t.ops = {{op_kind::relu, 0, 1, {{variable_op, 0}}}, {op_kind::relu, 0, 1, {{variable_op, 1}}},
+    t.ops = {{op_kind::relu, 0, 1, {{variable_op, 0}}},
+             {op_kind::relu, 0, 1, {{variable_op, 1}}},
              {op_kind::ewadd, 0, 1, {{0, 0}, {1, 0}}}};
     t.outputs = {{2, 0}};
     const rule bad = make_rule(w, s, t);
@@ -145,7 +148,7 @@ TEST_CASE("a wrong rule is refused with its name: it is not proven at the matche
     const auto b = g.input("b", {3, 5});
     g.mark_output(g.add1(op_kind::relu, {g.add1(op_kind::ewadd, {a, b})}));
     const auto ms = find_matches(g, bad);
-    REQUIRE(ms.size() == 2);  // x0 = a, x1 = b and, ewadd being commutative, x0 = b, x1 = a
+    REQUIRE(ms.size() == 2);                  // x0 = a, x1 = b and, ewadd being commutative, x0 = b, x1 = a
     for (const bool check : {false, true}) {  // refused by the proof, whether or not the numeric net is on
         try {
             (void)apply(g, bad, ms[0], {.check = check});

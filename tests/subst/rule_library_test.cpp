@@ -53,7 +53,9 @@ TEST_CASE("the shipped rule library: every rule passes the interpreter check and
                 q.target.outputs[o] = r.target.outputs[order[o]];
             }
             const std::string other = subst::to_string(q);
-            if (other != text) CHECK_MESSAGE(std::count(texts.begin(), texts.end(), other) == 0, text << " is also listed as " << other);
+            if (other != text)
+                CHECK_MESSAGE(std::count(texts.begin(), texts.end(), other) == 0,
+                              text << " is also listed as " << other);
         }
     }
     // nothing false: relu does not distribute over a sum

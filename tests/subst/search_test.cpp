@@ -33,7 +33,8 @@ graph::computation_graph taso_readme_block() {
     const auto x = b.input("x", {1, 8, 6, 6});
     const auto w1 = b.weight("w1", {8, 8, 3, 3});
     const auto w2 = b.weight("w2", {8, 8, 1, 1});
-    const auto y = b.relu(b.ewadd(b.conv2d(x, w1, {.name = "conv3x3"}), b.conv2d(x, w2, {.name = "conv1x1"}), "add"), "relu");
+    const auto y =
+        b.relu(b.ewadd(b.conv2d(x, w1, {.name = "conv3x3"}), b.conv2d(x, w2, {.name = "conv1x1"}), "add"), "relu");
     g.mark_output(y);
     return g;
 }
@@ -94,14 +95,13 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
         CHECK(where.ops.size() == r.source.ops.size());
         const auto s = to_graph(r, r.source);
         const auto t = to_graph(r, r.target);
-        for (std::uint64_t seed : {1, 2})
-            CHECK_MESSAGE(max_relative_difference(s, t, seed) <= 1e-12, to_string(r));
+        for (std::uint64_t seed : {1, 2}) CHECK_MESSAGE(max_relative_difference(s, t, seed) <= 1e-12, to_string(r));
         kinds.push_back(to_string(r));
         // the families the axioms cover are also proven (batchnorm, const_fill and the joins of
         // split pieces are checked on the interpreter only)
         const auto text = to_string(r);
-        for (const char* proven : {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "conv2d(x0,w0), conv2d(x0,w1) =>",
-                                   "matmul(x0,w0), matmul(x0,w1) =>"})
+        for (const char* proven : {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split",
+                                   "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>"})
             if (text.rfind(proven, 0) == 0) CHECK_MESSAGE(prove(r).proven, text);
     }
     auto has = [&](const std::string& part) {
@@ -111,7 +111,10 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     };
     CHECK(has("relu(conv2d{stride=[2,2]}(x0,w0)) => conv2d{stride=[2,2],activation=relu}(x0,w0)"));
     CHECK(has("batchnorm{epsilon=0.001000}(conv2d{stride=[2,2]}(x0,w0),w1,w2,w3,w4) => ewadd(conv2d"));
-    CHECK(has("=> split{axis=1,sizes=[3,5,5]}(conv2d(x0,concat{axis=0}(enlarge{kernel=[3,3]}(w0),w1,enlarge{kernel=[3,3]}(w2))))"));
+    CHECK(
+        has("=> "
+            "split{axis=1,sizes=[3,5,5]}(conv2d(x0,concat{axis=0}(enlarge{kernel=[3,3]}(w0),w1,enlarge{kernel=[3,3]}("
+            "w2))))"));
     CHECK(has("ewadd(conv2d(x0,w0),conv2d(x0,w1)) => conv2d(x0,ewadd(w0,enlarge{kernel=[3,3]}(w1)))"));
     CHECK(has("tanh(matmul(x0,w0)) => matmul{activation=tanh}(x0,w0)"));
     CHECK(has("=> split{axis=1,sizes=[4,5]}(matmul(x0,concat{axis=1}(w0,w1)))"));

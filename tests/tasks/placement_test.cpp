@@ -77,7 +77,8 @@ TEST_CASE("placement task: deciding ops, colocation groups on one device, source
         CHECK_NOTHROW(task.simulator().check_placement(d.placement));
         for (graph::op_id o = 0; o < g.num_ops(); ++o)
             if (task.active()[o]) CHECK(d.placement[o] == static_cast<sim::device_id>(acts[o]));
-        CHECK(d.placement[0] == d.placement[g.get_tensor(g.get_op(0).outputs[0]).uses[0].op]);  // x with its first reader
+        CHECK(d.placement[0] ==
+              d.placement[g.get_tensor(g.get_op(0).outputs[0]).uses[0].op]);  // x with its first reader
     }
     const auto single = task.simulator().run(sim::placement(g.num_ops(), 0));
     CHECK(task.reward(single) == doctest::Approx(-1.0));
@@ -158,20 +159,25 @@ TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refu
 
     std::mt19937_64 r(1);
     const auto three = device::parse_cluster("3xV100:nvlink");
-    CHECK_THROWS_WITH_AS(tasks::train_placement(g, three, cost::roofline_model{}, rest, r), doctest::Contains("devices"), error);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, three, cost::roofline_model{}, rest, r),
+                         doctest::Contains("devices"), error);
     auto wide = rest;
     wide.policy.hidden = 32;
-    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, wide, r), doctest::Contains("network shape"), error);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, wide, r),
+                         doctest::Contains("network shape"), error);
     std::string bytes = slurp(part);
     bytes[bytes.size() / 2] ^= 0x5a;
     std::ofstream(part, std::ios::binary | std::ios::trunc) << bytes;
-    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("corrupt"), error);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("corrupt"),
+                         error);
     bytes = slurp(full);
     bytes[9] = 7;  // format version
     std::ofstream(part, std::ios::binary | std::ios::trunc) << bytes;
-    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("format version"), error);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r),
+                         doctest::Contains("format version"), error);
     std::filesystem::remove(part);
-    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r), doctest::Contains("cannot open"), error);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, rest, r),
+                         doctest::Contains("cannot open"), error);
     std::filesystem::remove(full);
 
     // warm start from HEFT: the policy's first samples are close to the imitated decision

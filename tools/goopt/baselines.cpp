@@ -25,7 +25,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// Random placements in rounds of samples_per_round; the curve records each round.
 method_result random_search_rounds(const optimize_context& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
-    method_result best{"random_search", "best of uniformly random placements, FIFO, no fusion", {}, {}, 0, {},
+    method_result best{"random_search",
+                       "best of uniformly random placements, FIFO, no fusion",
+                       {},
+                       {},
+                       0,
+                       {},
                        "round (" + std::to_string(samples_per_round) + " samples each)"};
     std::mt19937_64 rng(ctx.seed);
     bool have = false;
@@ -56,7 +61,8 @@ std::vector<std::string> baseline_names() {
 #if defined(GOOPT_HAS_METIS)
     names.push_back("metis");
 #endif
-    for (const char* n : {"heft", "critical_path", "m_topo", "m_etf", "m_sct", "greedy_fusion", "heft_fusion", "random_search"})
+    for (const char* n :
+         {"heft", "critical_path", "m_topo", "m_etf", "m_sct", "greedy_fusion", "heft_fusion", "random_search"})
         names.push_back(n);
     return names;
 }
@@ -74,14 +80,17 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
         auto r = s.run(d.placement, {.priorities = d.priorities, .fusion = d.fusion, .record_trace = false});
         out.push_back({std::move(name), std::move(description), std::move(d), std::move(r), seconds, {}, {}});
     };
-    add("single_device", "every op on device 0, FIFO (TensorFlow's default)",
-        [&] { return decisions{baselines::single_device_placement(g), {}, {}}; });
+    add("single_device", "every op on device 0, FIFO (TensorFlow's default)", [&] {
+        return decisions{baselines::single_device_placement(g), {}, {}};
+    });
     const auto family = baselines::family_convention(ctx.input.family);
-    add("expert", "human-expert placement of the model family, FIFO",
-        [&] { return decisions{baselines::expert_placement(g, n, family), {}, {}}; });
+    add("expert", "human-expert placement of the model family, FIFO", [&] {
+        return decisions{baselines::expert_placement(g, n, family), {}, {}};
+    });
 #if defined(GOOPT_HAS_METIS)
-    add("metis", "METIS partition: balanced compute, least bytes cut; FIFO",
-        [&] { return decisions{baselines::metis_placement(s, static_cast<int>(ctx.seed % 1000000)), {}, {}}; });
+    add("metis", "METIS partition: balanced compute, least bytes cut; FIFO", [&] {
+        return decisions{baselines::metis_placement(s, static_cast<int>(ctx.seed % 1000000)), {}, {}};
+    });
 #endif
     add("heft", "HEFT placement with upward-rank priorities", [&] {
         auto h = baselines::heft(s);
@@ -92,9 +101,11 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
         auto pr = baselines::critical_path_priorities(s, p);
         return decisions{std::move(p), std::move(pr), {}};
     });
-    add("m_topo", "Baechi's m-TOPO: topological order, each device filled up to its memory share", [&] { return baselines::m_topo(s); });
+    add("m_topo", "Baechi's m-TOPO: topological order, each device filled up to its memory share",
+        [&] { return baselines::m_topo(s); });
     add("m_etf", "Baechi's m-ETF: earliest task first where it fits in memory", [&] { return baselines::m_etf(s); });
-    add("m_sct", "Baechi's m-SCT: m-ETF keeping a favourite child with its parent", [&] { return baselines::m_sct(s); });
+    add("m_sct", "Baechi's m-SCT: m-ETF keeping a favourite child with its parent",
+        [&] { return baselines::m_sct(s); });
     add("greedy_fusion", "one device, elementwise ops fused into producers (XLA-style)", [&] {
         auto p = baselines::single_device_placement(g);
         auto f = baselines::greedy_fusion(g, p);
@@ -114,6 +125,8 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
 
 namespace goopt::cli {
 
-bool better_method(const method_result& a, const method_result& b) { return baselines::better_result(a.result, b.result); }
+bool better_method(const method_result& a, const method_result& b) {
+    return baselines::better_result(a.result, b.result);
+}
 
 }  // namespace goopt::cli

@@ -19,9 +19,11 @@ std::vector<T> read_list(const nlohmann::json& j, const std::string& source, con
                          std::string_view expected, Check check) {
     const std::string where = source + ": /" + key;
     const auto& v = j.at(key);
-    if (!v.is_array()) throw error(where + ": is " + io::detail::describe(v) + ", expected an array of " + std::string(expected));
+    if (!v.is_array())
+        throw error(where + ": is " + io::detail::describe(v) + ", expected an array of " + std::string(expected));
     if (v.size() != n)
-        throw error(where + ": has " + std::to_string(v.size()) + " entries, expected one per op (" + std::to_string(n) + ")");
+        throw error(where + ": has " + std::to_string(v.size()) + " entries, expected one per op (" +
+                    std::to_string(n) + ")");
     std::vector<T> out;
     out.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -54,20 +56,18 @@ decisions read_decisions_file(const std::string& path, const graph::computation_
     if (!j.contains("placement")) throw error(source + ": /placement: missing, expected a device index per op");
     const std::size_t n = g.num_ops();
     decisions d;
-    d.placement = read_list<sim::device_id>(j, source, "placement", n, "a device index (an integer >= 0)",
-                                            [](const nlohmann::json& x) {
-                                                return x.is_number_unsigned() ||
-                                                       (x.is_number_integer() && x.get<std::int64_t>() >= 0);
-                                            });
+    d.placement = read_list<sim::device_id>(
+        j, source, "placement", n, "a device index (an integer >= 0)", [](const nlohmann::json& x) {
+            return x.is_number_unsigned() || (x.is_number_integer() && x.get<std::int64_t>() >= 0);
+        });
     if (j.contains("priorities") && !j["priorities"].is_null())
         d.priorities = read_list<double>(j, source, "priorities", n, "a finite number",
                                          [](const nlohmann::json& x) { return std::isfinite(x.get<double>()); });
     if (j.contains("fusion_groups") && !j["fusion_groups"].is_null())
-        d.fusion = read_list<std::int32_t>(j, source, "fusion_groups", n, "a group id (an integer >= -1)",
-                                           [](const nlohmann::json& x) {
-                                               return x.is_number_integer() && x.get<std::int64_t>() >= -1 &&
-                                                      x.get<std::int64_t>() <= INT32_MAX;
-                                           });
+        d.fusion = read_list<std::int32_t>(
+            j, source, "fusion_groups", n, "a group id (an integer >= -1)", [](const nlohmann::json& x) {
+                return x.is_number_integer() && x.get<std::int64_t>() >= -1 && x.get<std::int64_t>() <= INT32_MAX;
+            });
     return d;
 }
 

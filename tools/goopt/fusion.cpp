@@ -1,5 +1,5 @@
-// Hook of `--tasks fusion`: a PPO-trained policy (GO, NeurIPS'20) that decides a fusion priority for every op, merged greedily into fusion groups,
-// scored by the simulator. A trainer over rl/ and tasks/ plugs in here: train within
+// Hook of `--tasks fusion`: a PPO-trained policy (GO, NeurIPS'20) that decides a fusion priority for every op, merged
+// greedily into fusion groups, scored by the simulator. A trainer over rl/ and tasks/ plugs in here: train within
 // ctx.limits from ctx.checkpoint (if any) and return the best decisions with the training curve.
 #include "optimizer.hpp"
 

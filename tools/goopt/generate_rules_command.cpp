@@ -31,12 +31,13 @@ int run_generate_rules(const generate_rules_flags& f) {
     const auto result = subst::generate_rules(world, check, cfg);
     io::write_rules_file(f.out, result.rules);
     const auto& s = result.stats;
-    std::printf("up to %zu ops, %zu threads, %.1f s: %zu graphs, %zu candidates, %zu after renaming, %zu after "
-                "subgraph, %zu after supergraph, %zu after transitivity; %zu verified, %zu rejected (%zu not proven)\n"
-                "wrote %zu rules to %s\n",
-                s.max_ops, cfg.threads, s.seconds, s.graphs, s.candidates, s.after_renaming, s.after_subgraph,
-                s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.not_proven, result.rules.size(),
-                f.out.c_str());
+    std::printf(
+        "up to %zu ops, %zu threads, %.1f s: %zu graphs, %zu candidates, %zu after renaming, %zu after "
+        "subgraph, %zu after supergraph, %zu after transitivity; %zu verified, %zu rejected (%zu not proven)\n"
+        "wrote %zu rules to %s\n",
+        s.max_ops, cfg.threads, s.seconds, s.graphs, s.candidates, s.after_renaming, s.after_subgraph,
+        s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.not_proven, result.rules.size(),
+        f.out.c_str());
     return 0;
 }
 

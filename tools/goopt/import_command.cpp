@@ -36,8 +36,9 @@ command add_import_command(CLI::App& root) {
     app->add_option("model", flags->onnx_file, "The ONNX file")->type_name("FILE.onnx")->required();
     app->add_option("-o,--out", flags->out, "The graph file to write (atomically)")->type_name("FILE.json")->required();
     add_binding_flags(*app, flags->dims, flags->input_shapes);
-    app->footer("A symbolic dimension (a dynamic batch or sequence axis) must be bound: --dim batch=8 binds every\n"
-                "input dimension named 'batch'; --input-shape gives an input's whole shape instead.");
+    app->footer(
+        "A symbolic dimension (a dynamic batch or sequence axis) must be bound: --dim batch=8 binds every\n"
+        "input dimension named 'batch'; --input-shape gives an input's whole shape instead.");
     return {app, [flags] { return run_import(*flags); }};
 }
 

@@ -54,7 +54,8 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 void graph_source::add_flags(CLI::App& app) {
     auto* group = app.add_option_group("graph", "The graph to optimize or score");
     group->add_option("--model", model, "A built-in graph (see 'goopt models')")->type_name("NAME");
-    group->add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")->type_name("FILE.json");
+    group->add_option("--graph", graph_file, "A graph in goopt's JSON format (see 'goopt import')")
+        ->type_name("FILE.json");
     group->add_option("--onnx", onnx_file, "An ONNX model, imported on the fly")->type_name("FILE.onnx");
     group->require_option(1);
     add_binding_flags(app, dims, input_shapes);
@@ -85,7 +86,8 @@ graph::computation_graph import_onnx_file(const std::string& file, const std::ve
 #else
     (void)dims;
     (void)input_shapes;
-    throw error(file + ": this goopt was built without ONNX import (install libonnx-dev and libprotobuf-dev, "
+    throw error(file +
+                ": this goopt was built without ONNX import (install libonnx-dev and libprotobuf-dev, "
                 "then rebuild)");
 #endif
 }
@@ -99,7 +101,9 @@ loaded_graph load_graph(const graph_source& source) {
     }
     if (!source.onnx_file.empty()) {
         loaded_graph r{import_onnx_file(source.onnx_file, source.dims, source.input_shapes), "", "", false};
-        r.name = std::filesystem::path(source.onnx_file).filename().string();  // exporters' graph names say little ("torch_jit")
+        r.name = std::filesystem::path(source.onnx_file)
+                     .filename()
+                     .string();  // exporters' graph names say little ("torch_jit")
         return r;
     }
     if (!source.dims.empty() || !source.input_shapes.empty())
@@ -139,7 +143,8 @@ void progress_line::update(std::string_view label, std::size_t done, std::size_t
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
     char eta[32] = "";
-    if (rate > 0 && total > done) std::snprintf(eta, sizeof eta, ", ETA %.0f s", static_cast<double>(total - done) / rate);
+    if (rate > 0 && total > done)
+        std::snprintf(eta, sizeof eta, ", ETA %.0f s", static_cast<double>(total - done) / rate);
     std::printf("\r\033[K%.*s: %zu/%zu %.*s, %.1f/s%s", static_cast<int>(label.size()), label.data(), done, total,
                 static_cast<int>(unit.size()), unit.data(), rate, eta);
     std::fflush(stdout);

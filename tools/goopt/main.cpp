@@ -12,9 +12,10 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-    CLI::App app{"goopt: rewrite, place, schedule and fuse ML computation graphs, scored by one simulator.\n"
-                 "Run 'goopt <command> --help' for a command's flags.",
-                 "goopt"};
+    CLI::App app{
+        "goopt: rewrite, place, schedule and fuse ML computation graphs, scored by one simulator.\n"
+        "Run 'goopt <command> --help' for a command's flags.",
+        "goopt"};
     app.require_subcommand(1, 1);
     app.set_version_flag("--version", std::string(goopt::version_string));
     std::vector<goopt::cli::command> commands;

@@ -41,8 +41,12 @@ int run_models(const models_flags& f) {
         std::printf("%-20s %-10s %-15s %8zu %12.2f %12s\n", e.name.c_str(), kind, e.family.c_str(), g.num_ops(),
                     flops * 1e-9, format_bytes(params).c_str());
         std::fflush(stdout);
-        list.push_back({{"model", e.name}, {"kind", kind}, {"family", e.family}, {"ops", g.num_ops()},
-                        {"flops", flops}, {"parameter_bytes", params}});
+        list.push_back({{"model", e.name},
+                        {"kind", kind},
+                        {"family", e.family},
+                        {"ops", g.num_ops()},
+                        {"flops", flops},
+                        {"parameter_bytes", params}});
     }
     if (!f.out.empty()) io::atomic_write(f.out, list.dump(1) + "\n");
     return 0;
@@ -53,7 +57,9 @@ int run_models(const models_flags& f) {
 command add_models_command(CLI::App& root) {
     auto flags = std::make_shared<models_flags>();
     auto* app = root.add_subcommand("models", "List the built-in graphs with their ops, FLOPs per step and parameters");
-    app->add_option("--only", flags->only, "Only these models (repeatable)")->type_name("NAME")->allow_extra_args(false);
+    app->add_option("--only", flags->only, "Only these models (repeatable)")
+        ->type_name("NAME")
+        ->allow_extra_args(false);
     app->add_option("--out", flags->out, "Also write the list as JSON (atomically)")->type_name("FILE.json");
     app->add_flag("-q,--quiet", flags->quiet, "No progress line");
     return {app, [flags] { return run_models(*flags); }};

@@ -58,7 +58,8 @@ std::string memory_list(const sim::simulation_result& r) {
     std::string s;
     char buf[32];
     for (std::size_t k = 0; k < r.peak_memory.size(); ++k) {
-        std::snprintf(buf, sizeof buf, "%s%.*f%s", k ? " " : "", gib ? 2 : 1, static_cast<double>(r.peak_memory[k]) / unit,
+        std::snprintf(buf, sizeof buf, "%s%.*f%s", k ? " " : "", gib ? 2 : 1,
+                      static_cast<double>(r.peak_memory[k]) / unit,
                       k < r.out_of_memory.size() && r.out_of_memory[k] ? "!" : "");
         s += buf;
     }
@@ -71,7 +72,9 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 nlohmann::ordered_json curve_json(const method_result& m) {
     nlohmann::ordered_json curve = nlohmann::ordered_json::array();
     for (const auto& p : m.curve)
-        curve.push_back({{"update", p.update}, {"samples", p.samples}, {"best_step_time_s", p.best_step_time},
+        curve.push_back({{"update", p.update},
+                         {"samples", p.samples},
+                         {"best_step_time_s", p.best_step_time},
                          {"mean_step_time_s", p.mean_step_time}});
     return {{"method", m.name}, {"points", curve}};
 }
@@ -92,12 +95,15 @@ int run_optimize(optimize_flags& f) {
     // a checkpoint with only non-learned tasks asked for is a usage mistake, whatever this build has
     if (!f.checkpoint.empty() && !f.tasks.empty() &&
         std::none_of(f.tasks.begin(), f.tasks.end(), [](const std::string& t) { return t != "substitution"; }))
-        throw error("--checkpoint " + f.checkpoint + ": a pre-trained policy needs a learned task (placement, "
+        throw error("--checkpoint " + f.checkpoint +
+                    ": a pre-trained policy needs a learned task (placement, "
                     "scheduling or fusion), and none of the tasks to run is one");
     const auto tasks = tasks_to_run(f);
-    const bool learned = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
+    const bool learned =
+        std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
     if (!f.checkpoint.empty() && !learned)
-        throw error("--checkpoint " + f.checkpoint + ": a pre-trained policy needs a learned task (placement, "
+        throw error("--checkpoint " + f.checkpoint +
+                    ": a pre-trained policy needs a learned task (placement, "
                     "scheduling or fusion), and none of the tasks to run is one");
     f.limits.start = std::chrono::steady_clock::now();
     progress_line progress(f.quiet);
@@ -110,7 +116,8 @@ int run_optimize(optimize_flags& f) {
     std::vector<method_result> methods;
     if (std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end()) {
         simulator_type before(input.graph, cluster);
-        method_result original{"original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
+        method_result original{
+            "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
         original.chosen.placement.assign(input.graph.num_ops(), 0);
         original.result = before.run(original.chosen.placement, {.record_trace = false});
         optimize_context ctx{input, before, f.limits, f.seed, f.checkpoint, progress};
@@ -141,7 +148,9 @@ int run_optimize(optimize_flags& f) {
 
     std::printf("%s: %s, %zu ops%s, on %s (%zu devices); seed %llu, %zu steps%s\n", input.name.c_str(),
                 input.training ? "training step" : "inference", input.graph.num_ops(),
-                input.graph.num_ops() != original_ops ? (" (" + std::to_string(original_ops) + " before substitution)").c_str() : "",
+                input.graph.num_ops() != original_ops
+                    ? (" (" + std::to_string(original_ops) + " before substitution)").c_str()
+                    : "",
                 cluster.description().c_str(), cluster.num_devices(), static_cast<unsigned long long>(f.seed),
                 f.limits.steps, f.limits.seconds > 0 ? (", at most " + format_seconds(f.limits.seconds)).c_str() : "");
     std::printf("%-16s %12s %3s %8s  %-36s %10s\n", "method", "step time", "", "speedup", "peak memory per device",
@@ -157,7 +166,8 @@ int run_optimize(optimize_flags& f) {
                 methods[best_baseline].name.c_str());
     std::vector<std::string> left_out;
     for (const char* t : all_tasks)
-        if (std::find(tasks.begin(), tasks.end(), t) == tasks.end() && !status_of(t).available) left_out.emplace_back(t);
+        if (std::find(tasks.begin(), tasks.end(), t) == tasks.end() && !status_of(t).available)
+            left_out.emplace_back(t);
     if (f.tasks.empty() && !left_out.empty()) {
         std::string names;
         for (const auto& t : left_out) names += (names.empty() ? "" : ", ") + t;
@@ -198,8 +208,9 @@ int run_optimize(optimize_flags& f) {
         io::atomic_write(f.out, j.dump(1) + "\n");
     }
     if (!f.svg.empty()) {
-        const auto traced = s.run(winner.chosen.placement,
-                                  {.priorities = winner.chosen.priorities, .fusion = winner.chosen.fusion, .record_trace = true});
+        const auto traced =
+            s.run(winner.chosen.placement,
+                  {.priorities = winner.chosen.priorities, .fusion = winner.chosen.fusion, .record_trace = true});
         io::write_svg_timeline(f.svg, input.graph, cluster, traced,
                                {.title = input.name + ": " + winner.name + " on " + cluster.description(),
                                 .fusion = winner.chosen.fusion});
@@ -207,10 +218,12 @@ int run_optimize(optimize_flags& f) {
     if (!f.curve.empty()) {
         if (!curved) throw error("--curve " + f.curve + ": no method with a curve ran");
         std::vector<io::curve_point> points;
-        for (const auto& p : curved->curve) points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});
+        for (const auto& p : curved->curve)
+            points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});
         std::vector<io::reference_line> lines;
         for (std::size_t i = first_baseline; i < first_learned; ++i)
-            if (&methods[i] != curved && !methods[i].result.oom) lines.push_back({methods[i].name, methods[i].result.step_time});
+            if (&methods[i] != curved && !methods[i].result.oom)
+                lines.push_back({methods[i].name, methods[i].result.step_time});
         io::write_svg_training_curve(f.curve, points, lines,
                                      {.title = input.name + " on " + cluster.description() + ": " + curved->name,
                                       .x_label = curved->curve_unit});
@@ -222,8 +235,9 @@ int run_optimize(optimize_flags& f) {
 
 command add_optimize_command(CLI::App& root) {
     auto flags = std::make_shared<optimize_flags>();
-    auto* app = root.add_subcommand("optimize", "Optimize a graph on a cluster: every baseline and every available "
-                                                "optimizer, scored by one simulator");
+    auto* app = root.add_subcommand("optimize",
+                                    "Optimize a graph on a cluster: every baseline and every available "
+                                    "optimizer, scored by one simulator");
     flags->source.add_flags(*app);
     add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
     app->add_option("--tasks", flags->tasks,
@@ -239,11 +253,14 @@ command add_optimize_command(CLI::App& root) {
         ->check(CLI::Range(0.0, 1e9))
         ->type_name("SECONDS")
         ->capture_default_str();
-    app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")->capture_default_str();
+    app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")
+        ->capture_default_str();
     app->add_option("--checkpoint", flags->checkpoint, "Start from a pre-trained policy")->type_name("FILE");
-    app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in README)")->type_name("FILE.json");
+    app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in README)")
+        ->type_name("FILE.json");
     app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");
-    app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")->type_name("FILE.svg");
+    app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")
+        ->type_name("FILE.svg");
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_optimize(*flags); }};
 }

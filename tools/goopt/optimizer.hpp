@@ -49,10 +49,10 @@ struct method_result {
     std::string name;         ///< "heft", "random_search", "ppo_placement", ...
     std::string description;  ///< one line for the table's footnote and result.json
     decisions chosen;
-    sim::simulation_result result;  ///< without trace
-    double seconds = 0;             ///< time the method took to decide
-    std::vector<curve_point> curve; ///< iterative methods only
-    std::string curve_unit = {};    ///< what one curve point is: "PPO update (16 rollouts)", ...
+    sim::simulation_result result;   ///< without trace
+    double seconds = 0;              ///< time the method took to decide
+    std::vector<curve_point> curve;  ///< iterative methods only
+    std::string curve_unit = {};     ///< what one curve point is: "PPO update (16 rollouts)", ...
 };
 
 /// Budget of the iterative methods: rounds (PPO updates, search rounds) and wall time.

@@ -20,21 +20,30 @@ method_result optimize_placement(const optimize_context& ctx) {
     tasks::placement_config config{
         // settings of benchmarks/placement (README "Learned placement"): a narrower network than
         // GO's, a larger learning rate, 16 samples per update on both cores
-        .ppo = {.updates = ctx.limits.steps, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2,
+        .ppo = {.updates = ctx.limits.steps,
+                .samples_per_update = 16,
+                .learning_rate = 1e-3,
+                .threads = 2,
                 .imitation_steps = 100},
         .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
         .task = {.schedule = tasks::ready_order::critical_path},
         .warm_start = baselines::m_etf(s).placement,
         .checkpoint = ctx.checkpoint,
         .resume = !ctx.checkpoint.empty() && std::filesystem::exists(ctx.checkpoint)};
-    method_result out{"ppo_placement", "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities",
-                      {}, {}, 0, {}, "PPO update (16 samples)"};
+    method_result out{"ppo_placement",
+                      "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities",
+                      {},
+                      {},
+                      0,
+                      {},
+                      "PPO update (16 samples)"};
     struct visitor {
         const optimize_context& ctx;
         method_result& out;
         double best = 0, sum = 0;
         std::size_t in_update = 0;
-        void on_sample(std::span<const int>, const tasks::placement_task<device::device_spec, cost::roofline_model>::outcome& o) {
+        void on_sample(std::span<const int>,
+                       const tasks::placement_task<device::device_spec, cost::roofline_model>::outcome& o) {
             if (o.valid && !o.oom && (best == 0 || o.step_time < best)) best = o.step_time;
             sum += o.step_time;
             ++in_update;

@@ -1,6 +1,6 @@
-// Hook of `--tasks scheduling`: a PPO-trained policy (GO, NeurIPS'20) that decides a priority for every op (list scheduling),
-// scored by the simulator. A trainer over rl/ and tasks/ plugs in here: train within
-// ctx.limits from ctx.checkpoint (if any) and return the best decisions with the training curve.
+// Hook of `--tasks scheduling`: a PPO-trained policy (GO, NeurIPS'20) that decides a priority for every op (list
+// scheduling), scored by the simulator. A trainer over rl/ and tasks/ plugs in here: train within ctx.limits from
+// ctx.checkpoint (if any) and return the best decisions with the training curve.
 #include "optimizer.hpp"
 
 namespace goopt::cli {

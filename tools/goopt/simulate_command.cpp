@@ -36,10 +36,16 @@ int run_simulate(const simulate_flags& f) {
     }
     if (!f.svg.empty()) io::write_svg_timeline(f.svg, input.graph, cluster, r);
     if (!f.out.empty()) {
-        const nlohmann::ordered_json j{{"format", "goopt.simulation"}, {"version", 1}, {"model", input.name},
-                                       {"ops", input.graph.num_ops()}, {"cluster", cluster.description()},
-                                       {"step_time_s", r.step_time}, {"peak_memory_bytes", memory},
-                                       {"oom", r.oom}, {"transfers", r.num_transfers}, {"bytes_moved", r.bytes_moved}};
+        const nlohmann::ordered_json j{{"format", "goopt.simulation"},
+                                       {"version", 1},
+                                       {"model", input.name},
+                                       {"ops", input.graph.num_ops()},
+                                       {"cluster", cluster.description()},
+                                       {"step_time_s", r.step_time},
+                                       {"peak_memory_bytes", memory},
+                                       {"oom", r.oom},
+                                       {"transfers", r.num_transfers},
+                                       {"bytes_moved", r.bytes_moved}};
         io::atomic_write(f.out, j.dump(1) + "\n");
     }
     return 0;
@@ -49,8 +55,9 @@ int run_simulate(const simulate_flags& f) {
 
 command add_simulate_command(CLI::App& root) {
     auto flags = std::make_shared<simulate_flags>();
-    auto* app = root.add_subcommand("simulate", "Score a decision file (placement, priorities, fusion groups) "
-                                                "on a graph and a cluster");
+    auto* app = root.add_subcommand("simulate",
+                                    "Score a decision file (placement, priorities, fusion groups) "
+                                    "on a graph and a cluster");
     flags->source.add_flags(*app);
     add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
     app->add_option("-d,--decisions", flags->decisions_file,

@@ -19,9 +19,10 @@ task_status substitution_status() {
     bool there = false;
     try {
         there = std::filesystem::exists(io::default_rules_file());
-    } catch (const error&) {
-    }
-    return {there, "the rule library (share/goopt/taso_rules_k3.json: ./bootstrap.sh build makes it; or set GOOPT_RULES_FILE)"};
+    } catch (const error&) {}
+    return {
+        there,
+        "the rule library (share/goopt/taso_rules_k3.json: ./bootstrap.sh build makes it; or set GOOPT_RULES_FILE)"};
 }
 
 graph::computation_graph optimize_substitution(const optimize_context& ctx) {

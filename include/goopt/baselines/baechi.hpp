@@ -102,7 +102,8 @@ private:
             const auto u = unit_[q];
             if (!is_source(q) || u == own || device_[u] != unplaced) continue;
             bool seen = false;  // a source read twice (or two sources of one group) counts once
-            for (std::size_t j = 0; j < i && !seen; ++j) seen = is_source(g_->producer(in[j])) && unit_[g_->producer(in[j])] == u;
+            for (std::size_t j = 0; j < i && !seen; ++j)
+                seen = is_source(g_->producer(in[j])) && unit_[g_->producer(in[j])] == u;
             if (!seen) f(u);
         }
     }
@@ -182,7 +183,8 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
             double a = finish[q];
             if (dev[q] != d) {
                 const auto l = c.route(dev[q], d);
-                a = l == device::no_link ? inf : a + c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
+                a = l == device::no_link ? inf
+                                         : a + c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
             }
             ready = std::max(ready, a);
         }
@@ -213,13 +215,16 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
         const auto [key, p, o] = ready.top();
         ready.pop();
         auto [st, d] = best_start(o);
-        if (st == inf) throw error("baechi: op " + g.describe(o) + " has no device its inputs can reach (the cluster lacks links)");
+        if (st == inf)
+            throw error("baechi: op " + g.describe(o) +
+                        " has no device its inputs can reach (the cluster lacks links)");
         if (st > key) {
             ready.emplace(st, p, o);
             continue;
         }
         if (m.device_of(o) == baechi_memory::unplaced)
-            if (const sim::device_id q = prefer(o, d, st, dev, arrival, free_at); q != baechi_memory::unplaced && m.fits(o, q)) {
+            if (const sim::device_id q = prefer(o, d, st, dev, arrival, free_at);
+                q != baechi_memory::unplaced && m.fits(o, q)) {
                 d = q;
                 st = std::max(free_at[q], arrival(o, q));
             }
@@ -291,7 +296,8 @@ sim::decision m_sct(const sim::simulator<D, Cost>& s, const baechi_config& confi
             saved[e.to] = e.time;
         }
     return detail::earliest_task_first(
-        s, config, [&](graph::op_id o, sim::device_id best, double best_st, const auto& dev, auto&& arrival, const auto& free_at) {
+        s, config,
+        [&](graph::op_id o, sim::device_id best, double best_st, const auto& dev, auto&& arrival, const auto& free_at) {
             const graph::op_id p = fav_parent[o];
             if (p == none || dev[p] == baechi_memory::unplaced || dev[p] == best) return baechi_memory::unplaced;
             const sim::device_id d = dev[p];

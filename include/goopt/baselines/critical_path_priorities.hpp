@@ -4,9 +4,9 @@
 /// (the longest remaining path, ops timed on their devices, transfers on their links), the classic
 /// list-scheduling priority (Kwok and Ahmad, ACM Computing Surveys 1999, §4).
 
+#include <goopt/baselines/upward_rank.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/baselines/upward_rank.hpp>
 
 #include <span>
 #include <vector>
@@ -15,7 +15,8 @@ namespace goopt::baselines {
 
 /// Priorities for simulation_options::priorities under a given placement.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
-std::vector<double> critical_path_priorities(const sim::simulator<D, Cost>& s, std::span<const sim::device_id> placement) {
+std::vector<double> critical_path_priorities(const sim::simulator<D, Cost>& s,
+                                             std::span<const sim::device_id> placement) {
     s.check_placement(placement);
     const auto& g = s.graph();
     const auto& c = s.cluster();
@@ -25,8 +26,7 @@ std::vector<double> critical_path_priorities(const sim::simulator<D, Cost>& s, s
             const auto a = placement[from], b = placement[to];
             if (a == b) return 0.0;
             const auto l = c.route(a, b);
-            return l == device::no_link ? 0.0
-                                        : c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
+            return l == device::no_link ? 0.0 : c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
         });
 }
 

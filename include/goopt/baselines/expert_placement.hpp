@@ -3,11 +3,11 @@
 /// @brief Human-expert placements from the layer each op belongs to, as the GO paper's HP baseline
 /// (NeurIPS'20 §5; the GNMT convention is Wu et al. 2016, §3.3: one LSTM layer per GPU).
 
+#include <goopt/baselines/colocation.hpp>
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/sim/placement.hpp>
-#include <goopt/baselines/colocation.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -38,7 +38,8 @@ inline model_family family_convention(std::string_view family) {
 /// @brief The expert placement of `g` on `num_devices` devices.
 /// Ops without a layer follow the producer of their first input; sources without a layer go to the
 /// device of their first consumer (device 0 if none). Colocation groups then follow apply_colocation.
-inline sim::placement expert_placement(const graph::computation_graph& g, std::size_t num_devices, model_family family) {
+inline sim::placement expert_placement(const graph::computation_graph& g, std::size_t num_devices,
+                                       model_family family) {
     if (num_devices == 0) throw error("expert_placement: num_devices is 0, expected at least 1");
     const std::size_t n = g.num_ops();
     std::int32_t max_layer = -1;
@@ -46,7 +47,8 @@ inline sim::placement expert_placement(const graph::computation_graph& g, std::s
     const auto layers = static_cast<std::size_t>(max_layer + 1);
     auto device_of_layer = [&](std::int32_t l) -> sim::device_id {
         const auto u = static_cast<std::size_t>(l);
-        return static_cast<sim::device_id>(family == model_family::layered ? u % num_devices : u * num_devices / layers);
+        return static_cast<sim::device_id>(family == model_family::layered ? u % num_devices
+                                                                           : u * num_devices / layers);
     };
     constexpr sim::device_id unset = ~sim::device_id{0};
     sim::placement p(n, unset);

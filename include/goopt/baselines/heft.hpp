@@ -4,13 +4,13 @@
 /// ops in decreasing upward rank, each on the device where it finishes earliest, inserted into the
 /// earliest idle gap of that device that fits it.
 
+#include <goopt/baselines/upward_rank.hpp>
+#include <goopt/device/cluster.hpp>
 #include <goopt/error.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulator.hpp>
-#include <goopt/device/cluster.hpp>
-#include <goopt/baselines/upward_rank.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -70,7 +70,8 @@ template <device::DeviceModel D> mean_communication mean_link_cost(const device:
 inline bool is_source(const graph::computation_graph& g, graph::op_id o) { return g.get_op(o).spec().has(ops::source); }
 
 /// HEFT's upward ranks: mean op time over devices, mean communication for edges between timed ops.
-template <device::DeviceModel D, cost::CostModel<D> Cost> std::vector<double> heft_ranks(const sim::simulator<D, Cost>& s) {
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+std::vector<double> heft_ranks(const sim::simulator<D, Cost>& s) {
     const auto& g = s.graph();
     const std::size_t nd = s.cluster().num_devices();
     const mean_communication comm = mean_link_cost(s.cluster());
@@ -89,7 +90,8 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> std::vector<double> he
 }
 
 /// Ops by decreasing rank, ties in topological order.
-inline std::vector<graph::op_id> by_decreasing_rank(const graph::computation_graph& g, const std::vector<double>& rank) {
+inline std::vector<graph::op_id> by_decreasing_rank(const graph::computation_graph& g,
+                                                    const std::vector<double>& rank) {
     const std::size_t n = g.num_ops();
     const auto topo = graph::topological_order(g);
     std::vector<std::size_t> pos(n);
@@ -145,7 +147,9 @@ double data_ready_time(const graph::computation_graph& g, const device::cluster<
         double arrive = finish[q];
         if (placement[q] != d) {
             const auto l = c.route(placement[q], d);
-            arrive = l == device::no_link ? inf : arrive + c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
+            arrive = l == device::no_link
+                         ? inf
+                         : arrive + c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
         }
         ready = std::max(ready, arrive);
     }

@@ -75,7 +75,8 @@ sim::placement metis_placement(const sim::simulator<D, Cost>& s, int seed = 1) {
     for (std::size_t i = 0; i < edges.size();) {
         const auto [a, v, b0] = edges[i];
         double b = 0;
-        for (; i < edges.size() && std::get<0>(edges[i]) == a && std::get<1>(edges[i]) == v; ++i) b += std::get<2>(edges[i]);
+        for (; i < edges.size() && std::get<0>(edges[i]) == a && std::get<1>(edges[i]) == v; ++i)
+            b += std::get<2>(edges[i]);
         adjncy.push_back(static_cast<idx_t>(v));
         adjwgt.push_back(static_cast<idx_t>(std::max(1.0, b * byte_scale)));
         ++xadj[a + 1];

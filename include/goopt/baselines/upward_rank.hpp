@@ -18,9 +18,9 @@ namespace goopt::baselines {
 /// @param c callable (tensor id, producer op, consumer op) -> seconds to move the tensor (0 when local)
 /// @throws goopt::error when the graph has a cycle.
 template <class OpCost, class EdgeCost>
-    requires std::invocable<OpCost&, graph::op_id> &&
-             std::invocable<EdgeCost&, graph::tensor_id, graph::op_id, graph::op_id>
-std::vector<double> upward_rank(const graph::computation_graph& g, OpCost w, EdgeCost c) {
+requires std::invocable<OpCost&, graph::op_id> &&
+    std::invocable<EdgeCost&, graph::tensor_id, graph::op_id, graph::op_id>
+        std::vector<double> upward_rank(const graph::computation_graph& g, OpCost w, EdgeCost c) {
     const auto order = graph::topological_order(g);
     std::vector<double> rank(g.num_ops(), 0.0);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

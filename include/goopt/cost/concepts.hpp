@@ -17,11 +17,10 @@ namespace goopt::cost {
 ///   c.group_time(g, ops, d)   -> double  // ops: std::span<const graph::op_id>, one kernel
 /// @endcode
 template <class C, class D>
-concept CostModel = device::DeviceModel<D> &&
-    requires(const C& c, const graph::computation_graph& g, graph::op_id o, std::span<const graph::op_id> group,
-             const D& d) {
-        { c.op_time(g, o, d) } -> std::convertible_to<double>;
-        { c.group_time(g, group, d) } -> std::convertible_to<double>;
-    };
+concept CostModel = device::DeviceModel<D> && requires(const C& c, const graph::computation_graph& g, graph::op_id o,
+                                                       std::span<const graph::op_id> group, const D& d) {
+    { c.op_time(g, o, d) } -> std::convertible_to<double>;
+    { c.group_time(g, group, d) } -> std::convertible_to<double>;
+};
 
 }  // namespace goopt::cost

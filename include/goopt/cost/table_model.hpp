@@ -63,9 +63,9 @@ public:
             slowest = std::max(slowest, *t);
             if (!g.get_op(o).spec().has(ops::source)) ++kernels;
         }
-        const double saved = (kernels > 0 ? static_cast<double>(kernels - 1) : 0.0) *
-                                 device::device_traits<D>::launch_overhead(d) +
-                             roofline_model::internal_bytes(g, group) / static_cast<double>(d.mem_bandwidth());
+        const double saved =
+            (kernels > 0 ? static_cast<double>(kernels - 1) : 0.0) * device::device_traits<D>::launch_overhead(d) +
+            roofline_model::internal_bytes(g, group) / static_cast<double>(d.mem_bandwidth());
         return std::max(slowest, sum - saved);
     }
 

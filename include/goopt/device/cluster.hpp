@@ -78,7 +78,8 @@ public:
         if (from >= n || to >= n)
             throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + "): the cluster has " +
                         std::to_string(n) + " devices");
-        if (from == to) throw error("cluster: connect(" + std::to_string(from) + ", itself): a device needs no link to itself");
+        if (from == to)
+            throw error("cluster: connect(" + std::to_string(from) + ", itself): a device needs no link to itself");
         if (l >= links_.size())
             throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + ", link " +
                         std::to_string(l) + "): the cluster has " + std::to_string(links_.size()) + " links");
@@ -99,16 +100,20 @@ public:
     void set_description(std::string s) { description_ = std::move(s); }
 
     /// n copies of a device with one link per ordered pair (NVLink or NVSwitch all-to-all).
-    static cluster all_to_all(const D& d, std::size_t n, double bandwidth, double latency, const std::string& kind = "link") {
+    static cluster all_to_all(const D& d, std::size_t n, double bandwidth, double latency,
+                              const std::string& kind = "link") {
         cluster c = copies(d, n);
         for (std::uint32_t i = 0; i < n; ++i)
             for (std::uint32_t j = 0; j < n; ++j)
                 if (i != j)
-                    c.connect(i, j, c.add_link({kind + " " + std::to_string(i) + "->" + std::to_string(j), bandwidth, latency}));
+                    c.connect(
+                        i, j,
+                        c.add_link({kind + " " + std::to_string(i) + "->" + std::to_string(j), bandwidth, latency}));
         return c;
     }
     /// n copies of a device whose transfers all share one bus (PCIe through the host): one queue.
-    static cluster shared_bus(const D& d, std::size_t n, double bandwidth, double latency, const std::string& kind = "bus") {
+    static cluster shared_bus(const D& d, std::size_t n, double bandwidth, double latency,
+                              const std::string& kind = "bus") {
         cluster c = copies(d, n);
         if (n > 1) {
             const auto l = c.add_link({kind, bandwidth, latency});
@@ -123,8 +128,8 @@ private:
     static void check_figures(const D& d, std::size_t id) {
         auto check = [&](double v, std::string_view field) {
             if (std::isnan(v) || v < 0)
-                throw error("cluster: device " + std::to_string(id) + " ('" + device_traits<D>::name(d) + "'): " +
-                            std::string(field) + " is " + std::to_string(v) + ", expected a number >= 0");
+                throw error("cluster: device " + std::to_string(id) + " ('" + device_traits<D>::name(d) +
+                            "'): " + std::string(field) + " is " + std::to_string(v) + ", expected a number >= 0");
         };
         for (std::size_t i = 0; i < ops::num_dtypes; ++i)
             check(static_cast<double>(d.peak_flops(static_cast<ops::dtype>(i))),

@@ -29,8 +29,7 @@ inline cluster<device_spec> parse_cluster(std::string_view spec) {
     const std::string form = "expected <count>x<device>:<topology>, e.g. 4xV100:nvlink";
     const auto x = spec.find('x');
     const auto colon = spec.find(':');
-    if (x == std::string_view::npos || colon == std::string_view::npos || colon < x)
-        throw error(where + ": " + form);
+    if (x == std::string_view::npos || colon == std::string_view::npos || colon < x) throw error(where + ": " + form);
     const std::string_view count_text = spec.substr(0, x), name = spec.substr(x + 1, colon - x - 1),
                            topology = spec.substr(colon + 1);
     unsigned long count = 0;
@@ -50,11 +49,12 @@ inline cluster<device_spec> parse_cluster(std::string_view spec) {
     if (topology == "nvlink") {
         // one link (one simulated transfer queue) per ordered pair: 256 devices are 65,280 links
         if (count > 256)
-            throw error(where + ": " + std::to_string(count) + " devices all-to-all over NVLink, at most 256 are "
+            throw error(where + ": " + std::to_string(count) +
+                        " devices all-to-all over NVLink, at most 256 are "
                         "supported (NVSwitch domains are no larger); use :pcie for more");
         if (p->nvlink_bandwidth <= 0)
-            throw error(where + ": " + std::string(p->label) + " has no NVLink; use " +
-                        std::to_string(count) + "x" + std::string(p->label) + ":pcie");
+            throw error(where + ": " + std::string(p->label) + " has no NVLink; use " + std::to_string(count) + "x" +
+                        std::string(p->label) + ":pcie");
         c = cluster<device_spec>::all_to_all(d, count, p->nvlink_bandwidth, nvlink_latency, "nvlink");
     } else if (topology == "pcie") {
         c = cluster<device_spec>::shared_bus(d, count, p->pcie_bandwidth, pcie_latency, "pcie");

@@ -38,17 +38,19 @@ template <class D> struct device_traits {
     /// Fixed cost of starting one kernel, seconds: d.launch_overhead() when D has it, else
     /// device::default_launch_overhead.
     static double launch_overhead(const D& d) {
-        if constexpr (requires { { d.launch_overhead() } -> std::convertible_to<double>; })
+        if constexpr (requires {
+                          { d.launch_overhead() } -> std::convertible_to<double>;
+                      })
             return static_cast<double>(d.launch_overhead());
-        else
-            return device::default_launch_overhead;
+        else return device::default_launch_overhead;
     }
     /// Name used in traces, tables and measured-time tables: d.name() when D has it, else "device".
     static std::string name(const D& d) {
-        if constexpr (requires { { d.name() } -> std::convertible_to<std::string_view>; })
+        if constexpr (requires {
+                          { d.name() } -> std::convertible_to<std::string_view>;
+                      })
             return std::string(std::string_view(d.name()));
-        else
-            return "device";
+        else return "device";
     }
 };
 

@@ -21,7 +21,7 @@ struct device_spec {
     std::array<double, ops::num_dtypes> peak{};  ///< FLOP/s, indexed by ops::dtype
     double bandwidth = 0;                        ///< bytes/s
     double capacity = 0;                         ///< bytes
-    double launch = default_launch_overhead;    ///< seconds per kernel launch
+    double launch = default_launch_overhead;     ///< seconds per kernel launch
 
     const std::string& name() const noexcept { return label; }
     double peak_flops(ops::dtype t) const noexcept { return peak[static_cast<std::size_t>(t)]; }

@@ -27,8 +27,7 @@ struct edge {
 
 namespace detail {
 /// Walks every use of every output of one op.
-class out_edge_iterator
-    : public boost::iterator_facade<out_edge_iterator, edge, boost::forward_traversal_tag, edge> {
+class out_edge_iterator : public boost::iterator_facade<out_edge_iterator, edge, boost::forward_traversal_tag, edge> {
 public:
     out_edge_iterator() = default;
     out_edge_iterator(const computation_graph* g, op_id v, std::size_t out, std::size_t use)
@@ -76,7 +75,8 @@ struct bgl_traversal : boost::vertex_list_graph_tag, boost::bidirectional_graph_
 
 // ---- BGL free functions, found by ADL
 
-inline std::pair<boost::counting_iterator<op_id>, boost::counting_iterator<op_id>> vertices(const computation_graph& g) {
+inline std::pair<boost::counting_iterator<op_id>, boost::counting_iterator<op_id>> vertices(
+    const computation_graph& g) {
     return {boost::counting_iterator<op_id>(0), boost::counting_iterator<op_id>(static_cast<op_id>(g.num_ops()))};
 }
 inline std::size_t num_vertices(const computation_graph& g) { return g.num_ops(); }
@@ -91,7 +91,8 @@ inline std::size_t out_degree(op_id v, const computation_graph& g) {
     return d;
 }
 
-using in_edge_iterator = boost::transform_iterator<detail::in_edge_of, boost::counting_iterator<std::uint32_t>, edge, edge>;
+using in_edge_iterator =
+    boost::transform_iterator<detail::in_edge_of, boost::counting_iterator<std::uint32_t>, edge, edge>;
 inline std::pair<in_edge_iterator, in_edge_iterator> in_edges(op_id v, const computation_graph& g) {
     const auto n = static_cast<std::uint32_t>(g.get_op(v).inputs.size());
     const detail::in_edge_of f{&g, v};

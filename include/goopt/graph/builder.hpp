@@ -71,8 +71,12 @@ public:
     tensor_id binary(ops::op_kind k, tensor_id a, tensor_id b, std::string name = {}) {
         return add1(k, {a, b}, {}, std::move(name));
     }
-    tensor_id ewadd(tensor_id a, tensor_id b, std::string name = {}) { return binary(ops::op_kind::ewadd, a, b, std::move(name)); }
-    tensor_id ewmul(tensor_id a, tensor_id b, std::string name = {}) { return binary(ops::op_kind::ewmul, a, b, std::move(name)); }
+    tensor_id ewadd(tensor_id a, tensor_id b, std::string name = {}) {
+        return binary(ops::op_kind::ewadd, a, b, std::move(name));
+    }
+    tensor_id ewmul(tensor_id a, tensor_id b, std::string name = {}) {
+        return binary(ops::op_kind::ewmul, a, b, std::move(name));
+    }
 
     /// Unary ops without attributes (relu, sigmoid, tanh, gelu, erf, sqrt, identity, global_avgpool).
     tensor_id unary(ops::op_kind k, tensor_id x, std::string name = {}) { return add1(k, {x}, {}, std::move(name)); }
@@ -81,7 +85,8 @@ public:
     tensor_id concat(std::span<const tensor_id> xs, std::int64_t axis, std::string name = {}) {
         return add(ops::op_kind::concat, xs, {{ops::attr_id::axis, axis}}, std::move(name))[0];
     }
-    std::vector<tensor_id> split(tensor_id x, std::int64_t axis, std::vector<std::int64_t> sizes, std::string name = {}) {
+    std::vector<tensor_id> split(tensor_id x, std::int64_t axis, std::vector<std::int64_t> sizes,
+                                 std::string name = {}) {
         const tensor_id in[] = {x};
         auto out = add(ops::op_kind::split, in, {{ops::attr_id::axis, axis}, {ops::attr_id::sizes, std::move(sizes)}},
                        std::move(name));

@@ -227,9 +227,9 @@ inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::
                                                     std::size_t num_inputs, const std::string& where) {
     if (num_inputs < s.min_inputs || (s.max_inputs != ops::variadic && num_inputs > s.max_inputs)) {
         std::string expected = s.min_inputs == s.max_inputs ? std::to_string(s.min_inputs)
-                               : s.max_inputs == ops::variadic ? "at least " + std::to_string(s.min_inputs)
-                                                               : std::to_string(s.min_inputs) + " to " +
-                                                                     std::to_string(s.max_inputs);
+                               : s.max_inputs == ops::variadic
+                                   ? "at least " + std::to_string(s.min_inputs)
+                                   : std::to_string(s.min_inputs) + " to " + std::to_string(s.max_inputs);
         throw error(where + ": has " + std::to_string(num_inputs) + " inputs, expected " + expected);
     }
     for (const auto& [id, value] : attrs)
@@ -237,14 +237,17 @@ inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::
             throw error(where + ": unknown attribute '" + std::string(ops::name(id)) + "' for " + std::string(s.name));
     for (const ops::attr_spec& a : s.attrs) {
         if (!attrs.has(a.id)) {
-            if (a.required)
-                throw error(where + ": missing required attribute '" + std::string(ops::name(a.id)) + "'");
+            if (a.required) throw error(where + ": missing required attribute '" + std::string(ops::name(a.id)) + "'");
             switch (a.type) {
-            case ops::attr_type::integer: attrs.set(a.id, a.int_default); break;
-            case ops::attr_type::real: attrs.set(a.id, a.real_default); break;
-            case ops::attr_type::ints:
-                attrs.set(a.id, std::vector<std::int64_t>(a.ints_default.begin(), a.ints_default.end()));
-                break;
+                case ops::attr_type::integer:
+                    attrs.set(a.id, a.int_default);
+                    break;
+                case ops::attr_type::real:
+                    attrs.set(a.id, a.real_default);
+                    break;
+                case ops::attr_type::ints:
+                    attrs.set(a.id, std::vector<std::int64_t>(a.ints_default.begin(), a.ints_default.end()));
+                    break;
             }
             continue;
         }
@@ -259,8 +262,8 @@ inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::
     }
 }
 
-inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tensor_id> inputs,
-                                         ops::attribute_map attrs, std::string name) {
+inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tensor_id> inputs, ops::attribute_map attrs,
+                                         std::string name) {
     const ops::op_spec& s = ops::spec(kind);
     const auto id = static_cast<op_id>(ops_.size());
     if (name.empty()) name = std::string(s.name) + "_" + std::to_string(id);
@@ -280,7 +283,9 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
     } catch (const error& e) {
         throw error(where + ": " + e.what());
     }
-    struct op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1};
+    struct op o {
+        kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1
+    };
     for (std::size_t i = 0; i < inputs.size(); ++i)
         tensors_[inputs[i]].uses.push_back(use{id, static_cast<std::uint32_t>(i)});
     output_ids result;
@@ -323,7 +328,8 @@ inline std::uint64_t computation_graph::op_label(op_id o) const {
         mix(static_cast<std::uint64_t>(id));
         if (auto* i = std::get_if<std::int64_t>(&v)) mix(static_cast<std::uint64_t>(*i));
         else if (auto* r = std::get_if<double>(&v)) mix(std::hash<double>{}(*r));
-        else for (auto e : std::get<std::vector<std::int64_t>>(v)) mix(static_cast<std::uint64_t>(e));
+        else
+            for (auto e : std::get<std::vector<std::int64_t>>(v)) mix(static_cast<std::uint64_t>(e));
     }
     for (tensor_id t : x.outputs) {
         const auto& ty = tensors_[t].type;

@@ -16,19 +16,25 @@ namespace goopt::graph {
 /// not model ComputationGraph (instead of failing to compile inside the traits).
 template <class G> struct computation_graph_traits {
     template <class H = G> static auto num_ops(const H& g) -> decltype(g.num_ops()) { return g.num_ops(); }
-    template <class H = G>
-    static auto predecessors(const H& g, std::size_t v) -> decltype(g.predecessors(v)) { return g.predecessors(v); }
-    template <class H = G>
-    static auto successors(const H& g, std::size_t v) -> decltype(g.successors(v)) { return g.successors(v); }
-    template <class H = G>
-    static auto op_label(const H& g, std::size_t v) -> decltype(g.op_label(v)) { return g.op_label(v); }
+    template <class H = G> static auto predecessors(const H& g, std::size_t v) -> decltype(g.predecessors(v)) {
+        return g.predecessors(v);
+    }
+    template <class H = G> static auto successors(const H& g, std::size_t v) -> decltype(g.successors(v)) {
+        return g.successors(v);
+    }
+    template <class H = G> static auto op_label(const H& g, std::size_t v) -> decltype(g.op_label(v)) {
+        return g.op_label(v);
+    }
     // What graph::import needs besides (see ImportableGraph in graph/import.hpp).
-    template <class H = G>
-    static auto op_kind(const H& g, std::size_t v) -> decltype(g.op_kind(v)) { return g.op_kind(v); }
-    template <class H = G>
-    static auto op_attributes(const H& g, std::size_t v) -> decltype(g.op_attributes(v)) { return g.op_attributes(v); }
-    template <class H = G>
-    static auto op_name(const H& g, std::size_t v) -> decltype(g.op_name(v)) { return g.op_name(v); }
+    template <class H = G> static auto op_kind(const H& g, std::size_t v) -> decltype(g.op_kind(v)) {
+        return g.op_kind(v);
+    }
+    template <class H = G> static auto op_attributes(const H& g, std::size_t v) -> decltype(g.op_attributes(v)) {
+        return g.op_attributes(v);
+    }
+    template <class H = G> static auto op_name(const H& g, std::size_t v) -> decltype(g.op_name(v)) {
+        return g.op_name(v);
+    }
 };
 
 /// A directed graph of ops with ordered inputs, as goopt's generic algorithms need it.

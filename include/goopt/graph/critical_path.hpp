@@ -16,17 +16,16 @@
 namespace goopt::graph {
 
 struct critical_path_result {
-    double length = 0;               ///< sum of the costs along the path
-    std::vector<std::size_t> path;   ///< ops from a source to a sink, in execution order
-    std::vector<double> finish;      ///< earliest finish time of every op (start of its longest chain + own cost)
+    double length = 0;              ///< sum of the costs along the path
+    std::vector<std::size_t> path;  ///< ops from a source to a sink, in execution order
+    std::vector<double> finish;     ///< earliest finish time of every op (start of its longest chain + own cost)
 };
 
 /// @brief Longest path where each op weighs cost(v) (edges are free).
 /// @param cost callable op index -> non-negative finite double; a negative or NaN cost is bad
 ///        input and raises goopt::error naming the op.
 template <ComputationGraph G, class Cost>
-    requires std::invocable<Cost&, std::size_t>
-critical_path_result critical_path(const G& g, Cost cost) {
+requires std::invocable<Cost&, std::size_t> critical_path_result critical_path(const G& g, Cost cost) {
     using traits = computation_graph_traits<G>;
     const std::size_t n = traits::num_ops(g);
     critical_path_result r;

@@ -80,7 +80,8 @@ template <ImportableGraph G> std::string import_op_name(const G& user, std::size
 }
 
 /// The imported tensor an input edge from user op `p` reads: the one output of p's copy.
-inline tensor_id import_input(const computation_graph& out, const id_map& ids, std::size_t p, const std::string& where) {
+inline tensor_id import_input(const computation_graph& out, const id_map& ids, std::size_t p,
+                              const std::string& where) {
     const op_id producer = ids.to_goopt[p];
     const auto& outputs = out.get_op(producer).outputs;
     if (outputs.size() != 1)
@@ -139,7 +140,8 @@ template <std::copyable T> std::vector<T> to_user_order(const id_map& ids, std::
 inline std::vector<std::optional<std::size_t>> user_ids_of(const imported_graph& imported,
                                                            const computation_graph& rewritten) {
     std::unordered_map<std::string_view, std::size_t> by_name;
-    for (op_id o = 0; o < imported.graph.num_ops(); ++o) by_name.emplace(imported.graph.get_op(o).name, imported.ids.to_user[o]);
+    for (op_id o = 0; o < imported.graph.num_ops(); ++o)
+        by_name.emplace(imported.graph.get_op(o).name, imported.ids.to_user[o]);
     std::vector<std::optional<std::size_t>> r(rewritten.num_ops());
     for (op_id o = 0; o < rewritten.num_ops(); ++o)
         if (const auto it = by_name.find(rewritten.get_op(o).name); it != by_name.end()) r[o] = it->second;

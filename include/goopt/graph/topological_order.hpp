@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <optional>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -21,7 +21,11 @@ template <ComputationGraph G> std::vector<std::size_t> find_cycle(const G& g) {
     enum : std::uint8_t { white, grey, black };
     std::vector<std::uint8_t> color(n, white);
     // iterative DFS: graphs of 80k ops would overflow a recursive one
-    struct frame { std::size_t v; std::vector<std::size_t> next; std::size_t i; };
+    struct frame {
+        std::size_t v;
+        std::vector<std::size_t> next;
+        std::size_t i;
+    };
     for (std::size_t root = 0; root < n; ++root) {
         if (color[root] != white) continue;
         std::vector<frame> stack;

@@ -92,8 +92,7 @@ inline std::vector<std::string> problems(const computation_graph& g) {
             for (std::size_t k = 0; k < stored.size(); ++k)
                 if (!(inferred[k] == stored[k]))
                     found.push_back("op " + g.describe(v) + ": output " + std::to_string(k) + " is recorded as " +
-                                    ops::to_string(stored[k]) + ", but its inputs give " +
-                                    ops::to_string(inferred[k]));
+                                    ops::to_string(stored[k]) + ", but its inputs give " + ops::to_string(inferred[k]));
         } catch (const error& e) {
             found.push_back("op " + g.describe(v) + ": " + e.what());
         }

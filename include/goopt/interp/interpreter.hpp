@@ -40,8 +40,7 @@ template <std::floating_point T>
 std::vector<value<T>> evaluate(const graph::computation_graph& g, const feed_map<T>& feeds);
 
 /// @brief Evaluates `g` and returns the values of its outputs, in g.outputs() order.
-template <std::floating_point T>
-std::vector<value<T>> run(const graph::computation_graph& g, const feed_map<T>& feeds);
+template <std::floating_point T> std::vector<value<T>> run(const graph::computation_graph& g, const feed_map<T>& feeds);
 
 /// @brief Random feeds for every `input` and `weight` op of `g`, for checking rewrites numerically.
 /// Floating sources get values uniform in [-1, 1). A source of integral dtype (gather indices) gets

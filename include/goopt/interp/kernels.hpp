@@ -75,9 +75,7 @@ inline typename value<double>::shape_type xshape(const ops::shape& s) {
 }
 
 /// A new value of shape s with every element equal to `fill`.
-template <std::floating_point T> value<T> filled(const ops::shape& s, T fill) {
-    return value<T>(xshape(s), fill);
-}
+template <std::floating_point T> value<T> filled(const ops::shape& s, T fill) { return value<T>(xshape(s), fill); }
 
 template <class S> std::string shape_string(const S& s) {
     std::string r = "[";
@@ -168,10 +166,14 @@ template <std::floating_point T> T nan_max(T acc, T v) { return v > acc || std::
 
 template <std::floating_point T> T apply_activation(T x, std::int64_t act) {
     switch (static_cast<ops::activation>(act)) {
-    case ops::activation::none: return x;
-    case ops::activation::relu: return relu(x);
-    case ops::activation::sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case ops::activation::tanh: return std::tanh(x);
+        case ops::activation::none:
+            return x;
+        case ops::activation::relu:
+            return relu(x);
+        case ops::activation::sigmoid:
+            return T(1) / (T(1) + std::exp(-x));
+        case ops::activation::tanh:
+            return std::tanh(x);
     }
     GOOPT_ASSERT(false && "activation checked by shape inference");
     return x;
@@ -205,7 +207,16 @@ inline std::pair<index, index> tap_range(index n, index out, index s, index pad,
 struct conv_geometry {
     index N, C, H, W, O, Cg, kh, kw, OH, OW, Og, sh, sw, dh, dw, top, left;
     conv_geometry(const ops::shape& xd, const ops::shape& wd, const ops::shape& yd, const ops::attribute_map& at)
-        : N(xd[0]), C(xd[1]), H(xd[2]), W(xd[3]), O(wd[0]), Cg(wd[1]), kh(wd[2]), kw(wd[3]), OH(yd[2]), OW(yd[3]),
+        : N(xd[0]),
+          C(xd[1]),
+          H(xd[2]),
+          W(xd[3]),
+          O(wd[0]),
+          Cg(wd[1]),
+          kh(wd[2]),
+          kw(wd[3]),
+          OH(yd[2]),
+          OW(yd[3]),
           Og(O / (C / Cg)) {
         const auto& st = at.get_ints(ops::attr_id::stride);
         const auto& dl = at.get_ints(ops::attr_id::dilation);
@@ -297,8 +308,8 @@ template <std::floating_point T> value<T> matmul(const kernel_args<T>& a) {
     const auto yo = broadcast_offsets(batch, prefix(yd, yd.rank() - 2));
     value<T> r = filled(od, T(0));
     for (std::size_t b = 0; b < xo.size(); ++b)
-        gemm_acc(a.data(0) + xo[b] * M * K, a.data(1) + yo[b] * K * N, r.data() + static_cast<index>(b) * M * N, M,
-                 K, N);
+        gemm_acc(a.data(0) + xo[b] * M * K, a.data(1) + yo[b] * K * N, r.data() + static_cast<index>(b) * M * N, M, K,
+                 N);
     activate(r, a.attrs().get_int(ops::attr_id::activation));
     return r;
 }
@@ -485,9 +496,9 @@ template <std::floating_point T> value<T> gather(const kernel_args<T>& a) {
     for (std::size_t j = 0; j < ni; ++j) {
         const T v = a.data(1)[j];
         if (!(v == std::trunc(v) && v >= static_cast<T>(-x.extent) && v < static_cast<T>(x.extent)))
-            a.fail("index " + number_string(v) + " at position " + std::to_string(j) +
-                   " is not an integer in [" + std::to_string(-x.extent) + ", " + std::to_string(x.extent) +
-                   ") for axis " + std::to_string(ax) + " of data " + xd.to_string());
+            a.fail("index " + number_string(v) + " at position " + std::to_string(j) + " is not an integer in [" +
+                   std::to_string(-x.extent) + ", " + std::to_string(x.extent) + ") for axis " + std::to_string(ax) +
+                   " of data " + xd.to_string());
         idx[j] = static_cast<index>(v) < 0 ? static_cast<index>(v) + x.extent : static_cast<index>(v);
     }
     value<T> r = filled(a.out_dims(), T(0));
@@ -524,8 +535,7 @@ template <std::floating_point T> value<T> batchnorm(const kernel_args<T>& a) {
         for (index c = 0; c < x.extent; ++c) {
             const T den = std::sqrt(var[c] + eps);
             const index at = (p * x.extent + c) * x.inner;
-            for (index i = at; i < at + x.inner; ++i)
-                r.data()[i] = (a.data(0)[i] - mean[c]) / den * scale[c] + bias[c];
+            for (index i = at; i < at + x.inner; ++i) r.data()[i] = (a.data(0)[i] - mean[c]) / den * scale[c] + bias[c];
         }
     return r;
 }
@@ -590,10 +600,8 @@ template <std::floating_point T> value<T> reduce(const kernel_args<T>& a, reduct
     value<T> r = filled(a.out_dims(), how == reduction::max ? -std::numeric_limits<T>::infinity() : T(0));
     const T* x = a.data(0);
     T* z = r.data();
-    if (how == reduction::max)
-        for_each_offset(xd, st, 0, [&](index off) { z[off] = nan_max(z[off], *x++); });
-    else
-        for_each_offset(xd, st, 0, [&](index off) { z[off] += *x++; });
+    if (how == reduction::max) for_each_offset(xd, st, 0, [&](index off) { z[off] = nan_max(z[off], *x++); });
+    else for_each_offset(xd, st, 0, [&](index off) { z[off] += *x++; });
     if (how == reduction::mean)
         for (T& v : r.storage()) v /= static_cast<T>(count);
     return r;
@@ -995,7 +1003,8 @@ std::vector<value<T>> evaluate_op(const graph::computation_graph& g, graph::op_i
     const graph::op& op = g.get_op(o);
     const detail::kernel_args<T> a{g, o, op, inputs};
     if (inputs.size() != op.inputs.size())
-        a.fail("given " + std::to_string(inputs.size()) + " input values, expected " + std::to_string(op.inputs.size()));
+        a.fail("given " + std::to_string(inputs.size()) + " input values, expected " +
+               std::to_string(op.inputs.size()));
     // The kernels index raw buffers by the graph's shapes, so a value that disagrees (a graph
     // rewired without re-inference, a wrong argument) must stop here, not read out of bounds.
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -1026,83 +1035,185 @@ std::vector<value<T>> evaluate_op(const graph::computation_graph& g, graph::op_i
 
     std::vector<value<T>> out;
     switch (op.kind) {
-    case op_kind::input:
-    case op_kind::weight:
-        a.fail("the value of a source op is fed, not computed: evaluate the graph with interp::evaluate");
-    case op_kind::const_pool: out = detail::one(detail::const_pool(a)); break;
-    case op_kind::const_iconv: out = detail::one(detail::const_iconv(a)); break;
-    case op_kind::const_imm: out = detail::one(detail::const_imm(a)); break;
-    case op_kind::const_one: out = detail::one(detail::filled(a.out_dims(), T(1))); break;
-    case op_kind::conv2d: out = detail::one(detail::conv2d(a)); break;
-    case op_kind::matmul: out = detail::one(detail::matmul(a)); break;
-    case op_kind::ewadd: out = detail::one(detail::binary(a, [](T x, T y) { return x + y; })); break;
-    case op_kind::ewmul: out = detail::one(detail::binary(a, [](T x, T y) { return x * y; })); break;
-    case op_kind::smul: {
-        const T s = *a.data(1);
-        out = detail::one(detail::unary(a, [s](T x) { return x * s; }));
-        break;
-    }
-    case op_kind::relu: out = detail::one(detail::unary(a, [](T x) { return detail::relu(x); })); break;
-    case op_kind::transpose: out = detail::one(detail::transpose(a)); break;
-    case op_kind::enlarge: out = detail::one(detail::enlarge(a)); break;
-    case op_kind::avgpool2d: out = detail::one(detail::pool2d<T, false>(a)); break;
-    case op_kind::maxpool2d: out = detail::one(detail::pool2d<T, true>(a)); break;
-    case op_kind::concat: out = detail::one(detail::concat(a)); break;
-    case op_kind::split: out = detail::split(a); break;
-    case op_kind::sub: out = detail::one(detail::binary(a, [](T x, T y) { return x - y; })); break;
-    case op_kind::div: out = detail::one(detail::binary(a, [](T x, T y) { return x / y; })); break;
-    case op_kind::pow: out = detail::one(detail::binary(a, [](T x, T y) { return std::pow(x, y); })); break;
-    case op_kind::sqrt: out = detail::one(detail::unary(a, [](T x) { return std::sqrt(x); })); break;
-    case op_kind::sigmoid: out = detail::one(detail::unary(a, [](T x) { return detail::sigmoid(x); })); break;
-    case op_kind::tanh: out = detail::one(detail::unary(a, [](T x) { return std::tanh(x); })); break;
-    case op_kind::gelu:
-        out = detail::one(detail::unary(
-            a, [](T x) { return x * T(0.5) * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>)); }));
-        break;
-    case op_kind::erf: out = detail::one(detail::unary(a, [](T x) { return std::erf(x); })); break;
-    case op_kind::clip: {
-        const T lo = attr_real(ops::attr_id::min), hi = attr_real(ops::attr_id::max);
-        out = detail::one(detail::unary(a, [lo, hi](T x) { return std::min(std::max(x, lo), hi); }));
-        break;
-    }
-    case op_kind::identity:
-    case op_kind::reshape:
-    case op_kind::flatten: out = detail::one(detail::same_elements(a)); break;
-    case op_kind::pad: out = detail::one(detail::pad(a)); break;
-    case op_kind::slice: out = detail::one(detail::slice(a)); break;
-    case op_kind::gather: out = detail::one(detail::gather(a)); break;
-    case op_kind::global_avgpool: out = detail::one(detail::global_avgpool(a)); break;
-    case op_kind::batchnorm: out = detail::one(detail::batchnorm(a)); break;
-    case op_kind::softmax: out = detail::one(detail::softmax(a)); break;
-    case op_kind::layernorm: out = detail::one(detail::layernorm(a)); break;
-    case op_kind::reduce_sum: out = detail::one(detail::reduce(a, detail::reduction::sum)); break;
-    case op_kind::reduce_mean: out = detail::one(detail::reduce(a, detail::reduction::mean)); break;
-    case op_kind::reduce_max: out = detail::one(detail::reduce(a, detail::reduction::max)); break;
-    case op_kind::lstm_cell: out = detail::lstm_cell(a); break;
-    case op_kind::gru_cell: out = detail::one(detail::gru_cell(a)); break;
-    // gradients and optimizer updates (training graphs)
-    case op_kind::const_fill: out = detail::one(detail::filled(a.out_dims(), attr_real(ops::attr_id::value))); break;
-    case op_kind::add_n: out = detail::one(detail::add_n(a)); break;
-    case op_kind::conv2d_grad_input: out = detail::one(detail::conv2d_grad<T, true>(a)); break;
-    case op_kind::conv2d_grad_weight: out = detail::one(detail::conv2d_grad<T, false>(a)); break;
-    case op_kind::relu_grad:
-        out = detail::one(detail::pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); }));
-        break;
-    case op_kind::sigmoid_grad: out = detail::one(detail::pointwise_grad(a, [](T y) { return y * (T(1) - y); })); break;
-    case op_kind::tanh_grad: out = detail::one(detail::pointwise_grad(a, [](T y) { return T(1) - y * y; })); break;
-    case op_kind::gelu_grad:
-        out = detail::one(detail::pointwise_grad(a, [](T x) { return detail::gelu_derivative(x); }));
-        break;
-    case op_kind::avgpool2d_grad: out = detail::one(detail::pool2d_grad<T, false>(a)); break;
-    case op_kind::maxpool2d_grad: out = detail::one(detail::pool2d_grad<T, true>(a)); break;
-    case op_kind::softmax_grad: out = detail::one(detail::softmax_grad(a)); break;
-    case op_kind::layernorm_grad: out = detail::layernorm_grad(a); break;
-    case op_kind::batchnorm_grad: out = detail::batchnorm_grad(a); break;
-    case op_kind::gather_grad: out = detail::one(detail::gather_grad(a)); break;
-    case op_kind::lstm_cell_grad: out = detail::lstm_cell_grad(a); break;
-    case op_kind::gru_cell_grad: out = detail::gru_cell_grad(a); break;
-    case op_kind::sgd_update: out = detail::one(detail::sgd_update(a)); break;
-    case op_kind::adam_update: out = detail::adam_update(a); break;
+        case op_kind::input:
+        case op_kind::weight:
+            a.fail("the value of a source op is fed, not computed: evaluate the graph with interp::evaluate");
+        case op_kind::const_pool:
+            out = detail::one(detail::const_pool(a));
+            break;
+        case op_kind::const_iconv:
+            out = detail::one(detail::const_iconv(a));
+            break;
+        case op_kind::const_imm:
+            out = detail::one(detail::const_imm(a));
+            break;
+        case op_kind::const_one:
+            out = detail::one(detail::filled(a.out_dims(), T(1)));
+            break;
+        case op_kind::conv2d:
+            out = detail::one(detail::conv2d(a));
+            break;
+        case op_kind::matmul:
+            out = detail::one(detail::matmul(a));
+            break;
+        case op_kind::ewadd:
+            out = detail::one(detail::binary(a, [](T x, T y) { return x + y; }));
+            break;
+        case op_kind::ewmul:
+            out = detail::one(detail::binary(a, [](T x, T y) { return x * y; }));
+            break;
+        case op_kind::smul: {
+            const T s = *a.data(1);
+            out = detail::one(detail::unary(a, [s](T x) { return x * s; }));
+            break;
+        }
+        case op_kind::relu:
+            out = detail::one(detail::unary(a, [](T x) { return detail::relu(x); }));
+            break;
+        case op_kind::transpose:
+            out = detail::one(detail::transpose(a));
+            break;
+        case op_kind::enlarge:
+            out = detail::one(detail::enlarge(a));
+            break;
+        case op_kind::avgpool2d:
+            out = detail::one(detail::pool2d<T, false>(a));
+            break;
+        case op_kind::maxpool2d:
+            out = detail::one(detail::pool2d<T, true>(a));
+            break;
+        case op_kind::concat:
+            out = detail::one(detail::concat(a));
+            break;
+        case op_kind::split:
+            out = detail::split(a);
+            break;
+        case op_kind::sub:
+            out = detail::one(detail::binary(a, [](T x, T y) { return x - y; }));
+            break;
+        case op_kind::div:
+            out = detail::one(detail::binary(a, [](T x, T y) { return x / y; }));
+            break;
+        case op_kind::pow:
+            out = detail::one(detail::binary(a, [](T x, T y) { return std::pow(x, y); }));
+            break;
+        case op_kind::sqrt:
+            out = detail::one(detail::unary(a, [](T x) { return std::sqrt(x); }));
+            break;
+        case op_kind::sigmoid:
+            out = detail::one(detail::unary(a, [](T x) { return detail::sigmoid(x); }));
+            break;
+        case op_kind::tanh:
+            out = detail::one(detail::unary(a, [](T x) { return std::tanh(x); }));
+            break;
+        case op_kind::gelu:
+            out = detail::one(
+                detail::unary(a, [](T x) { return x * T(0.5) * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>)); }));
+            break;
+        case op_kind::erf:
+            out = detail::one(detail::unary(a, [](T x) { return std::erf(x); }));
+            break;
+        case op_kind::clip: {
+            const T lo = attr_real(ops::attr_id::min), hi = attr_real(ops::attr_id::max);
+            out = detail::one(detail::unary(a, [lo, hi](T x) { return std::min(std::max(x, lo), hi); }));
+            break;
+        }
+        case op_kind::identity:
+        case op_kind::reshape:
+        case op_kind::flatten:
+            out = detail::one(detail::same_elements(a));
+            break;
+        case op_kind::pad:
+            out = detail::one(detail::pad(a));
+            break;
+        case op_kind::slice:
+            out = detail::one(detail::slice(a));
+            break;
+        case op_kind::gather:
+            out = detail::one(detail::gather(a));
+            break;
+        case op_kind::global_avgpool:
+            out = detail::one(detail::global_avgpool(a));
+            break;
+        case op_kind::batchnorm:
+            out = detail::one(detail::batchnorm(a));
+            break;
+        case op_kind::softmax:
+            out = detail::one(detail::softmax(a));
+            break;
+        case op_kind::layernorm:
+            out = detail::one(detail::layernorm(a));
+            break;
+        case op_kind::reduce_sum:
+            out = detail::one(detail::reduce(a, detail::reduction::sum));
+            break;
+        case op_kind::reduce_mean:
+            out = detail::one(detail::reduce(a, detail::reduction::mean));
+            break;
+        case op_kind::reduce_max:
+            out = detail::one(detail::reduce(a, detail::reduction::max));
+            break;
+        case op_kind::lstm_cell:
+            out = detail::lstm_cell(a);
+            break;
+        case op_kind::gru_cell:
+            out = detail::one(detail::gru_cell(a));
+            break;
+        // gradients and optimizer updates (training graphs)
+        case op_kind::const_fill:
+            out = detail::one(detail::filled(a.out_dims(), attr_real(ops::attr_id::value)));
+            break;
+        case op_kind::add_n:
+            out = detail::one(detail::add_n(a));
+            break;
+        case op_kind::conv2d_grad_input:
+            out = detail::one(detail::conv2d_grad<T, true>(a));
+            break;
+        case op_kind::conv2d_grad_weight:
+            out = detail::one(detail::conv2d_grad<T, false>(a));
+            break;
+        case op_kind::relu_grad:
+            out = detail::one(detail::pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); }));
+            break;
+        case op_kind::sigmoid_grad:
+            out = detail::one(detail::pointwise_grad(a, [](T y) { return y * (T(1) - y); }));
+            break;
+        case op_kind::tanh_grad:
+            out = detail::one(detail::pointwise_grad(a, [](T y) { return T(1) - y * y; }));
+            break;
+        case op_kind::gelu_grad:
+            out = detail::one(detail::pointwise_grad(a, [](T x) { return detail::gelu_derivative(x); }));
+            break;
+        case op_kind::avgpool2d_grad:
+            out = detail::one(detail::pool2d_grad<T, false>(a));
+            break;
+        case op_kind::maxpool2d_grad:
+            out = detail::one(detail::pool2d_grad<T, true>(a));
+            break;
+        case op_kind::softmax_grad:
+            out = detail::one(detail::softmax_grad(a));
+            break;
+        case op_kind::layernorm_grad:
+            out = detail::layernorm_grad(a);
+            break;
+        case op_kind::batchnorm_grad:
+            out = detail::batchnorm_grad(a);
+            break;
+        case op_kind::gather_grad:
+            out = detail::one(detail::gather_grad(a));
+            break;
+        case op_kind::lstm_cell_grad:
+            out = detail::lstm_cell_grad(a);
+            break;
+        case op_kind::gru_cell_grad:
+            out = detail::gru_cell_grad(a);
+            break;
+        case op_kind::sgd_update:
+            out = detail::one(detail::sgd_update(a));
+            break;
+        case op_kind::adam_update:
+            out = detail::adam_update(a);
+            break;
     }
     GOOPT_ASSERT(out.size() == op.outputs.size());
     for (std::size_t k = 0; k < out.size(); ++k) GOOPT_ASSERT(detail::same_shape(out[k].shape(), a.out_dims(k)));

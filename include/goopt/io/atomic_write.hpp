@@ -12,8 +12,8 @@
 #include <system_error>
 
 #if defined(_WIN32)
-#include <fstream>
 #include <process.h>
+#include <fstream>
 #else
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -108,7 +108,7 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
     };
     // Replacing a file should not change who may read it; best effort, as the umask default is a
     // sensible fallback and not worth failing the write over.
-    struct ::stat st{};
+    struct ::stat st {};
     if (::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode)) (void)::fchmod(fd, st.st_mode & 07777);
 
     const char* p = contents.data();
@@ -128,8 +128,7 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
     const int closed = ::close(fd);
     fd = -1;  // closed even when close() reports an error: never close it twice
     if (closed != 0) fail("closing temporary file '" + tmp.string() + "' failed", errno);
-    if (::rename(tmp.c_str(), target.c_str()) != 0)
-        fail("renaming '" + tmp.string() + "' over it failed", errno);
+    if (::rename(tmp.c_str(), target.c_str()) != 0) fail("renaming '" + tmp.string() + "' over it failed", errno);
 
     // The rename is only durable once the directory entry is on the disk.
     const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");

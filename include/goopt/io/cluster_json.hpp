@@ -54,7 +54,8 @@ inline device::cluster<> read_cluster_file(const std::filesystem::path& path);
 /// A cluster of any device type as a goopt.cluster document (devices written with all their figures).
 template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const device::cluster<D>& c);
 /// Writes cluster_to_json(c) to a file atomically.
-template <device::DeviceModel D> void write_cluster_file(const std::filesystem::path& path, const device::cluster<D>& c) {
+template <device::DeviceModel D>
+void write_cluster_file(const std::filesystem::path& path, const device::cluster<D>& c) {
     atomic_write(path, cluster_to_json(c).dump(2) + "\n");
 }
 
@@ -114,7 +115,8 @@ inline double positive_number(const nlohmann::json& v, const std::string& where,
     return x;
 }
 
-inline std::size_t index_in(const nlohmann::json& v, const std::string& where, std::size_t size, std::string_view what) {
+inline std::size_t index_in(const nlohmann::json& v, const std::string& where, std::size_t size,
+                            std::string_view what) {
     if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
         throw error(where + ": is " + describe(v) + ", expected a " + std::string(what) + " index");
     const auto i = v.get<std::uint64_t>();
@@ -129,12 +131,15 @@ inline device::device_spec device_from_json(const nlohmann::json& d, const std::
     device::device_spec s;
     bool from_preset = false;
     if (d.contains("preset")) {
-        if (!d["preset"].is_string()) throw error(where + "/preset: is " + describe(d["preset"]) + ", expected a string");
+        if (!d["preset"].is_string())
+            throw error(where + "/preset: is " + describe(d["preset"]) + ", expected a string");
         const auto p = device::find_preset(d["preset"].get<std::string>());
         if (!p) {
             std::string known;
-            for (const device::preset* q : device::presets) known += (known.empty() ? "" : ", ") + std::string(q->label);
-            throw error(where + "/preset: unknown device " + quote(d["preset"].get<std::string>()) + ", expected one of " + known);
+            for (const device::preset* q : device::presets)
+                known += (known.empty() ? "" : ", ") + std::string(q->label);
+            throw error(where + "/preset: unknown device " + quote(d["preset"].get<std::string>()) +
+                        ", expected one of " + known);
         }
         s = device::describe(*p);
         from_preset = true;
@@ -149,11 +154,13 @@ inline device::device_spec device_from_json(const nlohmann::json& d, const std::
             if (v.is_number()) {
                 s.peak.fill(positive_number(v, at));
             } else if (v.is_object()) {
-                if (!from_preset && !v.contains("f32")) throw error(at + ": missing \"f32\" (other dtypes default to it)");
+                if (!from_preset && !v.contains("f32"))
+                    throw error(at + ": missing \"f32\" (other dtypes default to it)");
                 if (v.contains("f32")) s.peak.fill(positive_number(v["f32"], at + "/f32"));
                 for (const auto& [tk, tv] : v.items()) {
                     const auto t = ops::parse_dtype(tk);
-                    if (!t) throw error(at + "/" + pointer_token(tk) + ": unknown dtype, expected one of " + dtype_list());
+                    if (!t)
+                        throw error(at + "/" + pointer_token(tk) + ": unknown dtype, expected one of " + dtype_list());
                     s.peak[static_cast<std::size_t>(*t)] = positive_number(tv, at + "/" + pointer_token(tk));
                 }
             } else {
@@ -166,8 +173,9 @@ inline device::device_spec device_from_json(const nlohmann::json& d, const std::
         } else if (key == "launch_overhead") {
             s.launch = positive_number(v, at, true);
         } else {
-            throw error(at + ": unknown key, expected preset, name, peak_flops, mem_bandwidth, mem_capacity, "
-                             "launch_overhead or count");
+            throw error(at +
+                        ": unknown key, expected preset, name, peak_flops, mem_bandwidth, mem_capacity, "
+                        "launch_overhead or count");
         }
     }
     if (!from_preset)
@@ -183,7 +191,8 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
     const std::string src(source);
     detail::check_header(j, source, cluster_format_name);
     if (j.contains("spec")) {
-        if (!j["spec"].is_string()) throw error(src + ": /spec: is " + detail::describe(j["spec"]) + ", expected a string");
+        if (!j["spec"].is_string())
+            throw error(src + ": /spec: is " + detail::describe(j["spec"]) + ", expected a string");
         if (j.contains("devices") || j.contains("links"))
             throw error(src + ": /spec: give either a spec string or devices and links, not both");
         try {
@@ -194,7 +203,8 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
     }
     for (const auto& [key, v] : j.items())
         if (key != "format" && key != "version" && key != "devices" && key != "links")
-            throw error(src + ": /" + detail::pointer_token(key) + ": unknown key, expected format, version, spec, devices, links");
+            throw error(src + ": /" + detail::pointer_token(key) +
+                        ": unknown key, expected format, version, spec, devices, links");
     if (!j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
         throw error(src + ": /devices: expected a non-empty array of devices");
     device::cluster<> c;
@@ -211,7 +221,8 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
         }
         // the route table grows as the square of the device count: the spec strings' limit, in all
         if (c.num_devices() + count > 1024)
-            throw error(where + (devs[i].contains("count") ? "/count: " : ": ") + std::to_string(c.num_devices() + count) +
+            throw error(where + (devs[i].contains("count") ? "/count: " : ": ") +
+                        std::to_string(c.num_devices() + count) +
                         " devices in all, more than 1024 devices are not supported");
         for (std::size_t k = 0; k < count; ++k) c.add_device(d);
     }
@@ -224,7 +235,8 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
             if (!l.is_object()) throw error(where + ": is " + detail::describe(l) + ", expected an object");
             for (const auto& [key, v] : l.items())
                 if (key != "name" && key != "bandwidth" && key != "latency" && key != "routes")
-                    throw error(where + "/" + detail::pointer_token(key) + ": unknown key, expected name, bandwidth, latency, routes");
+                    throw error(where + "/" + detail::pointer_token(key) +
+                                ": unknown key, expected name, bandwidth, latency, routes");
             device::link lk;
             lk.name = "link " + std::to_string(i);
             if (l.contains("name")) {
@@ -240,7 +252,8 @@ inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_
             for (std::size_t r = 0; r < l["routes"].size(); ++r) {
                 const auto& pr = l["routes"][r];
                 const std::string at = where + "/routes/" + std::to_string(r);
-                if (!pr.is_array() || pr.size() != 2) throw error(at + ": expected a [from, to] pair of device indices");
+                if (!pr.is_array() || pr.size() != 2)
+                    throw error(at + ": expected a [from, to] pair of device indices");
                 const auto a = detail::index_in(pr[0], at + "/0", c.num_devices(), "device");
                 const auto b = detail::index_in(pr[1], at + "/1", c.num_devices(), "device");
                 if (a == b) throw error(at + ": a device needs no link to itself");
@@ -269,7 +282,8 @@ template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const de
         nlohmann::ordered_json x;
         x["name"] = s.label;
         auto& peak = x["peak_flops"] = nlohmann::ordered_json::object();
-        for (std::size_t i = 0; i < ops::num_dtypes; ++i) peak[std::string(ops::name(static_cast<ops::dtype>(i)))] = s.peak[i];
+        for (std::size_t i = 0; i < ops::num_dtypes; ++i)
+            peak[std::string(ops::name(static_cast<ops::dtype>(i)))] = s.peak[i];
         x["mem_bandwidth"] = s.bandwidth;
         x["mem_capacity"] = s.capacity;
         x["launch_overhead"] = s.launch;

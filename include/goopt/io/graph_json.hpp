@@ -140,15 +140,23 @@ inline std::string pointer_token(std::string_view key) {
 /// "a string", "an array", "the real number 1.5": what a JSON value is, for "expected X, got Y".
 template <class Json> std::string describe(const Json& v) {
     switch (v.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::object: return "an object";
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::string: return "a string";
-    case nlohmann::json::value_t::boolean: return v.template get<bool>() ? "true" : "false";
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "the integer " + v.dump();
-    case nlohmann::json::value_t::number_float: return "the real number " + v.dump();
-    default: return "a binary value";
+        case nlohmann::json::value_t::null:
+            return "null";
+        case nlohmann::json::value_t::object:
+            return "an object";
+        case nlohmann::json::value_t::array:
+            return "an array";
+        case nlohmann::json::value_t::string:
+            return "a string";
+        case nlohmann::json::value_t::boolean:
+            return v.template get<bool>() ? "true" : "false";
+        case nlohmann::json::value_t::number_integer:
+        case nlohmann::json::value_t::number_unsigned:
+            return "the integer " + v.dump();
+        case nlohmann::json::value_t::number_float:
+            return "the real number " + v.dump();
+        default:
+            return "a binary value";
     }
 }
 
@@ -179,14 +187,15 @@ inline std::optional<std::pair<std::string_view, std::uint32_t>> split_reference
 /// The op name that makes `name` ambiguous as a reference (`x:1` when an op `x` exists), if any:
 /// such a name could mean the op itself or output 1 of `x`, so the format forbids it.
 template <class Contains> std::optional<std::string_view> ambiguous_with(std::string_view name, const Contains& has) {
-    if (auto r = split_reference(name); r && std::to_string(r->second) == name.substr(r->first.size() + 1) &&
-                                        has(r->first))
+    if (auto r = split_reference(name);
+        r && std::to_string(r->second) == name.substr(r->first.size() + 1) && has(r->first))
         return r->first;
     return std::nullopt;
 }
 
 inline constexpr std::string_view top_keys[] = {"format", "version", "name", "ops", "outputs"};
-inline constexpr std::string_view op_keys[] = {"name", "op", "inputs", "attrs", "shape", "dtype", "layer", "colocation"};
+inline constexpr std::string_view op_keys[] = {"name",  "op",    "inputs", "attrs",
+                                               "shape", "dtype", "layer",  "colocation"};
 
 template <std::size_t N> bool is_one_of(std::string_view k, const std::string_view (&keys)[N]) {
     for (auto x : keys)
@@ -225,7 +234,7 @@ private:
     /// A tensor reference as written, and once resolved the producing op (file index) and output.
     struct reference {
         std::string text;
-        std::string place;  ///< JSON pointer of the reference string
+        std::string place;   ///< JSON pointer of the reference string
         std::size_t op = 0;  ///< index of the producing op in the file
         std::uint32_t output = 0;
     };
@@ -253,8 +262,8 @@ private:
     static std::string at(const std::string& place, std::size_t i) { return place + "/" + std::to_string(i); }
 
     std::int64_t integer(const Json& v, const std::string& place) const {
-        if (v.is_number_unsigned() && v.template get<std::uint64_t>() >
-                                          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        if (v.is_number_unsigned() &&
+            v.template get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
             fail(place, "the integer " + v.dump() + " is out of range (at most 2^63-1)");
         if (!v.is_number_integer()) fail(place, "expected an integer, got " + describe(v));
         return v.template get<std::int64_t>();
@@ -314,40 +323,47 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
                                               const std::string& place) const {
     // The enumerated attributes are written by name; numbers are accepted as the enum values.
     switch (spec.id) {
-    case ops::attr_id::padding:
-        if (v.is_string()) {
-            const std::string& s = v.template get_ref<const typename Json::string_t&>();
-            for (auto p : {ops::padding_mode::same, ops::padding_mode::valid})
-                if (ops::name(p) == s) return static_cast<std::int64_t>(p);
-            fail(place, "unknown padding " + quote(s) + ", expected \"same\" or \"valid\" (or 0, 1)");
-        } else {
-            const auto p = integer(v, place);
-            if (p != 0 && p != 1) fail(place, "padding " + std::to_string(p) + ", expected \"same\" or \"valid\" (or 0, 1)");
-            return p;
-        }
-    case ops::attr_id::activation:
-        if (v.is_string()) {
-            const std::string& s = v.template get_ref<const typename Json::string_t&>();
-            for (std::int64_t a = 0; a < 4; ++a)
-                if (ops::name(static_cast<ops::activation>(a)) == s) return a;
-            fail(place, "unknown activation " + quote(s) + ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
-        } else {
-            const auto a = integer(v, place);
-            if (a < 0 || a > 3)
-                fail(place, "activation " + std::to_string(a) + ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
-            return a;
-        }
-    case ops::attr_id::dtype: return static_cast<std::int64_t>(dtype_value(v, place));
-    default: break;
+        case ops::attr_id::padding:
+            if (v.is_string()) {
+                const std::string& s = v.template get_ref<const typename Json::string_t&>();
+                for (auto p : {ops::padding_mode::same, ops::padding_mode::valid})
+                    if (ops::name(p) == s) return static_cast<std::int64_t>(p);
+                fail(place, "unknown padding " + quote(s) + ", expected \"same\" or \"valid\" (or 0, 1)");
+            } else {
+                const auto p = integer(v, place);
+                if (p != 0 && p != 1)
+                    fail(place, "padding " + std::to_string(p) + ", expected \"same\" or \"valid\" (or 0, 1)");
+                return p;
+            }
+        case ops::attr_id::activation:
+            if (v.is_string()) {
+                const std::string& s = v.template get_ref<const typename Json::string_t&>();
+                for (std::int64_t a = 0; a < 4; ++a)
+                    if (ops::name(static_cast<ops::activation>(a)) == s) return a;
+                fail(place, "unknown activation " + quote(s) +
+                                ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+            } else {
+                const auto a = integer(v, place);
+                if (a < 0 || a > 3)
+                    fail(place, "activation " + std::to_string(a) +
+                                    ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+                return a;
+            }
+        case ops::attr_id::dtype:
+            return static_cast<std::int64_t>(dtype_value(v, place));
+        default:
+            break;
     }
     switch (spec.type) {
-    case ops::attr_type::integer: return integer(v, place);
-    case ops::attr_type::real: {
-        const double r = real(v, place);
-        if (auto p = graph::real_attribute_problem(spec.id, r); !p.empty()) fail(place, p);
-        return r;
-    }
-    case ops::attr_type::ints: return integers(v, place);
+        case ops::attr_type::integer:
+            return integer(v, place);
+        case ops::attr_type::real: {
+            const double r = real(v, place);
+            if (auto p = graph::real_attribute_problem(spec.id, r); !p.empty()) fail(place, p);
+            return r;
+        }
+        case ops::attr_type::ints:
+            return integers(v, place);
     }
     fail(place, "unsupported attribute type");
 }
@@ -402,8 +418,7 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
         e.shape_place = at(place, "shape");
         ops::shape s = shape_value(*it, e.shape_place);
         if (is_source) {
-            if (e.attrs.has(ops::attr_id::shape))
-                fail(e.shape_place, who + "shape given both here and in \"attrs\"");
+            if (e.attrs.has(ops::attr_id::shape)) fail(e.shape_place, who + "shape given both here and in \"attrs\"");
             e.attrs.set(ops::attr_id::shape, std::vector<std::int64_t>(s.begin(), s.end()));
         } else {
             e.expected_shape = s;
@@ -413,8 +428,7 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
         e.dtype_place = at(place, "dtype");
         const ops::dtype t = dtype_value(*it, e.dtype_place);
         if (is_source) {
-            if (e.attrs.has(ops::attr_id::dtype))
-                fail(e.dtype_place, who + "dtype given both here and in \"attrs\"");
+            if (e.attrs.has(ops::attr_id::dtype)) fail(e.dtype_place, who + "dtype given both here and in \"attrs\"");
             e.attrs.set(ops::attr_id::dtype, static_cast<std::int64_t>(t));
         } else {
             e.expected_dtype = t;
@@ -458,7 +472,8 @@ typename graph_reader<Json>::reference graph_reader<Json>::resolve(std::string t
             return r;
         }
     }
-    fail(r.place, "reference " + quote(r.text) + " names no op in the file (expected \"op\" or \"op:k\" for a named op)");
+    fail(r.place,
+         "reference " + quote(r.text) + " names no op in the file (expected \"op\" or \"op:k\" for a named op)");
 }
 
 /// The tensor a resolved reference denotes, once its producer is in the graph.
@@ -497,14 +512,15 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
     const auto format_it = root_.find("format");
     if (format_it == root_.end())
         fail(prefix_, "missing \"format\": \"" + std::string(graph_format_name) + "\" (is this a goopt graph file?)");
-    if (!format_it->is_string() ||
-        format_it->template get_ref<const typename Json::string_t&>() != graph_format_name)
-        fail(at("format"), "expected \"" + std::string(graph_format_name) + "\", got " +
-                               (format_it->is_string() ? quote(format_it->template get_ref<const typename Json::string_t&>())
-                                                       : describe(*format_it)));
+    if (!format_it->is_string() || format_it->template get_ref<const typename Json::string_t&>() != graph_format_name)
+        fail(at("format"),
+             "expected \"" + std::string(graph_format_name) + "\", got " +
+                 (format_it->is_string() ? quote(format_it->template get_ref<const typename Json::string_t&>())
+                                         : describe(*format_it)));
     const auto version_it = root_.find("version");
     if (version_it == root_.end())
-        fail(prefix_, "missing \"version\" (this reader supports version " + std::to_string(graph_format_version) + ")");
+        fail(prefix_,
+             "missing \"version\" (this reader supports version " + std::to_string(graph_format_version) + ")");
     if (const auto v = integer(*version_it, at("version")); v != graph_format_version)
         fail(at("version"), "unsupported version " + std::to_string(v) + ", this reader supports version " +
                                 std::to_string(graph_format_version));
@@ -558,8 +574,8 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
             fail(e.shape_place, g.describe(id) + " has shape " + out.dims.to_string() + ", the file says " +
                                     e.expected_shape->to_string());
         if (e.expected_dtype && *e.expected_dtype != out.type)
-            fail(e.dtype_place, g.describe(id) + " has dtype " + std::string(ops::name(out.type)) +
-                                    ", the file says " + std::string(ops::name(*e.expected_dtype)));
+            fail(e.dtype_place, g.describe(id) + " has dtype " + std::string(ops::name(out.type)) + ", the file says " +
+                                    std::string(ops::name(*e.expected_dtype)));
     }
 
     if (auto it = root_.find("outputs"); it != root_.end()) {
@@ -574,8 +590,8 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
     return g;
 }
 
-template <class Json> graph::computation_graph read_graph_json(const Json& j, std::string_view source,
-                                                               std::string_view prefix) {
+template <class Json>
+graph::computation_graph read_graph_json(const Json& j, std::string_view source, std::string_view prefix) {
     try {
         return graph_reader<Json>(j, source, prefix).read();
     } catch (const nlohmann::json::exception& e) {
@@ -613,14 +629,14 @@ inline void check_names_writable(const graph::computation_graph& g) {
         const std::string& n = g.get_op(i).name;
         if (n.empty()) throw error(where + "op " + std::to_string(i) + " has an empty name");
         if (auto [it, fresh] = by_name.emplace(n, i); !fresh)
-            throw error(where + "ops " + std::to_string(it->second) + " and " + std::to_string(i) +
-                        " are both named " + quote(n) + "; names must be unique");
+            throw error(where + "ops " + std::to_string(it->second) + " and " + std::to_string(i) + " are both named " +
+                        quote(n) + "; names must be unique");
     }
     for (graph::op_id i = 0; i < g.num_ops(); ++i) {
         const std::string& n = g.get_op(i).name;
         if (auto other = ambiguous_with(n, [&](std::string_view x) { return by_name.count(x) > 0; }))
-            throw error(where + "op name " + quote(n) + " would also read as output " +
-                        n.substr(other->size() + 1) + " of op " + quote(*other) + "; rename one of them");
+            throw error(where + "op name " + quote(n) + " would also read as output " + n.substr(other->size() + 1) +
+                        " of op " + quote(*other) + "; rename one of them");
     }
 }
 
@@ -629,7 +645,7 @@ inline std::string reference_text(const graph::computation_graph& g, graph::tens
     const std::string& producer = g.get_op(x.producer).name;
     // "s:0" rather than "s" when s has several outputs, so that its outputs read alike
     return x.index == 0 && g.get_op(x.producer).outputs.size() == 1 ? producer
-                                                                     : producer + ":" + std::to_string(x.index);
+                                                                    : producer + ":" + std::to_string(x.index);
 }
 
 template <class Json> void write_graph_json(Json& j, const graph::computation_graph& g) {
@@ -767,8 +783,8 @@ inline std::string to_json_string(const graph::computation_graph& g) {
             }
         }
     } catch (const nlohmann::json::exception& e) {  // a name that is not valid UTF-8
-        throw error("cannot write graph " + (g.name().empty() ? "" : detail::quote(g.name()) + " ") + "as JSON: " +
-                    detail::without_nlohmann_prefix(e.what()));
+        throw error("cannot write graph " + (g.name().empty() ? "" : detail::quote(g.name()) + " ") +
+                    "as JSON: " + detail::without_nlohmann_prefix(e.what()));
     }
     return out + "\n}\n";
 }

@@ -70,8 +70,8 @@ struct onnx_model {
     /// Values of the `weight` ops whose data the file holds, by op name. Weights whose data is
     /// external (stripped) are absent.
     std::map<std::string, onnx_tensor, std::less<>> weight_values;
-    std::int64_t opset = 0;        ///< version of the default ("ai.onnx") operator set
-    std::string producer;          ///< producer_name and producer_version of the file
+    std::int64_t opset = 0;  ///< version of the default ("ai.onnx") operator set
+    std::string producer;    ///< producer_name and producer_version of the file
     /// ONNX nodes by op type, as in the file (folded ones included).
     std::map<std::string, std::size_t, std::less<>> onnx_nodes;
     std::size_t folded_nodes = 0;  ///< nodes evaluated at import time (shape-only subgraphs)
@@ -102,8 +102,8 @@ namespace detail {
 struct onnx_const {
     ops::dtype type = ops::dtype::f32;
     ops::shape dims;
-    std::vector<double> f;         ///< floating types
-    std::vector<std::int64_t> i;   ///< integer and boolean types
+    std::vector<double> f;        ///< floating types
+    std::vector<std::int64_t> i;  ///< integer and boolean types
 
     bool integral() const noexcept { return !ops::is_floating(type); }
     std::size_t size() const noexcept { return integral() ? i.size() : f.size(); }
@@ -113,8 +113,7 @@ struct onnx_const {
         return integral() ? static_cast<double>(i[k]) : f[k];
     }
     void in_range(std::size_t k) const {
-        if (k >= size())
-            throw error("a constant of shape " + dims.to_string() + " has no value " + std::to_string(k));
+        if (k >= size()) throw error("a constant of shape " + dims.to_string() + " has no value " + std::to_string(k));
     }
     /// v truncated to an int64 (shapes and indices held in a floating constant, folded results):
     /// NaN, infinities and values beyond int64 are bad input, not undefined behaviour.
@@ -153,9 +152,10 @@ struct onnx_const {
             throw error("a constant of shape " + s.to_string() + " is too large to hold at import time (limit " +
                         std::to_string(max_elements) + " elements)");
         if (s.num_elements() > fold_budget)
-            throw error("a constant of shape " + s.to_string() + " is more than folding may still compute at import time (" +
-                        std::to_string(fold_budget) + " elements left of " + std::to_string(max_folded_elements) +
-                        " plus " + std::to_string(fold_budget_per_file_element) + " per element of the file's own constants)");
+            throw error("a constant of shape " + s.to_string() +
+                        " is more than folding may still compute at import time (" + std::to_string(fold_budget) +
+                        " elements left of " + std::to_string(max_folded_elements) + " plus " +
+                        std::to_string(fold_budget_per_file_element) + " per element of the file's own constants)");
         const auto n = static_cast<std::size_t>(s.num_elements());
         if (c.integral()) c.i.assign(n, 0);
         else c.f.assign(n, 0.0);
@@ -175,30 +175,81 @@ struct onnx_const {
 /// What an ONNX tensor name stands for while importing.
 struct onnx_entry {
     ops::tensor_type type;
-    std::optional<graph::tensor_id> tensor;      ///< the graph tensor, once there is one
-    std::shared_ptr<const onnx_const> value;     ///< its value, when known at import time
-    bool is_weight = false;                      ///< an initializer (with or without data)
+    std::optional<graph::tensor_id> tensor;   ///< the graph tensor, once there is one
+    std::shared_ptr<const onnx_const> value;  ///< its value, when known at import time
+    bool is_weight = false;                   ///< an initializer (with or without data)
 };
 
-inline constexpr std::string_view onnx_ops[] = {
-    "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape",
-    "Conv", "Div", "Dropout", "Equal", "Erf", "Expand", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
-    "GlobalMaxPool", "Greater", "Identity", "LayerNormalization", "Less", "MatMul", "MaxPool", "Mul", "Neg",
-    "Pad", "Pow", "Range", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid",
-    "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where"};
+inline constexpr std::string_view onnx_ops[] = {"Add",
+                                                "AveragePool",
+                                                "BatchNormalization",
+                                                "Cast",
+                                                "Clip",
+                                                "Concat",
+                                                "Constant",
+                                                "ConstantOfShape",
+                                                "Conv",
+                                                "Div",
+                                                "Dropout",
+                                                "Equal",
+                                                "Erf",
+                                                "Expand",
+                                                "Flatten",
+                                                "Gather",
+                                                "Gemm",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "Greater",
+                                                "Identity",
+                                                "LayerNormalization",
+                                                "Less",
+                                                "MatMul",
+                                                "MaxPool",
+                                                "Mul",
+                                                "Neg",
+                                                "Pad",
+                                                "Pow",
+                                                "Range",
+                                                "ReduceMax",
+                                                "ReduceMean",
+                                                "ReduceSum",
+                                                "Relu",
+                                                "Reshape",
+                                                "Shape",
+                                                "Sigmoid",
+                                                "Slice",
+                                                "Softmax",
+                                                "Split",
+                                                "Sqrt",
+                                                "Squeeze",
+                                                "Sub",
+                                                "Tanh",
+                                                "Transpose",
+                                                "Unsqueeze",
+                                                "Where"};
 
 inline std::optional<ops::dtype> onnx_dtype(int t) {
     switch (t) {
-    case onnx::TensorProto_DataType_FLOAT: return ops::dtype::f32;
-    case onnx::TensorProto_DataType_DOUBLE: return ops::dtype::f64;
-    case onnx::TensorProto_DataType_FLOAT16: return ops::dtype::f16;
-    case onnx::TensorProto_DataType_BFLOAT16: return ops::dtype::bf16;
-    case onnx::TensorProto_DataType_INT64: return ops::dtype::i64;
-    case onnx::TensorProto_DataType_INT32: return ops::dtype::i32;
-    case onnx::TensorProto_DataType_INT8: return ops::dtype::i8;
-    case onnx::TensorProto_DataType_UINT8: return ops::dtype::u8;
-    case onnx::TensorProto_DataType_BOOL: return ops::dtype::boolean;
-    default: return std::nullopt;
+        case onnx::TensorProto_DataType_FLOAT:
+            return ops::dtype::f32;
+        case onnx::TensorProto_DataType_DOUBLE:
+            return ops::dtype::f64;
+        case onnx::TensorProto_DataType_FLOAT16:
+            return ops::dtype::f16;
+        case onnx::TensorProto_DataType_BFLOAT16:
+            return ops::dtype::bf16;
+        case onnx::TensorProto_DataType_INT64:
+            return ops::dtype::i64;
+        case onnx::TensorProto_DataType_INT32:
+            return ops::dtype::i32;
+        case onnx::TensorProto_DataType_INT8:
+            return ops::dtype::i8;
+        case onnx::TensorProto_DataType_UINT8:
+            return ops::dtype::u8;
+        case onnx::TensorProto_DataType_BOOL:
+            return ops::dtype::boolean;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -400,11 +451,11 @@ inline onnx_const onnx_importer::decode(const onnx::TensorProto& t, const std::s
         dims.push_back(d);
     }
     const auto n = static_cast<std::size_t>(dims.num_elements());
-    const std::size_t stored = t.has_raw_data() ? t.raw_data().size() / ops::size_of(*type)
-                             : *type == ops::dtype::f32 ? static_cast<std::size_t>(t.float_data_size())
-                             : *type == ops::dtype::f64 ? static_cast<std::size_t>(t.double_data_size())
-                             : *type == ops::dtype::i64 ? static_cast<std::size_t>(t.int64_data_size())
-                                                        : static_cast<std::size_t>(t.int32_data_size());
+    const std::size_t stored = t.has_raw_data()           ? t.raw_data().size() / ops::size_of(*type)
+                               : *type == ops::dtype::f32 ? static_cast<std::size_t>(t.float_data_size())
+                               : *type == ops::dtype::f64 ? static_cast<std::size_t>(t.double_data_size())
+                               : *type == ops::dtype::i64 ? static_cast<std::size_t>(t.int64_data_size())
+                                                          : static_cast<std::size_t>(t.int32_data_size());
     if (stored != n)
         fail(where + ": holds " + std::to_string(stored) + " values, expected " + std::to_string(n) + " for shape " +
              dims.to_string());
@@ -422,35 +473,65 @@ inline onnx_const onnx_importer::decode(const onnx::TensorProto& t, const std::s
         for (std::size_t k = 0; k < n; ++k) {
             const char* p = raw.data() + k * es;
             switch (*type) {
-            case ops::dtype::f32: { float v; std::memcpy(&v, p, 4); c.f[k] = v; break; }
-            case ops::dtype::f64: { double v; std::memcpy(&v, p, 8); c.f[k] = v; break; }
-            case ops::dtype::i64: { std::int64_t v; std::memcpy(&v, p, 8); c.i[k] = v; break; }
-            case ops::dtype::i32: { std::int32_t v; std::memcpy(&v, p, 4); c.i[k] = v; break; }
-            case ops::dtype::i8: c.i[k] = static_cast<std::int8_t>(*p); break;
-            case ops::dtype::u8: case ops::dtype::boolean: c.i[k] = static_cast<std::uint8_t>(*p); break;
-            default: fail(where + ": raw " + std::string(ops::name(*type)) + " data is not supported");
+                case ops::dtype::f32: {
+                    float v;
+                    std::memcpy(&v, p, 4);
+                    c.f[k] = v;
+                    break;
+                }
+                case ops::dtype::f64: {
+                    double v;
+                    std::memcpy(&v, p, 8);
+                    c.f[k] = v;
+                    break;
+                }
+                case ops::dtype::i64: {
+                    std::int64_t v;
+                    std::memcpy(&v, p, 8);
+                    c.i[k] = v;
+                    break;
+                }
+                case ops::dtype::i32: {
+                    std::int32_t v;
+                    std::memcpy(&v, p, 4);
+                    c.i[k] = v;
+                    break;
+                }
+                case ops::dtype::i8:
+                    c.i[k] = static_cast<std::int8_t>(*p);
+                    break;
+                case ops::dtype::u8:
+                case ops::dtype::boolean:
+                    c.i[k] = static_cast<std::uint8_t>(*p);
+                    break;
+                default:
+                    fail(where + ": raw " + std::string(ops::name(*type)) + " data is not supported");
             }
         }
         return c;
     }
     switch (*type) {
-    case ops::dtype::f32:
-        count_is(static_cast<std::size_t>(t.float_data_size()));
-        for (std::size_t k = 0; k < n; ++k) c.f[k] = t.float_data(static_cast<int>(k));
-        break;
-    case ops::dtype::f64:
-        count_is(static_cast<std::size_t>(t.double_data_size()));
-        for (std::size_t k = 0; k < n; ++k) c.f[k] = t.double_data(static_cast<int>(k));
-        break;
-    case ops::dtype::i64:
-        count_is(static_cast<std::size_t>(t.int64_data_size()));
-        for (std::size_t k = 0; k < n; ++k) c.i[k] = t.int64_data(static_cast<int>(k));
-        break;
-    case ops::dtype::i32: case ops::dtype::i8: case ops::dtype::u8: case ops::dtype::boolean:
-        count_is(static_cast<std::size_t>(t.int32_data_size()));
-        for (std::size_t k = 0; k < n; ++k) c.i[k] = t.int32_data(static_cast<int>(k));
-        break;
-    default: fail(where + ": " + std::string(ops::name(*type)) + " data is only supported as raw data");
+        case ops::dtype::f32:
+            count_is(static_cast<std::size_t>(t.float_data_size()));
+            for (std::size_t k = 0; k < n; ++k) c.f[k] = t.float_data(static_cast<int>(k));
+            break;
+        case ops::dtype::f64:
+            count_is(static_cast<std::size_t>(t.double_data_size()));
+            for (std::size_t k = 0; k < n; ++k) c.f[k] = t.double_data(static_cast<int>(k));
+            break;
+        case ops::dtype::i64:
+            count_is(static_cast<std::size_t>(t.int64_data_size()));
+            for (std::size_t k = 0; k < n; ++k) c.i[k] = t.int64_data(static_cast<int>(k));
+            break;
+        case ops::dtype::i32:
+        case ops::dtype::i8:
+        case ops::dtype::u8:
+        case ops::dtype::boolean:
+            count_is(static_cast<std::size_t>(t.int32_data_size()));
+            for (std::size_t k = 0; k < n; ++k) c.i[k] = t.int32_data(static_cast<int>(k));
+            break;
+        default:
+            fail(where + ": " + std::string(ops::name(*type)) + " data is only supported as raw data");
     }
     return c;
 }
@@ -470,8 +551,8 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
             r.dims.push_back(d);
         }
         if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(r.dims.rank()))
-            fail(where + ": given shape " + ints_string(given->second) + " has rank " +
-                 std::to_string(r.dims.rank()) + ", the file says " + std::to_string(tt.shape().dim_size()));
+            fail(where + ": given shape " + ints_string(given->second) + " has rank " + std::to_string(r.dims.rank()) +
+                 ", the file says " + std::to_string(tt.shape().dim_size()));
         return r;
     }
     const std::string give_shape = opt_.command_line_hints
@@ -496,10 +577,11 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
                                           : "onnx_options::dim_values[\"" + d.dim_param() + "\"]") +
                  ", or " + give_shape);
         }
-        if (!d.has_dim_value()) fail(where + " has an unknown dimension (axis " + std::to_string(r.dims.rank()) + "); " + give_shape);
+        if (!d.has_dim_value())
+            fail(where + " has an unknown dimension (axis " + std::to_string(r.dims.rank()) + "); " + give_shape);
         if (d.dim_value() < 1)
-            fail(where + " has dimension " + std::to_string(d.dim_value()) + " at axis " + std::to_string(r.dims.rank()) +
-                 ", expected at least 1");
+            fail(where + " has dimension " + std::to_string(d.dim_value()) + " at axis " +
+                 std::to_string(r.dims.rank()) + ", expected at least 1");
         r.dims.push_back(d.dim_value());
     }
     return r;
@@ -579,8 +661,8 @@ inline void onnx_importer::check_supported(const onnx::GraphProto& gp) {
     const node_t* first = nullptr;
     for (const auto& n : gp.node()) {
         const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-        const bool known = default_domain && std::find(std::begin(onnx_ops), std::end(onnx_ops), n.op_type()) !=
-                                                 std::end(onnx_ops);
+        const bool known =
+            default_domain && std::find(std::begin(onnx_ops), std::end(onnx_ops), n.op_type()) != std::end(onnx_ops);
         if (known) continue;
         unsupported.insert(default_domain ? n.op_type() : n.domain() + "." + n.op_type());
         if (!first) first = &n;
@@ -603,7 +685,8 @@ inline onnx_model onnx_importer::run() {
     if (opset_ < 7 || opset_ > 18)
         fail("operator set version " + std::to_string(opset_) + " is not supported, expected 7-18 (tested: 11-17)");
     result_.opset = opset_;
-    result_.producer = model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());
+    result_.producer =
+        model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());
     for (const auto& n : gp.node()) ++result_.onnx_nodes[n.op_type()];
     check_supported(gp);
     g_.set_name(gp.name());
@@ -678,7 +761,8 @@ inline bool onnx_importer::try_fold(const node_t& n) {
     } else if ((fold_budget_ -= elements) < 0) {
         fail(n, "folding constants at import time computes more than " +
                     std::to_string(onnx_const::max_folded_elements) + " elements plus " +
-                    std::to_string(onnx_const::fold_budget_per_file_element) + " per element of the file's own constants");
+                    std::to_string(onnx_const::fold_budget_per_file_element) +
+                    " per element of the file's own constants");
     }
     bind_const(n, 0, std::move(*c));
     ++result_.folded_nodes;
@@ -721,7 +805,8 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (auto d : const_in(n, 0, "shape").ints()) s.push_back(d);
         onnx_const fill = onnx_const::make(ops::dtype::f32, {1});
         if (const auto* a = attr(n, "value")) fill = decode(a->t(), "node " + describe(n));
-        if (fill.size() != 1) fail(n, "the value attribute holds " + std::to_string(fill.size()) + " values, expected 1");
+        if (fill.size() != 1)
+            fail(n, "the value attribute holds " + std::to_string(fill.size()) + " values, expected 1");
         onnx_const c = onnx_const::make(fill.type, s, fold_budget_);
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, fill.at(0));
         return c;
@@ -750,9 +835,12 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         } else if (op == "Flatten") {
             const auto ax = attr_int(n, "axis", 1);
             const auto r = static_cast<std::int64_t>(c.dims.rank());
-            if (ax < -r || ax > r) fail(n, "axis " + std::to_string(ax) + " is outside [" + std::to_string(-r) + ", " + std::to_string(r) + "]");
+            if (ax < -r || ax > r)
+                fail(n, "axis " + std::to_string(ax) + " is outside [" + std::to_string(-r) + ", " + std::to_string(r) +
+                            "]");
             std::int64_t a = 1, b = 1;
-            for (std::int64_t k = 0; k < r; ++k) (k < (ax < 0 ? ax + r : ax) ? a : b) *= c.dims[static_cast<std::size_t>(k)];
+            for (std::int64_t k = 0; k < r; ++k)
+                (k < (ax < 0 ? ax + r : ax) ? a : b) *= c.dims[static_cast<std::size_t>(k)];
             s = {a, b};
         } else {
             const bool unsq = op == "Unsqueeze";
@@ -770,7 +858,8 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
                     for (std::size_t d = 0; d < out_rank; ++d) drop[d] = c.dims[d] == 1;
                 for (auto a : axes) {
                     const auto d = c.dims.axis(a);
-                    if (c.dims[d] != 1) fail(n, "axis " + std::to_string(a) + " of " + c.dims.to_string() + " is not 1");
+                    if (c.dims[d] != 1)
+                        fail(n, "axis " + std::to_string(a) + " of " + c.dims.to_string() + " is not 1");
                     drop[d] = true;
                 }
                 for (std::size_t d = 0; d < out_rank; ++d)
@@ -796,11 +885,13 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (std::size_t p = 0; p < outer; ++p)
             for (std::size_t j = 0; j < idx.size(); ++j) {
                 std::int64_t v = idx.int_at(j);
-                if (v < -ext || v >= ext) fail(n, "index " + std::to_string(v) + " is outside [" +
-                                                      std::to_string(-ext) + ", " + std::to_string(ext) + ")");
+                if (v < -ext || v >= ext)
+                    fail(n, "index " + std::to_string(v) + " is outside [" + std::to_string(-ext) + ", " +
+                                std::to_string(ext) + ")");
                 if (v < 0) v += ext;
                 for (std::size_t q = 0; q < inner; ++q, ++out) {
-                    const std::size_t src = (p * static_cast<std::size_t>(ext) + static_cast<std::size_t>(v)) * inner + q;
+                    const std::size_t src =
+                        (p * static_cast<std::size_t>(ext) + static_cast<std::size_t>(v)) * inner + q;
                     if (c.integral()) c.i[out] = x.i[src];
                     else c.f[out] = x.f[src];
                 }
@@ -850,8 +941,8 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
         for (std::size_t k = 0; k < c.size(); ++k) c.set(k, start + static_cast<double>(k) * delta);
         return c;
     }
-    static const std::set<std::string, std::less<>> elementwise{"Add", "Sub", "Mul", "Div", "Equal", "Greater", "Less",
-                                                                "Where", "Expand", "Sqrt", "Neg", "Pow"};
+    static const std::set<std::string, std::less<>> elementwise{"Add",  "Sub",   "Mul",    "Div",  "Equal", "Greater",
+                                                                "Less", "Where", "Expand", "Sqrt", "Neg",   "Pow"};
     if (!elementwise.count(op)) return std::nullopt;
     // elementwise on broadcast operands; Expand broadcasts its input to a shape
     const int arity = op == "Where" ? 3 : op == "Sqrt" || op == "Neg" ? 1 : 2;
@@ -875,38 +966,49 @@ inline std::optional<onnx_const> onnx_importer::fold(const node_t& n) {
     for (std::size_t e = 0; e < c.size(); ++e) {
         auto v = [&](std::size_t k) { return in[k]->at(offs[k][e]); };
         auto iv = [&](std::size_t k) { return in[k]->int_at(offs[k][e]); };
-        if (op == "Expand") { c.set(e, v(0)); if (c.integral()) c.i[e] = iv(0); }
-        else if (op == "Sqrt") c.set(e, std::sqrt(v(0)));
+        if (op == "Expand") {
+            c.set(e, v(0));
+            if (c.integral()) c.i[e] = iv(0);
+        } else if (op == "Sqrt") c.set(e, std::sqrt(v(0)));
         else if (op == "Neg") {
-            if (int_math && iv(0) == std::numeric_limits<std::int64_t>::min()) fail(n, "integer negation overflows 64 bits");
-            if (int_math) c.i[e] = -iv(0); else c.set(e, -v(0));
-        }
-        else if (op == "Equal") c.set(e, v(0) == v(1));
+            if (int_math && iv(0) == std::numeric_limits<std::int64_t>::min())
+                fail(n, "integer negation overflows 64 bits");
+            if (int_math) c.i[e] = -iv(0);
+            else c.set(e, -v(0));
+        } else if (op == "Equal") c.set(e, v(0) == v(1));
         else if (op == "Greater") c.set(e, v(0) > v(1));
         else if (op == "Less") c.set(e, v(0) < v(1));
-        else if (op == "Where") { if (c.integral()) c.i[e] = iv(0) ? iv(1) : iv(2); else c.set(e, iv(0) ? v(1) : v(2)); }
-        else if (int_math) {
+        else if (op == "Where") {
+            if (c.integral()) c.i[e] = iv(0) ? iv(1) : iv(2);
+            else c.set(e, iv(0) ? v(1) : v(2));
+        } else if (int_math) {
             const std::int64_t a = iv(0), b = iv(1);
             if (op == "Div" && b == 0) fail(n, "integer division by zero");
             std::int64_t r = 0;
-            const bool overflow = op == "Add"   ? __builtin_add_overflow(a, b, &r)
-                                  : op == "Sub" ? __builtin_sub_overflow(a, b, &r)
-                                  : op == "Mul" ? __builtin_mul_overflow(a, b, &r)
-                                  : op == "Div" ? (a == std::numeric_limits<std::int64_t>::min() && b == -1) || ((r = a / b), false)
-                                                : ((r = onnx_const::to_int(std::pow(static_cast<double>(a), static_cast<double>(b)))), false);
+            const bool overflow =
+                op == "Add"   ? __builtin_add_overflow(a, b, &r)
+                : op == "Sub" ? __builtin_sub_overflow(a, b, &r)
+                : op == "Mul" ? __builtin_mul_overflow(a, b, &r)
+                : op == "Div"
+                    ? (a == std::numeric_limits<std::int64_t>::min() && b == -1) || ((r = a / b), false)
+                    : ((r = onnx_const::to_int(std::pow(static_cast<double>(a), static_cast<double>(b)))), false);
             if (overflow) fail(n, "integer " + op + " overflows 64 bits");
             c.i[e] = r;
         } else {
             const double a = v(0), b = v(1);
-            c.set(e, op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : op == "Div" ? a / b : std::pow(a, b));
+            c.set(e, op == "Add"   ? a + b
+                     : op == "Sub" ? a - b
+                     : op == "Mul" ? a * b
+                     : op == "Div" ? a / b
+                                   : std::pow(a, b));
         }
     }
     return c;
 }
 
 /// Axes of Unsqueeze / Squeeze / Reduce*: an attribute before the opset that made them an input.
-inline std::vector<std::int64_t> onnx_importer::axes_of(const node_t& n, int input, std::string_view name,
-                                                        std::size_t, bool required) {
+inline std::vector<std::int64_t> onnx_importer::axes_of(const node_t& n, int input, std::string_view name, std::size_t,
+                                                        bool required) {
     if (auto a = attr_ints(n, name)) return *a;
     if (has_input(n, input)) return const_in(n, input, name).ints();
     if (required) fail(n, "has no '" + std::string(name) + "' (attribute or input)");
@@ -1058,7 +1160,8 @@ inline void onnx_importer::convert(const node_t& n) {
         const auto r = static_cast<std::int64_t>(dims_in(n, 0).rank());
         ints axes;
         for (std::int64_t a = 2; a < r; ++a) axes.push_back(a);
-        return bind(n, 0, add1(op_kind::reduce_max, {tensor_in(n, 0)}, {{attr_id::axes, axes}, {attr_id::keepdims, 1}}, name));
+        return bind(
+            n, 0, add1(op_kind::reduce_max, {tensor_in(n, 0)}, {{attr_id::axes, axes}, {attr_id::keepdims, 1}}, name));
     }
     if (op == "Clip") {
         const double lo_default = std::numeric_limits<float>::lowest(), hi_default = std::numeric_limits<float>::max();
@@ -1070,9 +1173,10 @@ inline void onnx_importer::convert(const node_t& n) {
     if (op == "BatchNormalization") {
         if (attr_int(n, "training_mode", 0) != 0) fail(n, "training_mode = 1 is not supported (inference graphs only)");
         if (n.output_size() > 1) fail(n, "running mean / variance outputs (training) are not supported");
-        return bind(n, 0, add1(op_kind::batchnorm, {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2), tensor_in(n, 3),
-                                                    tensor_in(n, 4)},
-                               {{attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, name));
+        return bind(n, 0,
+                    add1(op_kind::batchnorm,
+                         {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2), tensor_in(n, 3), tensor_in(n, 4)},
+                         {{attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, name));
     }
     if (op == "LayerNormalization") {
         if (n.output_size() > 1) fail(n, "mean / inverse std outputs are not supported");
@@ -1087,9 +1191,11 @@ inline void onnx_importer::convert(const node_t& n) {
             onnx_const zero = onnx_const::make(type_in(n, 0).type, norm);
             beta = constant(name + "/zero_bias", zero);
         }
-        return bind(n, 0, add1(op_kind::layernorm, {tensor_in(n, 0), gamma, beta},
-                               {{attr_id::axis, static_cast<std::int64_t>(ax)},
-                                {attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, name));
+        return bind(
+            n, 0,
+            add1(op_kind::layernorm, {tensor_in(n, 0), gamma, beta},
+                 {{attr_id::axis, static_cast<std::int64_t>(ax)}, {attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}},
+                 name));
     }
     if (op == "MatMul") {
         const ops::shape a = dims_in(n, 0), b = dims_in(n, 1);
@@ -1111,8 +1217,10 @@ inline void onnx_importer::convert(const node_t& n) {
     }
     if (op == "Gemm") {
         graph::tensor_id a = tensor_in(n, 0), b = tensor_in(n, 1);
-        if (attr_int(n, "transA", 0)) a = add1(op_kind::transpose, {a}, {{attr_id::perm, ints{1, 0}}}, name + "/transpose_a");
-        if (attr_int(n, "transB", 0)) b = add1(op_kind::transpose, {b}, {{attr_id::perm, ints{1, 0}}}, name + "/transpose_b");
+        if (attr_int(n, "transA", 0))
+            a = add1(op_kind::transpose, {a}, {{attr_id::perm, ints{1, 0}}}, name + "/transpose_a");
+        if (attr_int(n, "transB", 0))
+            b = add1(op_kind::transpose, {b}, {{attr_id::perm, ints{1, 0}}}, name + "/transpose_b");
         graph::tensor_id y = add1(op_kind::matmul, {a, b}, {}, name);
         const auto t = g_.type_of(y).type;
         const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
@@ -1157,7 +1265,8 @@ inline void onnx_importer::convert(const node_t& n) {
             for (std::size_t d = 0; d < x.rank(); ++d)
                 if (!drop[d] || x[d] != 1) s.push_back(x[d]);
         }
-        return bind(n, 0, add1(op_kind::reshape, {tensor_in(n, 0)}, {{attr_id::shape, ints(s.begin(), s.end())}}, name));
+        return bind(n, 0,
+                    add1(op_kind::reshape, {tensor_in(n, 0)}, {{attr_id::shape, ints(s.begin(), s.end())}}, name));
     }
     if (op == "Transpose") {
         const ints perm = attr_ints(n, "perm").value_or(ints{});
@@ -1167,10 +1276,12 @@ inline void onnx_importer::convert(const node_t& n) {
         const ops::shape& x = dims_in(n, 0);
         const std::size_t ax = x.axis(attr_int(n, "axis", opset_ >= 13 ? -1 : 1));
         if (opset_ >= 13 || ax + 1 == x.rank())
-            return bind(n, 0, add1(op_kind::softmax, {tensor_in(n, 0)}, {{attr_id::axis, static_cast<std::int64_t>(ax)}}, name));
+            return bind(
+                n, 0,
+                add1(op_kind::softmax, {tensor_in(n, 0)}, {{attr_id::axis, static_cast<std::int64_t>(ax)}}, name));
         // before opset 13 Softmax flattens to 2-D at axis and normalizes the whole trailing block
-        const graph::tensor_id f = add1(op_kind::flatten, {tensor_in(n, 0)}, {{attr_id::axis, static_cast<std::int64_t>(ax)}},
-                                        name + "/flatten");
+        const graph::tensor_id f = add1(op_kind::flatten, {tensor_in(n, 0)},
+                                        {{attr_id::axis, static_cast<std::int64_t>(ax)}}, name + "/flatten");
         const graph::tensor_id s = add1(op_kind::softmax, {f}, {{attr_id::axis, std::int64_t{1}}}, name);
         return bind(n, 0, reshape(s, x, name + "/unflatten"));
     }
@@ -1179,8 +1290,9 @@ inline void onnx_importer::convert(const node_t& n) {
         const auto axes = axes_of(n, 1, "axes", x.rank(), false);
         const auto keep = attr_int(n, "keepdims", 1);
         if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) return alias(n, 0, 0);
-        const op_kind k = op == "ReduceMean" ? op_kind::reduce_mean : op == "ReduceSum" ? op_kind::reduce_sum
-                                                                                        : op_kind::reduce_max;
+        const op_kind k = op == "ReduceMean"  ? op_kind::reduce_mean
+                          : op == "ReduceSum" ? op_kind::reduce_sum
+                                              : op_kind::reduce_max;
         return bind(n, 0, add1(k, {tensor_in(n, 0)}, {{attr_id::axes, axes}, {attr_id::keepdims, keep}}, name));
     }
     if (op == "Concat") {
@@ -1198,12 +1310,14 @@ inline void onnx_importer::convert(const node_t& n) {
         else if (has_input(n, 1)) sizes = const_in(n, 1, "split").ints();
         else {
             const auto parts = static_cast<std::int64_t>(n.output_size());
-            if (x[a] % parts != 0) fail(n, "axis extent " + std::to_string(x[a]) + " does not split into " +
-                                               std::to_string(parts) + " equal parts");
+            if (x[a] % parts != 0)
+                fail(n, "axis extent " + std::to_string(x[a]) + " does not split into " + std::to_string(parts) +
+                            " equal parts");
             sizes.assign(static_cast<std::size_t>(parts), x[a] / parts);
         }
         if (sizes.size() != static_cast<std::size_t>(n.output_size()))
-            fail(n, "split sizes " + ints_string(sizes) + " do not match " + std::to_string(n.output_size()) + " outputs");
+            fail(n,
+                 "split sizes " + ints_string(sizes) + " do not match " + std::to_string(n.output_size()) + " outputs");
         const auto out = g_.add(op_kind::split, {tensor_in(n, 0)},
                                 {{attr_id::axis, static_cast<std::int64_t>(a)}, {attr_id::sizes, sizes}}, unique(name));
         for (int k = 0; k < n.output_size(); ++k) bind(n, k, out[static_cast<std::size_t>(k)]);
@@ -1224,18 +1338,22 @@ inline void onnx_importer::convert(const node_t& n) {
         }
         if (axes.empty())
             for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
-        if (starts.size() != ends.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
+        if (starts.size() != ends.size() || axes.size() != starts.size() ||
+            (!steps.empty() && steps.size() != starts.size()))
             fail(n, "starts, ends, axes and steps differ in length");
         ints begin(x.rank(), 0), end(x.begin(), x.end());
         for (std::size_t k = 0; k < axes.size(); ++k) {
             if (!steps.empty() && steps[k] != 1) fail(n, "steps other than 1 are not supported");
             const std::size_t a = x.axis(axes[k]);
             const std::int64_t d = x[a];
-            auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? std::max(v, -d) + d : v, 0, d); };
+            auto clamp = [&](std::int64_t v) {
+                return std::clamp<std::int64_t>(v < 0 ? std::max(v, -d) + d : v, 0, d);
+            };
             begin[a] = clamp(starts[k]);
             end[a] = clamp(ends[k]);
         }
-        return bind(n, 0, add1(op_kind::slice, {tensor_in(n, 0)}, {{attr_id::begin, begin}, {attr_id::end, end}}, name));
+        return bind(n, 0,
+                    add1(op_kind::slice, {tensor_in(n, 0)}, {{attr_id::begin, begin}, {attr_id::end, end}}, name));
     }
     if (op == "Pad") {
         const ops::shape& x = dims_in(n, 0);
@@ -1255,11 +1373,13 @@ inline void onnx_importer::convert(const node_t& n) {
         }
         for (auto p : pads)
             if (p < 0) fail(n, "negative pads (cropping) are not supported");
-        return bind(n, 0, add1(op_kind::pad, {tensor_in(n, 0)}, {{attr_id::pads, pads}, {attr_id::value, value}}, name));
+        return bind(n, 0,
+                    add1(op_kind::pad, {tensor_in(n, 0)}, {{attr_id::pads, pads}, {attr_id::value, value}}, name));
     }
     if (op == "Gather") {
-        return bind(n, 0, add1(op_kind::gather, {tensor_in(n, 0), tensor_in(n, 1)},
-                               {{attr_id::axis, attr_int(n, "axis", 0)}}, name));
+        return bind(
+            n, 0,
+            add1(op_kind::gather, {tensor_in(n, 0), tensor_in(n, 1)}, {{attr_id::axis, attr_int(n, "axis", 0)}}, name));
     }
     if (op == "Expand") {
         ops::shape target;
@@ -1267,10 +1387,10 @@ inline void onnx_importer::convert(const node_t& n) {
         const ops::shape out = ops::shape_rules::broadcast(dims_in(n, 0), target);
         if (out == dims_in(n, 0)) return alias(n, 0, 0);
         // broadcasting against ones of the result's shape is exactly Expand
-        const graph::tensor_id ones =
-            add1(op_kind::const_one, {},
-                 {{attr_id::shape, ints(out.begin(), out.end())}, {attr_id::dtype, static_cast<std::int64_t>(type_in(n, 0).type)}},
-                 name + "/ones");
+        const graph::tensor_id ones = add1(op_kind::const_one, {},
+                                           {{attr_id::shape, ints(out.begin(), out.end())},
+                                            {attr_id::dtype, static_cast<std::int64_t>(type_in(n, 0).type)}},
+                                           name + "/ones");
         return bind(n, 0, add1(op_kind::ewmul, {tensor_in(n, 0), ones}, {}, name));
     }
     if (op == "Where") {
@@ -1278,8 +1398,8 @@ inline void onnx_importer::convert(const node_t& n) {
         if (c.value) {
             bool all = true, none = true;
             for (std::size_t k = 0; k < c.value->size(); ++k) (c.value->at(k) != 0 ? none : all) = false;
-            const ops::shape out = ops::shape_rules::broadcast(
-                ops::shape_rules::broadcast(c.type.dims, dims_in(n, 1)), dims_in(n, 2));
+            const ops::shape out =
+                ops::shape_rules::broadcast(ops::shape_rules::broadcast(c.type.dims, dims_in(n, 1)), dims_in(n, 2));
             const int pick = all ? 1 : none ? 2 : 0;
             if (pick != 0 && dims_in(n, pick) == out) return alias(n, 0, pick);
         }
@@ -1303,7 +1423,8 @@ inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view sou
     onnx::ModelProto m;
     if (bytes.empty() || bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
         !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-        throw error(std::string(source_name) + ": not an ONNX model (the protobuf does not parse: truncated or another format)");
+        throw error(std::string(source_name) +
+                    ": not an ONNX model (the protobuf does not parse: truncated or another format)");
     if (!m.has_graph() || m.graph().node_size() == 0)
         throw error(std::string(source_name) + ": not an ONNX model (no graph with nodes)");
     try {

@@ -55,7 +55,8 @@ inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::st
 
 /// @brief Rules from the rule file's text; invalid JSON is reported with its byte offset.
 /// @throws goopt::error as rules_from_json.
-inline std::vector<subst::rule> rules_from_json_string(std::string_view text, std::string_view source_name = "<string>");
+inline std::vector<subst::rule> rules_from_json_string(std::string_view text,
+                                                       std::string_view source_name = "<string>");
 
 /// @brief Writes the rule file atomically (io::atomic_write), one rule a line.
 inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules);
@@ -145,7 +146,9 @@ public:
             } catch (const std::exception&) {
                 fail(place, "reference '" + s + "' is malformed, expected %i or %i#k");
             }
-            if (op >= num_ops) fail(place, "reference '" + s + "' names op " + std::to_string(op) + ", expected an earlier op (< " + std::to_string(num_ops) + ")");
+            if (op >= num_ops)
+                fail(place, "reference '" + s + "' names op " + std::to_string(op) + ", expected an earlier op (< " +
+                                std::to_string(num_ops) + ")");
             // value_ref holds 16-bit indices (0xffff marks a variable): larger ones would wrap silently
             if (op >= subst::variable_op || out >= subst::variable_op)
                 fail(place, "reference '" + s + "' is out of range, expected op and output indices below " +
@@ -173,13 +176,15 @@ public:
             if (!attrs.is_object()) fail(p + ".attrs", "expected an object");
             for (const auto& [key, v] : attrs.items()) {
                 const auto id = ops::parse_attr_id(key);
-                if (!id || !ops::spec(*kind).takes(*id)) fail(p + ".attrs", "op " + std::string(ops::name(*kind)) + " takes no attribute '" + key + "'");
+                if (!id || !ops::spec(*kind).takes(*id))
+                    fail(p + ".attrs", "op " + std::string(ops::name(*kind)) + " takes no attribute '" + key + "'");
                 if (v.is_number_integer()) o.attrs.set(*id, v.get<std::int64_t>());
                 else if (v.is_number()) {
-                    if (auto bad = graph::real_attribute_problem(*id, v.get<double>()); !bad.empty()) fail(p + ".attrs." + key, bad);
+                    if (auto bad = graph::real_attribute_problem(*id, v.get<double>()); !bad.empty())
+                        fail(p + ".attrs." + key, bad);
                     o.attrs.set(*id, v.get<double>());
-                }
-                else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }))
+                } else if (v.is_array() &&
+                           std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }))
                     o.attrs.set(*id, v.get<std::vector<std::int64_t>>());
                 else fail(p + ".attrs." + key, "expected an integer, a real or a list of integers");
             }
@@ -220,9 +225,11 @@ public:
                 const auto& s = field(vars[k], "shape", vp);
                 if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>()[0] == '%')
                     fail(vp + ".name", "expected a name not starting with %");
-                if (!s.is_array() || s.size() > ops::max_rank ||
-                    !std::all_of(s.begin(), s.end(), [](const auto& x) { return x.is_number_integer() && x.template get<std::int64_t>() >= 1; }))
-                    fail(vp + ".shape", "expected a list of at most " + std::to_string(ops::max_rank) + " dimensions >= 1");
+                if (!s.is_array() || s.size() > ops::max_rank || !std::all_of(s.begin(), s.end(), [](const auto& x) {
+                        return x.is_number_integer() && x.template get<std::int64_t>() >= 1;
+                    }))
+                    fail(vp + ".shape",
+                         "expected a list of at most " + std::to_string(ops::max_rank) + " dimensions >= 1");
                 const auto dims = s.get<std::vector<std::int64_t>>();
                 r.variables.push_back({n.get<std::string>(), ops::shape{std::span<const std::int64_t>(dims)}});
             }
@@ -236,13 +243,15 @@ public:
                 for (auto* g : {&r.source, &r.target}) {
                     const auto cg = subst::to_graph(r, *g);
                     for (std::size_t k = 0; k < g->ops.size(); ++k)
-                        g->ops[k].num_outputs = static_cast<std::uint16_t>(cg.get_op(static_cast<graph::op_id>(r.variables.size() + k)).outputs.size());
+                        g->ops[k].num_outputs = static_cast<std::uint16_t>(
+                            cg.get_op(static_cast<graph::op_id>(r.variables.size() + k)).outputs.size());
                 }
                 const auto s = subst::to_graph(r, r.source), t = subst::to_graph(r, r.target);
                 for (std::size_t k = 0; k < s.outputs().size(); ++k)
                     if (!(s.type_of(s.outputs()[k]) == t.type_of(t.outputs()[k])))
-                        fail(p, "output " + std::to_string(k) + " has type " + ops::to_string(s.type_of(s.outputs()[k])) +
-                                    " in the source and " + ops::to_string(t.type_of(t.outputs()[k])) + " in the target");
+                        fail(p, "output " + std::to_string(k) + " has type " +
+                                    ops::to_string(s.type_of(s.outputs()[k])) + " in the source and " +
+                                    ops::to_string(t.type_of(t.outputs()[k])) + " in the target");
             } catch (const goopt::error& e) {
                 if (std::string_view(e.what()).starts_with(source_)) throw;
                 fail(p, e.what());
@@ -294,7 +303,8 @@ inline std::vector<subst::rule> rules_from_json_string(std::string_view text, st
 inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules) {
     // one rule a line: a rule file of tens of thousands of rules stays small and diffs line by line
     const auto j = rules_to_json(rules);
-    std::string text = "{\"format\": " + j["format"].dump() + ", \"version\": " + j["version"].dump() + ", \"rules\": [";
+    std::string text =
+        "{\"format\": " + j["format"].dump() + ", \"version\": " + j["version"].dump() + ", \"rules\": [";
     for (std::size_t i = 0; i < j["rules"].size(); ++i) {
         text += i ? ",\n  " : "\n  ";
         text += j["rules"][i].dump();
@@ -316,8 +326,9 @@ inline std::filesystem::path default_rules_file() {
 #if defined(GOOPT_RULES_FILE)
     return GOOPT_RULES_FILE;
 #else
-    throw error("rule library: none known to this build, expected the environment variable GOOPT_RULES_FILE to name a "
-                "rule file (share/goopt/taso_rules_k3.json of an installation, or one from generate_rules)");
+    throw error(
+        "rule library: none known to this build, expected the environment variable GOOPT_RULES_FILE to name a "
+        "rule file (share/goopt/taso_rules_k3.json of an installation, or one from generate_rules)");
 #endif
 }
 

@@ -35,15 +35,15 @@
 namespace goopt::io {
 
 struct svg_timeline_options {
-    double width = 1200;          ///< pixels of the time axis
-    double row_height = 22;       ///< pixels per device or link row
-    double label_width = 140;     ///< pixels for row names
-    double min_box_width = 1.0;   ///< narrower boxes are aggregated
-    double aggregate_width = 3.0; ///< pixels of the axis one aggregate covers
+    double width = 1200;           ///< pixels of the time axis
+    double row_height = 22;        ///< pixels per device or link row
+    double label_width = 140;      ///< pixels for row names
+    double min_box_width = 1.0;    ///< narrower boxes are aggregated
+    double aggregate_width = 3.0;  ///< pixels of the axis one aggregate covers
     /// Links that carried no transfer get a row only when the cluster has at most this many links
     /// (8 devices all-to-all have 56; the idle ones would bury the busy ones).
     std::size_t max_idle_link_rows = 12;
-    std::string title = {};       ///< empty: "<graph> on <cluster>"
+    std::string title = {};  ///< empty: "<graph> on <cluster>"
     /// The fusion groups the simulation ran with (sim::fusion_groups, by op id): each group is drawn
     /// once, outlined. Empty: no outlines.
     std::span<const std::int32_t> fusion = {};
@@ -53,13 +53,23 @@ namespace detail {
 inline void append_xml(std::string& out, std::string_view s) {
     for (char ch : s) {
         switch (ch) {
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '&': out += "&amp;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&apos;"; break;
-        default:
-            if (static_cast<unsigned char>(ch) >= 0x20) out += ch;  // XML 1.0 forbids most control characters
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '&':
+                out += "&amp;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            default:
+                if (static_cast<unsigned char>(ch) >= 0x20) out += ch;  // XML 1.0 forbids most control characters
         }
     }
 }
@@ -84,9 +94,9 @@ inline std::string svg_tick(double t, double span) {
     return buf;
 }
 /// Distinct colours for the kinds that take most of the time (a qualitative palette, most to least).
-inline constexpr std::array<std::string_view, 12> kind_palette{
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948",
-    "#76b7b2", "#ff9da7", "#9c755f", "#1b9e77", "#d95f02", "#7570b3"};
+inline constexpr std::array<std::string_view, 12> kind_palette{"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                                               "#b07aa1", "#edc948", "#76b7b2", "#ff9da7",
+                                                               "#9c755f", "#1b9e77", "#d95f02", "#7570b3"};
 /// The colour of the kind of rank `rank` in time taken: the palette, then muted golden-angle hues.
 inline std::string kind_colour(std::size_t rank) {
     if (rank < kind_palette.size()) return std::string(kind_palette[rank]);
@@ -170,21 +180,22 @@ private:
 /// @brief The SVG document of one simulation (see the file comment). `r` must have its trace
 /// (sim::simulation_options::record_trace).
 template <device::DeviceModel D>
-std::string svg_timeline(const graph::computation_graph& g, const device::cluster<D>& c, const sim::simulation_result& r,
-                         const svg_timeline_options& o = {});
+std::string svg_timeline(const graph::computation_graph& g, const device::cluster<D>& c,
+                         const sim::simulation_result& r, const svg_timeline_options& o = {});
 
 /// Writes svg_timeline atomically (io::atomic_write).
 template <device::DeviceModel D>
 void write_svg_timeline(const std::filesystem::path& path, const graph::computation_graph& g,
-                        const device::cluster<D>& c, const sim::simulation_result& r, const svg_timeline_options& o = {}) {
+                        const device::cluster<D>& c, const sim::simulation_result& r,
+                        const svg_timeline_options& o = {}) {
     atomic_write(path, svg_timeline(g, c, r, o));
 }
 
 // ---- implementation ----
 
 template <device::DeviceModel D>
-std::string svg_timeline(const graph::computation_graph& g, const device::cluster<D>& c, const sim::simulation_result& r,
-                         const svg_timeline_options& o) {
+std::string svg_timeline(const graph::computation_graph& g, const device::cluster<D>& c,
+                         const sim::simulation_result& r, const svg_timeline_options& o) {
     using detail::svg_number;
     const std::size_t nd = c.num_devices();
     // the row of each link (none: idle and left out, see max_idle_link_rows)
@@ -221,8 +232,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
 
     std::string s;
     s.reserve(4096 + 200 * std::min<std::size_t>(r.ops.size() + r.transfers.size(), 20000));
-    s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(o.label_width + o.width + 20) + "\" height=\"" +
-         svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+    s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(o.label_width + o.width + 20) +
+         "\" height=\"" + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
     s += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n<text x=\"4\" y=\"16\" font-size=\"13\">";
     if (!o.title.empty()) detail::append_xml(s, o.title);
     else {
@@ -241,7 +252,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
             label = "dev " + std::to_string(row) + " " + device::device_traits<D>::name(c.device(row));
             if (row < r.out_of_memory.size() && r.out_of_memory[row]) label += " OOM";
         } else {
-            const auto l = static_cast<std::size_t>(std::find(link_row.begin(), link_row.end(), row) - link_row.begin());
+            const auto l =
+                static_cast<std::size_t>(std::find(link_row.begin(), link_row.end(), row) - link_row.begin());
             label = c.get_link(l).name;
         }
         s += "<g class=\"row\" data-kind=\"" + std::string(row < nd ? "device" : "link") + "\"><text x=\"4\" y=\"" +
@@ -265,8 +277,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
     }
     std::vector<std::uint8_t> group_drawn(fused ? g.num_ops() : 0, 0);
     for (std::size_t d = 0; d < nd; ++d) {
-        detail::row_painter paint(s, o.label_width, px_per_s, top + static_cast<double>(d) * o.row_height, o.row_height, o,
-                                  "agg");
+        detail::row_painter paint(s, o.label_width, px_per_s, top + static_cast<double>(d) * o.row_height, o.row_height,
+                                  o, "agg");
         for (const sim::op_event* e : per_device[d]) {
             const auto& op = g.get_op(e->op);
             const std::int32_t group =
@@ -275,7 +287,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
                 if (group_drawn[static_cast<std::size_t>(group)]) continue;
                 group_drawn[static_cast<std::size_t>(group)] = 1;
                 const std::size_t n = group_size[static_cast<std::size_t>(group)];
-                paint.add(e->start, e->end, n, static_cast<int>(op.kind), fill[static_cast<std::size_t>(op.kind)], true, "op",
+                paint.add(e->start, e->end, n, static_cast<int>(op.kind), fill[static_cast<std::size_t>(op.kind)], true,
+                          "op",
                           "fused group " + std::to_string(group) + ": " + std::to_string(n) + " ops, first " + op.name +
                               " (" + std::string(op.spec().name) + ") " + detail::svg_time(e->start) + " - " +
                               detail::svg_time(e->end));
@@ -308,8 +321,9 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
 
     // time axis with ticks, and the step time marked
     const double step = detail::nice_step(span, 8);
-    s += "<g class=\"axis\"><line x1=\"" + svg_number(o.label_width) + "\" x2=\"" + svg_number(o.label_width + o.width) +
-         "\" y1=\"" + svg_number(rows_bottom + 2) + "\" y2=\"" + svg_number(rows_bottom + 2) + "\" stroke=\"#000\"/>\n";
+    s += "<g class=\"axis\"><line x1=\"" + svg_number(o.label_width) + "\" x2=\"" +
+         svg_number(o.label_width + o.width) + "\" y1=\"" + svg_number(rows_bottom + 2) + "\" y2=\"" +
+         svg_number(rows_bottom + 2) + "\" stroke=\"#000\"/>\n";
     for (double t = 0; t <= span + step * 1e-9; t += step) {
         const double x = x_of(t);
         s += "<line x1=\"" + svg_number(x) + "\" x2=\"" + svg_number(x) + "\" y1=\"" + svg_number(rows_bottom + 2) +
@@ -319,8 +333,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
     s += "</g>\n<g class=\"step-time\"><line x1=\"" + svg_number(x_of(r.step_time)) + "\" x2=\"" +
          svg_number(x_of(r.step_time)) + "\" y1=\"" + svg_number(top - 4) + "\" y2=\"" + svg_number(rows_bottom + 2) +
          "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/><text x=\"" +
-         svg_number(x_of(r.step_time) - 4) + "\" y=\"" + svg_number(top - 6) + "\" text-anchor=\"end\" fill=\"#c00\">step " +
-         detail::svg_time(r.step_time) + "</text></g>\n";
+         svg_number(x_of(r.step_time) - 4) + "\" y=\"" + svg_number(top - 6) +
+         "\" text-anchor=\"end\" fill=\"#c00\">step " + detail::svg_time(r.step_time) + "</text></g>\n";
 
     // legend: kinds by time taken, then transfers; how to read aggregates and outlines
     const double ly = rows_bottom + axis_height + 8;
@@ -330,8 +344,8 @@ std::string svg_timeline(const graph::computation_graph& g, const device::cluste
         const double y = ly + static_cast<double>(i / legend_per_line) * 18;
         const bool transfer = i == legend.size();
         s += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"12\" height=\"12\" fill=\"" +
-             (transfer ? std::string(detail::transfer_colour) : fill[static_cast<std::size_t>(legend[i])]) + "\"/><text x=\"" +
-             svg_number(x + 16) + "\" y=\"" + svg_number(y + 10) + "\">" +
+             (transfer ? std::string(detail::transfer_colour) : fill[static_cast<std::size_t>(legend[i])]) +
+             "\"/><text x=\"" + svg_number(x + 16) + "\" y=\"" + svg_number(y + 10) + "\">" +
              (transfer ? std::string("transfer") : std::string(ops::name(legend[i]))) + "</text>\n";
     }
     s += "<text x=\"" + svg_number(o.label_width) + "\" y=\"" +

@@ -56,8 +56,9 @@ inline std::string svg_training_curve(std::span<const curve_point> curve, std::s
     using detail::svg_number;
     if (curve.empty()) throw error("svg_training_curve: the curve has no points, expected at least one");
     auto check = [](double v, const std::string& where) {
-        if (!std::isfinite(v) || v < 0) throw error("svg_training_curve: " + where + " is " + std::to_string(v) +
-                                                    ", expected a finite number >= 0");
+        if (!std::isfinite(v) || v < 0)
+            throw error("svg_training_curve: " + where + " is " + std::to_string(v) +
+                        ", expected a finite number >= 0");
     };
     double x_lo = curve.front().update, x_hi = x_lo, y_lo = curve.front().best_step_time, y_hi = y_lo;
     for (std::size_t i = 0; i < curve.size(); ++i) {
@@ -84,16 +85,18 @@ inline std::string svg_training_curve(std::span<const curve_point> curve, std::s
     auto y_of = [&](double t) { return top + (y_hi - t) / (y_hi - y_lo) * o.height; };
 
     std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(left + o.width + right_labels) +
-                    "\" height=\"" + svg_number(top + o.height + 70) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+                    "\" height=\"" + svg_number(top + o.height + 70) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n";
     s += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n<text x=\"4\" y=\"18\" font-size=\"13\">";
     detail::append_xml(s, o.title);
     s += "</text>\n<g class=\"axes\">\n<rect x=\"" + svg_number(left) + "\" y=\"" + svg_number(top) + "\" width=\"" +
          svg_number(o.width) + "\" height=\"" + svg_number(o.height) + "\" fill=\"none\" stroke=\"#000\"/>\n";
     const double ys = detail::nice_step(y_hi - y_lo, 6);
     for (double t = std::ceil(y_lo / ys) * ys; t <= y_hi; t += ys)
-        s += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + o.width) + "\" y1=\"" + svg_number(y_of(t)) +
-             "\" y2=\"" + svg_number(y_of(t)) + "\" stroke=\"#eee\"/><text x=\"" + svg_number(left - 4) + "\" y=\"" +
-             svg_number(y_of(t) + 4) + "\" text-anchor=\"end\">" + detail::svg_tick(t, y_hi) + "</text>\n";
+        s += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + o.width) + "\" y1=\"" +
+             svg_number(y_of(t)) + "\" y2=\"" + svg_number(y_of(t)) + "\" stroke=\"#eee\"/><text x=\"" +
+             svg_number(left - 4) + "\" y=\"" + svg_number(y_of(t) + 4) + "\" text-anchor=\"end\">" +
+             detail::svg_tick(t, y_hi) + "</text>\n";
     const double xs = std::max(1.0, detail::nice_step(x_hi - x_lo, 8));
     for (double u = std::ceil(x_lo / xs) * xs; u <= x_hi + 1e-9; u += xs)
         s += "<text x=\"" + svg_number(x_of(u)) + "\" y=\"" + svg_number(top + o.height + 16) +
@@ -128,7 +131,8 @@ inline std::string svg_training_curve(std::span<const curve_point> curve, std::s
         s += "</text></g>\n";
     }
     auto polyline = [&](const char* cls, const char* stroke, const char* extra, auto value) {
-        s += std::string("<polyline class=\"") + cls + "\" fill=\"none\" stroke=\"" + stroke + "\"" + extra + " points=\"";
+        s += std::string("<polyline class=\"") + cls + "\" fill=\"none\" stroke=\"" + stroke + "\"" + extra +
+             " points=\"";
         for (const auto& p : curve) s += svg_number(x_of(p.update)) + "," + svg_number(y_of(value(p))) + " ";
         s += "\"/>\n";
     };
@@ -139,9 +143,9 @@ inline std::string svg_training_curve(std::span<const curve_point> curve, std::s
          svg_number(ly) + "\" y2=\"" + svg_number(ly) + "\" stroke=\"#08306b\" stroke-width=\"2.2\"/><text x=\"" +
          svg_number(left + 28) + "\" y=\"" + svg_number(ly + 4) + "\">best so far</text><line x1=\"" +
          svg_number(left + 120) + "\" x2=\"" + svg_number(left + 144) + "\" y1=\"" + svg_number(ly) + "\" y2=\"" +
-         svg_number(ly) + "\" stroke=\"#7aa7d8\"/><text x=\"" + svg_number(left + 148) + "\" y=\"" + svg_number(ly + 4) +
-         "\">mean of the update's samples</text><text x=\"" + svg_number(left + 340) + "\" y=\"" + svg_number(ly + 4) +
-         "\" fill=\"#555\">dashed: baselines</text></g>\n</svg>\n";
+         svg_number(ly) + "\" stroke=\"#7aa7d8\"/><text x=\"" + svg_number(left + 148) + "\" y=\"" +
+         svg_number(ly + 4) + "\">mean of the update's samples</text><text x=\"" + svg_number(left + 340) + "\" y=\"" +
+         svg_number(ly + 4) + "\" fill=\"#555\">dashed: baselines</text></g>\n</svg>\n";
     return s;
 }
 

@@ -66,8 +66,8 @@ nlohmann::ordered_json trace_to_json(const graph::computation_graph& g, const de
 
 /// Writes trace_to_json atomically (io::atomic_write).
 template <device::DeviceModel D>
-void write_trace_file(const std::filesystem::path& path, const graph::computation_graph& g,
-                      const device::cluster<D>& c, const sim::simulation_result& r) {
+void write_trace_file(const std::filesystem::path& path, const graph::computation_graph& g, const device::cluster<D>& c,
+                      const sim::simulation_result& r) {
     atomic_write(path, trace_to_json(g, c, r).dump(1) + "\n");
 }
 

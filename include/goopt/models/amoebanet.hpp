@@ -26,7 +26,7 @@ struct amoebanet_config {
     std::int32_t normal_cells = 6;  ///< N: normal cells per stage (3 stages)
     std::int64_t filters = 190;     ///< F: filters of the first stage; doubled by each reduction
     std::int64_t stem_filters = 32;
-    std::int32_t stem_cells = 2;    ///< reduction cells at F / 2^stem_cells ... F / 2 before stage 1
+    std::int32_t stem_cells = 2;  ///< reduction cells at F / 2^stem_cells ... F / 2 before stage 1
     std::int64_t num_classes = 1000;
 
     /// Cells in order: stem cells, N normal, reduction, N normal, reduction, N normal.
@@ -90,8 +90,9 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
     using ops::op_kind;
     if (c.batch < 1 || c.image < 3 || c.normal_cells < 1 || c.filters < 4 || c.stem_filters < 1 || c.stem_cells < 0 ||
         c.num_classes < 1)
-        throw error("amoebanet config: batch, normal_cells, stem_filters, num_classes must be >= 1, image >= 3, "
-                    "filters >= 4, stem_cells >= 0");
+        throw error(
+            "amoebanet config: batch, normal_cells, stem_filters, num_classes must be >= 1, image >= 3, "
+            "filters >= 4, stem_cells >= 0");
     graph::computation_graph g("amoebanet_a");
     graph::builder b(g);
     std::int32_t cell_index = 0;
@@ -110,7 +111,9 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
     auto conv = [&](tensor_id x, std::int64_t out, std::int64_t kh, std::int64_t kw, std::int64_t stride) {
         return b.conv2d(x, b.weight(next("conv") + "/w", {out, channels(x), kh, kw}), {.stride = {stride, stride}});
     };
-    auto relu_conv_bn = [&](tensor_id x, std::int64_t f, std::int64_t stride) { return bn(conv(b.relu(x), f, 1, 1, stride)); };
+    auto relu_conv_bn = [&](tensor_id x, std::int64_t f, std::int64_t stride) {
+        return bn(conv(b.relu(x), f, 1, 1, stride));
+    };
     auto separable = [&](tensor_id x, std::int64_t k, std::int64_t f, std::int64_t stride) {
         for (int rep = 0; rep < 2; ++rep) {
             const std::int64_t ch = channels(x);
@@ -126,28 +129,34 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
         const graph::pool2d_options half{.kernel = {1, 1}, .stride = {2, 2}, .padding = ops::padding_mode::valid};
         const tensor_id p1 = conv(b.avgpool2d(r, half), f / 2, 1, 1, 1);
         // shift by one pixel: pad bottom/right, drop the first row and column
-        const tensor_id padded = b.add1(op_kind::pad, {r}, {{ops::attr_id::pads, std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 1, 1}}});
-        const tensor_id shifted = b.add1(op_kind::slice, {padded},
-                                         {{ops::attr_id::begin, std::vector<std::int64_t>{0, 0, 1, 1}},
-                                          {ops::attr_id::end, std::vector<std::int64_t>{c.batch, channels(r), h + 1, w + 1}}});
+        const tensor_id padded =
+            b.add1(op_kind::pad, {r}, {{ops::attr_id::pads, std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 1, 1}}});
+        const tensor_id shifted =
+            b.add1(op_kind::slice, {padded},
+                   {{ops::attr_id::begin, std::vector<std::int64_t>{0, 0, 1, 1}},
+                    {ops::attr_id::end, std::vector<std::int64_t>{c.batch, channels(r), h + 1, w + 1}}});
         const tensor_id p2 = conv(b.avgpool2d(shifted, half), f - f / 2, 1, 1, 1);
         const tensor_id both[] = {p1, p2};
         return bn(b.concat(both, 1));
     };
     auto apply = [&](amoeba_op op, tensor_id x, std::int64_t f, std::int64_t stride) -> tensor_id {
         switch (op) {
-        case amoeba_op::none:
-            return stride > 1 || channels(x) != f ? relu_conv_bn(x, f, stride) : x;
-        case amoeba_op::avg_pool_3x3:
-        case amoeba_op::max_pool_3x3: {
-            const graph::pool2d_options o{.kernel = {3, 3}, .stride = {stride, stride}};
-            const tensor_id y = op == amoeba_op::avg_pool_3x3 ? b.avgpool2d(x, o) : b.maxpool2d(x, o);
-            return channels(y) != f ? relu_conv_bn(y, f, 1) : y;
-        }
-        case amoeba_op::sep_3x3: return separable(x, 3, f, stride);
-        case amoeba_op::sep_5x5: return separable(x, 5, f, stride);
-        case amoeba_op::sep_7x7: return separable(x, 7, f, stride);
-        case amoeba_op::conv_1x7_7x1: return bn(conv(conv(b.relu(x), f, 1, 7, stride), f, 7, 1, 1));
+            case amoeba_op::none:
+                return stride > 1 || channels(x) != f ? relu_conv_bn(x, f, stride) : x;
+            case amoeba_op::avg_pool_3x3:
+            case amoeba_op::max_pool_3x3: {
+                const graph::pool2d_options o{.kernel = {3, 3}, .stride = {stride, stride}};
+                const tensor_id y = op == amoeba_op::avg_pool_3x3 ? b.avgpool2d(x, o) : b.maxpool2d(x, o);
+                return channels(y) != f ? relu_conv_bn(y, f, 1) : y;
+            }
+            case amoeba_op::sep_3x3:
+                return separable(x, 3, f, stride);
+            case amoeba_op::sep_5x5:
+                return separable(x, 5, f, stride);
+            case amoeba_op::sep_7x7:
+                return separable(x, 7, f, stride);
+            case amoeba_op::conv_1x7_7x1:
+                return bn(conv(conv(b.relu(x), f, 1, 7, stride), f, 7, 1, 1));
         }
         return x;
     };
@@ -182,8 +191,9 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
     tensor_id prev = stem, cur = stem;
     for (std::int32_t s = 0; s < c.stem_cells; ++s) {
         const std::int64_t f = c.filters >> (c.stem_cells - s);
-        if (f < 2) throw error("amoebanet config: filters " + std::to_string(c.filters) + " are too few for " +
-                               std::to_string(c.stem_cells) + " stem cells");
+        if (f < 2)
+            throw error("amoebanet config: filters " + std::to_string(c.filters) + " are too few for " +
+                        std::to_string(c.stem_cells) + " stem cells");
         const tensor_id next_cur = cell(amoebanet_a_reduction, prev, cur, f, true);
         prev = cur;
         cur = next_cur;

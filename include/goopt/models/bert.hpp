@@ -18,10 +18,10 @@ namespace goopt::models {
 /// Knobs of BERT; the defaults are BERT-base (uncased vocabulary) at batch 1, sequence 128.
 struct bert_config {
     std::int64_t batch = 1;
-    std::int64_t seq_length = 128;   ///< tokens per sequence; at most max_positions
+    std::int64_t seq_length = 128;  ///< tokens per sequence; at most max_positions
     std::int32_t layers = 12;
     std::int64_t hidden = 768;
-    std::int64_t heads = 12;         ///< must divide hidden
+    std::int64_t heads = 12;           ///< must divide hidden
     std::int64_t intermediate = 3072;  ///< feed-forward width (4 x hidden in BERT)
     std::int64_t vocab = 30522;
     std::int64_t max_positions = 512;
@@ -84,10 +84,10 @@ inline graph::computation_graph bert(const bert_config& c) {
                     "embeddings.word_embeddings");
     const auto t = b.add1(op_kind::gather, {type_table, types}, {{ops::attr_id::axis, std::int64_t{0}}},
                           "embeddings.token_type_embeddings");
-    const auto positions = b.add1(op_kind::slice, {position_table},
-                                  {{ops::attr_id::begin, std::vector<std::int64_t>{0, 0}},
-                                   {ops::attr_id::end, std::vector<std::int64_t>{S, H}}},
-                                  "embeddings.position_embeddings");
+    const auto positions = b.add1(
+        op_kind::slice, {position_table},
+        {{ops::attr_id::begin, std::vector<std::int64_t>{0, 0}}, {ops::attr_id::end, std::vector<std::int64_t>{S, H}}},
+        "embeddings.position_embeddings");
     x = b.ewadd(x, t, "embeddings.add_types");
     x = b.ewadd(x, positions, "embeddings.add_positions");
     x = layernorm(x, "embeddings.LayerNorm");

@@ -16,8 +16,8 @@
 
 namespace goopt::models {
 
-/// Knobs of GNMT. Sizes as we read Wu et al. 2016 (not checked against GO's code): 1024 LSTM units, 1024-wide embeddings and attention,
-/// a 32K wordpiece vocabulary, batches of 128 sentence pairs, 8 encoder and 8 decoder layers.
+/// Knobs of GNMT. Sizes as we read Wu et al. 2016 (not checked against GO's code): 1024 LSTM units, 1024-wide
+/// embeddings and attention, a 32K wordpiece vocabulary, batches of 128 sentence pairs, 8 encoder and 8 decoder layers.
 /// Sequence lengths: GO does not publish them, and they set the graph's size (ops grow linearly
 /// with them). We take 80 wordpieces on each side, sized to GO's scale: GO's 8-layer training
 /// graph has ~80,000 ops; here the 8-layer forward graph has ~23,200 ops at 80 steps and the
@@ -31,7 +31,7 @@ struct gnmt_config {
     std::int32_t layers = 8;         ///< encoder layers (bidirectional first) = decoder layers; 2, 4, 8 in GO
     std::int64_t hidden = 1024;      ///< LSTM units, per direction in the bidirectional layer
     std::int64_t embedding = 1024;
-    std::int64_t attention = 1024;   ///< width of the additive attention's hidden layer
+    std::int64_t attention = 1024;  ///< width of the additive attention's hidden layer
     std::int64_t source_vocab = 32000;
     std::int64_t target_vocab = 32000;
     std::int32_t residual_from = 2;  ///< first (0-based) layer with a residual connection: Wu et al.'s "layer 3"
@@ -80,17 +80,18 @@ inline graph::computation_graph gnmt(const gnmt_config& c = {});
 
 inline graph::computation_graph gnmt(const gnmt_config& c) {
     using graph::tensor_id;
-    if (c.batch < 1 || c.source_steps < 1 || c.target_steps < 1 || c.hidden < 1 || c.embedding < 1 ||
-        c.attention < 1 || c.source_vocab < 1 || c.target_vocab < 1 || c.residual_from < 1)
-        throw error("gnmt config: batch, steps, hidden, embedding, attention and vocab sizes must be >= 1, "
-                    "residual_from >= 1");
+    if (c.batch < 1 || c.source_steps < 1 || c.target_steps < 1 || c.hidden < 1 || c.embedding < 1 || c.attention < 1 ||
+        c.source_vocab < 1 || c.target_vocab < 1 || c.residual_from < 1)
+        throw error(
+            "gnmt config: batch, steps, hidden, embedding, attention and vocab sizes must be >= 1, "
+            "residual_from >= 1");
     if (c.layers < 2) throw error("gnmt config: layers is " + std::to_string(c.layers) + ", expected >= 2");
     const std::int64_t B = c.batch, S = c.source_steps, H = c.hidden, A = c.attention;
     const auto L = static_cast<std::size_t>(c.layers);
 
     graph::computation_graph g("gnmt_" + std::to_string(c.layers) + "layer");
-    const std::size_t est = (static_cast<std::size_t>(S) + static_cast<std::size_t>(c.target_steps)) *
-                            (L + 1) * (lstm_step_ops + 3);
+    const std::size_t est =
+        (static_cast<std::size_t>(S) + static_cast<std::size_t>(c.target_steps)) * (L + 1) * (lstm_step_ops + 3);
     g.reserve(est + 256, est + 256);
     graph::builder b(g);
 
@@ -157,8 +158,8 @@ inline graph::computation_graph gnmt(const gnmt_config& c) {
 
         b.set_layer(c.attention_layer());
         const tensor_id q = b.reshape(b.matmul(y, w_q), {B, 1, A});
-        const tensor_id e = b.unary(ops::op_kind::tanh, b.ewadd(keys, q));      // [B, S, A]
-        const tensor_id scores = b.reshape(b.matmul(e, v), {B, 1, S});          // [B, 1, S]
+        const tensor_id e = b.unary(ops::op_kind::tanh, b.ewadd(keys, q));  // [B, S, A]
+        const tensor_id scores = b.reshape(b.matmul(e, v), {B, 1, S});      // [B, 1, S]
         const tensor_id weights = b.softmax(scores, -1);
         const tensor_id context = b.reshape(b.matmul(weights, memory), {B, H});  // [B, H]
 

@@ -64,8 +64,8 @@ inline graph::computation_graph nasnet_a(const nasnet_a_config& c) {
     auto sep = [&](tensor_id x, std::int64_t out, std::int64_t k, std::int64_t stride, const std::string& name) {
         const std::int64_t in = channels_of(x);
         if (in % out != 0)
-            throw error("nasnet_a: separable conv " + name + " has " + std::to_string(in) + " input channels, expected a multiple of " +
-                        std::to_string(out));
+            throw error("nasnet_a: separable conv " + name + " has " + std::to_string(in) +
+                        " input channels, expected a multiple of " + std::to_string(out));
         const auto t = conv(x, out, in / out, k, stride, ops::activation::none, name + ".depthwise");
         return conv(t, out, out, 1, 1, ops::activation::none, name + ".pointwise");
     };
@@ -80,11 +80,11 @@ inline graph::computation_graph nasnet_a(const nasnet_a_config& c) {
         const std::string n = "cell" + std::to_string(cell++) + ".";
         cur = squeeze(cur, f, n + "squeeze");
         prev = fit(cur, prev, n + "fit");
-        const tensor_id t[10] = {sep(cur, f, 3, 1, n + "sep0"),   cur,
-                                 sep(prev, f, 3, 1, n + "sep1"),  sep(cur, f, 3, 1, n + "sep2"),
-                                 pool(false, cur, 1, n + "avgpool0"), prev,
+        const tensor_id t[10] = {sep(cur, f, 3, 1, n + "sep0"),        cur,
+                                 sep(prev, f, 3, 1, n + "sep1"),       sep(cur, f, 3, 1, n + "sep2"),
+                                 pool(false, cur, 1, n + "avgpool0"),  prev,
                                  pool(false, prev, 1, n + "avgpool1"), pool(false, prev, 1, n + "avgpool2"),
-                                 sep(prev, f, 3, 1, n + "sep3"), sep(prev, f, 3, 1, n + "sep4")};
+                                 sep(prev, f, 3, 1, n + "sep3"),       sep(prev, f, 3, 1, n + "sep4")};
         std::vector<tensor_id> sums;
         for (int i = 0; i < 5; ++i) sums.push_back(b.ewadd(t[2 * i], t[2 * i + 1], n + "add" + std::to_string(i)));
         return b.concat(sums, 1, n + "concat");

@@ -36,8 +36,7 @@ inline graph::computation_graph nasrnn(const nasrnn_config& c = {});
 inline graph::computation_graph nasrnn(const nasrnn_config& c) {
     using graph::tensor_id;
     using ops::op_kind;
-    if (c.batch < 1 || c.hidden < 1 || c.steps < 1)
-        throw error("nasrnn config: batch, hidden and steps must be >= 1");
+    if (c.batch < 1 || c.hidden < 1 || c.steps < 1) throw error("nasrnn config: batch, hidden and steps must be >= 1");
 
     graph::computation_graph g("nasrnn");
     graph::builder b(g);
@@ -69,11 +68,16 @@ inline graph::computation_graph nasrnn(const nasrnn_config& c) {
         auto un = [&](op_kind k, tensor_id v, const std::string& n) { return b.unary(k, v, p + n); };
         auto bin = [&](op_kind k, tensor_id l, tensor_id r, const std::string& n) { return b.binary(k, l, r, p + n); };
         // the searched reduction tree, as TASO encodes the cell, level by level
-        const auto m0 = bin(op_kind::ewadd, un(op_kind::relu, t[0], "relu0"), un(op_kind::sigmoid, t[3], "sigmoid3"), "m0");
-        const auto m1 = bin(op_kind::ewadd, un(op_kind::sigmoid, t[1], "sigmoid1"), un(op_kind::tanh, t[2], "tanh2"), "m1");
-        const auto m2 = bin(op_kind::ewmul, un(op_kind::sigmoid, t[4], "sigmoid4"), un(op_kind::tanh, t[5], "tanh5"), "m2");
-        const auto m3 = bin(op_kind::ewmul, un(op_kind::sigmoid, t[6], "sigmoid6"), un(op_kind::relu, t[7], "relu7"), "m3");
-        const auto m4 = bin(op_kind::ewadd, un(op_kind::sigmoid, m1, "sigmoid_m1"), un(op_kind::tanh, m2, "tanh_m2"), "m4");
+        const auto m0 =
+            bin(op_kind::ewadd, un(op_kind::relu, t[0], "relu0"), un(op_kind::sigmoid, t[3], "sigmoid3"), "m0");
+        const auto m1 =
+            bin(op_kind::ewadd, un(op_kind::sigmoid, t[1], "sigmoid1"), un(op_kind::tanh, t[2], "tanh2"), "m1");
+        const auto m2 =
+            bin(op_kind::ewmul, un(op_kind::sigmoid, t[4], "sigmoid4"), un(op_kind::tanh, t[5], "tanh5"), "m2");
+        const auto m3 =
+            bin(op_kind::ewmul, un(op_kind::sigmoid, t[6], "sigmoid6"), un(op_kind::relu, t[7], "relu7"), "m3");
+        const auto m4 =
+            bin(op_kind::ewadd, un(op_kind::sigmoid, m1, "sigmoid_m1"), un(op_kind::tanh, m2, "tanh_m2"), "m4");
         const auto m5 = bin(op_kind::ewmul, un(op_kind::tanh, m0, "tanh_m0"), un(op_kind::tanh, m3, "tanh_m3"), "m5");
         const auto m6 = bin(op_kind::ewmul, un(op_kind::tanh, m4, "tanh_m4"), un(op_kind::tanh, m5, "tanh_m5"), "m6");
         h = un(op_kind::tanh, m6, "state");

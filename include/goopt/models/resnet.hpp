@@ -18,12 +18,12 @@ namespace goopt::models {
 /// Knobs of ResNet-50; the defaults are TASO's inference setting (batch 1, 224x224 ImageNet).
 struct resnet_config {
     std::int64_t batch = 1;
-    std::int64_t image = 224;         ///< input height = width
+    std::int64_t image = 224;  ///< input height = width
     std::int64_t num_classes = 1000;
     std::array<std::int32_t, 4> blocks{3, 4, 6, 3};  ///< bottleneck blocks per stage (ResNet-50)
-    std::int64_t width = 64;          ///< stem channels; stage s has width * 2^s planes, 4x that out
-    std::int64_t groups = 1;          ///< groups of each 3x3 conv
-    std::int64_t width_per_group = 64;  ///< bottleneck width = planes * width_per_group / 64 * groups
+    std::int64_t width = 64;                         ///< stem channels; stage s has width * 2^s planes, 4x that out
+    std::int64_t groups = 1;                         ///< groups of each 3x3 conv
+    std::int64_t width_per_group = 64;               ///< bottleneck width = planes * width_per_group / 64 * groups
 };
 
 /// Knobs of ResNeXt-50 32x4d: the same network with 32 groups of 4 channels (at width 64) in each

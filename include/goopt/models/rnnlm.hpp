@@ -54,7 +54,8 @@ inline graph::computation_graph rnnlm(const rnnlm_config& c) {
         throw error("rnnlm config: batch, steps, layers, hidden, embedding and vocab must be >= 1");
     graph::computation_graph g("rnnlm_" + std::to_string(c.layers) + "layer");
     const auto per_step = static_cast<std::size_t>(c.layers) * (lstm_step_ops + 1) + 4;
-    g.reserve(static_cast<std::size_t>(c.steps) * per_step + 64, static_cast<std::size_t>(c.steps) * (per_step + 8) + 64);
+    g.reserve(static_cast<std::size_t>(c.steps) * per_step + 64,
+              static_cast<std::size_t>(c.steps) * (per_step + 8) + 64);
     graph::builder b(g);
 
     b.set_layer(c.embedding_layer());

@@ -152,9 +152,9 @@ private:
         for (const auto& [v, ty, id] : scalars_)
             if (v == value && ty == t) return id;
         std::string n = std::string(name) + (t == ops::dtype::f32 ? "" : "." + std::string(ops::name(t)));
-        const tensor_id id = g_.add1(op_kind::const_fill, {},
-                                     {{attr_id::shape, ints{}}, {attr_id::dtype, std::int64_t(t)}, {attr_id::value, value}},
-                                     std::move(n));
+        const tensor_id id = g_.add1(
+            op_kind::const_fill, {},
+            {{attr_id::shape, ints{}}, {attr_id::dtype, std::int64_t(t)}, {attr_id::value, value}}, std::move(n));
         scalars_.emplace_back(value, t, id);
         return id;
     }
@@ -190,7 +190,8 @@ private:
             contribute(t, fill(ty.dims, 1.0 / static_cast<double>(ty.num_elements()), ty.type));
         }
         if (means.empty())
-            throw error("make_training_graph: graph '" + fwd_.name() + "' has no floating-point output to define a loss on");
+            throw error("make_training_graph: graph '" + fwd_.name() +
+                        "' has no floating-point output to define a loss on");
         const tensor_id loss = g_.add(op_kind::add_n, means, {}, "loss")[0];
         g_.mark_output(loss);
     }
@@ -258,10 +259,14 @@ private:
     /// Gradient through a fused activation, from the op's output y.
     tensor_id through_activation(tensor_id y, tensor_id dy, std::int64_t act) {
         switch (static_cast<ops::activation>(act)) {
-        case ops::activation::none: return dy;
-        case ops::activation::relu: return add1(op_kind::relu_grad, {y, dy});
-        case ops::activation::sigmoid: return add1(op_kind::sigmoid_grad, {y, dy});
-        case ops::activation::tanh: return add1(op_kind::tanh_grad, {y, dy});
+            case ops::activation::none:
+                return dy;
+            case ops::activation::relu:
+                return add1(op_kind::relu_grad, {y, dy});
+            case ops::activation::sigmoid:
+                return add1(op_kind::sigmoid_grad, {y, dy});
+            case ops::activation::tanh:
+                return add1(op_kind::tanh_grad, {y, dy});
         }
         return dy;
     }
@@ -275,7 +280,8 @@ private:
         for (std::size_t i = 0; i < s.rank(); ++i)
             if (i < lead || (target[i - lead] == 1 && s[i] != 1)) axes.push_back(static_cast<std::int64_t>(i));
         tensor_id r = d;
-        if (!axes.empty()) r = add1(op_kind::reduce_sum, {d}, {{attr_id::axes, axes}, {attr_id::keepdims, std::int64_t(1)}});
+        if (!axes.empty())
+            r = add1(op_kind::reduce_sum, {d}, {{attr_id::axes, axes}, {attr_id::keepdims, std::int64_t(1)}});
         if (!(dims(r) == target)) r = add1(op_kind::reshape, {r}, {{attr_id::shape, to_ints(target)}});
         return r;
     }
@@ -320,207 +326,230 @@ private:
             if (need[i]) contribute(in[i], grad);
         };
         switch (op.kind) {
-        case op_kind::conv2d: {
-            const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
-            const auto attrs_for = [&](std::size_t i) {
-                return ops::attribute_map{{attr_id::stride, a.get(attr_id::stride)},
-                                          {attr_id::padding, a.get(attr_id::padding)},
-                                          {attr_id::dilation, a.get(attr_id::dilation)},
-                                          {attr_id::shape, to_ints(in_dims(i))}};
-            };
-            if (need[0]) give(0, add1(op_kind::conv2d_grad_input, {dz, in[1]}, attrs_for(0)));
-            if (need[1]) give(1, add1(op_kind::conv2d_grad_weight, {in[0], dz}, attrs_for(1)));
-            break;
-        }
-        case op_kind::matmul: {
-            const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
-            if (need[0]) {
-                const tensor_id wt = add1(op_kind::transpose, {in[1]}, {{attr_id::perm, swap_last_two(in_dims(1).rank())}});
-                give(0, unbroadcast(add1(op_kind::matmul, {dz, wt}), in_dims(0)));
-            }
-            if (need[1]) {
-                const tensor_id xt = add1(op_kind::transpose, {in[0]}, {{attr_id::perm, swap_last_two(in_dims(0).rank())}});
-                give(1, unbroadcast(add1(op_kind::matmul, {xt, dz}), in_dims(1)));
-            }
-            break;
-        }
-        case op_kind::ewadd:
-            for (std::size_t i = 0; i < 2; ++i)
-                if (need[i]) give(i, unbroadcast(g, in_dims(i)));
-            break;
-        case op_kind::sub:
-            if (need[0]) give(0, unbroadcast(g, in_dims(0)));
-            if (need[1])
-                give(1, unbroadcast(add1(op_kind::smul, {g, scalar(-1.0, dtype_of(g), "grad/const/minus_one")}), in_dims(1)));
-            break;
-        case op_kind::ewmul:
-            for (std::size_t i = 0; i < 2; ++i)
-                if (need[i]) give(i, unbroadcast(add1(op_kind::ewmul, {g, in[1 - i]}), in_dims(i)));
-            break;
-        case op_kind::div:
-            if (need[0]) give(0, unbroadcast(add1(op_kind::div, {g, in[1]}), in_dims(0)));
-            if (need[1]) {
-                const tensor_id q = add1(op_kind::ewmul, {g, add1(op_kind::div, {y, in[1]})});
-                give(1, unbroadcast(add1(op_kind::smul, {q, scalar(-1.0, dtype_of(g), "grad/const/minus_one")}), in_dims(1)));
-            }
-            break;
-        case op_kind::smul:
-            if (need[0]) give(0, add1(op_kind::smul, {g, in[1]}));
-            if (need[1]) {
-                tensor_id s = add1(op_kind::reduce_sum, {add1(op_kind::ewmul, {g, in[0]})}, {{attr_id::keepdims, std::int64_t(0)}});
-                if (!(dims(s) == in_dims(1))) s = add1(op_kind::reshape, {s}, {{attr_id::shape, to_ints(in_dims(1))}});
-                give(1, s);
-            }
-            break;
-        case op_kind::relu: give(0, add1(op_kind::relu_grad, {y, g})); break;
-        case op_kind::sigmoid: give(0, add1(op_kind::sigmoid_grad, {y, g})); break;
-        case op_kind::tanh: give(0, add1(op_kind::tanh_grad, {y, g})); break;
-        case op_kind::gelu: give(0, add1(op_kind::gelu_grad, {in[0], g})); break;
-        case op_kind::sqrt:
-            give(0, add1(op_kind::div, {add1(op_kind::smul, {g, scalar(0.5, dtype_of(g), "grad/const/half")}), y}));
-            break;
-        case op_kind::identity: give(0, g); break;
-        case op_kind::reshape:
-        case op_kind::flatten: give(0, add1(op_kind::reshape, {g}, {{attr_id::shape, to_ints(in_dims(0))}})); break;
-        case op_kind::transpose: {
-            ints perm = a.get_ints(attr_id::perm);
-            if (!perm.empty()) {
-                ints inv(perm.size());
-                for (std::size_t i = 0; i < perm.size(); ++i) inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
-                perm = std::move(inv);
-            }
-            give(0, add1(op_kind::transpose, {g}, {{attr_id::perm, perm}}));
-            break;
-        }
-        case op_kind::enlarge: {
-            const ops::shape& w = in_dims(0);
-            const ops::shape& out = fwd_.type_of(y).dims;
-            ints b{0, 0, (out[2] - w[2]) / 2, (out[3] - w[3]) / 2}, e(4);
-            for (std::size_t i = 0; i < 4; ++i) e[i] = b[i] + w[i];
-            give(0, add1(op_kind::slice, {g}, {{attr_id::begin, b}, {attr_id::end, e}}));
-            break;
-        }
-        case op_kind::pad: {
-            const auto& p = a.get_ints(attr_id::pads);
-            const ops::shape& x = in_dims(0);
-            ints b(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(x.rank())), e(x.rank());
-            for (std::size_t i = 0; i < x.rank(); ++i) e[i] = b[i] + x[i];
-            give(0, add1(op_kind::slice, {g}, {{attr_id::begin, b}, {attr_id::end, e}}));
-            break;
-        }
-        case op_kind::slice: {
-            const auto& b = a.get_ints(attr_id::begin);
-            const auto& e = a.get_ints(attr_id::end);
-            const ops::shape& x = in_dims(0);
-            ints p(2 * x.rank());
-            for (std::size_t i = 0; i < x.rank(); ++i) {
-                p[i] = b[i];
-                p[x.rank() + i] = x[i] - e[i];
-            }
-            give(0, add1(op_kind::pad, {g}, {{attr_id::pads, p}}));
-            break;
-        }
-        case op_kind::avgpool2d:
-        case op_kind::maxpool2d: {
-            const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
-            ops::attribute_map pa{{attr_id::kernel, a.get(attr_id::kernel)},
-                                  {attr_id::stride, a.get(attr_id::stride)},
-                                  {attr_id::padding, a.get(attr_id::padding)}};
-            if (op.kind == op_kind::maxpool2d) {
-                give(0, add1(op_kind::maxpool2d_grad, {in[0], dz}, std::move(pa)));
-            } else {
-                pa.set(attr_id::shape, to_ints(in_dims(0)));
-                give(0, add1(op_kind::avgpool2d_grad, {dz}, std::move(pa)));
-            }
-            break;
-        }
-        case op_kind::concat: {
-            if (in.size() == 1) {
-                give(0, g);
+            case op_kind::conv2d: {
+                const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
+                const auto attrs_for = [&](std::size_t i) {
+                    return ops::attribute_map{{attr_id::stride, a.get(attr_id::stride)},
+                                              {attr_id::padding, a.get(attr_id::padding)},
+                                              {attr_id::dilation, a.get(attr_id::dilation)},
+                                              {attr_id::shape, to_ints(in_dims(i))}};
+                };
+                if (need[0]) give(0, add1(op_kind::conv2d_grad_input, {dz, in[1]}, attrs_for(0)));
+                if (need[1]) give(1, add1(op_kind::conv2d_grad_weight, {in[0], dz}, attrs_for(1)));
                 break;
             }
-            ints sizes;
-            const std::size_t ax = fwd_.type_of(y).dims.axis(a.get_int(attr_id::axis));
-            for (std::size_t i = 0; i < in.size(); ++i) sizes.push_back(in_dims(i)[ax]);
-            const tensor_id one[] = {g};
-            const auto parts =
-                add(op_kind::split, one, {{attr_id::axis, static_cast<std::int64_t>(ax)}, {attr_id::sizes, sizes}});
-            for (std::size_t i = 0; i < in.size(); ++i) give(i, parts[i]);
-            break;
-        }
-        case op_kind::split: {
-            if (op.outputs.size() == 1) {
-                give(0, g);
-                break;
-            }
-            std::vector<tensor_id> parts;
-            for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-                const ops::tensor_type& t = fwd_.type_of(op.outputs[k]);
-                parts.push_back(dy[k] != no_tensor ? dy[k] : fill(t.dims, 0.0, t.type));
-            }
-            give(0, add(op_kind::concat, parts, {{attr_id::axis, a.get_int(attr_id::axis)}})[0]);
-            break;
-        }
-        case op_kind::gather:
-            give(0, add1(op_kind::gather_grad, {in[1], g},
-                         {{attr_id::axis, a.get_int(attr_id::axis)}, {attr_id::shape, to_ints(in_dims(0))}}));
-            break;
-        case op_kind::global_avgpool: {
-            const ops::shape& x = in_dims(0);
-            const double n = static_cast<double>(x.num_elements() / fwd_.type_of(y).dims.num_elements());
-            give(0, add1(op_kind::ewmul, {g, fill(x, 1.0 / n, dtype_of(g))}));
-            break;
-        }
-        case op_kind::reduce_sum:
-        case op_kind::reduce_mean: {
-            const ops::shape& x = in_dims(0);
-            ops::shape kept = x;
-            const auto& axes = a.get_ints(attr_id::axes);
-            std::int64_t count = 1;
-            for (std::size_t i = 0; i < x.rank(); ++i) {
-                bool r = axes.empty();
-                for (const auto ax : axes) r |= x.axis(ax) == i;
-                if (r) {
-                    count *= x[i];
-                    kept[i] = 1;
+            case op_kind::matmul: {
+                const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
+                if (need[0]) {
+                    const tensor_id wt =
+                        add1(op_kind::transpose, {in[1]}, {{attr_id::perm, swap_last_two(in_dims(1).rank())}});
+                    give(0, unbroadcast(add1(op_kind::matmul, {dz, wt}), in_dims(0)));
                 }
+                if (need[1]) {
+                    const tensor_id xt =
+                        add1(op_kind::transpose, {in[0]}, {{attr_id::perm, swap_last_two(in_dims(0).rank())}});
+                    give(1, unbroadcast(add1(op_kind::matmul, {xt, dz}), in_dims(1)));
+                }
+                break;
             }
-            tensor_id d = g;
-            if (!(dims(d) == kept)) d = add1(op_kind::reshape, {d}, {{attr_id::shape, to_ints(kept)}});
-            const double scale = op.kind == op_kind::reduce_mean ? 1.0 / static_cast<double>(count) : 1.0;
-            give(0, add1(op_kind::ewmul, {d, fill(x, scale, dtype_of(g))}));
-            break;
-        }
-        case op_kind::batchnorm: {
-            const tensor_id args[] = {in[0], in[1], in[3], in[4], g};
-            const auto r = add(op_kind::batchnorm_grad, args, {{attr_id::epsilon, a.get(attr_id::epsilon)}});
-            for (std::size_t i = 0; i < 5; ++i) give(i, r[i]);
-            break;
-        }
-        case op_kind::softmax: give(0, add1(op_kind::softmax_grad, {y, g}, {{attr_id::axis, a.get(attr_id::axis)}})); break;
-        case op_kind::layernorm: {
-            const tensor_id args[] = {in[0], in[1], g};
-            const auto r = add(op_kind::layernorm_grad, args,
-                               {{attr_id::axis, a.get(attr_id::axis)}, {attr_id::epsilon, a.get(attr_id::epsilon)}});
-            for (std::size_t i = 0; i < 3; ++i) give(i, r[i]);
-            break;
-        }
-        case op_kind::lstm_cell: {
-            const ops::tensor_type& h = fwd_.type_of(op.outputs[0]);
-            const tensor_id dh = dy[0] != no_tensor ? dy[0] : fill(h.dims, 0.0, h.type);
-            const tensor_id dc = dy[1] != no_tensor ? dy[1] : fill(h.dims, 0.0, h.type);
-            const tensor_id args[] = {in[0], in[1], in[2], in[3], in[4], in[5], dh, dc};
-            const auto r = add(op_kind::lstm_cell_grad, args);
-            for (std::size_t i = 0; i < 6; ++i) give(i, r[i]);
-            break;
-        }
-        case op_kind::gru_cell: {
-            const tensor_id args[] = {in[0], in[1], in[2], in[3], in[4], g};
-            const auto r = add(op_kind::gru_cell_grad, args);
-            for (std::size_t i = 0; i < 5; ++i) give(i, r[i]);
-            break;
-        }
-        default: no_rule(o);
+            case op_kind::ewadd:
+                for (std::size_t i = 0; i < 2; ++i)
+                    if (need[i]) give(i, unbroadcast(g, in_dims(i)));
+                break;
+            case op_kind::sub:
+                if (need[0]) give(0, unbroadcast(g, in_dims(0)));
+                if (need[1])
+                    give(1, unbroadcast(add1(op_kind::smul, {g, scalar(-1.0, dtype_of(g), "grad/const/minus_one")}),
+                                        in_dims(1)));
+                break;
+            case op_kind::ewmul:
+                for (std::size_t i = 0; i < 2; ++i)
+                    if (need[i]) give(i, unbroadcast(add1(op_kind::ewmul, {g, in[1 - i]}), in_dims(i)));
+                break;
+            case op_kind::div:
+                if (need[0]) give(0, unbroadcast(add1(op_kind::div, {g, in[1]}), in_dims(0)));
+                if (need[1]) {
+                    const tensor_id q = add1(op_kind::ewmul, {g, add1(op_kind::div, {y, in[1]})});
+                    give(1, unbroadcast(add1(op_kind::smul, {q, scalar(-1.0, dtype_of(g), "grad/const/minus_one")}),
+                                        in_dims(1)));
+                }
+                break;
+            case op_kind::smul:
+                if (need[0]) give(0, add1(op_kind::smul, {g, in[1]}));
+                if (need[1]) {
+                    tensor_id s = add1(op_kind::reduce_sum, {add1(op_kind::ewmul, {g, in[0]})},
+                                       {{attr_id::keepdims, std::int64_t(0)}});
+                    if (!(dims(s) == in_dims(1)))
+                        s = add1(op_kind::reshape, {s}, {{attr_id::shape, to_ints(in_dims(1))}});
+                    give(1, s);
+                }
+                break;
+            case op_kind::relu:
+                give(0, add1(op_kind::relu_grad, {y, g}));
+                break;
+            case op_kind::sigmoid:
+                give(0, add1(op_kind::sigmoid_grad, {y, g}));
+                break;
+            case op_kind::tanh:
+                give(0, add1(op_kind::tanh_grad, {y, g}));
+                break;
+            case op_kind::gelu:
+                give(0, add1(op_kind::gelu_grad, {in[0], g}));
+                break;
+            case op_kind::sqrt:
+                give(0, add1(op_kind::div, {add1(op_kind::smul, {g, scalar(0.5, dtype_of(g), "grad/const/half")}), y}));
+                break;
+            case op_kind::identity:
+                give(0, g);
+                break;
+            case op_kind::reshape:
+            case op_kind::flatten:
+                give(0, add1(op_kind::reshape, {g}, {{attr_id::shape, to_ints(in_dims(0))}}));
+                break;
+            case op_kind::transpose: {
+                ints perm = a.get_ints(attr_id::perm);
+                if (!perm.empty()) {
+                    ints inv(perm.size());
+                    for (std::size_t i = 0; i < perm.size(); ++i)
+                        inv[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+                    perm = std::move(inv);
+                }
+                give(0, add1(op_kind::transpose, {g}, {{attr_id::perm, perm}}));
+                break;
+            }
+            case op_kind::enlarge: {
+                const ops::shape& w = in_dims(0);
+                const ops::shape& out = fwd_.type_of(y).dims;
+                ints b{0, 0, (out[2] - w[2]) / 2, (out[3] - w[3]) / 2}, e(4);
+                for (std::size_t i = 0; i < 4; ++i) e[i] = b[i] + w[i];
+                give(0, add1(op_kind::slice, {g}, {{attr_id::begin, b}, {attr_id::end, e}}));
+                break;
+            }
+            case op_kind::pad: {
+                const auto& p = a.get_ints(attr_id::pads);
+                const ops::shape& x = in_dims(0);
+                ints b(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(x.rank())), e(x.rank());
+                for (std::size_t i = 0; i < x.rank(); ++i) e[i] = b[i] + x[i];
+                give(0, add1(op_kind::slice, {g}, {{attr_id::begin, b}, {attr_id::end, e}}));
+                break;
+            }
+            case op_kind::slice: {
+                const auto& b = a.get_ints(attr_id::begin);
+                const auto& e = a.get_ints(attr_id::end);
+                const ops::shape& x = in_dims(0);
+                ints p(2 * x.rank());
+                for (std::size_t i = 0; i < x.rank(); ++i) {
+                    p[i] = b[i];
+                    p[x.rank() + i] = x[i] - e[i];
+                }
+                give(0, add1(op_kind::pad, {g}, {{attr_id::pads, p}}));
+                break;
+            }
+            case op_kind::avgpool2d:
+            case op_kind::maxpool2d: {
+                const tensor_id dz = through_activation(y, g, a.get_int(attr_id::activation));
+                ops::attribute_map pa{{attr_id::kernel, a.get(attr_id::kernel)},
+                                      {attr_id::stride, a.get(attr_id::stride)},
+                                      {attr_id::padding, a.get(attr_id::padding)}};
+                if (op.kind == op_kind::maxpool2d) {
+                    give(0, add1(op_kind::maxpool2d_grad, {in[0], dz}, std::move(pa)));
+                } else {
+                    pa.set(attr_id::shape, to_ints(in_dims(0)));
+                    give(0, add1(op_kind::avgpool2d_grad, {dz}, std::move(pa)));
+                }
+                break;
+            }
+            case op_kind::concat: {
+                if (in.size() == 1) {
+                    give(0, g);
+                    break;
+                }
+                ints sizes;
+                const std::size_t ax = fwd_.type_of(y).dims.axis(a.get_int(attr_id::axis));
+                for (std::size_t i = 0; i < in.size(); ++i) sizes.push_back(in_dims(i)[ax]);
+                const tensor_id one[] = {g};
+                const auto parts =
+                    add(op_kind::split, one, {{attr_id::axis, static_cast<std::int64_t>(ax)}, {attr_id::sizes, sizes}});
+                for (std::size_t i = 0; i < in.size(); ++i) give(i, parts[i]);
+                break;
+            }
+            case op_kind::split: {
+                if (op.outputs.size() == 1) {
+                    give(0, g);
+                    break;
+                }
+                std::vector<tensor_id> parts;
+                for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+                    const ops::tensor_type& t = fwd_.type_of(op.outputs[k]);
+                    parts.push_back(dy[k] != no_tensor ? dy[k] : fill(t.dims, 0.0, t.type));
+                }
+                give(0, add(op_kind::concat, parts, {{attr_id::axis, a.get_int(attr_id::axis)}})[0]);
+                break;
+            }
+            case op_kind::gather:
+                give(0, add1(op_kind::gather_grad, {in[1], g},
+                             {{attr_id::axis, a.get_int(attr_id::axis)}, {attr_id::shape, to_ints(in_dims(0))}}));
+                break;
+            case op_kind::global_avgpool: {
+                const ops::shape& x = in_dims(0);
+                const double n = static_cast<double>(x.num_elements() / fwd_.type_of(y).dims.num_elements());
+                give(0, add1(op_kind::ewmul, {g, fill(x, 1.0 / n, dtype_of(g))}));
+                break;
+            }
+            case op_kind::reduce_sum:
+            case op_kind::reduce_mean: {
+                const ops::shape& x = in_dims(0);
+                ops::shape kept = x;
+                const auto& axes = a.get_ints(attr_id::axes);
+                std::int64_t count = 1;
+                for (std::size_t i = 0; i < x.rank(); ++i) {
+                    bool r = axes.empty();
+                    for (const auto ax : axes) r |= x.axis(ax) == i;
+                    if (r) {
+                        count *= x[i];
+                        kept[i] = 1;
+                    }
+                }
+                tensor_id d = g;
+                if (!(dims(d) == kept)) d = add1(op_kind::reshape, {d}, {{attr_id::shape, to_ints(kept)}});
+                const double scale = op.kind == op_kind::reduce_mean ? 1.0 / static_cast<double>(count) : 1.0;
+                give(0, add1(op_kind::ewmul, {d, fill(x, scale, dtype_of(g))}));
+                break;
+            }
+            case op_kind::batchnorm: {
+                const tensor_id args[] = {in[0], in[1], in[3], in[4], g};
+                const auto r = add(op_kind::batchnorm_grad, args, {{attr_id::epsilon, a.get(attr_id::epsilon)}});
+                for (std::size_t i = 0; i < 5; ++i) give(i, r[i]);
+                break;
+            }
+            case op_kind::softmax:
+                give(0, add1(op_kind::softmax_grad, {y, g}, {{attr_id::axis, a.get(attr_id::axis)}}));
+                break;
+            case op_kind::layernorm: {
+                const tensor_id args[] = {in[0], in[1], g};
+                const auto r =
+                    add(op_kind::layernorm_grad, args,
+                        {{attr_id::axis, a.get(attr_id::axis)}, {attr_id::epsilon, a.get(attr_id::epsilon)}});
+                for (std::size_t i = 0; i < 3; ++i) give(i, r[i]);
+                break;
+            }
+            case op_kind::lstm_cell: {
+                const ops::tensor_type& h = fwd_.type_of(op.outputs[0]);
+                const tensor_id dh = dy[0] != no_tensor ? dy[0] : fill(h.dims, 0.0, h.type);
+                const tensor_id dc = dy[1] != no_tensor ? dy[1] : fill(h.dims, 0.0, h.type);
+                const tensor_id args[] = {in[0], in[1], in[2], in[3], in[4], in[5], dh, dc};
+                const auto r = add(op_kind::lstm_cell_grad, args);
+                for (std::size_t i = 0; i < 6; ++i) give(i, r[i]);
+                break;
+            }
+            case op_kind::gru_cell: {
+                const tensor_id args[] = {in[0], in[1], in[2], in[3], in[4], g};
+                const auto r = add(op_kind::gru_cell_grad, args);
+                for (std::size_t i = 0; i < 5; ++i) give(i, r[i]);
+                break;
+            }
+            default:
+                no_rule(o);
         }
     }
 
@@ -529,7 +558,7 @@ private:
     graph::computation_graph g_;
     std::vector<char> needs_;  ///< forward tensor depends on a weight through differentiable inputs
     std::vector<boost::container::small_vector<tensor_id, 2>> contrib_;  ///< partial gradients per forward tensor
-    std::vector<tensor_id> grad_of_weight_;  ///< per forward op: a weight's final gradient
+    std::vector<tensor_id> grad_of_weight_;                              ///< per forward op: a weight's final gradient
     std::vector<std::tuple<double, ops::dtype, tensor_id>> scalars_;
     std::string prefix_;
     std::uint32_t counter_ = 0;

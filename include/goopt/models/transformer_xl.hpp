@@ -24,10 +24,10 @@ struct transformer_xl_config {
     std::int64_t segment = 512;  ///< tokens per segment (tgt_len)
     std::int64_t memory = 512;   ///< cached hidden states of the previous segment (mem_len)
     std::int32_t layers = 8;
-    std::int64_t model = 512;    ///< d_model
+    std::int64_t model = 512;  ///< d_model
     std::int64_t heads = 8;
     std::int64_t head_dim = 64;
-    std::int64_t inner = 2048;   ///< feed-forward width
+    std::int64_t inner = 2048;  ///< feed-forward width
     std::int64_t vocab = 204;
 
     /// Layer numbering: decoder layer i -> i, embedding -> layers, output projection -> layers + 1.
@@ -68,11 +68,11 @@ inline graph::computation_graph transformer_xl(const transformer_xl_config& c = 
 inline graph::computation_graph transformer_xl(const transformer_xl_config& c) {
     using graph::tensor_id;
     using ops::op_kind;
-    if (c.batch < 1 || c.segment < 1 || c.memory < 1 || c.layers < 1 || c.model < 1 || c.heads < 1 ||
-        c.head_dim < 1 || c.inner < 1 || c.vocab < 1)
+    if (c.batch < 1 || c.segment < 1 || c.memory < 1 || c.layers < 1 || c.model < 1 || c.heads < 1 || c.head_dim < 1 ||
+        c.inner < 1 || c.vocab < 1)
         throw error("transformer_xl config: every size must be >= 1");
-    const std::int64_t B = c.batch, T = c.segment, M = c.memory, K = c.memory + c.segment, D = c.model,
-                       N = c.heads, E = c.head_dim, HE = c.heads * c.head_dim;
+    const std::int64_t B = c.batch, T = c.segment, M = c.memory, K = c.memory + c.segment, D = c.model, N = c.heads,
+                       E = c.head_dim, HE = c.heads * c.head_dim;
 
     graph::computation_graph g("transformer_xl_" + std::to_string(c.layers) + "layer");
     graph::builder b(g);
@@ -114,11 +114,12 @@ inline graph::computation_graph transformer_xl(const transformer_xl_config& c) {
         const tensor_id k = b.transpose(b.reshape(b.matmul(cat, w_k), {B, K, N, E}), {0, 2, 3, 1});  // [B,N,E,K]
         const tensor_id v = b.transpose(b.reshape(b.matmul(cat, w_v), {B, K, N, E}), {0, 2, 1, 3});  // [B,N,K,E]
         // 3: relative position keys
-        const tensor_id r = b.transpose(b.reshape(b.matmul(pos_emb, w_r), {K, N, E}), {1, 2, 0});     // [N,E,K]
+        const tensor_id r = b.transpose(b.reshape(b.matmul(pos_emb, w_r), {K, N, E}), {1, 2, 0});  // [N,E,K]
         // 2 + 2 + 4 + 1: content and position terms, relative shift, their sum
         const tensor_id ac = b.matmul(b.ewadd(q, r_w_bias), k);  // [B,N,T,K]
         const tensor_id bd_raw = b.matmul(b.ewadd(q, r_r_bias), r);
-        const tensor_id padded = b.add1(op_kind::pad, {bd_raw}, {{ops::attr_id::pads, std::vector<std::int64_t>{0, 0, 0, 1, 0, 0, 0, 0}}});
+        const tensor_id padded =
+            b.add1(op_kind::pad, {bd_raw}, {{ops::attr_id::pads, std::vector<std::int64_t>{0, 0, 0, 1, 0, 0, 0, 0}}});
         const tensor_id tall = b.reshape(padded, {B, N, K + 1, T});
         const tensor_id cut = b.add1(op_kind::slice, {tall},
                                      {{ops::attr_id::begin, std::vector<std::int64_t>{0, 0, 1, 0}},

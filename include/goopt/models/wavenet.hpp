@@ -27,13 +27,13 @@ struct wavenet_config {
     std::int64_t batch = 1;
     std::int64_t samples = 16000;  ///< length of the audio (time axis = W of an NCHW tensor with H = 1)
     std::int32_t stacks = 2;
-    std::int32_t layers = 18;      ///< residual layers in total, a multiple of stacks
+    std::int32_t layers = 18;          ///< residual layers in total, a multiple of stacks
     std::int32_t dilation_cycle = 10;  ///< dilations 1, 2, ..., 2^(cycle-1), then again from 1
     std::int64_t filter_width = 2;
     std::int64_t residual_channels = 32;
     std::int64_t dilation_channels = 32;
     std::int64_t skip_channels = 512;
-    std::int64_t classes = 256;    ///< mu-law quantization levels (one-hot input, softmax output)
+    std::int64_t classes = 256;  ///< mu-law quantization levels (one-hot input, softmax output)
 
     /// Layer numbering: residual layer j (counted over all stacks) -> j, the initial causal
     /// convolution -> layers, the output head (relu, 1x1, relu, 1x1) -> layers + 1.

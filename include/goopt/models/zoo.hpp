@@ -28,14 +28,13 @@ struct zoo_entry {
     std::string name;    ///< e.g. "gnmt8": unique, used on command lines and in result files
     std::string family;  ///< model family ("gnmt", "resnet", ...): expert placements are per family
     bool training;       ///< a training step (forward + backward + Adam update) or inference only
-    std::function<graph::computation_graph()> build;       ///< the benchmark graph
+    std::function<graph::computation_graph()> build;         ///< the benchmark graph
     std::function<graph::computation_graph()> forward = {};  ///< training entries: the forward graph
 };
 
 namespace detail {
 template <class Build> zoo_entry training_entry(std::string name, std::string family, Build forward) {
-    return {std::move(name), std::move(family), true, [forward] { return make_training_graph(forward()); },
-            forward};
+    return {std::move(name), std::move(family), true, [forward] { return make_training_graph(forward()); }, forward};
 }
 }  // namespace detail
 
@@ -59,11 +58,11 @@ inline std::vector<zoo_entry> go_workloads() {
     r.push_back(training_entry("inception_v3_train", "inception", [] { return inception_v3(); }));
     r.push_back(training_entry("amoebanet_train", "amoebanet", [] { return amoebanet(); }));
     for (int layers : {2, 4})
-        r.push_back(training_entry("rnnlm" + std::to_string(layers), "rnnlm",
-                                   [layers] { return rnnlm({.layers = layers}); }));
+        r.push_back(
+            training_entry("rnnlm" + std::to_string(layers), "rnnlm", [layers] { return rnnlm({.layers = layers}); }));
     for (int layers : {2, 4, 8})
-        r.push_back(training_entry("gnmt" + std::to_string(layers), "gnmt",
-                                   [layers] { return gnmt({.layers = layers}); }));
+        r.push_back(
+            training_entry("gnmt" + std::to_string(layers), "gnmt", [layers] { return gnmt({.layers = layers}); }));
     for (int layers : {2, 4, 8})
         r.push_back(training_entry("transformer_xl" + std::to_string(layers), "transformer_xl",
                                    [layers] { return transformer_xl({.layers = layers}); }));

@@ -44,9 +44,11 @@ public:
     double step() {
         const double norm = clip_gradient_norm(ps_, c_.clip_norm);
         ++t_;
-        const double c1 = 1 - std::pow(c_.beta1, static_cast<double>(t_)), c2 = 1 - std::pow(c_.beta2, static_cast<double>(t_));
+        const double c1 = 1 - std::pow(c_.beta1, static_cast<double>(t_)),
+                     c2 = 1 - std::pow(c_.beta2, static_cast<double>(t_));
         const auto b1 = static_cast<S>(c_.beta1), b2 = static_cast<S>(c_.beta2);
-        const auto lr = static_cast<S>(c_.learning_rate * std::sqrt(c2) / c1), eps = static_cast<S>(c_.epsilon * std::sqrt(c2));
+        const auto lr = static_cast<S>(c_.learning_rate * std::sqrt(c2) / c1),
+                   eps = static_cast<S>(c_.epsilon * std::sqrt(c2));
         for (std::size_t i = 0; i < ps_.size(); ++i) {
             parameter<S>& p = *ps_[i];
             if (p.grad.rows() != p.value.rows() || p.grad.cols() != p.value.cols())

@@ -25,7 +25,8 @@ struct adjacency {
 
     /// @brief From undirected edges (each listed once; both directions are added), without
     /// duplicates or self loops. Throws goopt::error for an endpoint >= num_nodes.
-    static adjacency from_edges(std::size_t num_nodes, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {
+    static adjacency from_edges(std::size_t num_nodes,
+                                const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges) {
         std::vector<std::vector<std::uint32_t>> lists(num_nodes);
         for (const auto& [a, b] : edges) {
             if (a >= num_nodes || b >= num_nodes)

@@ -16,7 +16,8 @@ template <std::floating_point S> class feature_modulation {
 public:
     using scalar = S;
     feature_modulation() = default;
-    template <std::uniform_random_bit_generator Rng> feature_modulation(std::size_t dim, Rng& rng, const std::string& name = "modulation") {
+    template <std::uniform_random_bit_generator Rng>
+    feature_modulation(std::size_t dim, Rng& rng, const std::string& name = "modulation") {
         w_ = make_parameter<S>(name + ".w", dim, dim, rng, true);
         b_ = make_parameter<S>(name + ".b", 1, dim, rng, true);
     }
@@ -31,7 +32,8 @@ public:
     matrix<S> backward(const matrix<S>& dy) {
         const auto n = static_cast<S>(dy.rows());
         const Eigen::Matrix<S, 1, Eigen::Dynamic> dgate = (dy.array() * x_.array()).colwise().sum();
-        const Eigen::Matrix<S, 1, Eigen::Dynamic> dz = (dgate.array() * S(2) * sig_.array() * (S(1) - sig_.array())).matrix();
+        const Eigen::Matrix<S, 1, Eigen::Dynamic> dz =
+            (dgate.array() * S(2) * sig_.array() * (S(1) - sig_.array())).matrix();
         w_.grad.noalias() += summary_.transpose() * dz;
         b_.grad += dz;
         const Eigen::Matrix<S, 1, Eigen::Dynamic> dsummary = dz * w_.value.transpose();

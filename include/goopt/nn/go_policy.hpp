@@ -28,7 +28,7 @@ struct policy_config {
     std::size_t heads = 8;
     std::size_t segment = 256;
     std::vector<std::size_t> task_choices{4};  ///< choices per task, in order (devices, priority levels, ...)
-    bool memory_gradient = false;  ///< see attention_config (true only for gradient checks)
+    bool memory_gradient = false;              ///< see attention_config (true only for gradient checks)
 };
 
 /// What one forward pass gives: per task one row of logits per node (op id order), and the value.
@@ -49,14 +49,20 @@ public:
         if (c_.sage_layers == 0 || c_.task_choices.empty())
             throw error("nn::go_policy: needs at least one SAGE layer and one task");
         for (std::size_t i = 0; i < c_.sage_layers; ++i)
-            sage_.emplace_back(i == 0 ? c_.features : c_.hidden, c_.hidden, c_.sage_aggregator, rng, "sage" + std::to_string(i));
+            sage_.emplace_back(i == 0 ? c_.features : c_.hidden, c_.hidden, c_.sage_aggregator, rng,
+                               "sage" + std::to_string(i));
         mod_ = feature_modulation<S>(c_.hidden, rng, "modulation");
-        const attention_config ac{.dim = c_.hidden, .heads = c_.heads, .segment = c_.segment, .memory_gradient = c_.memory_gradient};
-        for (std::size_t i = 0; i < c_.shared_attention_layers; ++i) shared_.push_back(block(ac, rng, "attention" + std::to_string(i)));
+        const attention_config ac{
+            .dim = c_.hidden, .heads = c_.heads, .segment = c_.segment, .memory_gradient = c_.memory_gradient};
+        for (std::size_t i = 0; i < c_.shared_attention_layers; ++i)
+            shared_.push_back(block(ac, rng, "attention" + std::to_string(i)));
         for (std::size_t t = 0; t < c_.task_choices.size(); ++t) {
             const std::string p = "task" + std::to_string(t);
-            tasks_.push_back({block(ac, rng, p + ".attention"), categorical_head<S>(c_.hidden, c_.task_choices[t], rng, p + ".head"),
-                              t == 0 ? parameter<S>{} : make_parameter<S>(p + ".action_embedding", c_.task_choices[t - 1], c_.hidden, rng),
+            tasks_.push_back({block(ac, rng, p + ".attention"),
+                              categorical_head<S>(c_.hidden, c_.task_choices[t], rng, p + ".head"),
+                              t == 0
+                                  ? parameter<S>{}
+                                  : make_parameter<S>(p + ".action_embedding", c_.task_choices[t - 1], c_.hidden, rng),
                               {}});
         }
         value_ = value_head<S>(c_.hidden, rng, "value");
@@ -73,7 +79,8 @@ public:
 
     /// @brief Forward pass that samples each task's actions from its logits (with `rng`) and feeds
     /// them to the next task. @return the output and every task's actions (node order).
-    template <std::uniform_random_bit_generator Rng> std::pair<policy_output<S>, std::vector<std::vector<int>>> sample(const graph_features<S>& f, Rng& rng) {
+    template <std::uniform_random_bit_generator Rng>
+    std::pair<policy_output<S>, std::vector<std::vector<int>>> sample(const graph_features<S>& f, Rng& rng) {
         std::vector<std::vector<int>> acts;
         auto out = run(f, [&](std::size_t, const matrix<S>& logits) {
             acts.push_back(sample_rows(logits, rng));
@@ -87,13 +94,15 @@ public:
     /// Adds into every parameter's grad (call zero_grad first). The graph_features of that forward
     /// pass must still be alive: the topological order and adjacency are referenced, not copied.
     void backward(const std::vector<matrix<S>>& dlogits, S dvalue) {
-        if (dlogits.size() != tasks_.size()) throw error("nn::go_policy::backward: one dlogits matrix per task expected");
+        if (dlogits.size() != tasks_.size())
+            throw error("nn::go_policy::backward: one dlogits matrix per task expected");
         matrix<S> dht = value_.backward(dvalue);
         for (std::size_t t = tasks_.size(); t-- > 0;) {
             task& tk = tasks_[t];
             matrix<S> din = tk.attention.backward(tk.head.backward(gather(dlogits[t])));
             if (t > 0)
-                for (Eigen::Index i = 0; i < din.rows(); ++i) tk.embedding.grad.row(tk.prev_actions[static_cast<std::size_t>(i)]) += din.row(i);
+                for (Eigen::Index i = 0; i < din.rows(); ++i)
+                    tk.embedding.grad.row(tk.prev_actions[static_cast<std::size_t>(i)]) += din.row(i);
             dht += din;
         }
         for (std::size_t i = shared_.size(); i-- > 0;) dht = shared_[i].backward(dht);
@@ -125,8 +134,8 @@ public:
         double f = 0;
         for (std::size_t i = 0; i < c_.sage_layers; ++i) {
             const double in = static_cast<double>(i == 0 ? c_.features : c_.hidden);
-            f += 2 * 2 * N * in * H + E * in;                                          // self + neighbour GEMMs, aggregation
-            if (c_.sage_aggregator == aggregator::max_pool) f += 2 * N * in * in;     // pooling layer
+            f += 2 * 2 * N * in * H + E * in;  // self + neighbour GEMMs, aggregation
+            if (c_.sage_aggregator == aggregator::max_pool) f += 2 * N * in * in;  // pooling layer
         }
         const attention_config ac{.dim = c_.hidden, .heads = c_.heads, .segment = c_.segment};
         const double att = attention_flops(ac, n);
@@ -138,7 +147,8 @@ public:
     double flops_forward_backward(std::size_t n, std::size_t edges) const {
         const attention_config ac{.dim = c_.hidden, .heads = c_.heads, .segment = c_.segment};
         const double scores = score_flops(ac, n);
-        return 3 * flops_forward(n, edges) + static_cast<double>(c_.shared_attention_layers + c_.task_choices.size()) * scores;
+        return 3 * flops_forward(n, edges) +
+               static_cast<double>(c_.shared_attention_layers + c_.task_choices.size()) * scores;
     }
 
 private:
@@ -206,15 +216,16 @@ private:
             matrix<S> in = ht;
             if (t > 0) {
                 const std::vector<int> prev = choose(t - 1, out.logits.back());
-                if (prev.size() != n) throw error("nn::go_policy: task " + std::to_string(t - 1) + " has " +
-                                                  std::to_string(prev.size()) + " actions for " + std::to_string(n) + " nodes");
+                if (prev.size() != n)
+                    throw error("nn::go_policy: task " + std::to_string(t - 1) + " has " + std::to_string(prev.size()) +
+                                " actions for " + std::to_string(n) + " nodes");
                 tk.prev_actions.resize(n);
                 for (std::size_t i = 0; i < n; ++i) {
                     const int a = prev[f.order[i]];
                     if (a < 0 || a >= tk.embedding.value.rows())
-                        throw error("nn::go_policy: action " + std::to_string(a) + " of node " + std::to_string(f.order[i]) +
-                                    " for task " + std::to_string(t - 1) + " is outside [0, " +
-                                    std::to_string(tk.embedding.value.rows()) + ")");
+                        throw error("nn::go_policy: action " + std::to_string(a) + " of node " +
+                                    std::to_string(f.order[i]) + " for task " + std::to_string(t - 1) +
+                                    " is outside [0, " + std::to_string(tk.embedding.value.rows()) + ")");
                     tk.prev_actions[i] = a;
                     in.row(static_cast<Eigen::Index>(i)) += tk.embedding.value.row(a);
                 }

@@ -24,8 +24,7 @@ public:
     graph_sage() = default;
     template <std::uniform_random_bit_generator Rng>
     graph_sage(std::size_t in, std::size_t out, aggregator agg, Rng& rng, const std::string& name = "sage")
-        : agg_(agg), self_(in, out, rng, name + ".self"),
-          w_neigh_(make_parameter<S>(name + ".neigh_w", in, out, rng)) {
+        : agg_(agg), self_(in, out, rng, name + ".self"), w_neigh_(make_parameter<S>(name + ".neigh_w", in, out, rng)) {
         if (agg == aggregator::max_pool) pool_ = linear<S>(in, in, rng, name + ".pool");
     }
 
@@ -43,8 +42,8 @@ public:
         const matrix<S>& m = agg_ == aggregator::max_pool ? pooled_ : x;
         a_.resize(n, d);
         if (agg_ == aggregator::max_pool) argmax_.resize(n, d);
-        // each node writes only its own rows of a_ and argmax_, reading its neighbours in CSR order,
-        // so the rows run in parallel with the same result on any number of threads
+            // each node writes only its own rows of a_ and argmax_, reading its neighbours in CSR order,
+            // so the rows run in parallel with the same result on any number of threads
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 256)
 #endif

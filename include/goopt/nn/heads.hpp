@@ -39,7 +39,8 @@ template <std::floating_point S> class value_head {
 public:
     using scalar = S;
     value_head() = default;
-    template <std::uniform_random_bit_generator Rng> value_head(std::size_t dim, Rng& rng, const std::string& name = "value") : fc_(dim, 1, rng, name) {}
+    template <std::uniform_random_bit_generator Rng>
+    value_head(std::size_t dim, Rng& rng, const std::string& name = "value") : fc_(dim, 1, rng, name) {}
     S forward(const matrix<S>& x) {
         rows_ = x.rows();
         const matrix<S> mean = x.colwise().mean();
@@ -66,7 +67,8 @@ template <std::floating_point S> matrix<S> log_softmax(const matrix<S>& logits) 
 }
 
 /// @brief One sample per row from softmax(logits), with `rng`.
-template <std::floating_point S, std::uniform_random_bit_generator Rng> std::vector<int> sample_rows(const matrix<S>& logits, Rng& rng) {
+template <std::floating_point S, std::uniform_random_bit_generator Rng>
+std::vector<int> sample_rows(const matrix<S>& logits, Rng& rng) {
     const matrix<S> lp = log_softmax(logits);
     std::vector<int> out(static_cast<std::size_t>(lp.rows()));
     std::uniform_real_distribution<double> u(0.0, 1.0);

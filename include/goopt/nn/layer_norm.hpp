@@ -14,7 +14,8 @@ template <std::floating_point S> class layer_norm {
 public:
     using scalar = S;
     layer_norm() = default;
-    template <std::uniform_random_bit_generator Rng> layer_norm(std::size_t dim, Rng& rng, const std::string& name = "layer_norm") {
+    template <std::uniform_random_bit_generator Rng>
+    layer_norm(std::size_t dim, Rng& rng, const std::string& name = "layer_norm") {
         gamma_ = make_parameter<S>(name + ".gamma", 1, dim, rng, true);
         gamma_.value.setOnes();
         beta_ = make_parameter<S>(name + ".beta", 1, dim, rng, true);

@@ -63,13 +63,21 @@ template <std::floating_point S> graph_features<S> node_features(const graph::co
         }
         std::size_t out_degree = 0;
         for (graph::tensor_id t : op.outputs) out_degree += g.get_tensor(t).uses.size();
-        const double persistent =
-            op.kind == ops::op_kind::weight && !op.outputs.empty() ? static_cast<double>(g.type_of(op.outputs[0]).bytes()) : 0.0;
-        const double row[num_numeric_features] = {
-            std::log1p(elements), rank, std::log1p(dims[0]), std::log1p(dims[1]), std::log1p(dims[2]), std::log1p(dims[3]),
-            std::log1p(std::max(0.0, g.flops(o))), std::log1p(static_cast<double>(op.inputs.size())),
-            std::log1p(static_cast<double>(out_degree)), max_level > 0 ? level[o] / max_level : 0.0,
-            n > 1 ? position[o] / static_cast<double>(n - 1) : 0.0, std::log1p(persistent)};
+        const double persistent = op.kind == ops::op_kind::weight && !op.outputs.empty()
+                                      ? static_cast<double>(g.type_of(op.outputs[0]).bytes())
+                                      : 0.0;
+        const double row[num_numeric_features] = {std::log1p(elements),
+                                                  rank,
+                                                  std::log1p(dims[0]),
+                                                  std::log1p(dims[1]),
+                                                  std::log1p(dims[2]),
+                                                  std::log1p(dims[3]),
+                                                  std::log1p(std::max(0.0, g.flops(o))),
+                                                  std::log1p(static_cast<double>(op.inputs.size())),
+                                                  std::log1p(static_cast<double>(out_degree)),
+                                                  max_level > 0 ? level[o] / max_level : 0.0,
+                                                  n > 1 ? position[o] / static_cast<double>(n - 1) : 0.0,
+                                                  std::log1p(persistent)};
         for (std::size_t j = 0; j < num_numeric_features; ++j) num(o, static_cast<Eigen::Index>(j)) = row[j];
     }
     for (Eigen::Index j = 0; j < num.cols(); ++j) {

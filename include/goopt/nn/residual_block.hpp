@@ -19,10 +19,14 @@ public:
     residual_block() = default;
     template <std::uniform_random_bit_generator Rng>
     residual_block(std::size_t dim, std::size_t hidden, Rng& rng, const std::string& name = "residual")
-        : norm_(dim, rng, name + ".norm"), fc1_(dim, hidden, rng, name + ".fc1"), fc2_(hidden, dim, rng, name + ".fc2") {}
+        : norm_(dim, rng, name + ".norm"),
+          fc1_(dim, hidden, rng, name + ".fc1"),
+          fc2_(hidden, dim, rng, name + ".fc2") {}
 
     matrix<S> forward(const matrix<S>& x) { return x + fc2_.forward(act_.forward(fc1_.forward(norm_.forward(x)))); }
-    matrix<S> backward(const matrix<S>& dy) { return dy + norm_.backward(fc1_.backward(act_.backward(fc2_.backward(dy)))); }
+    matrix<S> backward(const matrix<S>& dy) {
+        return dy + norm_.backward(fc1_.backward(act_.backward(fc2_.backward(dy))));
+    }
     void collect(parameter_list<S>& ps) {
         norm_.collect(ps);
         fc1_.collect(ps);

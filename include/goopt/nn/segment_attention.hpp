@@ -17,7 +17,7 @@ namespace goopt::nn {
 
 /// Shape of a segment_attention layer.
 struct attention_config {
-    std::size_t dim = 128;      ///< model width (divisible by heads)
+    std::size_t dim = 128;  ///< model width (divisible by heads)
     std::size_t heads = 8;
     std::size_t segment = 256;  ///< nodes per segment
     /// Transformer-XL stops the gradient into the cached keys/values of the previous segment; true

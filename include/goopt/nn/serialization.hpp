@@ -37,7 +37,8 @@ template <std::floating_point S> void save_parameters(const parameter_list<S>& p
         out += p->name;
         detail::put(out, static_cast<std::uint64_t>(p->value.rows()));
         detail::put(out, static_cast<std::uint64_t>(p->value.cols()));
-        out.append(reinterpret_cast<const char*>(p->value.data()), static_cast<std::size_t>(p->value.size()) * sizeof(S));
+        out.append(reinterpret_cast<const char*>(p->value.data()),
+                   static_cast<std::size_t>(p->value.size()) * sizeof(S));
     }
     io::atomic_write(path, out);
 }
@@ -65,10 +66,12 @@ template <std::floating_point S> void load_parameters(const parameter_list<S>& p
     std::uint64_t count = 0;
     take(&version, 4, "the version");
     if (version != parameters_format_version)
-        throw error(where + ": format version " + std::to_string(version) + ", expected " + std::to_string(parameters_format_version));
+        throw error(where + ": format version " + std::to_string(version) + ", expected " +
+                    std::to_string(parameters_format_version));
     take(&scalar_bytes, 4, "the scalar size");
     if (scalar_bytes != sizeof(S))
-        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " + std::to_string(sizeof(S)));
+        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " +
+                    std::to_string(sizeof(S)));
     take(&count, 8, "the parameter count");
     if (count != ps.size())
         throw error(where + ": " + std::to_string(count) + " parameters, expected " + std::to_string(ps.size()));
@@ -76,7 +79,8 @@ template <std::floating_point S> void load_parameters(const parameter_list<S>& p
     for (const parameter<S>* p : ps) {
         std::uint32_t len = 0;
         take(&len, 4, "a name length");
-        if (len > data.size() - pos) throw error(where + ": file too short for the name of parameter '" + p->name + "'");
+        if (len > data.size() - pos)
+            throw error(where + ": file too short for the name of parameter '" + p->name + "'");
         const std::string name = data.substr(pos, len);
         pos += len;
         if (name != p->name) throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "'");
@@ -84,14 +88,15 @@ template <std::floating_point S> void load_parameters(const parameter_list<S>& p
         take(&rows, 8, "the shape of '" + name + "'");
         take(&cols, 8, "the shape of '" + name + "'");
         if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
-            throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) + ", expected " +
-                        std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()));
+            throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) +
+                        ", expected " + std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()));
         matrix<S> v(p->value.rows(), p->value.cols());
         take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(S), "the values of '" + name + "'");
         values.push_back(std::move(v));
     }
     if (pos != data.size())
-        throw error(where + ": " + std::to_string(data.size() - pos) + " bytes after the last parameter, expected none");
+        throw error(where + ": " + std::to_string(data.size() - pos) +
+                    " bytes after the last parameter, expected none");
     for (std::size_t i = 0; i < ps.size(); ++i) ps[i]->value = std::move(values[i]);
 }
 

@@ -53,7 +53,7 @@ struct training_guard_config {
 /// @tparam Optimizer updates the parameters in `step()`; copied to checkpoint its state, so a copy
 ///         must hold all of it (nn::adam does: its moments, step count and configuration).
 template <std::floating_point S, class Optimizer>
-    requires std::copyable<Optimizer> && requires(Optimizer& o) { o.step(); }
+requires std::copyable<Optimizer> && requires(Optimizer& o) { o.step(); }
 class training_guard {
 public:
     /// @brief Takes the first checkpoint (step 0) of the current parameters and optimizer state, and
@@ -130,7 +130,9 @@ private:
             for (Eigen::Index c = 0; c < m.cols(); ++c)
                 if (!std::isfinite(m(r, c)))
                     return "element (" + std::to_string(r) + ", " + std::to_string(c) + ") is " +
-                           (std::isnan(m(r, c)) ? std::string("nan") : m(r, c) > 0 ? std::string("inf") : std::string("-inf"));
+                           (std::isnan(m(r, c)) ? std::string("nan")
+                            : m(r, c) > 0       ? std::string("inf")
+                                                : std::string("-inf"));
         return "a non-finite element";  // allFinite disagreed with isfinite: unreachable without -ffast-math
     }
 

@@ -45,8 +45,8 @@ inline constexpr std::size_t num_attr_ids = 19;
 
 constexpr std::string_view name(attr_id a) noexcept {
     constexpr std::string_view names[num_attr_ids] = {
-        "shape", "dtype", "stride", "kernel", "padding", "activation", "axis", "axes", "perm",
-        "sizes", "pads", "begin", "end", "keepdims", "epsilon", "min", "max", "value", "dilation"};
+        "shape", "dtype", "stride", "kernel",   "padding", "activation", "axis", "axes",  "perm",    "sizes",
+        "pads",  "begin", "end",    "keepdims", "epsilon", "min",        "max",  "value", "dilation"};
     return names[static_cast<std::size_t>(a)];
 }
 
@@ -85,12 +85,10 @@ class attribute_map {
     using storage = boost::container::small_vector<item, 4>;
 
     storage::const_iterator find(attr_id id) const noexcept {
-        return std::lower_bound(items_.begin(), items_.end(), id,
-                                [](const item& x, attr_id k) { return x.first < k; });
+        return std::lower_bound(items_.begin(), items_.end(), id, [](const item& x, attr_id k) { return x.first < k; });
     }
     storage::iterator find(attr_id id) noexcept {
-        return std::lower_bound(items_.begin(), items_.end(), id,
-                                [](const item& x, attr_id k) { return x.first < k; });
+        return std::lower_bound(items_.begin(), items_.end(), id, [](const item& x, attr_id k) { return x.first < k; });
     }
 
 public:
@@ -114,8 +112,7 @@ public:
     }
     const attr_value& get(attr_id id) const {
         auto it = find(id);
-        if (it == items_.end() || it->first != id)
-            throw error("attribute '" + std::string(name(id)) + "' is missing");
+        if (it == items_.end() || it->first != id) throw error("attribute '" + std::string(name(id)) + "' is missing");
         return it->second;
     }
     std::int64_t get_int(attr_id id) const { return as<std::int64_t>(id); }

@@ -18,25 +18,43 @@ inline constexpr std::size_t num_dtypes = 9;
 /// Bytes per element.
 constexpr std::size_t size_of(dtype t) noexcept {
     switch (t) {
-    case dtype::f64: case dtype::i64: return 8;
-    case dtype::f32: case dtype::i32: return 4;
-    case dtype::f16: case dtype::bf16: return 2;
-    case dtype::i8: case dtype::u8: case dtype::boolean: return 1;
+        case dtype::f64:
+        case dtype::i64:
+            return 8;
+        case dtype::f32:
+        case dtype::i32:
+            return 4;
+        case dtype::f16:
+        case dtype::bf16:
+            return 2;
+        case dtype::i8:
+        case dtype::u8:
+        case dtype::boolean:
+            return 1;
     }
     return 0;
 }
 
 constexpr std::string_view name(dtype t) noexcept {
     switch (t) {
-    case dtype::f32: return "f32";
-    case dtype::f64: return "f64";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-    case dtype::i64: return "i64";
-    case dtype::i32: return "i32";
-    case dtype::i8: return "i8";
-    case dtype::u8: return "u8";
-    case dtype::boolean: return "bool";
+        case dtype::f32:
+            return "f32";
+        case dtype::f64:
+            return "f64";
+        case dtype::f16:
+            return "f16";
+        case dtype::bf16:
+            return "bf16";
+        case dtype::i64:
+            return "i64";
+        case dtype::i32:
+            return "i32";
+        case dtype::i8:
+            return "i8";
+        case dtype::u8:
+            return "u8";
+        case dtype::boolean:
+            return "bool";
     }
     return "?";
 }

@@ -40,13 +40,13 @@ struct attr_spec {
 /// Algebraic and structural facts, used by the substitution generator and by fusion.
 enum property : std::uint32_t {
     none_property = 0,
-    source = 1u << 0,       ///< no inputs: graph input, weight or constant
-    constant = 1u << 1,     ///< value is determined by the attributes alone
-    elementwise = 1u << 2,  ///< output element i depends only on input elements i (after broadcast)
-    commutative = 1u << 3,  ///< f(a, b) = f(b, a)
-    associative = 1u << 4,  ///< f(f(a, b), c) = f(a, f(b, c))
-    broadcasts = 1u << 5,   ///< numpy broadcasting of the inputs' shapes
-    linear = 1u << 6,       ///< linear in all inputs taken together (when the fused activation is none)
+    source = 1u << 0,            ///< no inputs: graph input, weight or constant
+    constant = 1u << 1,          ///< value is determined by the attributes alone
+    elementwise = 1u << 2,       ///< output element i depends only on input elements i (after broadcast)
+    commutative = 1u << 3,       ///< f(a, b) = f(b, a)
+    associative = 1u << 4,       ///< f(f(a, b), c) = f(a, f(b, c))
+    broadcasts = 1u << 5,        ///< numpy broadcasting of the inputs' shapes
+    linear = 1u << 6,            ///< linear in all inputs taken together (when the fused activation is none)
     fused_activation = 1u << 7,  ///< has an `activation` attribute applied to its result
     data_movement = 1u << 8,     ///< moves or selects elements, computes nothing
     multi_output = 1u << 9,
@@ -63,14 +63,14 @@ struct op_spec {
     op_kind kind;
     std::string_view name;
     std::uint16_t min_inputs;
-    std::uint16_t max_inputs;       ///< ops::variadic for no upper bound
-    std::uint16_t num_outputs;      ///< 0: given by the attributes (split: one per size)
+    std::uint16_t max_inputs;   ///< ops::variadic for no upper bound
+    std::uint16_t num_outputs;  ///< 0: given by the attributes (split: one per size)
     std::span<const attr_spec> attrs;
     infer_fn infer;
     cost_fn flops;
-    cost_fn bytes;                  ///< memory traffic: bytes read plus bytes written
+    cost_fn bytes;  ///< memory traffic: bytes read plus bytes written
     property props = none_property;
-    std::uint8_t linear_in = 0;     ///< bit k: linear in input k with the others fixed (activation none)
+    std::uint8_t linear_in = 0;  ///< bit k: linear in input k with the others fixed (activation none)
     std::string_view semantics = {};
 
     constexpr bool has(property p) const noexcept { return (props & p) != 0; }

@@ -45,14 +45,13 @@ inline std::int64_t mul(std::int64_t a, std::int64_t b) {
 
 inline void same_dtype(std::span<const tensor_type> in) {
     for (std::size_t i = 1; i < in.size(); ++i)
-        expect(in[i].type == in[0].type, "input " + std::to_string(i) + " has dtype " +
-                                             std::string(name(in[i].type)) + ", expected " +
-                                             std::string(name(in[0].type)) + " like input 0");
+        expect(in[i].type == in[0].type, "input " + std::to_string(i) + " has dtype " + std::string(name(in[i].type)) +
+                                             ", expected " + std::string(name(in[0].type)) + " like input 0");
 }
 
 inline void rank_is(const tensor_type& t, std::size_t r, const char* what) {
-    expect(t.dims.rank() == r, std::string(what) + " has shape " + t.dims.to_string() + ", expected rank " +
-                                   std::to_string(r));
+    expect(t.dims.rank() == r,
+           std::string(what) + " has shape " + t.dims.to_string() + ", expected rank " + std::to_string(r));
 }
 
 /// Window geometry shared by conv2d and pooling (TensorFlow's SAME / VALID).
@@ -78,7 +77,8 @@ inline padding_mode padding_of(const attribute_map& a) {
 
 inline void check_activation(const attribute_map& a) {
     const auto v = a.get_int(attr_id::activation);
-    expect(v >= 0 && v <= 3, "attribute 'activation' is " + std::to_string(v) + ", expected none/relu/sigmoid/tanh (0-3)");
+    expect(v >= 0 && v <= 3,
+           "attribute 'activation' is " + std::to_string(v) + ", expected none/relu/sigmoid/tanh (0-3)");
 }
 
 /// numpy broadcasting of two shapes.
@@ -163,8 +163,8 @@ inline output_types conv2d(std::span<const tensor_type> in, const attribute_map&
     detail::rank_is(in[1], 4, "weight");
     const shape& x = in[0].dims;
     const shape& w = in[1].dims;
-    detail::expect(w[1] >= 1 && x[1] % w[1] == 0,
-                   "input channels " + std::to_string(x[1]) + " are not a multiple of weight's " + std::to_string(w[1]));
+    detail::expect(w[1] >= 1 && x[1] % w[1] == 0, "input channels " + std::to_string(x[1]) +
+                                                      " are not a multiple of weight's " + std::to_string(w[1]));
     const std::int64_t groups = x[1] / w[1];
     detail::expect(w[0] % groups == 0, "output channels " + std::to_string(w[0]) + " are not a multiple of groups " +
                                            std::to_string(groups));
@@ -175,9 +175,9 @@ inline output_types conv2d(std::span<const tensor_type> in, const attribute_map&
     detail::check_activation(a);
     const std::int64_t kh = detail::add(detail::mul(w[2] - 1, dl[0]), 1);
     const std::int64_t kw = detail::add(detail::mul(w[3] - 1, dl[1]), 1);
-    return {tensor_type{{x[0], w[0], detail::window_out(x[2], kh, st[0], p, "height"),
-                         detail::window_out(x[3], kw, st[1], p, "width")},
-                        in[0].type}};
+    return {tensor_type{
+        {x[0], w[0], detail::window_out(x[2], kh, st[0], p, "height"), detail::window_out(x[3], kw, st[1], p, "width")},
+        in[0].type}};
 }
 
 /// Batched matmul [..., M, K] x [..., K, N]; the batch prefixes broadcast.
@@ -187,8 +187,8 @@ inline output_types matmul(std::span<const tensor_type> in, const attribute_map&
     const shape& y = in[1].dims;
     detail::expect(x.rank() >= 2 && y.rank() >= 2,
                    "matmul of " + x.to_string() + " and " + y.to_string() + ", expected rank >= 2 on both");
-    detail::expect(x.back() == y[y.rank() - 2], "matmul of " + x.to_string() + " and " + y.to_string() +
-                                                   ": inner dimensions differ");
+    detail::expect(x.back() == y[y.rank() - 2],
+                   "matmul of " + x.to_string() + " and " + y.to_string() + ": inner dimensions differ");
     detail::check_activation(a);
     shape bx{std::span<const std::int64_t>(x.begin(), x.rank() - 2)};
     shape by{std::span<const std::int64_t>(y.begin(), y.rank() - 2)};
@@ -228,8 +228,8 @@ inline output_types transpose(std::span<const tensor_type> in, const attribute_m
         for (std::size_t i = x.rank(); i-- > 0;) out.push_back(x[i]);
         return {tensor_type{out, in[0].type}};
     }
-    detail::expect(perm.size() == x.rank(), "perm " + detail::str(perm) + " does not match rank " +
-                                                std::to_string(x.rank()));
+    detail::expect(perm.size() == x.rank(),
+                   "perm " + detail::str(perm) + " does not match rank " + std::to_string(x.rank()));
     std::vector<bool> seen(x.rank(), false);
     for (auto p : perm) {
         detail::expect(p >= 0 && p < static_cast<std::int64_t>(x.rank()) && !seen[static_cast<std::size_t>(p)],
@@ -316,7 +316,8 @@ inline output_types reshape(std::span<const tensor_type> in, const attribute_map
             detail::expect(infer_at < 0, "reshape target " + detail::str(target) + " has more than one -1");
             infer_at = static_cast<int>(i);
         } else {
-            detail::expect(target[i] >= 1, "reshape target " + detail::str(target) + ", expected dimensions >= 1 or one -1");
+            detail::expect(target[i] >= 1,
+                           "reshape target " + detail::str(target) + ", expected dimensions >= 1 or one -1");
             known = detail::mul(known, target[i]);
         }
     }
@@ -368,9 +369,9 @@ inline output_types slice(std::span<const tensor_type> in, const attribute_map& 
                        x.to_string());
     shape out = x;
     for (std::size_t i = 0; i < x.rank(); ++i) {
-        detail::expect(0 <= b[i] && b[i] < e[i] && e[i] <= x[i], "slice [" + std::to_string(b[i]) + ", " +
-                                                                    std::to_string(e[i]) + ") is empty or outside axis " +
-                                                                    std::to_string(i) + " of " + x.to_string());
+        detail::expect(0 <= b[i] && b[i] < e[i] && e[i] <= x[i],
+                       "slice [" + std::to_string(b[i]) + ", " + std::to_string(e[i]) + ") is empty or outside axis " +
+                           std::to_string(i) + " of " + x.to_string());
         out[i] = e[i] - b[i];
     }
     return {tensor_type{out, in[0].type}};
@@ -379,8 +380,8 @@ inline output_types slice(std::span<const tensor_type> in, const attribute_map& 
 /// data[..., indices, ...] along axis: data.dims[:axis] + indices.dims + data.dims[axis+1:].
 inline output_types gather(std::span<const tensor_type> in, const attribute_map& a) {
     const shape& x = in[0].dims;
-    detail::expect(is_integral(in[1].type), "gather indices have dtype " + std::string(name(in[1].type)) +
-                                                ", expected an integer type");
+    detail::expect(is_integral(in[1].type),
+                   "gather indices have dtype " + std::string(name(in[1].type)) + ", expected an integer type");
     const auto ax = x.axis(a.get_int(attr_id::axis));
     shape out;
     for (std::size_t i = 0; i < ax; ++i) out.push_back(x[i]);

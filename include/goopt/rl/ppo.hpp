@@ -32,13 +32,13 @@ namespace goopt::rl {
 
 /// What one PPO update reports to the visitor.
 struct update_stats {
-    std::size_t update = 0;        ///< 1-based, counted over resumes
-    std::size_t samples = 0;       ///< decisions evaluated so far
+    std::size_t update = 0;   ///< 1-based, counted over resumes
+    std::size_t samples = 0;  ///< decisions evaluated so far
     double mean_reward = 0;
-    double best_reward = 0;        ///< best of this update's samples
-    double entropy = 0;            ///< mean per-node entropy before the update
-    double clip_fraction = 0;      ///< share of node ratios outside the clip window in the last epoch
-    double loss = 0;               ///< last minibatch's loss
+    double best_reward = 0;    ///< best of this update's samples
+    double entropy = 0;        ///< mean per-node entropy before the update
+    double clip_fraction = 0;  ///< share of node ratios outside the clip window in the last epoch
+    double loss = 0;           ///< last minibatch's loss
 };
 
 /// @brief A PPO visitor (BGL style): sees every sample in sample order on the calling thread, and
@@ -61,7 +61,8 @@ struct null_visitor {
 
 /// An engine a checkpoint can hold: its state streams out and back in (every std engine does).
 template <class Rng>
-concept SerializableRng = std::uniform_random_bit_generator<Rng> && requires(Rng& r, std::ostream& os, std::istream& is) {
+concept SerializableRng = std::uniform_random_bit_generator<Rng> &&
+    requires(Rng& r, std::ostream& os, std::istream& is) {
     os << r;
     is >> r;
 };
@@ -91,7 +92,10 @@ public:
 
     /// @throws goopt::error for a configuration that cannot run (no samples, epochs, threads...).
     ppo(Env& env, Net& net, ppo_config config)
-        : env_(&env), net_(&net), c_(config), ps_(net.parameters()),
+        : env_(&env),
+          net_(&net),
+          c_(config),
+          ps_(net.parameters()),
           opt_(ps_, {.learning_rate = c_.learning_rate, .clip_norm = c_.max_grad_norm}) {
         auto need = [](bool ok, const char* what) {
             if (!ok) throw error(std::string("rl::ppo: ") + what);
@@ -119,7 +123,7 @@ public:
     /// @brief Runs the warm start (if configured and not done yet), then PPO updates until
     /// config().updates are done or the visitor stops it.
     template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
-        requires std::uniform_random_bit_generator<Rng>
+    requires std::uniform_random_bit_generator<Rng>
     void train(Rng& rng, Visitor&& visitor = {}) {
         if (imitation_done_ < c_.imitation_steps) imitate(rng);
         while (updates_ < c_.updates) {
@@ -130,13 +134,13 @@ public:
 
     /// @brief One PPO update (sampling, evaluation, epochs of minibatch steps).
     template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
-        requires std::uniform_random_bit_generator<Rng>
-    update_stats update(Rng& rng, Visitor&& visitor = {});
+    requires std::uniform_random_bit_generator<Rng> update_stats update(Rng& rng, Visitor&& visitor = {});
 
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
     /// parameters with Adam's moments, counters, the baseline, the generator's state and the
     /// caller's `extra` bytes (e.g. the best decision so far), then a checksum.
-    template <SerializableRng Rng> void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
+    template <SerializableRng Rng>
+    void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
 
     /// @brief Restores a checkpoint written by save_checkpoint into this trainer and `rng`.
     /// @return the caller's extra bytes.
@@ -214,8 +218,7 @@ void ppo<Env, Net>::imitate(Rng& rng) {
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
-    requires std::uniform_random_bit_generator<Rng>
-update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
     const auto& obs = env_->observe(rng);
     const auto active = env_->active();
     const std::size_t K = c_.samples_per_update, k_choices = env_->num_choices();
@@ -223,8 +226,9 @@ update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
     const nn::matrix<scalar>& logits = first.logits.at(0);
     const auto n = static_cast<std::size_t>(logits.rows());
     if (n != active.size() || static_cast<std::size_t>(logits.cols()) != k_choices)
-        throw error("rl::ppo: the network gives " + std::to_string(logits.rows()) + " x " + std::to_string(logits.cols()) +
-                    " logits, the environment expects " + std::to_string(active.size()) + " x " + std::to_string(k_choices));
+        throw error("rl::ppo: the network gives " + std::to_string(logits.rows()) + " x " +
+                    std::to_string(logits.cols()) + " logits, the environment expects " +
+                    std::to_string(active.size()) + " x " + std::to_string(k_choices));
     const nn::matrix<double> old_lp = detail::log_probs(logits);
     std::size_t n_active = 0;
     for (auto a : active) n_active += a != 0;
@@ -290,7 +294,8 @@ update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
             nn::zero_grad(ps_);
             auto out = net_->evaluate(obs, {});
             const nn::matrix<double> lp = detail::log_probs(out.logits.at(0));
-            nn::matrix<double> d = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
+            nn::matrix<double> d =
+                nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
             double loss = 0;
             const double w = 1.0 / (static_cast<double>(m) * static_cast<double>(n_active));
             for (std::size_t i = 0; i < n; ++i) {
@@ -306,17 +311,20 @@ update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
                     loss -= w * std::min(unclipped, kept);
                     if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
                         const double g = w * A * ratio;
-                        for (std::size_t j = 0; j < k_choices; ++j) d(ii, static_cast<Eigen::Index>(j)) += g * std::exp(lp(ii, static_cast<Eigen::Index>(j)));
+                        for (std::size_t j = 0; j < k_choices; ++j)
+                            d(ii, static_cast<Eigen::Index>(j)) += g * std::exp(lp(ii, static_cast<Eigen::Index>(j)));
                         d(ii, a) -= g;
                     }
                 }
                 // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H)
                 double H = 0;
-                for (std::size_t j = 0; j < k_choices; ++j) H -= std::exp(lp(ii, static_cast<Eigen::Index>(j))) * lp(ii, static_cast<Eigen::Index>(j));
+                for (std::size_t j = 0; j < k_choices; ++j)
+                    H -= std::exp(lp(ii, static_cast<Eigen::Index>(j))) * lp(ii, static_cast<Eigen::Index>(j));
                 loss -= c_.entropy_coef * H / static_cast<double>(n_active);
                 for (std::size_t j = 0; j < k_choices; ++j) {
                     const auto jj = static_cast<Eigen::Index>(j);
-                    d(ii, jj) += c_.entropy_coef / static_cast<double>(n_active) * std::exp(lp(ii, jj)) * (lp(ii, jj) + H);
+                    d(ii, jj) +=
+                        c_.entropy_coef / static_cast<double>(n_active) * std::exp(lp(ii, jj)) * (lp(ii, jj) + H);
                 }
             }
             double dv = 0;
@@ -382,7 +390,8 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     std::size_t pos = 0;
     auto take = [&](void* dst, std::size_t bytes, const std::string& what) {
         if (data.size() < 8 || data.size() - 8 - pos < bytes || pos > data.size() - 8)
-            throw error(where + ": file ends (at byte " + std::to_string(data.size()) + ") while reading " + what + " (truncated)");
+            throw error(where + ": file ends (at byte " + std::to_string(data.size()) + ") while reading " + what +
+                        " (truncated)");
         std::memcpy(dst, data.data() + pos, bytes);
         pos += bytes;
     };
@@ -401,13 +410,16 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     std::uint32_t version = 0, scalar_bytes = 0;
     get(version, "the format version");
     if (version != checkpoint_format_version)
-        throw error(where + ": format version " + std::to_string(version) + ", expected " + std::to_string(checkpoint_format_version));
+        throw error(where + ": format version " + std::to_string(version) + ", expected " +
+                    std::to_string(checkpoint_format_version));
     std::uint64_t stored_sum = 0;
     std::memcpy(&stored_sum, data.data() + data.size() - 8, 8);
-    if (stored_sum != detail::fnv1a(data, data.size() - 8)) throw error(where + ": checksum mismatch (the file is corrupt)");
+    if (stored_sum != detail::fnv1a(data, data.size() - 8))
+        throw error(where + ": checksum mismatch (the file is corrupt)");
     get(scalar_bytes, "the scalar size");
     if (scalar_bytes != sizeof(scalar))
-        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " + std::to_string(sizeof(scalar)));
+        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " +
+                    std::to_string(sizeof(scalar)));
     std::uint64_t choices = 0, updates = 0, samples = 0, imitation = 0, steps = 0, count = 0;
     get(choices, "the number of choices");
     if (choices != env_->num_choices())
@@ -424,19 +436,20 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     get(steps, "the optimizer step count");
     get(count, "the parameter count");
     if (count != ps_.size())
-        throw error(where + ": " + std::to_string(count) + " parameters, this network has " + std::to_string(ps_.size()) +
-                    " (another network shape)");
+        throw error(where + ": " + std::to_string(count) + " parameters, this network has " +
+                    std::to_string(ps_.size()) + " (another network shape)");
     std::vector<nn::matrix<scalar>> values, m1, m2;
     for (const auto* p : ps_) {
         const std::string name = get_bytes("a parameter name");
-        if (name != p->name) throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "' (another network shape)");
+        if (name != p->name)
+            throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "' (another network shape)");
         std::uint64_t rows = 0, cols = 0;
         get(rows, "the shape of '" + name + "'");
         get(cols, "the shape of '" + name + "'");
         if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
             throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) +
-                        ", this network's is " + std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()) +
-                        " (another network shape)");
+                        ", this network's is " + std::to_string(p->value.rows()) + "x" +
+                        std::to_string(p->value.cols()) + " (another network shape)");
         std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
         for (auto* dst : parts) {
             nn::matrix<scalar> v(p->value.rows(), p->value.cols());

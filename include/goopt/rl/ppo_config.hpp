@@ -18,21 +18,21 @@ enum class baseline_kind : std::uint8_t {
 /// 4 epochs, 16 sampled decisions per update, value coefficient 0.5, entropy 0.01; the moving
 /// average's 0.9 is HDP's (ICLR'18).
 struct ppo_config {
-    std::size_t updates = 100;             ///< PPO updates to run (a resumed run counts those done)
-    std::size_t samples_per_update = 16;   ///< decisions sampled (and simulated) per update
-    std::size_t minibatch = 16;            ///< samples per gradient step (one forward pass serves them all)
-    std::size_t epochs = 4;                ///< passes over an update's samples
-    double clip = 0.2;                     ///< surrogate ratio kept in [1 - clip, 1 + clip]
-    double learning_rate = 1e-4;           ///< Adam
-    double max_grad_norm = 0.5;            ///< global gradient-norm clip (nn::clip_gradient_norm)
-    double value_coef = 0.5;               ///< weight of the value loss (value_head baseline)
-    double entropy_coef = 0.01;            ///< weight of the mean per-node entropy bonus
+    std::size_t updates = 100;            ///< PPO updates to run (a resumed run counts those done)
+    std::size_t samples_per_update = 16;  ///< decisions sampled (and simulated) per update
+    std::size_t minibatch = 16;           ///< samples per gradient step (one forward pass serves them all)
+    std::size_t epochs = 4;               ///< passes over an update's samples
+    double clip = 0.2;                    ///< surrogate ratio kept in [1 - clip, 1 + clip]
+    double learning_rate = 1e-4;          ///< Adam
+    double max_grad_norm = 0.5;           ///< global gradient-norm clip (nn::clip_gradient_norm)
+    double value_coef = 0.5;              ///< weight of the value loss (value_head baseline)
+    double entropy_coef = 0.01;           ///< weight of the mean per-node entropy bonus
     baseline_kind baseline = baseline_kind::value_head;
-    double baseline_decay = 0.9;           ///< moving_average: weight of the old average
-    bool normalize_advantages = true;      ///< divide advantages by the update's reward spread
-    std::size_t threads = 1;               ///< worker threads that evaluate the samples
-    std::size_t imitation_steps = 0;       ///< warm start: cross-entropy steps towards a given decision
-    double imitation_learning_rate = 1e-3; ///< Adam's rate during the warm start
+    double baseline_decay = 0.9;            ///< moving_average: weight of the old average
+    bool normalize_advantages = true;       ///< divide advantages by the update's reward spread
+    std::size_t threads = 1;                ///< worker threads that evaluate the samples
+    std::size_t imitation_steps = 0;        ///< warm start: cross-entropy steps towards a given decision
+    double imitation_learning_rate = 1e-3;  ///< Adam's rate during the warm start
 };
 
 }  // namespace goopt::rl

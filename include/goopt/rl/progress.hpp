@@ -31,7 +31,7 @@ struct progress_config {
     std::filesystem::path metrics = {};  ///< JSON lines, one object per update; empty: none
     bool append = false;                 ///< continue the metrics file (a resumed run) instead of starting it over
     status_mode status = status_mode::terminal;
-    std::size_t total_updates = 0;       ///< for the ETA; 0: unknown
+    std::size_t total_updates = 0;  ///< for the ETA; 0: unknown
 };
 
 /// @brief Draws the status line (update, best, mean reward, updates/s, ETA) on stderr and appends
@@ -63,7 +63,8 @@ public:
             std::snprintf(buf, sizeof buf,
                           "{\"update\": %zu, \"samples\": %zu, \"mean_reward\": %.9g, \"best_reward\": %.9g, "
                           "\"entropy\": %.9g, \"clip_fraction\": %.6g, \"loss\": %.9g, \"seconds\": %.6g",
-                          s.update, s.samples, s.mean_reward, s.best_reward, s.entropy, s.clip_fraction, s.loss, elapsed);
+                          s.update, s.samples, s.mean_reward, s.best_reward, s.entropy, s.clip_fraction, s.loss,
+                          elapsed);
             out_ << buf;
             for (const auto& [k, v] : extra) {
                 std::snprintf(buf, sizeof buf, ", \"%s\": %.9g", k, v);
@@ -71,10 +72,12 @@ public:
             }
             out_ << "}\n";
             out_.flush();
-            if (!out_) throw error("rl::progress_reporter: cannot write the metrics file '" + c_.metrics.string() + "'");
+            if (!out_)
+                throw error("rl::progress_reporter: cannot write the metrics file '" + c_.metrics.string() + "'");
         }
         if (draw_) {
-            const double eta = c_.total_updates > s.update && rate > 0 ? static_cast<double>(c_.total_updates - s.update) / rate : 0.0;
+            const double eta =
+                c_.total_updates > s.update && rate > 0 ? static_cast<double>(c_.total_updates - s.update) / rate : 0.0;
             std::fprintf(stderr, "%supdate %zu/%zu  %s %.4g  mean reward %.4f  %.2f updates/s  ETA %.0f s%s",
                          c_.status == status_mode::always ? "" : "\r", s.update, c_.total_updates, best_label, best,
                          s.mean_reward, rate, eta, c_.status == status_mode::always ? "\n" : "   ");

@@ -14,7 +14,7 @@ namespace goopt::sim {
 
 /// What a placer, scheduler or fuser decides for one graph on one cluster.
 struct decision {
-    sim::placement placement;      ///< device of every op (op id order)
+    sim::placement placement;        ///< device of every op (op id order)
     std::vector<double> priorities;  ///< per op, larger runs first; empty: FIFO ready queues
     sim::fusion_groups fusion;       ///< per op; empty: no fusion
 

@@ -30,12 +30,12 @@ struct transfer_event {
 };
 
 struct simulation_result {
-    double step_time = 0;                   ///< seconds from the first op's start to the last event's end
-    std::vector<double> busy_time;          ///< per device: seconds its compute stream ran ops
-    std::vector<std::int64_t> peak_memory;  ///< per device: bytes, persistent parameters included
+    double step_time = 0;                     ///< seconds from the first op's start to the last event's end
+    std::vector<double> busy_time;            ///< per device: seconds its compute stream ran ops
+    std::vector<std::int64_t> peak_memory;    ///< per device: bytes, persistent parameters included
     std::vector<std::uint8_t> out_of_memory;  ///< per device: 1 when its peak exceeds its capacity
-    bool oom = false;                       ///< some device ran out of memory
-    std::int64_t bytes_moved = 0;           ///< over all links
+    bool oom = false;                         ///< some device ran out of memory
+    std::int64_t bytes_moved = 0;             ///< over all links
     std::size_t num_transfers = 0;
     std::vector<op_event> ops;              ///< trace in start order (empty unless recorded)
     std::vector<transfer_event> transfers;  ///< trace in start order (empty unless recorded)

@@ -139,14 +139,14 @@ private:
     std::size_t num_ops_ = 0, num_tensors_ = 0, num_devices_ = 0;
 
     // ---- fixed per graph and cluster
-    std::vector<double> op_time_;               // n x devices
+    std::vector<double> op_time_;  // n x devices
     std::vector<std::int64_t> tensor_bytes_;
     std::vector<std::uint8_t> persistent_, is_output_;
     std::vector<graph::op_id> producer_;
     std::vector<std::uint32_t> consumers_begin_, consumers_;  // distinct consumer ops of each tensor
     std::vector<std::uint32_t> in_begin_, in_;                // distinct input tensors of each op
-    std::vector<std::uint32_t> out_begin_, out_;  // outputs of each op (flat: ops are large structs)
-    std::vector<std::int32_t> colocation_group_;  // dense colocation group per op, -1 none
+    std::vector<std::uint32_t> out_begin_, out_;              // outputs of each op (flat: ops are large structs)
+    std::vector<std::int32_t> colocation_group_;              // dense colocation group per op, -1 none
     std::size_t num_colocation_groups_ = 0;
     std::unique_ptr<graph::reachability<graph::computation_graph>> reachability_;  // built on first fusion
 
@@ -212,9 +212,15 @@ simulation_result simulate(const graph::computation_graph& g, const device::clus
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 simulator<D, Cost>::simulator(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost)
-    : g_(&g), c_(&c), cost_(std::move(cost)), num_ops_(g.num_ops()), num_tensors_(g.num_tensors()), num_devices_(c.num_devices()) {
+    : g_(&g),
+      c_(&c),
+      cost_(std::move(cost)),
+      num_ops_(g.num_ops()),
+      num_tensors_(g.num_tensors()),
+      num_devices_(c.num_devices()) {
     if (num_devices_ == 0) throw error("simulator: the cluster has no devices");
-    if (num_ops_ >= transfer_bit || num_tensors_ >= transfer_bit) throw error("simulator: graph too large (2^31 ops or tensors)");
+    if (num_ops_ >= transfer_bit || num_tensors_ >= transfer_bit)
+        throw error("simulator: graph too large (2^31 ops or tensors)");
     (void)graph::topological_order(g);  // a cyclic graph is an error here, not a hang later
     op_time_.resize(num_ops_ * num_devices_);
     for (std::size_t d = 0; d < num_devices_; ++d)
@@ -339,7 +345,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
     for (std::size_t u = 0; u < num_units_; ++u) {
         const graph::op_id first = members_[members_begin_[u]];
         unit_device_[u] = placement[first];
-        const std::span<const graph::op_id> ms(members_.data() + members_begin_[u], members_begin_[u + 1] - members_begin_[u]);
+        const std::span<const graph::op_id> ms(members_.data() + members_begin_[u],
+                                               members_begin_[u + 1] - members_begin_[u]);
         for (graph::op_id o : ms) {
             if (placement[o] != unit_device_[u])
                 throw error("fusion group " + std::to_string(options.fusion[o]) + " spans two devices: op " +
@@ -349,7 +356,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
             if (use_priority_) {
                 const double p = options.priorities[o];
                 if (!std::isfinite(p))
-                    throw error("priority of op " + g_->describe(o) + " is " + std::to_string(p) + ", expected a finite number");
+                    throw error("priority of op " + g_->describe(o) + " is " + std::to_string(p) +
+                                ", expected a finite number");
                 unit_priority_[u] = std::max(unit_priority_[u], p);
             }
         }
@@ -358,8 +366,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
         } else {
             const double t = static_cast<double>(cost_.group_time(*g_, ms, c_->device(unit_device_[u])));
             if (!std::isfinite(t) || t < 0)
-                throw error("simulator: cost model gives the fusion group of op " + g_->describe(first) + " a time of " +
-                            std::to_string(t) + " s, expected a finite number >= 0");
+                throw error("simulator: cost model gives the fusion group of op " + g_->describe(first) +
+                            " a time of " + std::to_string(t) + " s, expected a finite number >= 0");
             unit_duration_[u] = t;
         }
     }
@@ -419,7 +427,8 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
             scratch_a_.push_back((std::size_t{unit_device_[u]} << 32) | u);
         }
         if (scratch_a_.size() > 1) std::sort(scratch_a_.begin(), scratch_a_.end());
-        const bool fused_internal = scratch_a_.empty() && !is_output_[t] && members_begin_[pu + 1] - members_begin_[pu] > 1;
+        const bool fused_internal =
+            scratch_a_.empty() && !is_output_[t] && members_begin_[pu + 1] - members_begin_[pu] > 1;
         copies_[t] = {persistent_[t] || fused_internal ? 0 : tensor_bytes_[t], 1u + is_output_[t], pd, t};
         for (std::size_t i = 0; i < scratch_a_.size();) {
             const auto dev = static_cast<std::uint32_t>(scratch_a_[i] >> 32);
@@ -457,7 +466,8 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
     for (const auto& [u, c] : released_pairs) released_copies_[released_begin_[u] + stamp_[u]++] = c;
     units_.resize(num_units_);
     for (std::size_t u = 0; u < num_units_; ++u)
-        units_[u] = {unit_duration_[u], unit_priority_[u], unit_device_[u], pending_[u], members_begin_[u], members_begin_[u + 1]};
+        units_[u] = {unit_duration_[u], unit_priority_[u], unit_device_[u],
+                     pending_[u],       members_begin_[u], members_begin_[u + 1]};
     // per-link FIFO segments
     for (std::size_t l = 0; l < nl; ++l) link_queue_begin_[l + 1] += link_queue_begin_[l];
     link_queue_.resize(link_queue_begin_[nl]);
@@ -569,7 +579,8 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
         if (e.code & transfer_bit) {
             const std::uint32_t k = e.code & ~transfer_bit, l = deliveries_[k].link, dst = deliveries_[k].device;
             link_busy_[l] = 0;
-            if (link_queue_head_[l] != link_queue_tail_[l]) start_transfer(link_queue_[link_queue_begin_[l] + link_queue_head_[l]++], now, out, trace);
+            if (link_queue_head_[l] != link_queue_tail_[l])
+                start_transfer(link_queue_[link_queue_begin_[l] + link_queue_head_[l]++], now, out, trace);
             release(copies_[deliveries_[k].copy].tensor);
             for (std::uint32_t i = deliveries_[k].first_unit; i < deliveries_[k + 1].first_unit; ++i)
                 if (--units_[delivery_units_[i]].pending == 0) make_ready(delivery_units_[i]);
@@ -599,7 +610,8 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
         for (std::uint32_t u = 0; u < num_units_; ++u)
             if (units_[u].pending != 0)
                 throw error("fusion groups form a cycle once contracted: the group of op " +
-                            g_->describe(members_[members_begin_[u]]) + " waits for its own output through other groups");
+                            g_->describe(members_[members_begin_[u]]) +
+                            " waits for its own output through other groups");
         throw error("simulator: internal error, not every op ran");
     }
     out.step_time = now;

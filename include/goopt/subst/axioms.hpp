@@ -65,7 +65,9 @@ public:
     std::uint16_t axiom = 0;  ///< the index of the axiom matching now
 
     /// Attribute id of `attrs` completed with `k`'s defaults.
-    std::uint32_t attrs(ops::op_kind k, ops::attribute_map attrs = {}) { return g.intern(with_defaults(k, std::move(attrs))); }
+    std::uint32_t attrs(ops::op_kind k, ops::attribute_map attrs = {}) {
+        return g.intern(with_defaults(k, std::move(attrs)));
+    }
     const ops::attribute_map& at(const e_node& n) const { return g.attributes(n.attrs); }
     /// An op of the rewrite being built; its inputs are classes or earlier ops of the same rewrite.
     term_ref op(ops::op_kind k, std::uint32_t attrs, std::initializer_list<term_ref> in, std::uint16_t out = 0) {
@@ -134,7 +136,9 @@ inline std::uint32_t with_activation(matcher& m, const e_node& n, std::int64_t a
     x.set(attr_id::activation, a);
     return m.g.intern(x);
 }
-inline std::uint32_t concat_on(matcher& m, std::int64_t axis) { return m.attrs(op_kind::concat, {{attr_id::axis, axis}}); }
+inline std::uint32_t concat_on(matcher& m, std::int64_t axis) {
+    return m.attrs(op_kind::concat, {{attr_id::axis, axis}});
+}
 /// Groups = 1: the kernel reads every input channel.
 inline bool dense_conv(const matcher& m, class_id x, class_id w) { return m.g.shape(x)[1] == m.g.shape(w)[1]; }
 /// The explicit permutation of a transpose node applied to a value of rank r.
@@ -170,15 +174,16 @@ inline void ewadd_assoc(matcher& m, class_id c, const e_node& n) { associate(m, 
 inline void ewmul_distrib(matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::ewmul) {
         each(m, n.children[0], op_kind::ewadd, [&](const e_node& s) {
-            m.emit(c, m.op(op_kind::ewadd, s.attrs, {m.op(op_kind::ewmul, n.attrs, {s.children[0], n.children[1]}),
-                                                     m.op(op_kind::ewmul, n.attrs, {s.children[1], n.children[1]})}));
+            m.emit(c, m.op(op_kind::ewadd, s.attrs,
+                           {m.op(op_kind::ewmul, n.attrs, {s.children[0], n.children[1]}),
+                            m.op(op_kind::ewmul, n.attrs, {s.children[1], n.children[1]})}));
         });
     } else {
         each(m, n.children[0], op_kind::ewmul, [&](const e_node& a) {
             each(m, n.children[1], op_kind::ewmul, [&](const e_node& b) {
                 if (a.children[1] == b.children[1])
-                    m.emit(c, m.op(op_kind::ewmul, a.attrs, {m.op(op_kind::ewadd, n.attrs, {a.children[0], b.children[0]}),
-                                                             a.children[1]}));
+                    m.emit(c, m.op(op_kind::ewmul, a.attrs,
+                                   {m.op(op_kind::ewadd, n.attrs, {a.children[0], b.children[0]}), a.children[1]}));
             });
         });
     }
@@ -195,11 +200,13 @@ inline void ewmul_one(matcher& m, class_id c, const e_node& n) {
 inline void smul_assoc(matcher& m, class_id c, const e_node& n) {
     if (!scalar(m, n.children[1])) return;
     each(m, n.children[0], op_kind::smul, [&](const e_node& l) {
-        m.emit(c, m.op(op_kind::smul, n.attrs, {l.children[0], m.op(op_kind::smul, n.attrs, {l.children[1], n.children[1]})}));
+        m.emit(c, m.op(op_kind::smul, n.attrs,
+                       {l.children[0], m.op(op_kind::smul, n.attrs, {l.children[1], n.children[1]})}));
     });
     each(m, n.children[1], op_kind::smul, [&](const e_node& r) {
         if (scalar(m, r.children[0]))
-            m.emit(c, m.op(op_kind::smul, n.attrs, {m.op(op_kind::smul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
+            m.emit(c, m.op(op_kind::smul, n.attrs,
+                           {m.op(op_kind::smul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
     });
 }
 
@@ -300,8 +307,9 @@ inline void transpose_elementwise(matcher& m, class_id c, const e_node& n, op_ki
     if (n.kind == op_kind::transpose) {
         each(m, n.children[0], f, [&](const e_node& e) {
             if (!same_shape(m, e.children[0], e.children[1])) return;
-            m.emit(c, m.op(f, e.attrs, {m.op(op_kind::transpose, n.attrs, {e.children[0]}),
-                                        m.op(op_kind::transpose, n.attrs, {e.children[1]})}));
+            m.emit(c, m.op(f, e.attrs,
+                           {m.op(op_kind::transpose, n.attrs, {e.children[0]}),
+                            m.op(op_kind::transpose, n.attrs, {e.children[1]})}));
         });
         return;
     }
@@ -317,9 +325,8 @@ inline void transpose_ewmul(matcher& m, class_id c, const e_node& n) { transpose
 
 /// f(g(x)) = g(f(x)) for two unary ops that commute (relu and transpose).
 inline void swap_unary(matcher& m, class_id c, const e_node& n, op_kind other) {
-    each(m, n.children[0], other, [&](const e_node& l) {
-        m.emit(c, m.op(l.kind, l.attrs, {m.op(n.kind, n.attrs, {l.children[0]})}));
-    });
+    each(m, n.children[0], other,
+         [&](const e_node& l) { m.emit(c, m.op(l.kind, l.attrs, {m.op(n.kind, n.attrs, {l.children[0]})})); });
 }
 inline void transpose_relu(matcher& m, class_id c, const e_node& n) {
     swap_unary(m, c, n, n.kind == op_kind::relu ? op_kind::transpose : op_kind::relu);
@@ -334,8 +341,9 @@ inline void transpose_matmul(matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::transpose) {
         if (!is_matrix_transpose(m, n, c)) return;
         each(m, n.children[0], op_kind::matmul, [&](const e_node& p) {
-            m.emit(c, m.op(op_kind::matmul, p.attrs, {m.op(op_kind::transpose, n.attrs, {p.children[1]}),
-                                                      m.op(op_kind::transpose, n.attrs, {p.children[0]})}));
+            m.emit(c, m.op(op_kind::matmul, p.attrs,
+                           {m.op(op_kind::transpose, n.attrs, {p.children[1]}),
+                            m.op(op_kind::transpose, n.attrs, {p.children[0]})}));
         });
         return;
     }
@@ -344,7 +352,8 @@ inline void transpose_matmul(matcher& m, class_id c, const e_node& n) {
         if (!is_matrix_transpose(m, a, n.children[0])) return;
         each(m, n.children[1], op_kind::transpose, [&](const e_node& b) {
             if (!is_matrix_transpose(m, b, n.children[1])) return;
-            m.emit(c, m.op(op_kind::transpose, a.attrs, {m.op(op_kind::matmul, n.attrs, {b.children[0], a.children[0]})}));
+            m.emit(c,
+                   m.op(op_kind::transpose, a.attrs, {m.op(op_kind::matmul, n.attrs, {b.children[0], a.children[0]})}));
         });
     });
 }
@@ -358,8 +367,9 @@ inline void transpose_concat(matcher& m, class_id c, const e_node& n) {
             const auto a = concat_axis(m, k, n.children[0]);
             std::int64_t j = 0;
             while (p[static_cast<std::size_t>(j)] != a) ++j;
-            m.emit(c, m.op(op_kind::concat, concat_on(m, j), {m.op(op_kind::transpose, n.attrs, {k.children[0]}),
-                                                              m.op(op_kind::transpose, n.attrs, {k.children[1]})}));
+            m.emit(c, m.op(op_kind::concat, concat_on(m, j),
+                           {m.op(op_kind::transpose, n.attrs, {k.children[0]}),
+                            m.op(op_kind::transpose, n.attrs, {k.children[1]})}));
         });
         return;
     }
@@ -370,14 +380,16 @@ inline void transpose_concat(matcher& m, class_id c, const e_node& n) {
             if (a.attrs != b.attrs) return;
             const ints p = perm(m, a, m.g.shape(c).rank());
             m.emit(c, m.op(op_kind::transpose, a.attrs,
-                           {m.op(op_kind::concat, concat_on(m, p[static_cast<std::size_t>(j)]), {a.children[0], b.children[0]})}));
+                           {m.op(op_kind::concat, concat_on(m, p[static_cast<std::size_t>(j)]),
+                                 {a.children[0], b.children[0]})}));
         });
     });
 }
 
 inline void transpose_const(matcher& m, class_id c, const e_node& n) {
     for (const auto& k : m.g.nodes(n.children[0])) {
-        if (k.kind == op_kind::const_imm && is_matrix_transpose(m, n, c)) m.emit(c, m.op(op_kind::const_imm, k.attrs, {}));
+        if (k.kind == op_kind::const_imm && is_matrix_transpose(m, n, c))
+            m.emit(c, m.op(op_kind::const_imm, k.attrs, {}));
         if (k.kind == op_kind::const_one) {
             ints s(m.g.shape(c).begin(), m.g.shape(c).end());
             m.emit(c, m.op(op_kind::const_one, m.attrs(op_kind::const_one, {{attr_id::shape, s}}), {}));
@@ -389,11 +401,13 @@ inline void matmul_assoc(matcher& m, class_id c, const e_node& n) {
     if (act(m, n) != 0) return;
     each(m, n.children[0], op_kind::matmul, [&](const e_node& l) {
         if (l.attrs == n.attrs)
-            m.emit(c, m.op(op_kind::matmul, n.attrs, {l.children[0], m.op(op_kind::matmul, n.attrs, {l.children[1], n.children[1]})}));
+            m.emit(c, m.op(op_kind::matmul, n.attrs,
+                           {l.children[0], m.op(op_kind::matmul, n.attrs, {l.children[1], n.children[1]})}));
     });
     each(m, n.children[1], op_kind::matmul, [&](const e_node& r) {
         if (r.attrs == n.attrs)
-            m.emit(c, m.op(op_kind::matmul, n.attrs, {m.op(op_kind::matmul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
+            m.emit(c, m.op(op_kind::matmul, n.attrs,
+                           {m.op(op_kind::matmul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
     });
 }
 
@@ -412,7 +426,8 @@ inline void fused_relu(matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == f) {
         if (act(m, n) != static_cast<std::int64_t>(ops::activation::relu)) return;
         const std::uint32_t plain = with_activation(m, n, 0);
-        if (n.children.size() == 1) m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0]})}));
+        if (n.children.size() == 1)
+            m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0]})}));
         else m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0], n.children[1]})}));
         return;
     }
@@ -444,13 +459,15 @@ inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::matmul) {
         each(m, n.children[0], op_kind::concat, [&](const e_node& k) {
             if (k.children.size() == 2 && concat_axis(m, k, n.children[0]) == rank(n.children[0]) - 2)
-                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 2), {m.op(op_kind::matmul, n.attrs, {k.children[0], n.children[1]}),
-                                                                     m.op(op_kind::matmul, n.attrs, {k.children[1], n.children[1]})}));
+                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 2),
+                               {m.op(op_kind::matmul, n.attrs, {k.children[0], n.children[1]}),
+                                m.op(op_kind::matmul, n.attrs, {k.children[1], n.children[1]})}));
         });
         each(m, n.children[1], op_kind::concat, [&](const e_node& k) {
             if (k.children.size() == 2 && concat_axis(m, k, n.children[1]) == rank(n.children[1]) - 1)
-                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 1), {m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[0]}),
-                                                                     m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[1]})}));
+                m.emit(c, m.op(op_kind::concat, concat_on(m, r - 1),
+                               {m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[0]}),
+                                m.op(op_kind::matmul, n.attrs, {n.children[0], k.children[1]})}));
         });
         return;
     }
@@ -460,11 +477,15 @@ inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
         each(m, n.children[1], op_kind::matmul, [&](const e_node& b) {
             if (a.attrs != b.attrs) return;
             if (ax == r - 2 && a.children[1] == b.children[1] && rank(a.children[0]) == rank(b.children[0]))
-                m.emit(c, m.op(op_kind::matmul, a.attrs,
-                               {m.op(op_kind::concat, concat_on(m, rank(a.children[0]) - 2), {a.children[0], b.children[0]}), a.children[1]}));
+                m.emit(
+                    c,
+                    m.op(op_kind::matmul, a.attrs,
+                         {m.op(op_kind::concat, concat_on(m, rank(a.children[0]) - 2), {a.children[0], b.children[0]}),
+                          a.children[1]}));
             if (ax == r - 1 && a.children[0] == b.children[0] && rank(a.children[1]) == rank(b.children[1]))
                 m.emit(c, m.op(op_kind::matmul, a.attrs,
-                               {a.children[0], m.op(op_kind::concat, concat_on(m, rank(a.children[1]) - 1), {a.children[1], b.children[1]})}));
+                               {a.children[0], m.op(op_kind::concat, concat_on(m, rank(a.children[1]) - 1),
+                                                    {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -477,8 +498,9 @@ inline void matmul_concat_inner(matcher& m, class_id c, const e_node& n) {
             each(m, n.children[1], op_kind::concat, [&](const e_node& r) {
                 if (r.children.size() != 2 || concat_axis(m, r, n.children[1]) != 0) return;
                 if (m.g.shape(l.children[0])[1] != m.g.shape(r.children[0])[0]) return;
-                m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd), {m.op(op_kind::matmul, n.attrs, {l.children[0], r.children[0]}),
-                                                                         m.op(op_kind::matmul, n.attrs, {l.children[1], r.children[1]})}));
+                m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd),
+                               {m.op(op_kind::matmul, n.attrs, {l.children[0], r.children[0]}),
+                                m.op(op_kind::matmul, n.attrs, {l.children[1], r.children[1]})}));
             });
         });
         return;
@@ -487,8 +509,9 @@ inline void matmul_concat_inner(matcher& m, class_id c, const e_node& n) {
         if (act(m, a) != 0) return;
         each(m, n.children[1], op_kind::matmul, [&](const e_node& b) {
             if (b.attrs != a.attrs) return;
-            m.emit(c, m.op(op_kind::matmul, a.attrs, {m.op(op_kind::concat, concat_on(m, 1), {a.children[0], b.children[0]}),
-                                                      m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
+            m.emit(c, m.op(op_kind::matmul, a.attrs,
+                           {m.op(op_kind::concat, concat_on(m, 1), {a.children[0], b.children[0]}),
+                            m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -499,8 +522,9 @@ inline void conv2d_concat_out(matcher& m, class_id c, const e_node& n) {
         if (!dense_conv(m, n.children[0], n.children[1])) return;
         each(m, n.children[1], op_kind::concat, [&](const e_node& k) {
             if (k.children.size() == 2 && concat_axis(m, k, n.children[1]) == 0)
-                m.emit(c, m.op(op_kind::concat, concat_on(m, 1), {m.op(op_kind::conv2d, n.attrs, {n.children[0], k.children[0]}),
-                                                                  m.op(op_kind::conv2d, n.attrs, {n.children[0], k.children[1]})}));
+                m.emit(c, m.op(op_kind::concat, concat_on(m, 1),
+                               {m.op(op_kind::conv2d, n.attrs, {n.children[0], k.children[0]}),
+                                m.op(op_kind::conv2d, n.attrs, {n.children[0], k.children[1]})}));
         });
         return;
     }
@@ -509,7 +533,9 @@ inline void conv2d_concat_out(matcher& m, class_id c, const e_node& n) {
         each(m, n.children[1], op_kind::conv2d, [&](const e_node& b) {
             if (a.attrs == b.attrs && a.children[0] == b.children[0] && dense_conv(m, a.children[0], a.children[1]) &&
                 dense_conv(m, b.children[0], b.children[1]))
-                m.emit(c, m.op(op_kind::conv2d, a.attrs, {a.children[0], m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
+                m.emit(c,
+                       m.op(op_kind::conv2d, a.attrs,
+                            {a.children[0], m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -522,9 +548,11 @@ inline void conv2d_concat_in(matcher& m, class_id c, const e_node& n) {
             if (xs.children.size() != 2 || concat_axis(m, xs, n.children[0]) != 1) return;
             each(m, n.children[1], op_kind::concat, [&](const e_node& ws) {
                 if (ws.children.size() != 2 || concat_axis(m, ws, n.children[1]) != 1) return;
-                if (!dense_conv(m, xs.children[0], ws.children[0]) || !dense_conv(m, xs.children[1], ws.children[1])) return;
-                m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd), {m.op(op_kind::conv2d, n.attrs, {xs.children[0], ws.children[0]}),
-                                                                         m.op(op_kind::conv2d, n.attrs, {xs.children[1], ws.children[1]})}));
+                if (!dense_conv(m, xs.children[0], ws.children[0]) || !dense_conv(m, xs.children[1], ws.children[1]))
+                    return;
+                m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd),
+                               {m.op(op_kind::conv2d, n.attrs, {xs.children[0], ws.children[0]}),
+                                m.op(op_kind::conv2d, n.attrs, {xs.children[1], ws.children[1]})}));
             });
         });
         return;
@@ -533,8 +561,9 @@ inline void conv2d_concat_in(matcher& m, class_id c, const e_node& n) {
         if (act(m, a) != 0 || !dense_conv(m, a.children[0], a.children[1])) return;
         each(m, n.children[1], op_kind::conv2d, [&](const e_node& b) {
             if (b.attrs != a.attrs || !dense_conv(m, b.children[0], b.children[1])) return;
-            m.emit(c, m.op(op_kind::conv2d, a.attrs, {m.op(op_kind::concat, concat_on(m, 1), {a.children[0], b.children[0]}),
-                                                      m.op(op_kind::concat, concat_on(m, 1), {a.children[1], b.children[1]})}));
+            m.emit(c, m.op(op_kind::conv2d, a.attrs,
+                           {m.op(op_kind::concat, concat_on(m, 1), {a.children[0], b.children[0]}),
+                            m.op(op_kind::concat, concat_on(m, 1), {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -544,11 +573,15 @@ inline void conv2d_concat_in(matcher& m, class_id c, const e_node& n) {
 /// channel axes: 0 and 1), all attributes kept.
 inline bool slices_independent(op_kind f, std::int64_t axis) {
     switch (f) {
-    case op_kind::relu:
-    case op_kind::smul: return true;
-    case op_kind::avgpool2d: return axis == 0 || axis == 1;
-    case op_kind::conv2d: return axis == 0;
-    default: return false;
+        case op_kind::relu:
+        case op_kind::smul:
+            return true;
+        case op_kind::avgpool2d:
+            return axis == 0 || axis == 1;
+        case op_kind::conv2d:
+            return axis == 0;
+        default:
+            return false;
     }
 }
 inline void through_concat(matcher& m, class_id c, const e_node& n, op_kind f) {
@@ -590,9 +623,11 @@ inline void elementwise_concat(matcher& m, class_id c, const e_node& n, op_kind 
         each(m, n.children[0], op_kind::concat, [&](const e_node& a) {
             if (a.children.size() != 2) return;
             each(m, n.children[1], op_kind::concat, [&](const e_node& b) {
-                if (b.attrs != a.attrs || b.children.size() != 2 || !same_shape(m, a.children[0], b.children[0])) return;
-                m.emit(c, m.op(op_kind::concat, a.attrs, {m.op(f, n.attrs, {a.children[0], b.children[0]}),
-                                                          m.op(f, n.attrs, {a.children[1], b.children[1]})}));
+                if (b.attrs != a.attrs || b.children.size() != 2 || !same_shape(m, a.children[0], b.children[0]))
+                    return;
+                m.emit(c, m.op(op_kind::concat, a.attrs,
+                               {m.op(f, n.attrs, {a.children[0], b.children[0]}),
+                                m.op(f, n.attrs, {a.children[1], b.children[1]})}));
             });
         });
         return;
@@ -602,8 +637,9 @@ inline void elementwise_concat(matcher& m, class_id c, const e_node& n, op_kind 
         if (!same_shape(m, a.children[0], a.children[1]) || !same_shape(m, a.children[0], n.children[0])) return;
         each(m, n.children[1], f, [&](const e_node& b) {
             if (!same_shape(m, b.children[0], b.children[1]) || !same_shape(m, b.children[0], n.children[1])) return;
-            m.emit(c, m.op(f, a.attrs, {m.op(op_kind::concat, n.attrs, {a.children[0], b.children[0]}),
-                                        m.op(op_kind::concat, n.attrs, {a.children[1], b.children[1]})}));
+            m.emit(c, m.op(f, a.attrs,
+                           {m.op(op_kind::concat, n.attrs, {a.children[0], b.children[0]}),
+                            m.op(op_kind::concat, n.attrs, {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -668,8 +704,9 @@ inline void pool_as_conv(matcher& m, class_id c, const e_node& n) {
         const auto& at = m.at(n);
         if (at.get_int(attr_id::padding) != valid) return;
         const auto& k = at.get_ints(attr_id::kernel);
-        const term_ref w = m.op(op_kind::const_pool,
-                                m.attrs(op_kind::const_pool, {{attr_id::shape, ints{m.g.shape(n.children[0])[1], 1, k[0], k[1]}}}), {});
+        const term_ref w = m.op(
+            op_kind::const_pool,
+            m.attrs(op_kind::const_pool, {{attr_id::shape, ints{m.g.shape(n.children[0])[1], 1, k[0], k[1]}}}), {});
         m.emit(c, m.op(op_kind::conv2d,
                        m.attrs(op_kind::conv2d, {{attr_id::stride, at.get(attr_id::stride)},
                                                  {attr_id::padding, valid},
@@ -713,13 +750,16 @@ inline void conv2d_pointwise_avgpool(matcher& m, class_id c, const e_node& n) {
         if (act(m, n) != 0) return;
         each(m, n.children[0], op_kind::conv2d, [&](const e_node& k) {
             if (pointwise(k))
-                m.emit(c, m.op(op_kind::conv2d, k.attrs, {m.op(op_kind::avgpool2d, n.attrs, {k.children[0]}), k.children[1]}));
+                m.emit(c, m.op(op_kind::conv2d, k.attrs,
+                               {m.op(op_kind::avgpool2d, n.attrs, {k.children[0]}), k.children[1]}));
         });
         return;
     }
     if (!pointwise(n)) return;
     each(m, n.children[0], op_kind::avgpool2d, [&](const e_node& p) {
-        if (act(m, p) == 0) m.emit(c, m.op(op_kind::avgpool2d, p.attrs, {m.op(op_kind::conv2d, n.attrs, {p.children[0], n.children[1]})}));
+        if (act(m, p) == 0)
+            m.emit(c,
+                   m.op(op_kind::avgpool2d, p.attrs, {m.op(op_kind::conv2d, n.attrs, {p.children[0], n.children[1]})}));
     });
 }
 
@@ -736,8 +776,9 @@ inline void concat_interchange(matcher& m, class_id c, const e_node& n) {
             if (r.attrs != l.attrs || r.children.size() != 2) return;
             const auto sb = static_cast<std::size_t>(b);
             if (m.g.shape(l.children[0])[sb] != m.g.shape(r.children[0])[sb]) return;
-            m.emit(c, m.op(op_kind::concat, l.attrs, {m.op(op_kind::concat, n.attrs, {l.children[0], r.children[0]}),
-                                                      m.op(op_kind::concat, n.attrs, {l.children[1], r.children[1]})}));
+            m.emit(c, m.op(op_kind::concat, l.attrs,
+                           {m.op(op_kind::concat, n.attrs, {l.children[0], r.children[0]}),
+                            m.op(op_kind::concat, n.attrs, {l.children[1], r.children[1]})}));
         });
     });
 }
@@ -748,11 +789,13 @@ inline void concat_interchange(matcher& m, class_id c, const e_node& n) {
 inline void conv2d_stride_inward(matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& vs = m.g.shape(n.children[1]);
-    if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} || at.get_ints(attr_id::dilation) != ints{1, 1})
+    if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} ||
+        at.get_ints(attr_id::dilation) != ints{1, 1})
         return;
     each(m, n.children[0], op_kind::conv2d, [&](const e_node& k) {
         const auto& ka = m.at(k);
-        if (ka.get_ints(attr_id::stride) != ints{1, 1} || ka.get_int(attr_id::padding) != static_cast<std::int64_t>(ops::padding_mode::valid))
+        if (ka.get_ints(attr_id::stride) != ints{1, 1} ||
+            ka.get_int(attr_id::padding) != static_cast<std::int64_t>(ops::padding_mode::valid))
             return;
         ops::attribute_map inner = ka, outer = at;
         inner.set(attr_id::stride, at.get(attr_id::stride));
@@ -786,8 +829,9 @@ inline void conv2d_concat_groups(matcher& m, class_id c, const e_node& n) {
             each(m, n.children[1], op_kind::concat, [&](const e_node& ws) {
                 if (ws.children.size() != 2 || concat_axis(m, ws, n.children[1]) != 0) return;
                 if (!fits(xs.children[0], xs.children[1], ws.children[0], ws.children[1])) return;
-                m.emit(c, m.op(op_kind::concat, xs.attrs, {m.op(op_kind::conv2d, n.attrs, {xs.children[0], ws.children[0]}),
-                                                           m.op(op_kind::conv2d, n.attrs, {xs.children[1], ws.children[1]})}));
+                m.emit(c, m.op(op_kind::concat, xs.attrs,
+                               {m.op(op_kind::conv2d, n.attrs, {xs.children[0], ws.children[0]}),
+                                m.op(op_kind::conv2d, n.attrs, {xs.children[1], ws.children[1]})}));
             });
         });
         return;
@@ -796,8 +840,9 @@ inline void conv2d_concat_groups(matcher& m, class_id c, const e_node& n) {
     each(m, n.children[0], op_kind::conv2d, [&](const e_node& a) {
         each(m, n.children[1], op_kind::conv2d, [&](const e_node& b) {
             if (a.attrs != b.attrs || !fits(a.children[0], b.children[0], a.children[1], b.children[1])) return;
-            m.emit(c, m.op(op_kind::conv2d, a.attrs, {m.op(op_kind::concat, n.attrs, {a.children[0], b.children[0]}),
-                                                      m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
+            m.emit(c, m.op(op_kind::conv2d, a.attrs,
+                           {m.op(op_kind::concat, n.attrs, {a.children[0], b.children[0]}),
+                            m.op(op_kind::concat, concat_on(m, 0), {a.children[1], b.children[1]})}));
         });
     });
 }
@@ -839,9 +884,11 @@ inline void conv2d_iconv_crop(matcher& m, class_id c, const e_node& n) {
             if (pa.get_ints(attr_id::dilation) != ints{1, 1}) continue;
             const auto& ws = m.g.shape(p.children[1]);
             if (ws[2] > k0 || ws[3] > k1 || (k0 - ws[2]) % 2 != 0 || (k1 - ws[3]) % 2 != 0) continue;
-            const term_ref w = ws[2] == k0 && ws[3] == k1
-                                   ? term_ref{p.children[1]}
-                                   : m.op(op_kind::enlarge, m.attrs(op_kind::enlarge, {{attr_id::kernel, ints{k0, k1}}}), {p.children[1]});
+            const term_ref w =
+                ws[2] == k0 && ws[3] == k1
+                    ? term_ref{p.children[1]}
+                    : m.op(op_kind::enlarge, m.attrs(op_kind::enlarge, {{attr_id::kernel, ints{k0, k1}}}),
+                           {p.children[1]});
             m.emit(c, m.op(op_kind::conv2d, m.g.intern(out), {p.children[0], w}));
         } else if (pa.get_ints(attr_id::kernel) == ints{k0, k1}) {
             m.emit(c, m.op(op_kind::avgpool2d, m.g.intern(out), {p.children[0]}));
@@ -870,12 +917,15 @@ inline void conv2d_iconv_relu(matcher& m, class_id c, const e_node& n) {
 inline void conv2d_iconv_pointwise(matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& ws = m.g.shape(n.children[1]);
-    if (ws[2] != 1 || ws[3] != 1 || at.get_ints(attr_id::dilation) != ints{1, 1} || !dense_conv(m, n.children[0], n.children[1]))
+    if (ws[2] != 1 || ws[3] != 1 || at.get_ints(attr_id::dilation) != ints{1, 1} ||
+        !dense_conv(m, n.children[0], n.children[1]))
         return;
     const auto& s = at.get_ints(attr_id::stride);
     each(m, n.children[0], op_kind::conv2d, [&](const e_node& p) {
         const auto& pa = m.at(p);
-        if (act(m, p) != 0 || pa.get_ints(attr_id::dilation) != ints{1, 1} || !identity_kernel(m, p.children[0], p.children[1])) return;
+        if (act(m, p) != 0 || pa.get_ints(attr_id::dilation) != ints{1, 1} ||
+            !identity_kernel(m, p.children[0], p.children[1]))
+            return;
         const auto& t = pa.get_ints(attr_id::stride);
         const bool valid = pa.get_int(attr_id::padding) == static_cast<std::int64_t>(ops::padding_mode::valid);
         if (!valid && s != ints{1, 1}) return;
@@ -884,8 +934,9 @@ inline void conv2d_iconv_pointwise(matcher& m, class_id c, const e_node& n) {
         out.set(attr_id::stride, ints{s[0] * t[0], s[1] * t[1]});
         out.set(attr_id::activation, at.get(attr_id::activation));
         m.emit(c, m.op(op_kind::conv2d, m.g.intern(out),
-                       {p.children[0], m.op(op_kind::enlarge, m.attrs(op_kind::enlarge, {{attr_id::kernel, ints{ks[2], ks[3]}}}),
-                                            {n.children[1]})}));
+                       {p.children[0],
+                        m.op(op_kind::enlarge, m.attrs(op_kind::enlarge, {{attr_id::kernel, ints{ks[2], ks[3]}}}),
+                             {n.children[1]})}));
     });
 }
 
@@ -902,7 +953,8 @@ inline void conv2d_enlarged_pointwise(matcher& m, class_id c, const e_node& n) {
         ops::attribute_map inner = at, outer = at;
         inner.set(attr_id::activation, std::int64_t{0});
         outer.set(attr_id::stride, ints{1, 1});
-        const term_ref id = m.op(op_kind::const_iconv, m.attrs(op_kind::const_iconv, {{attr_id::shape, ints{ch, ch, ks[2], ks[3]}}}), {});
+        const term_ref id = m.op(op_kind::const_iconv,
+                                 m.attrs(op_kind::const_iconv, {{attr_id::shape, ints{ch, ch, ks[2], ks[3]}}}), {});
         m.emit(c, m.op(op_kind::conv2d, m.g.intern(outer),
                        {m.op(op_kind::conv2d, m.g.intern(inner), {n.children[0], id}), e.children[0]}));
     });
@@ -914,7 +966,8 @@ inline void conv2d_enlarged_pointwise(matcher& m, class_id c, const e_node& n) {
 inline void conv2d_stride_elementwise(matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& vs = m.g.shape(n.children[1]);
-    if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} || at.get_ints(attr_id::dilation) != ints{1, 1})
+    if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} ||
+        at.get_ints(attr_id::dilation) != ints{1, 1})
         return;
     const auto valid = static_cast<std::int64_t>(ops::padding_mode::valid);
     auto strided = [&](class_id a, auto&& f) {
@@ -933,8 +986,10 @@ inline void conv2d_stride_elementwise(matcher& m, class_id c, const e_node& n) {
     for (const auto& e : m.g.nodes(n.children[0])) {
         if (e.kind == op_kind::relu) {
             strided(e.children[0], [&](const e_node& k, std::uint32_t ia) {
-                m.emit(c, m.op(op_kind::conv2d, outer,
-                               {m.op(op_kind::relu, e.attrs, {m.op(op_kind::conv2d, ia, {k.children[0], k.children[1]})}), n.children[1]}));
+                m.emit(c,
+                       m.op(op_kind::conv2d, outer,
+                            {m.op(op_kind::relu, e.attrs, {m.op(op_kind::conv2d, ia, {k.children[0], k.children[1]})}),
+                             n.children[1]}));
             });
         } else if (e.kind == op_kind::ewadd || e.kind == op_kind::ewmul) {
             if (!same_shape(m, e.children[0], e.children[1])) continue;
@@ -956,10 +1011,12 @@ inline void enlarge_elementwise(matcher& m, class_id c, const e_node& n) {
         for (const auto& e : m.g.nodes(n.children[0])) {
             if (e.kind == op_kind::ewadd || e.kind == op_kind::ewmul) {
                 if (same_shape(m, e.children[0], e.children[1]))
-                    m.emit(c, m.op(e.kind, e.attrs, {m.op(op_kind::enlarge, n.attrs, {e.children[0]}),
-                                                     m.op(op_kind::enlarge, n.attrs, {e.children[1]})}));
+                    m.emit(c, m.op(e.kind, e.attrs,
+                                   {m.op(op_kind::enlarge, n.attrs, {e.children[0]}),
+                                    m.op(op_kind::enlarge, n.attrs, {e.children[1]})}));
             } else if (e.kind == op_kind::smul && scalar(m, e.children[1])) {
-                m.emit(c, m.op(op_kind::smul, e.attrs, {m.op(op_kind::enlarge, n.attrs, {e.children[0]}), e.children[1]}));
+                m.emit(c,
+                       m.op(op_kind::smul, e.attrs, {m.op(op_kind::enlarge, n.attrs, {e.children[0]}), e.children[1]}));
             }
         }
         return;
@@ -988,21 +1045,24 @@ inline void relu_idempotent(matcher& m, class_id c, const e_node& n) {
 /// The axioms, each stated once. Pattern variables: x, y, z, u tensors, s, t scalars, w, v kernels.
 inline constexpr std::array axioms{
     axiom{"ewadd-comm", "ewadd(x,y) = ewadd(y,x)", kinds_mask({ops::op_kind::ewadd}), detail::commute},
-    axiom{"ewadd-assoc", "ewadd(ewadd(x,y),z) = ewadd(x,ewadd(y,z))", kinds_mask({ops::op_kind::ewadd}), detail::ewadd_assoc},
+    axiom{"ewadd-assoc", "ewadd(ewadd(x,y),z) = ewadd(x,ewadd(y,z))", kinds_mask({ops::op_kind::ewadd}),
+          detail::ewadd_assoc},
     axiom{"ewmul-comm", "ewmul(x,y) = ewmul(y,x)", kinds_mask({ops::op_kind::ewmul}), detail::commute},
-    axiom{"ewmul-assoc", "ewmul(ewmul(x,y),z) = ewmul(x,ewmul(y,z))", kinds_mask({ops::op_kind::ewmul}), detail::ewadd_assoc},
+    axiom{"ewmul-assoc", "ewmul(ewmul(x,y),z) = ewmul(x,ewmul(y,z))", kinds_mask({ops::op_kind::ewmul}),
+          detail::ewadd_assoc},
     axiom{"ewmul-distrib", "ewmul(ewadd(x,y),z) = ewadd(ewmul(x,z),ewmul(y,z))",
           kinds_mask({ops::op_kind::ewmul, ops::op_kind::ewadd}), detail::ewmul_distrib},
     axiom{"ewmul-one", "ewmul(x,const_one) = x when const_one has x's shape", kinds_mask({ops::op_kind::ewmul}),
           detail::ewmul_one},
     axiom{"smul-assoc", "smul(smul(x,s),t) = smul(x,smul(s,t))", kinds_mask({ops::op_kind::smul}), detail::smul_assoc},
-    axiom{"smul-scalar-comm", "smul(s,t) = smul(t,s) when s and t are scalars of one shape", kinds_mask({ops::op_kind::smul}),
-          detail::smul_scalar_comm},
-    axiom{"smul-distrib", "smul(ewadd(x,y),s) = ewadd(smul(x,s),smul(y,s)), smul(x,ewadd(s,t)) = ewadd(smul(x,s),smul(x,t)) "
+    axiom{"smul-scalar-comm", "smul(s,t) = smul(t,s) when s and t are scalars of one shape",
+          kinds_mask({ops::op_kind::smul}), detail::smul_scalar_comm},
+    axiom{"smul-distrib",
+          "smul(ewadd(x,y),s) = ewadd(smul(x,s),smul(y,s)), smul(x,ewadd(s,t)) = ewadd(smul(x,s),smul(x,t)) "
           "when the summands have one shape",
           kinds_mask({ops::op_kind::smul, ops::op_kind::ewadd}), detail::smul_distrib},
-    axiom{"smul-ewmul", "ewmul(smul(x,s),y) = smul(ewmul(x,y),s)", kinds_mask({ops::op_kind::ewmul, ops::op_kind::smul}),
-          detail::smul_ewmul},
+    axiom{"smul-ewmul", "ewmul(smul(x,s),y) = smul(ewmul(x,y),s)",
+          kinds_mask({ops::op_kind::ewmul, ops::op_kind::smul}), detail::smul_ewmul},
     axiom{"smul-matmul", "matmul(smul(x,s),y) = smul(matmul(x,y),s) = matmul(x,smul(y,s)) when activation=none",
           kinds_mask({ops::op_kind::matmul, ops::op_kind::smul}), detail::smul_matmul},
     axiom{"smul-conv2d", "conv2d(smul(x,s),w) = smul(conv2d(x,w),s) = conv2d(x,smul(w,s)) when activation=none",
@@ -1017,20 +1077,23 @@ inline constexpr std::array axioms{
           kinds_mask({ops::op_kind::transpose, ops::op_kind::ewadd}), detail::transpose_ewadd},
     axiom{"transpose-ewmul", "transpose(ewmul(x,y)) = ewmul(transpose(x),transpose(y)) when x and y have one shape",
           kinds_mask({ops::op_kind::transpose, ops::op_kind::ewmul}), detail::transpose_ewmul},
-    axiom{"transpose-relu", "transpose(relu(x)) = relu(transpose(x))", kinds_mask({ops::op_kind::transpose, ops::op_kind::relu}),
-          detail::transpose_relu},
+    axiom{"transpose-relu", "transpose(relu(x)) = relu(transpose(x))",
+          kinds_mask({ops::op_kind::transpose, ops::op_kind::relu}), detail::transpose_relu},
     axiom{"transpose-matmul", "transpose(matmul(x,y)) = matmul(transpose(y),transpose(x)) when x, y are matrices",
           kinds_mask({ops::op_kind::transpose, ops::op_kind::matmul}), detail::transpose_matmul},
-    axiom{"transpose-concat", "transpose{perm=p}(concat{axis=p[j]}(x,y)) = concat{axis=j}(transpose{perm=p}(x),transpose{perm=p}(y))",
+    axiom{"transpose-concat",
+          "transpose{perm=p}(concat{axis=p[j]}(x,y)) = concat{axis=j}(transpose{perm=p}(x),transpose{perm=p}(y))",
           kinds_mask({ops::op_kind::transpose, ops::op_kind::concat}), detail::transpose_concat},
-    axiom{"transpose-const", "transpose(const_imm) = const_imm, transpose(const_one) = const_one of the transposed shape",
+    axiom{"transpose-const",
+          "transpose(const_imm) = const_imm, transpose(const_one) = const_one of the transposed shape",
           kinds_mask({ops::op_kind::transpose}), detail::transpose_const},
     axiom{"matmul-assoc", "matmul(matmul(x,y),z) = matmul(x,matmul(y,z)) when activation=none",
           kinds_mask({ops::op_kind::matmul}), detail::matmul_assoc},
-    axiom{"matmul-linear", "matmul(ewadd(x,y),z) = ewadd(matmul(x,z),matmul(y,z)), likewise in the second input, when activation=none",
+    axiom{"matmul-linear",
+          "matmul(ewadd(x,y),z) = ewadd(matmul(x,z),matmul(y,z)), likewise in the second input, when activation=none",
           kinds_mask({ops::op_kind::matmul, ops::op_kind::ewadd}), detail::matmul_linear},
-    axiom{"matmul-relu", "matmul{activation=relu}(x,y) = relu(matmul(x,y))", kinds_mask({ops::op_kind::matmul, ops::op_kind::relu}),
-          detail::matmul_relu},
+    axiom{"matmul-relu", "matmul{activation=relu}(x,y) = relu(matmul(x,y))",
+          kinds_mask({ops::op_kind::matmul, ops::op_kind::relu}), detail::matmul_relu},
     axiom{"matmul-imm", "matmul(x,const_imm) = x = matmul(const_imm,x) when activation=none",
           kinds_mask({ops::op_kind::matmul}), detail::matmul_imm},
     axiom{"matmul-concat-outer",
@@ -1041,55 +1104,65 @@ inline constexpr std::array axioms{
           "matmul(concat{axis=1}(x,y),concat{axis=0}(z,u)) = ewadd(matmul(x,z),matmul(y,u)) when x has z's rows as "
           "columns, matrices, activation=none",
           kinds_mask({ops::op_kind::matmul, ops::op_kind::ewadd}), detail::matmul_concat_inner},
-    axiom{"conv2d-linear", "conv2d(ewadd(x,y),w) = ewadd(conv2d(x,w),conv2d(y,w)), likewise in the kernel, when activation=none",
+    axiom{"conv2d-linear",
+          "conv2d(ewadd(x,y),w) = ewadd(conv2d(x,w),conv2d(y,w)), likewise in the kernel, when activation=none",
           kinds_mask({ops::op_kind::conv2d, ops::op_kind::ewadd}), detail::conv2d_linear},
-    axiom{"conv2d-relu", "conv2d{activation=relu}(x,w) = relu(conv2d(x,w))", kinds_mask({ops::op_kind::conv2d, ops::op_kind::relu}),
-          detail::conv2d_relu},
+    axiom{"conv2d-relu", "conv2d{activation=relu}(x,w) = relu(conv2d(x,w))",
+          kinds_mask({ops::op_kind::conv2d, ops::op_kind::relu}), detail::conv2d_relu},
     axiom{"conv2d-concat-out", "conv2d(x,concat{axis=0}(w,v)) = concat{axis=1}(conv2d(x,w),conv2d(x,v)) when groups=1",
           kinds_mask({ops::op_kind::conv2d, ops::op_kind::concat}), detail::conv2d_concat_out},
     axiom{"conv2d-concat-in",
-          "conv2d(concat{axis=1}(x,y),concat{axis=1}(w,v)) = ewadd(conv2d(x,w),conv2d(y,v)) when groups=1, activation=none",
+          "conv2d(concat{axis=1}(x,y),concat{axis=1}(w,v)) = ewadd(conv2d(x,w),conv2d(y,v)) when groups=1, "
+          "activation=none",
           kinds_mask({ops::op_kind::conv2d, ops::op_kind::ewadd}), detail::conv2d_concat_in},
     axiom{"conv2d-concat-batch", "conv2d(concat{axis=0}(x,y),w) = concat{axis=0}(conv2d(x,w),conv2d(y,w))",
           kinds_mask({ops::op_kind::conv2d, ops::op_kind::concat}), detail::conv2d_concat_batch},
     axiom{"conv2d-enlarge", "conv2d(x,enlarge(w)) = conv2d(x,w) when stride=[1,1], padding=same, dilation=[1,1]",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_enlarge},
-    axiom{"conv2d-iconv", "conv2d(x,const_iconv) = x when stride=[1,1], padding=same, dilation=[1,1], activation=none, groups=1",
+    axiom{"conv2d-iconv",
+          "conv2d(x,const_iconv) = x when stride=[1,1], padding=same, dilation=[1,1], activation=none, groups=1",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_iconv},
     axiom{"conv2d-pointwise-padding", "conv2d{padding=same}(x,w) = conv2d{padding=valid}(x,w) when w is 1x1",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_pointwise_padding},
     axiom{"conv2d-pointwise-avgpool2d",
-          "avgpool2d(conv2d(x,w)) = conv2d(avgpool2d(x),w) when w is 1x1, stride=[1,1], groups=1, activation=none on both",
+          "avgpool2d(conv2d(x,w)) = conv2d(avgpool2d(x),w) when w is 1x1, stride=[1,1], groups=1, activation=none on "
+          "both",
           kinds_mask({ops::op_kind::avgpool2d, ops::op_kind::conv2d}), detail::conv2d_pointwise_avgpool},
     axiom{"concat-interchange",
-          "concat{axis=a}(concat{axis=b}(x,y),concat{axis=b}(z,u)) = concat{axis=b}(concat{axis=a}(x,z),concat{axis=a}(y,u)) "
+          "concat{axis=a}(concat{axis=b}(x,y),concat{axis=b}(z,u)) = "
+          "concat{axis=b}(concat{axis=a}(x,z),concat{axis=a}(y,u)) "
           "when a != b and x, z have one extent along b",
           kinds_mask({ops::op_kind::concat}), detail::concat_interchange},
-    axiom{"conv2d-stride-inward",
-          "conv2d{stride=s}(conv2d{padding=valid}(x,w),v) = conv2d(conv2d{stride=s,padding=valid}(x,w),v) when v is 1x1, "
-          "dilation=[1,1] on the outer, stride=[1,1] on the inner",
-          kinds_mask({ops::op_kind::conv2d}), detail::conv2d_stride_inward},
-    axiom{"ewmul-scalar", "ewmul(s,t) = smul(s,t) when s and t are scalars of one shape", kinds_mask({ops::op_kind::ewmul}),
-          detail::ewmul_scalar},
+    axiom{
+        "conv2d-stride-inward",
+        "conv2d{stride=s}(conv2d{padding=valid}(x,w),v) = conv2d(conv2d{stride=s,padding=valid}(x,w),v) when v is 1x1, "
+        "dilation=[1,1] on the outer, stride=[1,1] on the inner",
+        kinds_mask({ops::op_kind::conv2d}), detail::conv2d_stride_inward},
+    axiom{"ewmul-scalar", "ewmul(s,t) = smul(s,t) when s and t are scalars of one shape",
+          kinds_mask({ops::op_kind::ewmul}), detail::ewmul_scalar},
     axiom{"conv2d-concat-groups",
-          "conv2d(concat{axis=1}(x,y),concat{axis=0}(w,v)) = concat{axis=1}(conv2d(x,w),conv2d(y,v)) when the groups fall "
+          "conv2d(concat{axis=1}(x,y),concat{axis=0}(w,v)) = concat{axis=1}(conv2d(x,w),conv2d(y,v)) when the groups "
+          "fall "
           "whole into x, y and w, v",
           kinds_mask({ops::op_kind::conv2d, ops::op_kind::concat}), detail::conv2d_concat_groups},
     axiom{"conv2d-iconv-crop",
           "conv2d{padding=p,stride=s}(conv2d{padding=same}(x,w),const_iconv) = conv2d{padding=p,stride=s}(x,w), "
-          "conv2d{padding=p,stride=s}(avgpool2d{padding=same}(x),const_iconv) = avgpool2d{padding=p,stride=s}(x) when the "
+          "conv2d{padding=p,stride=s}(avgpool2d{padding=same}(x),const_iconv) = avgpool2d{padding=p,stride=s}(x) when "
+          "the "
           "inner op has stride=[1,1] and the window size of const_iconv (w enlarged to it), groups=1",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_iconv_crop},
     axiom{"conv2d-iconv-relu", "conv2d(relu(x),const_iconv) = conv2d{activation=relu}(x,const_iconv) when groups=1",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_iconv_relu},
     axiom{"conv2d-iconv-pointwise",
-          "conv2d{stride=s}(conv2d{padding=p,stride=t}(x,const_iconv),w) = conv2d{padding=p,stride=s*t}(x,enlarge(w)) when w "
+          "conv2d{stride=s}(conv2d{padding=p,stride=t}(x,const_iconv),w) = conv2d{padding=p,stride=s*t}(x,enlarge(w)) "
+          "when w "
           "is 1x1, groups=1, inner activation=none, and s=[1,1] when p=same",
           kinds_mask({ops::op_kind::conv2d}), detail::conv2d_iconv_pointwise},
-    axiom{"conv2d-enlarged-pointwise",
-          "conv2d{padding=p,stride=t}(x,enlarge(w)) = conv2d(conv2d{padding=p,stride=t}(x,const_iconv),w) when w is 1x1, "
-          "groups=1, dilation=[1,1] (conv2d-iconv-pointwise the other way)",
-          kinds_mask({ops::op_kind::conv2d}), detail::conv2d_enlarged_pointwise},
+    axiom{
+        "conv2d-enlarged-pointwise",
+        "conv2d{padding=p,stride=t}(x,enlarge(w)) = conv2d(conv2d{padding=p,stride=t}(x,const_iconv),w) when w is 1x1, "
+        "groups=1, dilation=[1,1] (conv2d-iconv-pointwise the other way)",
+        kinds_mask({ops::op_kind::conv2d}), detail::conv2d_enlarged_pointwise},
     axiom{"conv2d-stride-elementwise",
           "conv2d{stride=s}(f(conv2d{padding=valid}(x,w),conv2d{padding=valid}(y,u)),v) = "
           "conv2d(f(conv2d{stride=s,padding=valid}(x,w),conv2d{stride=s,padding=valid}(y,u)),v) for f ewadd, ewmul "
@@ -1099,18 +1172,20 @@ inline constexpr std::array axioms{
           "ewadd(enlarge(w),enlarge(v)) = enlarge(ewadd(w,v)), likewise ewmul, smul(enlarge(w),s) = enlarge(smul(w,s))",
           kinds_mask({ops::op_kind::enlarge, ops::op_kind::ewadd, ops::op_kind::ewmul, ops::op_kind::smul}),
           detail::enlarge_elementwise},
-    axiom{"avgpool2d-as-conv2d", "avgpool2d{kernel=k,padding=valid}(x) = conv2d{padding=valid}(x,const_pool{shape=[C,1,k]}) "
-                                 "(not when padding=same: the average excludes padded cells)",
+    axiom{"avgpool2d-as-conv2d",
+          "avgpool2d{kernel=k,padding=valid}(x) = conv2d{padding=valid}(x,const_pool{shape=[C,1,k]}) "
+          "(not when padding=same: the average excludes padded cells)",
           kinds_mask({ops::op_kind::avgpool2d, ops::op_kind::conv2d}), detail::pool_as_conv},
     axiom{"avgpool2d-linear", "avgpool2d(ewadd(x,y)) = ewadd(avgpool2d(x),avgpool2d(y)) when activation=none",
           kinds_mask({ops::op_kind::avgpool2d, ops::op_kind::ewadd}), detail::avgpool_linear},
-    axiom{"avgpool2d-concat", "avgpool2d(concat{axis=a}(x,y)) = concat{axis=a}(avgpool2d(x),avgpool2d(y)) when a is 0 or 1",
+    axiom{"avgpool2d-concat",
+          "avgpool2d(concat{axis=a}(x,y)) = concat{axis=a}(avgpool2d(x),avgpool2d(y)) when a is 0 or 1",
           kinds_mask({ops::op_kind::avgpool2d, ops::op_kind::concat}), detail::avgpool_concat},
     axiom{"relu-idempotent", "relu(relu(x)) = relu(x)", kinds_mask({ops::op_kind::relu}), detail::relu_idempotent},
-    axiom{"relu-concat", "relu(concat(x,y)) = concat(relu(x),relu(y))", kinds_mask({ops::op_kind::relu, ops::op_kind::concat}),
-          detail::relu_concat},
-    axiom{"smul-concat", "smul(concat(x,y),s) = concat(smul(x,s),smul(y,s))", kinds_mask({ops::op_kind::smul, ops::op_kind::concat}),
-          detail::smul_concat},
+    axiom{"relu-concat", "relu(concat(x,y)) = concat(relu(x),relu(y))",
+          kinds_mask({ops::op_kind::relu, ops::op_kind::concat}), detail::relu_concat},
+    axiom{"smul-concat", "smul(concat(x,y),s) = concat(smul(x,s),smul(y,s))",
+          kinds_mask({ops::op_kind::smul, ops::op_kind::concat}), detail::smul_concat},
     axiom{"ewadd-concat", "ewadd(concat(x,y),concat(z,u)) = concat(ewadd(x,z),ewadd(y,u)) when x and z have one shape",
           kinds_mask({ops::op_kind::ewadd, ops::op_kind::concat}), detail::ewadd_concat},
     axiom{"ewmul-concat", "ewmul(concat(x,y),concat(z,u)) = concat(ewmul(x,z),ewmul(y,u)) when x and z have one shape",
@@ -1119,8 +1194,8 @@ inline constexpr std::array axioms{
           detail::concat_assoc},
     axiom{"split-concat", "split{axis=a,sizes=[p,q]}(concat{axis=a}(x,y))#0 = x, #1 = y when x has p and y q along a",
           kinds_mask({ops::op_kind::split}), detail::split_concat},
-    axiom{"concat-split", "concat{axis=a}(split{axis=a}(x)#0,split{axis=a}(x)#1) = x", kinds_mask({ops::op_kind::concat}),
-          detail::concat_split},
+    axiom{"concat-split", "concat{axis=a}(split{axis=a}(x)#0,split{axis=a}(x)#1) = x",
+          kinds_mask({ops::op_kind::concat}), detail::concat_split},
 };
 
 /// The index of the axiom named `name`; axioms.size() when there is none.

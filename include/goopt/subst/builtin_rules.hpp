@@ -36,11 +36,12 @@ namespace goopt::subst {
 struct builtin_options {
     bool activation_fusion = true;  ///< act(conv2d|matmul(x,w)) => conv2d|matmul{activation=act}(x,w)
     bool batchnorm_fold = true;     ///< batchnorm(conv2d(x,w),s,b,m,v) => ewadd(conv2d(x,w'),b')
-    bool merge_convs = true;        ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
-    bool sum_convs = true;          ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
-    bool merge_matmuls = true;      ///< matmuls of one input => split(matmul(x, concat(weights)))
+    bool merge_convs = true;    ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
+    bool sum_convs = true;      ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
+    bool merge_matmuls = true;  ///< matmuls of one input => split(matmul(x, concat(weights)))
     bool merge_elementwise = true;  ///< f(split(a)#i, split(b)#i) for every i => split(f(a,b))#i
-    bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i => split(f(a, concat(w)))#i
+    bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i =>
+                                    ///< split(f(a, concat(w)))#i
     bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
     std::size_t max_group = 8;      ///< most ops one merge rule joins
 };
@@ -100,10 +101,14 @@ inline std::int64_t activation_of(const graph::op& o) {
 /// The fused activation an elementwise op kind is, or none (0).
 inline std::int64_t activation_for(ops::op_kind k) {
     switch (k) {
-    case ops::op_kind::relu: return static_cast<std::int64_t>(ops::activation::relu);
-    case ops::op_kind::sigmoid: return static_cast<std::int64_t>(ops::activation::sigmoid);
-    case ops::op_kind::tanh: return static_cast<std::int64_t>(ops::activation::tanh);
-    default: return 0;
+        case ops::op_kind::relu:
+            return static_cast<std::int64_t>(ops::activation::relu);
+        case ops::op_kind::sigmoid:
+            return static_cast<std::int64_t>(ops::activation::sigmoid);
+        case ops::op_kind::tanh:
+            return static_cast<std::int64_t>(ops::activation::tanh);
+        default:
+            return 0;
     }
 }
 
@@ -170,9 +175,9 @@ inline bool enlargeable(const graph::computation_graph& g, const graph::op& c, s
     const auto& w = g.type_of(c.inputs[1]).dims;
     const auto& st = c.attrs.get_ints(A::stride);
     const auto& dl = c.attrs.get_ints(A::dilation);
-    return c.attrs.get_int(A::padding) == static_cast<std::int64_t>(ops::padding_mode::same) && st == std::vector<std::int64_t>{1, 1} &&
-           dl == std::vector<std::int64_t>{1, 1} && w[2] % 2 == 1 && w[3] % 2 == 1 && kh % 2 == 1 && kw % 2 == 1 &&
-           w[2] <= kh && w[3] <= kw;
+    return c.attrs.get_int(A::padding) == static_cast<std::int64_t>(ops::padding_mode::same) &&
+           st == std::vector<std::int64_t>{1, 1} && dl == std::vector<std::int64_t>{1, 1} && w[2] % 2 == 1 &&
+           w[3] % 2 == 1 && kh % 2 == 1 && kw % 2 == 1 && w[2] <= kh && w[3] <= kw;
 }
 
 /// Conv attributes without the kernel-size question: equal when two convs may share one kernel.
@@ -228,7 +233,9 @@ inline void conv_merge_rules(const graph::computation_graph& g, const builtin_op
             const auto& attrs = g.get_op(grp[0]).attrs;
             // merge: the whole group (up to max_group), and every pair
             std::vector<std::vector<graph::op_id>> sets;
-            if (members.size() >= 2) sets.emplace_back(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(std::min(members.size(), opts.max_group)));
+            if (members.size() >= 2)
+                sets.emplace_back(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(
+                                                                         std::min(members.size(), opts.max_group)));
             for (std::size_t i = 0; i < members.size() && members.size() > 2; ++i)
                 for (std::size_t j = i + 1; j < members.size(); ++j) sets.push_back({members[i], members[j]});
             if (opts.merge_convs)
@@ -269,7 +276,8 @@ inline void conv_merge_rules(const graph::computation_graph& g, const builtin_op
                         if (i == j) continue;
                         const auto& wi = g.type_of(g.get_op(members[i]).inputs[1]).dims;
                         const auto& wj = g.type_of(g.get_op(members[j]).inputs[1]).dims;
-                        if (wi[0] != wj[0] || wi[2] < wj[2] || wi[3] < wj[3] || (wi[2] == wj[2] && wi[3] == wj[3])) continue;
+                        if (wi[0] != wj[0] || wi[2] < wj[2] || wi[3] < wj[3] || (wi[2] == wj[2] && wi[3] == wj[3]))
+                            continue;
                         if (!enlargeable(g, g.get_op(members[j]), wi[2], wi[3])) continue;
                         // the two convs must be the inputs of one ewadd
                         const auto& ui = g.get_tensor(g.get_op(members[i]).outputs[0]).uses;
@@ -282,8 +290,9 @@ inline void conv_merge_rules(const graph::computation_graph& g, const builtin_op
                         rule r;
                         r.variables = {{"x0", g.type_of(x).dims}, {"w0", wi, true}, {"w1", wj, true}};
                         side_builder s{r.source};
-                        r.source.outputs = {s.add(K::ewadd, {}, {s.add(K::conv2d, attrs, {var(0), var(1)}),
-                                                                 s.add(K::conv2d, attrs, {var(0), var(2)})})};
+                        r.source.outputs = {s.add(
+                            K::ewadd, {},
+                            {s.add(K::conv2d, attrs, {var(0), var(1)}), s.add(K::conv2d, attrs, {var(0), var(2)})})};
                         side_builder t{r.target};
                         const auto sum = t.add(K::ewadd, {}, {var(1), enlarged(t, var(2), wj, wi[2], wi[3])});
                         r.target.outputs = {t.add(K::conv2d, attrs, {var(0), sum})};
@@ -331,8 +340,9 @@ inline void matmul_merge_rules(const graph::computation_graph& g, const builtin_
             }
             const auto cat = t.add(K::concat, attrs_of({{A::axis, std::int64_t{1}}}), ws);
             const auto y = t.add(K::matmul, attrs, {var(0), cat});
-            const auto sp = t.add(K::split, attrs_of({{A::axis, static_cast<std::int64_t>(xd.rank()) - 1}, {A::sizes, sizes}}),
-                                  {y}, static_cast<std::uint16_t>(set.size()));
+            const auto sp =
+                t.add(K::split, attrs_of({{A::axis, static_cast<std::int64_t>(xd.rank()) - 1}, {A::sizes, sizes}}), {y},
+                      static_cast<std::uint16_t>(set.size()));
             std::vector<graph::tensor_id> vars{key.first};
             for (auto o : set) vars.push_back(g.get_op(o).inputs[1]);
             for (std::size_t i = 0; i < set.size(); ++i)
@@ -442,7 +452,8 @@ inline void split_elementwise_rules(const graph::computation_graph& g, rule_set&
                     const auto w = f.inputs[1 - u.slot];
                     const auto& wd = g.type_of(w).dims;
                     const auto lead = static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank());
-                    if (!pre[g.producer(w)] || lead < 0 || ax - lead < 0 || wd[static_cast<std::size_t>(ax - lead)] != sizes[i])
+                    if (!pre[g.producer(w)] || lead < 0 || ax - lead < 0 ||
+                        wd[static_cast<std::size_t>(ax - lead)] != sizes[i])
                         continue;
                     if (i > 0) {  // the pieces agree on every other axis
                         const auto& w0 = g.type_of(vars[1]).dims;
@@ -460,7 +471,8 @@ inline void split_elementwise_rules(const graph::computation_graph& g, rule_set&
             const auto wax = ax - (static_cast<std::int64_t>(xd.rank()) - static_cast<std::int64_t>(wd.rank()));
             rule r;
             r.variables = {{"x0", xd}};
-            for (std::uint16_t i = 0; i < n; ++i) r.variables.push_back({numbered("w", i), g.type_of(vars[1u + i]).dims, true});
+            for (std::uint16_t i = 0; i < n; ++i)
+                r.variables.push_back({numbered("w", i), g.type_of(vars[1u + i]).dims, true});
             side_builder s{r.source};
             const auto a = s.add(K::split, sp.attrs, {var(0)}, n);
             std::vector<value_ref> ws;

@@ -23,8 +23,7 @@ namespace goopt::subst {
 /// @return nullopt when every output agrees, else a one-line description of the first mismatch.
 template <std::uniform_random_bit_generator Rng>
 std::optional<std::string> float_mismatch(const graph::computation_graph& source,
-                                          const graph::computation_graph& target, Rng& rng,
-                                          double tolerance = 1e-9) {
+                                          const graph::computation_graph& target, Rng& rng, double tolerance = 1e-9) {
     interp::feed_map<double> feeds = interp::random_feeds<double>(source, rng);
     for (auto& [name, v] : interp::random_feeds<double>(target, rng)) feeds.emplace(name, std::move(v));
     const auto a = interp::run<double>(source, feeds);

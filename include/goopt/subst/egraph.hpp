@@ -226,7 +226,7 @@ private:
 /// point in class-id order; deterministic. What the soundness tests evaluate: every term of a class must agree.
 /// @return pairs (class id, its terms).
 inline std::vector<std::pair<class_id, std::vector<rule_graph>>> extract_terms(const e_graph& g, std::size_t per_class,
-                                                                            std::size_t max_ops);
+                                                                               std::size_t max_ops);
 
 // ---- implementation ----
 
@@ -255,7 +255,7 @@ inline value_ref emit_term(const e_graph& g, const std::vector<std::vector<extra
 }  // namespace detail
 
 inline std::vector<std::pair<class_id, std::vector<rule_graph>>> extract_terms(const e_graph& g, std::size_t per_class,
-                                                                            std::size_t max_ops) {
+                                                                               std::size_t max_ops) {
     const auto ids = g.classes();
     std::vector<std::vector<detail::extracted>> terms(g.num_class_ids());
     for (bool changed = true; changed;) {

@@ -24,16 +24,16 @@ namespace goopt::subst {
 
 /// Knobs of the enumeration.
 struct enumeration_config {
-    std::size_t max_ops = 3;              ///< k: graphs of 1..k ops (constants count as ops)
-    std::uint64_t seed = 0x7a50'2019;     ///< seed of the fixed random variable values
-    std::size_t shard = 0;                ///< enumerate only the graphs whose first op falls in this
-    std::size_t num_shards = 1;           ///< shard (first ops dealt round robin): one per thread
+    std::size_t max_ops = 3;           ///< k: graphs of 1..k ops (constants count as ops)
+    std::uint64_t seed = 0x7a50'2019;  ///< seed of the fixed random variable values
+    std::size_t shard = 0;             ///< enumerate only the graphs whose first op falls in this
+    std::size_t num_shards = 1;        ///< shard (first ops dealt round robin): one per thread
 };
 
 /// What the callback sees of one enumerated graph (valid only during the call).
 struct enumerated_graph {
-    const pattern& graph;                        ///< ops in canonical order, outputs = unread values
-    std::uint64_t fingerprint;                   ///< combine_unordered(output_hashes)
+    const pattern& graph;                          ///< ops in canonical order, outputs = unread values
+    std::uint64_t fingerprint;                     ///< combine_unordered(output_hashes)
     std::span<const std::uint64_t> output_hashes;  ///< value_hash of each output, graph.outputs order
 };
 
@@ -66,8 +66,9 @@ inline std::vector<mod_tensor> variable_values(const world& w, std::uint64_t see
 /// rules with a side without ops, once per shard like the graphs.
 /// @return the number of graphs produced.
 template <class OnGraph>
-    requires std::invocable<OnGraph&, const enumerated_graph&>
-std::size_t enumerate_graphs(const world& w, const enumeration_config& cfg, OnGraph&& on_graph);
+requires std::invocable<OnGraph&, const enumerated_graph&> std::size_t enumerate_graphs(const world& w,
+                                                                                        const enumeration_config& cfg,
+                                                                                        OnGraph&& on_graph);
 
 // ---- implementation ----
 
@@ -80,7 +81,9 @@ constexpr std::uint64_t kind_key(ops::op_kind k, std::uint64_t choice) noexcept 
     return mix(static_cast<std::uint64_t>(k) * 4096 + choice);
 }
 constexpr std::uint64_t variable_key(std::uint64_t i) noexcept { return mix(0x1000 + i); }
-constexpr std::uint64_t output_key(std::uint64_t op_key, std::uint64_t i) noexcept { return mix(op_key ^ (0x51ed + i)); }
+constexpr std::uint64_t output_key(std::uint64_t op_key, std::uint64_t i) noexcept {
+    return mix(op_key ^ (0x51ed + i));
+}
 
 class enumerator {
 public:
@@ -99,8 +102,8 @@ public:
         data_.reserve(vars.size() + cfg.max_ops * 8);
         for (std::uint16_t i = 0; i < vars.size(); ++i) {
             data_.push_back(vars[i]);
-            values_.push_back({value_ref{variable_op, i}, shape_id(vars[i].dims), value_hash(vars[i]),
-                               variable_key(i), variable_op, w.variables[i].weight ? role::kernel : role::data});
+            values_.push_back({value_ref{variable_op, i}, shape_id(vars[i].dims), value_hash(vars[i]), variable_key(i),
+                               variable_op, w.variables[i].weight ? role::kernel : role::data});
         }
     }
 
@@ -143,8 +146,7 @@ private:
                     std::span<const ops::tensor_type>(types.data(), types.size()), w_.attributes(k, choice));
                 it->second.types.assign(r.begin(), r.end());
                 it->second.valid = true;
-            } catch (const error&) {
-            }
+            } catch (const error&) {}
         }
         return it->second.valid ? &it->second.types : nullptr;
     }
@@ -154,8 +156,8 @@ private:
         std::vector<std::size_t> in;
         for (const auto k : w_.kinds) {
             const ops::op_spec& s = ops::spec(k);
-            const std::size_t hi = s.max_inputs == ops::variadic ? std::max<std::size_t>(w_.variadic_arity, s.min_inputs)
-                                                                : s.max_inputs;
+            const std::size_t hi =
+                s.max_inputs == ops::variadic ? std::max<std::size_t>(w_.variadic_arity, s.min_inputs) : s.max_inputs;
             for (std::size_t arity = s.min_inputs; arity <= hi; ++arity)
                 for (std::uint16_t c = 0; c < w_.num_choices(k); ++c) {
                     in.assign(arity, 0);
@@ -208,7 +210,8 @@ private:
             boost::container::small_vector<const mod_tensor*, 2> args;
             for (auto v : in) args.push_back(&data_[v]);
             try {
-                result = evaluate_modular(k, w_.attributes(k, c), std::span<const mod_tensor* const>(args.data(), args.size()), *out);
+                result = evaluate_modular(k, w_.attributes(k, c),
+                                          std::span<const mod_tensor* const>(args.data(), args.size()), *out);
             } catch (const error&) {
                 return;  // outside the evaluator's operator subset
             }
@@ -228,7 +231,9 @@ private:
             hashes.push_back(h);
         }
         if (duplicate) {
-            if constexpr (requires(OnGraph& f, const pattern& p, std::span<const std::uint16_t> v) { f.identity(p, v); })
+            if constexpr (requires(OnGraph & f, const pattern& p, std::span<const std::uint16_t> v) {
+                              f.identity(p, v);
+                          })
                 if (identity_vars_.size() == result.size() && distinct(identity_vars_) &&
                     (depth > 0 || first_ops_ % cfg_.num_shards == cfg_.shard))
                     report_identity(on_graph, k, c, in);
@@ -255,7 +260,8 @@ private:
         }
         if (has_kernel_slot) r = other_slot ? (r == role::either ? role::data : r) : role::kernel;
         for (std::uint16_t i = 0; i < result.size(); ++i) {
-            values_.push_back({value_ref{op_index, i}, shape_id(result[i].dims), hashes[i], output_key(key, i), op_index, r});
+            values_.push_back(
+                {value_ref{op_index, i}, shape_id(result[i].dims), hashes[i], output_key(key, i), op_index, r});
             data_.push_back(std::move(result[i]));
         }
         emit(on_graph);
@@ -329,8 +335,9 @@ private:
 }  // namespace detail
 
 template <class OnGraph>
-    requires std::invocable<OnGraph&, const enumerated_graph&>
-std::size_t enumerate_graphs(const world& w, const enumeration_config& cfg, OnGraph&& on_graph) {
+requires std::invocable<OnGraph&, const enumerated_graph&> std::size_t enumerate_graphs(const world& w,
+                                                                                        const enumeration_config& cfg,
+                                                                                        OnGraph&& on_graph) {
     detail::enumerator e(w, cfg);
     return e.run(on_graph);
 }

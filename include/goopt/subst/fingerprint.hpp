@@ -109,7 +109,8 @@ inline mod_tensor zeros(const ops::shape& s) {
 inline std::uint64_t activate(std::uint64_t x, std::int64_t act) {
     if (act == static_cast<std::int64_t>(ops::activation::none)) return x;
     if (act == static_cast<std::int64_t>(ops::activation::relu)) return modular::relu(x);
-    throw error("fingerprint evaluator: activation " + std::to_string(act) + " is not supported, expected none or relu");
+    throw error("fingerprint evaluator: activation " + std::to_string(act) +
+                " is not supported, expected none or relu");
 }
 inline index pad_before(index in, index out, index k, index s, std::int64_t padding) {
     if (padding == static_cast<std::int64_t>(ops::padding_mode::valid)) return 0;
@@ -148,9 +149,11 @@ inline mod_tensor conv2d(const mod_tensor& x, const mod_tensor& w, const ops::at
                             for (index j = 0; j < kw; ++j) {
                                 const index iw = ow * st[1] - left + j * dl[1];
                                 if (iw < 0 || iw >= W) continue;
-                                acc = modular::add(acc, modular::mul(
-                                    w.data[static_cast<std::size_t>(((oc * Cg + c) * kh + i) * kw + j)],
-                                    x.data[static_cast<std::size_t>(((n * C + g * Cg + c) * H + ih) * W + iw)]));
+                                acc = modular::add(
+                                    acc,
+                                    modular::mul(
+                                        w.data[static_cast<std::size_t>(((oc * Cg + c) * kh + i) * kw + j)],
+                                        x.data[static_cast<std::size_t>(((n * C + g * Cg + c) * H + ih) * W + iw)]));
                             }
                         }
                     r.data[static_cast<std::size_t>(((n * O + oc) * OH + oh) * OW + ow)] = activate(acc, act);
@@ -179,7 +182,8 @@ inline mod_tensor matmul(const mod_tensor& x, const mod_tensor& y, std::int64_t 
 inline mod_tensor transpose(const mod_tensor& x, const std::vector<std::int64_t>& perm_attr, const ops::shape& od) {
     const std::size_t r = x.dims.rank();
     std::vector<std::size_t> perm(r);
-    for (std::size_t i = 0; i < r; ++i) perm[i] = perm_attr.empty() ? r - 1 - i : static_cast<std::size_t>(perm_attr[i]);
+    for (std::size_t i = 0; i < r; ++i)
+        perm[i] = perm_attr.empty() ? r - 1 - i : static_cast<std::size_t>(perm_attr[i]);
     std::vector<index> in_stride(r, 1);
     for (std::size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.dims[i];
     mod_tensor out = zeros(od);
@@ -213,7 +217,8 @@ inline mod_tensor avgpool2d(const mod_tensor& x, const ops::attribute_map& a, co
                 const index w0 = std::max<index>(ow * st[1] - left, 0), w1 = std::min(ow * st[1] - left + k[1], W);
                 std::uint64_t acc = 0;
                 for (index h = h0; h < h1; ++h)
-                    for (index w = w0; w < w1; ++w) acc = modular::add(acc, x.data[static_cast<std::size_t>((p * H + h) * W + w)]);
+                    for (index w = w0; w < w1; ++w)
+                        acc = modular::add(acc, x.data[static_cast<std::size_t>((p * H + h) * W + w)]);
                 const auto count = static_cast<std::uint64_t>((h1 - h0) * (w1 - w0));
                 r.data[z++] = activate(modular::mul(acc, modular::inverse(count)), act);
             }
@@ -236,92 +241,99 @@ inline std::vector<mod_tensor> evaluate_modular(ops::op_kind kind, const ops::at
         return std::vector<mod_tensor>{std::move(r)};
     };
     switch (kind) {
-    case op_kind::const_one: {
-        mod_tensor r = detail::zeros(od);
-        std::fill(r.data.begin(), r.data.end(), 1);
-        return {std::move(r)};
-    }
-    case op_kind::const_pool: {
-        mod_tensor r = detail::zeros(od);
-        std::fill(r.data.begin(), r.data.end(), modular::inverse(static_cast<std::uint64_t>(od[2] * od[3])));
-        return {std::move(r)};
-    }
-    case op_kind::const_iconv: {
-        mod_tensor r = detail::zeros(od);
-        const std::int64_t C = od[0], kh = od[2], kw = od[3];
-        for (std::int64_t c = 0; c < C; ++c) r.data[static_cast<std::size_t>(((c * C + c) * kh + kh / 2) * kw + kw / 2)] = 1;
-        return {std::move(r)};
-    }
-    case op_kind::const_imm: {
-        mod_tensor r = detail::zeros(od);
-        for (std::int64_t i = 0; i < od[0]; ++i) r.data[static_cast<std::size_t>(i * od[0] + i)] = 1;
-        return {std::move(r)};
-    }
-    case op_kind::conv2d: return {detail::conv2d(*in[0], *in[1], attrs, od)};
-    case op_kind::matmul: return {detail::matmul(*in[0], *in[1], attrs.get_int(attr_id::activation), od)};
-    case op_kind::ewadd: return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::add(a, b); });
-    case op_kind::ewmul: return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::mul(a, b); });
-    case op_kind::smul: {
-        mod_tensor r = *in[0];
-        for (auto& v : r.data) v = modular::mul(v, in[1]->data[0]);
-        return {std::move(r)};
-    }
-    case op_kind::relu: {
-        mod_tensor r = *in[0];
-        for (auto& v : r.data) v = modular::relu(v);
-        return {std::move(r)};
-    }
-    case op_kind::transpose: return {detail::transpose(*in[0], attrs.get_ints(attr_id::perm), od)};
-    case op_kind::enlarge: {
-        const mod_tensor& w = *in[0];
-        mod_tensor r = detail::zeros(od);
-        const std::int64_t kh = w.dims[2], kw = w.dims[3], KH = od[2], KW = od[3];
-        const std::int64_t top = (KH - kh) / 2, left = (KW - kw) / 2;
-        for (std::int64_t p = 0; p < w.dims[0] * w.dims[1]; ++p)
-            for (std::int64_t i = 0; i < kh; ++i)
-                for (std::int64_t j = 0; j < kw; ++j)
-                    r.data[static_cast<std::size_t>((p * KH + top + i) * KW + left + j)] =
-                        w.data[static_cast<std::size_t>((p * kh + i) * kw + j)];
-        return {std::move(r)};
-    }
-    case op_kind::avgpool2d: return {detail::avgpool2d(*in[0], attrs, od)};
-    case op_kind::concat: {
-        const std::size_t ax = od.axis(attrs.get_int(attr_id::axis));
-        const auto [outer, extent, inner] = detail::around(od, ax);
-        (void)extent;
-        mod_tensor r = detail::zeros(od);
-        std::size_t z = 0;
-        for (std::int64_t o = 0; o < outer; ++o)
-            for (const mod_tensor* t : in) {
-                const auto chunk = static_cast<std::size_t>(t->dims[ax] * inner);
-                std::copy_n(t->data.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::int64_t>(chunk)), chunk,
-                            r.data.begin() + static_cast<std::ptrdiff_t>(z));
-                z += chunk;
-            }
-        return {std::move(r)};
-    }
-    case op_kind::split: {
-        const mod_tensor& x = *in[0];
-        const std::size_t ax = x.dims.axis(attrs.get_int(attr_id::axis));
-        const auto [outer, extent, inner] = detail::around(x.dims, ax);
-        std::vector<mod_tensor> rs;
-        std::int64_t begin = 0;
-        for (const auto& t : out) {
-            mod_tensor r = detail::zeros(t.dims);
-            const std::int64_t len = t.dims[ax];
+        case op_kind::const_one: {
+            mod_tensor r = detail::zeros(od);
+            std::fill(r.data.begin(), r.data.end(), 1);
+            return {std::move(r)};
+        }
+        case op_kind::const_pool: {
+            mod_tensor r = detail::zeros(od);
+            std::fill(r.data.begin(), r.data.end(), modular::inverse(static_cast<std::uint64_t>(od[2] * od[3])));
+            return {std::move(r)};
+        }
+        case op_kind::const_iconv: {
+            mod_tensor r = detail::zeros(od);
+            const std::int64_t C = od[0], kh = od[2], kw = od[3];
+            for (std::int64_t c = 0; c < C; ++c)
+                r.data[static_cast<std::size_t>(((c * C + c) * kh + kh / 2) * kw + kw / 2)] = 1;
+            return {std::move(r)};
+        }
+        case op_kind::const_imm: {
+            mod_tensor r = detail::zeros(od);
+            for (std::int64_t i = 0; i < od[0]; ++i) r.data[static_cast<std::size_t>(i * od[0] + i)] = 1;
+            return {std::move(r)};
+        }
+        case op_kind::conv2d:
+            return {detail::conv2d(*in[0], *in[1], attrs, od)};
+        case op_kind::matmul:
+            return {detail::matmul(*in[0], *in[1], attrs.get_int(attr_id::activation), od)};
+        case op_kind::ewadd:
+            return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::add(a, b); });
+        case op_kind::ewmul:
+            return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::mul(a, b); });
+        case op_kind::smul: {
+            mod_tensor r = *in[0];
+            for (auto& v : r.data) v = modular::mul(v, in[1]->data[0]);
+            return {std::move(r)};
+        }
+        case op_kind::relu: {
+            mod_tensor r = *in[0];
+            for (auto& v : r.data) v = modular::relu(v);
+            return {std::move(r)};
+        }
+        case op_kind::transpose:
+            return {detail::transpose(*in[0], attrs.get_ints(attr_id::perm), od)};
+        case op_kind::enlarge: {
+            const mod_tensor& w = *in[0];
+            mod_tensor r = detail::zeros(od);
+            const std::int64_t kh = w.dims[2], kw = w.dims[3], KH = od[2], KW = od[3];
+            const std::int64_t top = (KH - kh) / 2, left = (KW - kw) / 2;
+            for (std::int64_t p = 0; p < w.dims[0] * w.dims[1]; ++p)
+                for (std::int64_t i = 0; i < kh; ++i)
+                    for (std::int64_t j = 0; j < kw; ++j)
+                        r.data[static_cast<std::size_t>((p * KH + top + i) * KW + left + j)] =
+                            w.data[static_cast<std::size_t>((p * kh + i) * kw + j)];
+            return {std::move(r)};
+        }
+        case op_kind::avgpool2d:
+            return {detail::avgpool2d(*in[0], attrs, od)};
+        case op_kind::concat: {
+            const std::size_t ax = od.axis(attrs.get_int(attr_id::axis));
+            const auto [outer, extent, inner] = detail::around(od, ax);
+            (void)extent;
+            mod_tensor r = detail::zeros(od);
             std::size_t z = 0;
             for (std::int64_t o = 0; o < outer; ++o)
-                for (std::int64_t e = begin; e < begin + len; ++e)
-                    for (std::int64_t i = 0; i < inner; ++i)
-                        r.data[z++] = x.data[static_cast<std::size_t>((o * extent + e) * inner + i)];
-            begin += len;
-            rs.push_back(std::move(r));
+                for (const mod_tensor* t : in) {
+                    const auto chunk = static_cast<std::size_t>(t->dims[ax] * inner);
+                    std::copy_n(t->data.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::int64_t>(chunk)),
+                                chunk, r.data.begin() + static_cast<std::ptrdiff_t>(z));
+                    z += chunk;
+                }
+            return {std::move(r)};
         }
-        return rs;
-    }
-    default:
-        throw error("fingerprint evaluator: op " + std::string(ops::name(kind)) +
-                    " is not supported, expected one of TASO's operators");
+        case op_kind::split: {
+            const mod_tensor& x = *in[0];
+            const std::size_t ax = x.dims.axis(attrs.get_int(attr_id::axis));
+            const auto [outer, extent, inner] = detail::around(x.dims, ax);
+            std::vector<mod_tensor> rs;
+            std::int64_t begin = 0;
+            for (const auto& t : out) {
+                mod_tensor r = detail::zeros(t.dims);
+                const std::int64_t len = t.dims[ax];
+                std::size_t z = 0;
+                for (std::int64_t o = 0; o < outer; ++o)
+                    for (std::int64_t e = begin; e < begin + len; ++e)
+                        for (std::int64_t i = 0; i < inner; ++i)
+                            r.data[z++] = x.data[static_cast<std::size_t>((o * extent + e) * inner + i)];
+                begin += len;
+                rs.push_back(std::move(r));
+            }
+            return rs;
+        }
+        default:
+            throw error("fingerprint evaluator: op " + std::string(ops::name(kind)) +
+                        " is not supported, expected one of TASO's operators");
     }
 }
 

@@ -36,10 +36,10 @@ namespace goopt::subst {
 
 /// Knobs of rule generation.
 struct generation_config {
-    std::size_t max_ops = 3;         ///< k: graphs of up to k ops on each side
-    std::size_t threads = 0;         ///< 0: std::thread::hardware_concurrency()
+    std::size_t max_ops = 3;           ///< k: graphs of up to k ops on each side
+    std::size_t threads = 0;           ///< 0: std::thread::hardware_concurrency()
     std::uint64_t seed = 0x7a50'2019;  ///< fixed random inputs of fingerprints and of float checks
-    double tolerance = 1e-9;         ///< float check, relative per element (double precision)
+    double tolerance = 1e-9;           ///< float check, relative per element (double precision)
     /// Bounds of each proof from the axioms (subst/prover.hpp). The node and iteration bounds decide;
     /// the time bound is far above what they allow, so that a loaded machine cannot change the
     /// rules (output is the same on every run and for every thread count).
@@ -57,9 +57,9 @@ struct generation_stats {
     /// and not implied by smaller pairs of its bucket through transitivity (A = B and B = C give
     /// A = C): what is verified, verified + rejected
     std::size_t after_transitivity = 0;
-    std::size_t verified = 0;          ///< passed verification: kept
-    std::size_t rejected = 0;          ///< failed it: reported with the reason
-    std::size_t not_proven = 0;        ///< of the rejected: passed the float re-check, but no proof was found
+    std::size_t verified = 0;    ///< passed verification: kept
+    std::size_t rejected = 0;    ///< failed it: reported with the reason
+    std::size_t not_proven = 0;  ///< of the rejected: passed the float re-check, but no proof was found
     /// of the verified: rules with a side without ops (`matmul(x0,const_imm) => x0`), found where the
     /// enumeration prunes a value equal to a variable; they are not counted in the stages before
     std::size_t op_free = 0;
@@ -307,7 +307,8 @@ public:
             begin_.push_back(static_cast<std::uint32_t>(total));
             total += n;
             if (total > std::numeric_limits<std::uint32_t>::max())
-                throw error("generate_rules: more than 2^32 graphs share a fingerprint; expected fewer (lower max_ops)");
+                throw error(
+                    "generate_rules: more than 2^32 graphs share a fingerprint; expected fewer (lower max_ops)");
         }
         begin_.push_back(static_cast<std::uint32_t>(total));
         while (bits_ < 24 && (std::size_t{1} << (bits_ + 1)) <= fingerprints_.size()) ++bits_;
@@ -352,8 +353,9 @@ inline bool share_a_key(const std::vector<std::uint64_t>& a, const std::vector<s
 
 /// `b`'s outputs in the order of `a`'s equal-valued ones; nullopt when the output values differ
 /// (equal fingerprints make the output multisets equal unless the 64-bit hash collided).
-inline std::optional<std::vector<value_ref>> align_outputs(const pattern& a, const value_hash_table& ha, const pattern& b,
-                                                          const value_hash_table& hb, std::span<const mod_tensor> vars) {
+inline std::optional<std::vector<value_ref>> align_outputs(const pattern& a, const value_hash_table& ha,
+                                                           const pattern& b, const value_hash_table& hb,
+                                                           std::span<const mod_tensor> vars) {
     std::vector<value_ref> bo;
     std::vector<bool> used(b.outputs.size(), false);
     for (auto va : a.outputs)
@@ -418,7 +420,8 @@ inline pattern in_term_order(const world& w, const pattern& p) {
         if (at[op] != variable_op) return;
         pattern_op o = p.ops[op];
         if (w.one_order_for_commutative && ops::spec(o.kind).has(ops::commutative))
-            std::stable_sort(o.inputs.begin(), o.inputs.end(), [&](value_ref a, value_ref b) { return key(a) < key(b); });
+            std::stable_sort(o.inputs.begin(), o.inputs.end(),
+                             [&](value_ref a, value_ref b) { return key(a) < key(b); });
         for (auto v : o.inputs)
             if (!v.is_variable()) self(self, v.op);
         for (auto& v : o.inputs)
@@ -428,7 +431,8 @@ inline pattern in_term_order(const world& w, const pattern& p) {
     };
     for (auto v : p.outputs)
         if (!v.is_variable()) visit(visit, v.op);
-    for (std::size_t i = 0; i < p.ops.size(); ++i) visit(visit, static_cast<std::uint16_t>(i));  // not read by an output
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+        visit(visit, static_cast<std::uint16_t>(i));  // not read by an output
     for (auto v : p.outputs) q.outputs.push_back(v.is_variable() ? v : value_ref{at[v.op], v.index});
     return q;
 }
@@ -439,9 +443,9 @@ inline constexpr std::string_view not_proven_reason = "not proven from the axiom
 /// The rule `source => target` spelled with the renaming of its variables and the order of its
 /// outputs that give the least text, and why it fails verification (nullopt: verified): the float
 /// re-check of that spelling in every check world and in `w` (first: a false candidate can only
-/// blow up the prover's e-graph), then the proof. The answer depends only on the spelling and on `canon` (the seed of the float
-/// inputs), which are the same for every renaming of the pair, so a pair met again in another
-/// bucket may reuse it.
+/// blow up the prover's e-graph), then the proof. The answer depends only on the spelling and on `canon` (the seed of
+/// the float inputs), which are the same for every renaming of the pair, so a pair met again in another bucket may
+/// reuse it.
 inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
                                                           const pattern& source, const pattern& target,
                                                           const std::vector<std::vector<std::uint16_t>>& renamings,
@@ -516,7 +520,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     for (auto k : w.kinds) {
         const auto& s = ops::spec(k);
         if ((s.max_inputs == ops::variadic ? w.variadic_arity : s.max_inputs) > 2)
-            throw error("generate_rules: op " + std::string(ops::name(k)) + " takes more than 2 inputs, expected at most 2");
+            throw error("generate_rules: op " + std::string(ops::name(k)) +
+                        " takes more than 2 inputs, expected at most 2");
     }
     for (const auto& cw : check_worlds) {
         if (cw.variables.size() != w.variables.size() || cw.kinds != w.kinds)
@@ -593,7 +598,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     const auto vars = variable_values(w, cfg.seed);
     struct thread_out {
         std::size_t renamed = 0, subgraph = 0, supergraph = 0;  // survivors of each stage, one per renaming class
-        std::unordered_map<std::uint64_t, bool> verified;  // canonical key -> kept (see verify())
+        std::unordered_map<std::uint64_t, bool> verified;       // canonical key -> kept (see verify())
         std::vector<std::pair<std::string, rule>> kept;
         std::vector<std::pair<std::string, rejected_rule>> rejected;
     };
@@ -615,7 +620,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
             own_keys.assign(n, {});
             for (std::size_t i = 0; i < n; ++i) {
                 graphs.push_back(detail::unpack(store[lo + i]));
-                for (std::size_t r = 0; r < R; ++r) hashes[i * R + r] = detail::structure_hash(w, graphs[i], renamings[r], keys);
+                for (std::size_t r = 0; r < R; ++r)
+                    hashes[i * R + r] = detail::structure_hash(w, graphs[i], renamings[r], keys);
                 detail::op_keys(w, graphs[i], renamings[0], own_keys[i]);
                 std::sort(own_keys[i].begin(), own_keys[i].end());
                 values.push_back(detail::value_hashes(w, graphs[i], vars));
@@ -657,7 +663,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                     continue;
                 }
                 pattern target = graphs[e.target];
-                target.outputs = *detail::align_outputs(graphs[e.source], values[e.source], target, values[e.target], vars);
+                target.outputs =
+                    *detail::align_outputs(graphs[e.source], values[e.source], target, values[e.target], vars);
                 auto [r, why] = detail::verify(w, check_worlds, graphs[e.source], target, renamings, cfg, e.canon);
                 std::string text = to_string(r);
                 out.verified.emplace(e.canon, !why);

@@ -39,16 +39,19 @@ struct greedy_config {
 /// @return the final graph and the statistics; bound: converged (a local optimum, lookahead
 /// included), budget (max_steps), time, or stopped by the visitor.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-    requires cost::CostModel<Cost, Device>
-search_result greedy_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                            const Device& device, const greedy_config& config = {}, Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::computation_graph& g,
+                                                                   std::span<const rule> rules, const Cost& cost,
+                                                                   const Device& device,
+                                                                   const greedy_config& config = {},
+                                                                   Visitor&& visitor = {});
 
 // ---- implementation ----
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-    requires cost::CostModel<Cost, Device>
-search_result greedy_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                            const Device& device, const greedy_config& config, Visitor&& visitor) {
+requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::computation_graph& g,
+                                                                   std::span<const rule> rules, const Cost& cost,
+                                                                   const Device& device, const greedy_config& config,
+                                                                   Visitor&& visitor) {
     const auto start = std::chrono::steady_clock::now();
     const rewrite_space& space = config.space;
     const rule_library library(rules, space.both_directions);
@@ -135,7 +138,8 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
             });
             if (!gains) no_gain.insert(std::move(key));
         }
-        std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first.cost < b.first.cost; });
+        std::stable_sort(found.begin(), found.end(),
+                         [](const auto& a, const auto& b) { return a.first.cost < b.first.cost; });
         for (auto& [c, h] : found)
             if (visit(std::move(c), h)) return library.size();
         return std::nullopt;
@@ -148,8 +152,7 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
         ++stats.steps;
         if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, current_cost, seconds_since(start)}))
             bound = search_bound::stopped;
-        else if (stats.steps >= config.max_steps)
-            bound = search_bound::budget;
+        else if (stats.steps >= config.max_steps) bound = search_bound::budget;
     };
 
     // passes over the rules: an improving rewrite is taken at once and its rule tried again on the
@@ -165,7 +168,8 @@ search_result greedy_search(const graph::computation_graph& g, std::span<const r
             }
             if (c.cost <= config.alpha * current_cost) {
                 near.emplace_back(std::move(c), h);
-                std::sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first.cost < b.first.cost; });
+                std::sort(near.begin(), near.end(),
+                          [](const auto& a, const auto& b) { return a.first.cost < b.first.cost; });
                 if (near.size() > config.lookahead) near.pop_back();
             }
             return false;

@@ -26,7 +26,7 @@ inline std::vector<bool> weight_only(const graph::computation_graph& g);
 /// @brief The inference time of `g` under `cost` on `device`: the sum of op_time over the ops that
 /// run per inference (not sources, not weight preprocessing), one op per kernel as TASO costs graphs.
 template <class Cost, device::DeviceModel Device>
-    requires cost::CostModel<Cost, Device>
+requires cost::CostModel<Cost, Device>
 double inference_cost(const graph::computation_graph& g, const Cost& cost, const Device& device);
 
 /// The number of ops that run per inference (not sources, not weight preprocessing, not views).
@@ -65,12 +65,13 @@ inline bool is_view(const graph::computation_graph& g, graph::op_id o) {
 
 inline std::vector<bool> runs_per_inference(const graph::computation_graph& g) {
     auto r = weight_only(g);
-    for (graph::op_id o = 0; o < g.num_ops(); ++o) r[o] = !r[o] && !g.get_op(o).spec().has(ops::source) && !is_view(g, o);
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        r[o] = !r[o] && !g.get_op(o).spec().has(ops::source) && !is_view(g, o);
     return r;
 }
 
 template <class Cost, device::DeviceModel Device>
-    requires cost::CostModel<Cost, Device>
+requires cost::CostModel<Cost, Device>
 double inference_cost(const graph::computation_graph& g, const Cost& cost, const Device& device) {
     const auto runs = runs_per_inference(g);
     double total = 0;

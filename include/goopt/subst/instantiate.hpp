@@ -46,21 +46,28 @@ constexpr attr_role role_of(ops::op_kind k, ops::attr_id a) noexcept {
     using ops::attr_id;
     using ops::op_kind;
     switch (a) {
-        case attr_id::axis: return attr_role::axis;
-        case attr_id::perm: return attr_role::permutation;
-        case attr_id::sizes: return k == op_kind::split ? attr_role::shape_dependent : attr_role::exact;
-        case attr_id::kernel: return k == op_kind::enlarge ? attr_role::shape_dependent : attr_role::exact;
+        case attr_id::axis:
+            return attr_role::axis;
+        case attr_id::perm:
+            return attr_role::permutation;
+        case attr_id::sizes:
+            return k == op_kind::split ? attr_role::shape_dependent : attr_role::exact;
+        case attr_id::kernel:
+            return k == op_kind::enlarge ? attr_role::shape_dependent : attr_role::exact;
         case attr_id::shape:
-            return k == op_kind::const_pool || k == op_kind::const_iconv || k == op_kind::const_imm || k == op_kind::const_one
+            return k == op_kind::const_pool || k == op_kind::const_iconv || k == op_kind::const_imm ||
+                           k == op_kind::const_one
                        ? attr_role::shape_dependent
                        : attr_role::exact;
-        default: return attr_role::exact;
+        default:
+            return attr_role::exact;
     }
 }
 
 /// Output types of every op of one side of `r` when its variables have the types `vars`.
 /// @throws goopt::error when an op's shape rule rejects its inputs.
-inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& side, const std::vector<ops::tensor_type>& vars);
+inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& side,
+                                                             const std::vector<ops::tensor_type>& vars);
 
 /// The types of `r`'s variables at the shapes it was found at.
 inline std::vector<ops::tensor_type> recorded_types(const rule& r);
@@ -111,7 +118,8 @@ private:
 
 // ---- implementation ----
 
-inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& side, const std::vector<ops::tensor_type>& vars) {
+inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& side,
+                                                             const std::vector<ops::tensor_type>& vars) {
     std::vector<std::vector<ops::tensor_type>> out;
     out.reserve(side.ops.size());
     std::vector<ops::tensor_type> in;
@@ -119,7 +127,8 @@ inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& s
         in.clear();
         for (auto v : o.inputs) {
             if (v.is_variable()) {
-                if (v.index >= vars.size()) throw error("rule side: variable " + std::to_string(v.index) + " is out of range");
+                if (v.index >= vars.size())
+                    throw error("rule side: variable " + std::to_string(v.index) + " is out of range");
                 in.push_back(vars[v.index]);
             } else {
                 if (v.op >= out.size() || v.index >= out[v.op].size())
@@ -154,7 +163,8 @@ inline std::optional<std::int64_t> lift_axis(std::int64_t a, std::size_t from, s
 }
 
 /// Permutation `p` of rank `from` (empty: reversal) at rank `to`: leading axes added stay in place.
-inline std::optional<std::vector<std::int64_t>> lift_perm(std::vector<std::int64_t> p, std::size_t from, std::size_t to) {
+inline std::optional<std::vector<std::int64_t>> lift_perm(std::vector<std::int64_t> p, std::size_t from,
+                                                          std::size_t to) {
     if (p.empty())
         for (std::size_t i = from; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
     if (p.size() != from || to < from) {
@@ -170,7 +180,8 @@ inline std::optional<std::vector<std::int64_t>> lift_perm(std::vector<std::int64
 
 /// `attrs` (of a rule op whose first input had rank `from`) with its axes and permutation moved to
 /// rank `to`; nullopt when they do not exist there.
-inline std::optional<ops::attribute_map> lift_attributes(ops::op_kind k, ops::attribute_map attrs, std::size_t from, std::size_t to) {
+inline std::optional<ops::attribute_map> lift_attributes(ops::op_kind k, ops::attribute_map attrs, std::size_t from,
+                                                         std::size_t to) {
     ops::attribute_map out = attrs;
     for (const auto& [id, v] : attrs) {
         const attr_role role = role_of(k, id);
@@ -222,8 +233,9 @@ private:
 /// rule; `done` gets every complete setting whose outputs have the matched outputs' types.
 class target_solver {
 public:
-    target_solver(const rule& r, const std::vector<std::vector<ops::tensor_type>>& recorded_target, const std::vector<ops::tensor_type>& vars,
-                  const std::vector<ops::tensor_type>& outputs, const size_correspondence& sizes, const instantiation_limits& limits)
+    target_solver(const rule& r, const std::vector<std::vector<ops::tensor_type>>& recorded_target,
+                  const std::vector<ops::tensor_type>& vars, const std::vector<ops::tensor_type>& outputs,
+                  const size_correspondence& sizes, const instantiation_limits& limits)
         : r_(r), recorded_(recorded_target), vars_(vars), outputs_(outputs), sizes_(sizes), limits_(limits) {}
 
     /// Calls `done(attrs per target op)` for each solution until it returns true; @return whether one did.
@@ -250,7 +262,8 @@ private:
             for (std::size_t k = 0; k < r_.target.outputs.size(); ++k) {
                 const auto t = type_of(r_.target.outputs[k]);
                 if (!t || !(*t == outputs_[k])) {
-                    if (why_.empty()) why_ = "target output " + std::to_string(k) + " does not have the matched output's type";
+                    if (why_.empty())
+                        why_ = "target output " + std::to_string(k) + " does not have the matched output's type";
                     return false;
                 }
             }
@@ -270,7 +283,9 @@ private:
         const std::size_t to = in.empty() ? 0 : in[0].dims.rank();
         auto lifted = lift_attributes(o.kind, with_defaults(o.kind, o.attrs), from, to);
         if (!lifted) {
-            if (why_.empty()) why_ = "target op " + std::to_string(i) + " (" + std::string(ops::name(o.kind)) + ") has no axis at rank " + std::to_string(to);
+            if (why_.empty())
+                why_ = "target op " + std::to_string(i) + " (" + std::string(ops::name(o.kind)) +
+                       ") has no axis at rank " + std::to_string(to);
             return false;
         }
         // the shape-dependent integers of this op and what each may become
@@ -356,10 +371,12 @@ inline bool attributes_match(ops::op_kind k, const ops::attribute_map& rule_attr
 inline std::variant<rule, std::string> instantiate(const graph::computation_graph& g, const rule& r, const match& m,
                                                    const instantiation_limits& limits) {
     if (m.ops.size() != r.source.ops.size() || m.variables.size() != r.variables.size())
-        return std::string("the match has ") + std::to_string(m.ops.size()) + " ops and " + std::to_string(m.variables.size()) +
-               " variables, expected " + std::to_string(r.source.ops.size()) + " and " + std::to_string(r.variables.size());
+        return std::string("the match has ") + std::to_string(m.ops.size()) + " ops and " +
+               std::to_string(m.variables.size()) + " variables, expected " + std::to_string(r.source.ops.size()) +
+               " and " + std::to_string(r.variables.size());
     for (auto t : m.variables)
-        if (t >= g.num_tensors()) return "the match binds a variable to tensor " + std::to_string(t) + ", which does not exist";
+        if (t >= g.num_tensors())
+            return "the match binds a variable to tensor " + std::to_string(t) + ", which does not exist";
     for (auto o : m.ops)
         if (o >= g.num_ops()) return "the match names op " + std::to_string(o) + ", which does not exist";
     for (auto v : r.source.outputs)
@@ -420,8 +437,8 @@ inline std::variant<rule, std::string> instantiate(const graph::computation_grap
     return why.empty() ? std::string("the target has no attribute setting that fits the matched shapes") : why;
 }
 
-inline std::variant<rule, std::string> instantiation_cache::get(const graph::computation_graph& g, const rule& r, const match& m,
-                                                                const instantiation_limits& limits) {
+inline std::variant<rule, std::string> instantiation_cache::get(const graph::computation_graph& g, const rule& r,
+                                                                const match& m, const instantiation_limits& limits) {
     std::string key = to_string(r);
     key += '|';
     for (auto t : m.variables)

@@ -49,9 +49,10 @@ struct optimize_config {
 /// ops they read, else the earliest of the ops that read them (when `g` had every computing op in a
 /// layer, so that layer-based placements still apply to the result).
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-    requires cost::CostModel<Cost, Device>
-search_result optimize(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                       const Device& device, const optimize_config& config = {}, Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result optimize(const graph::computation_graph& g,
+                                                              std::span<const rule> rules, const Cost& cost,
+                                                              const Device& device, const optimize_config& config = {},
+                                                              Visitor&& visitor = {});
 
 /// @brief Gives every computing op of `g` without a layer (-1) the latest layer of the ops it reads,
 /// else the earliest layer of the ops that read it; sources keep theirs.
@@ -83,9 +84,10 @@ inline void inherit_layers(graph::computation_graph& g) {
 }
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-    requires cost::CostModel<Cost, Device>
-search_result optimize(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                       const Device& device, const optimize_config& config, Visitor&& visitor) {
+requires cost::CostModel<Cost, Device> search_result optimize(const graph::computation_graph& g,
+                                                              std::span<const rule> rules, const Cost& cost,
+                                                              const Device& device, const optimize_config& config,
+                                                              Visitor&& visitor) {
     auto r = config.method == search_method::taso
                  ? taso_search(g, rules, cost, device, config.taso, std::forward<Visitor>(visitor))
                  : greedy_search(g, rules, cost, device, config.greedy, std::forward<Visitor>(visitor));

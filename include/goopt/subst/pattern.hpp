@@ -72,8 +72,7 @@ inline std::vector<value_ref> unread_values(const pattern& p) {
         for (std::uint16_t i = 0; i < p.ops[o].num_outputs; ++i) {
             const value_ref v{o, i};
             bool read = false;
-            for (const auto& q : p.ops)
-                read = read || std::find(q.inputs.begin(), q.inputs.end(), v) != q.inputs.end();
+            for (const auto& q : p.ops) read = read || std::find(q.inputs.begin(), q.inputs.end(), v) != q.inputs.end();
             if (!read) out.push_back(v);
         }
     return out;
@@ -107,7 +106,8 @@ inline std::vector<std::vector<mod_tensor>> evaluate_pattern(const world& w, con
         }
         const auto& attrs = w.attributes(o.kind, o.choice);
         const auto out = ops::spec(o.kind).infer(std::span<const ops::tensor_type>(types.data(), types.size()), attrs);
-        vals.push_back(evaluate_modular(o.kind, attrs, std::span<const mod_tensor* const>(args.data(), args.size()), out));
+        vals.push_back(
+            evaluate_modular(o.kind, attrs, std::span<const mod_tensor* const>(args.data(), args.size()), out));
     }
     return vals;
 }

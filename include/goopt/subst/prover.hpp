@@ -14,8 +14,8 @@
 #include <boost/container/small_vector.hpp>
 
 #include <chrono>
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,8 +38,8 @@ struct proof_limits {
 /// Outcome of prove().
 struct proof_result {
     bool proven = false;
-    std::size_t iterations = 0;  ///< rounds run
-    std::size_t nodes = 0;       ///< e-nodes at the end
+    std::size_t iterations = 0;                 ///< rounds run
+    std::size_t nodes = 0;                      ///< e-nodes at the end
     std::vector<std::string_view> axioms_used;  ///< names of the axioms that changed the e-graph, table order
     /// When not proven: "saturated", "node limit", "time limit", "iteration limit", or why a side
     /// does not build.
@@ -59,9 +59,10 @@ inline proof_result prove_with(const rule& r, std::span<const axiom> axiom_set, 
 /// rewrites and rebuilding. @param used per axiom, set when it changed the e-graph.
 /// @return whether anything changed. Stops adding once `g` holds more than `max_nodes` nodes, and
 /// stops matching or adding once `deadline` has passed (checked every few hundred steps).
-inline bool saturate_once(e_graph& g, std::span<const axiom> axiom_set, std::vector<bool>& used,
-                          std::size_t max_nodes = static_cast<std::size_t>(-1),
-                          std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+inline bool saturate_once(
+    e_graph& g, std::span<const axiom> axiom_set, std::vector<bool>& used,
+    std::size_t max_nodes = static_cast<std::size_t>(-1),
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // ---- implementation ----
 

@@ -77,8 +77,12 @@ namespace detail {
 class matcher {
 public:
     matcher(const graph::computation_graph& g, const rule& r, std::vector<std::size_t> input_rank)
-        : g_(g), r_(r), input_rank_(std::move(input_rank)), op_of_(r.source.ops.size(), unbound),
-          var_of_(r.variables.size(), unbound), used_(g.num_ops(), false) {}
+        : g_(g),
+          r_(r),
+          input_rank_(std::move(input_rank)),
+          op_of_(r.source.ops.size(), unbound),
+          var_of_(r.variables.size(), unbound),
+          used_(g.num_ops(), false) {}
 
     void run(std::size_t limit, std::vector<match>& out) {
         limit_ = limit;
@@ -95,7 +99,8 @@ private:
         if (out_->size() >= limit_) return;
         if (k == r_.source.outputs.size()) return record();
         const value_ref v = r_.source.outputs[k];
-        if (v.is_variable()) throw error("rule '" + to_string(r_) + "': a source output is a variable, expected an op output");
+        if (v.is_variable())
+            throw error("rule '" + to_string(r_) + "': a source output is a variable, expected an op output");
         if (op_of_[v.op] != unbound) {
             const auto t = g_.get_op(op_of_[v.op]).outputs.at(v.index);
             bind(v, t, [&] { match_output(k + 1); });
@@ -141,7 +146,8 @@ private:
         op_of_[v.op] = unbound;
     }
 
-    void bind_inputs(const rule_op& ro, const graph::op& go, std::size_t i, bool swapped, const std::function<void()>& next) {
+    void bind_inputs(const rule_op& ro, const graph::op& go, std::size_t i, bool swapped,
+                     const std::function<void()>& next) {
         if (i == ro.inputs.size()) return next();
         const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
         bind(ro.inputs[i], go.inputs[gi], [&] { bind_inputs(ro, go, i + 1, swapped, next); });
@@ -186,8 +192,8 @@ private:
     const graph::computation_graph& g_;
     const rule& r_;
     std::vector<std::size_t> input_rank_;  // per source op, the rank of its first input where the rule was found
-    std::vector<std::uint32_t> op_of_;   // source op -> graph op
-    std::vector<std::uint32_t> var_of_;  // variable -> graph tensor
+    std::vector<std::uint32_t> op_of_;     // source op -> graph op
+    std::vector<std::uint32_t> var_of_;    // variable -> graph tensor
     std::vector<bool> used_;
     std::size_t limit_ = 0;
     std::vector<match>* out_ = nullptr;
@@ -232,8 +238,9 @@ inline std::vector<match> find_matches(const graph::computation_graph& g, const 
         const auto types = side_types(r.source, recorded_types(r));
         for (const auto& o : r.source.ops)
             input_rank.push_back(o.inputs.empty() ? 0
-                                 : o.inputs[0].is_variable() ? r.variables.at(o.inputs[0].index).dims.rank()
-                                                             : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+                                 : o.inputs[0].is_variable()
+                                     ? r.variables.at(o.inputs[0].index).dims.rank()
+                                     : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
     } catch (const error& e) {
         throw error("rule '" + to_string(r) + "': the source does not build at the recorded shapes: " + e.what());
     }
@@ -294,10 +301,16 @@ inline std::vector<bool> live_ops(const graph::computation_graph& g, const match
 /// needed) after every op its variables need.
 class rewritten_graph_builder {
 public:
-    rewritten_graph_builder(const graph::computation_graph& g, const rule& r, const match& m, const replaced_tensors& rep,
-                            const std::string& where)
-        : g_(g), rule_(r), match_(m), replaced_(rep), where_(where), out_(g.name()),
-          new_id_(g.num_tensors(), unset), state_(g.num_ops(), fresh) {
+    rewritten_graph_builder(const graph::computation_graph& g, const rule& r, const match& m,
+                            const replaced_tensors& rep, const std::string& where)
+        : g_(g),
+          rule_(r),
+          match_(m),
+          replaced_(rep),
+          where_(where),
+          out_(g.name()),
+          new_id_(g.num_tensors(), unset),
+          state_(g.num_ops(), fresh) {
         out_.reserve(g.num_ops() + r.target.ops.size(), g.num_tensors() + r.target.ops.size());
         for (const auto& op : g.ops()) names_.insert(op.name);
     }
@@ -333,7 +346,7 @@ private:
     const replaced_tensors& replaced_;
     const std::string& where_;
     graph::computation_graph out_;
-    std::vector<graph::tensor_id> new_id_;     // per original tensor
+    std::vector<graph::tensor_id> new_id_;      // per original tensor
     std::vector<graph::tensor_id> target_out_;  // new ids of the target's outputs, once built
     std::vector<std::uint8_t> state_;           // per original op
     std::vector<frame> stack_;
@@ -355,7 +368,8 @@ inline void rewritten_graph_builder::build_target() {
         if (!v.is_variable()) return vals.at(v.op).at(v.index);
         const auto t = new_id_[match_.variables.at(v.index)];
         if (t == unset)
-            throw error(where_ + ": variable " + rule_.variables[v.index].name + " is not computed before the target needs it");
+            throw error(where_ + ": variable " + rule_.variables[v.index].name +
+                        " is not computed before the target needs it");
         return t;
     };
     for (std::size_t i = 0; i < rule_.target.ops.size(); ++i) {
@@ -374,7 +388,8 @@ inline void rewritten_graph_builder::build_target() {
         const value_ref replaced = rule_.source.outputs[k];
         const auto& src = g_.type_of(g_.get_op(match_.ops[replaced.op]).outputs[replaced.index]);
         if (!(out_.type_of(t) == src))
-            throw error(where_ + ": target output " + std::to_string(k) + " has another type than the output it replaces");
+            throw error(where_ + ": target output " + std::to_string(k) +
+                        " has another type than the output it replaces");
         if (!rule_.target.outputs[k].is_variable() && replaced_.layer_of_output[k] >= 0)
             out_.set_layer(out_.producer(t), replaced_.layer_of_output[k]);
         target_out_.push_back(t);
@@ -418,7 +433,8 @@ inline void rewritten_graph_builder::copy_depth_first(graph::op_id root) {
         }
         if (replaced_.by[*need] >= 0) {
             if (target_built()) continue;
-            if (target_on_stack_) throw error(where_ + ": the target would read a value computed from what it replaces");
+            if (target_on_stack_)
+                throw error(where_ + ": the target would read a value computed from what it replaces");
             target_on_stack_ = true;
             stack_.push_back({target_frame});
             continue;

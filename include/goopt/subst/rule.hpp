@@ -106,7 +106,8 @@ inline std::string attributes_text(ops::op_kind k, const ops::attribute_map& att
         s += std::string(ops::name(id)) + "=";
         if (const auto* i = std::get_if<std::int64_t>(&v)) {
             if (id == ops::attr_id::padding && (*i == 0 || *i == 1)) s += ops::name(static_cast<ops::padding_mode>(*i));
-            else if (id == ops::attr_id::activation && *i >= 0 && *i <= 3) s += ops::name(static_cast<ops::activation>(*i));
+            else if (id == ops::attr_id::activation && *i >= 0 && *i <= 3)
+                s += ops::name(static_cast<ops::activation>(*i));
             else s += std::to_string(*i);
         } else if (const auto* d = std::get_if<double>(&v)) {
             s += std::to_string(*d);
@@ -156,7 +157,8 @@ inline rule make_rule(const world& w, const pattern& source, const pattern& targ
     for (auto v : vars) r.variables.push_back(w.variables.at(v));
     auto renumber = [&](value_ref v) {
         if (!v.is_variable()) return v;
-        return value_ref{variable_op, static_cast<std::uint16_t>(std::lower_bound(vars.begin(), vars.end(), v.index) - vars.begin())};
+        return value_ref{variable_op, static_cast<std::uint16_t>(std::lower_bound(vars.begin(), vars.end(), v.index) -
+                                                                 vars.begin())};
     };
     auto convert = [&](const pattern& p) {
         rule_graph g;

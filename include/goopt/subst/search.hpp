@@ -43,22 +43,28 @@ enum class search_bound {
 
 inline constexpr std::string_view name(search_bound b) noexcept {
     switch (b) {
-    case search_bound::converged: return "converged";
-    case search_bound::budget: return "budget";
-    case search_bound::time: return "time";
-    case search_bound::graph_size: return "graph_size";
-    case search_bound::queue_size: return "queue_size";
-    case search_bound::stopped: return "stopped";
+        case search_bound::converged:
+            return "converged";
+        case search_bound::budget:
+            return "budget";
+        case search_bound::time:
+            return "time";
+        case search_bound::graph_size:
+            return "graph_size";
+        case search_bound::queue_size:
+            return "queue_size";
+        case search_bound::stopped:
+            return "stopped";
     }
     return "?";
 }
 
 /// What a visitor is shown after each step of a search.
 struct search_progress {
-    std::size_t step = 0;          ///< graphs expanded (TASO) or rewrites accepted (greedy)
-    std::size_t graphs_seen = 0;   ///< distinct graphs costed
-    double best_cost = 0;          ///< seconds, inference_cost of the best graph so far
-    double seconds = 0;            ///< since the search started
+    std::size_t step = 0;         ///< graphs expanded (TASO) or rewrites accepted (greedy)
+    std::size_t graphs_seen = 0;  ///< distinct graphs costed
+    double best_cost = 0;         ///< seconds, inference_cost of the best graph so far
+    double seconds = 0;           ///< since the search started
 };
 
 /// @brief Watches a search: `progress` is called after every step; returning false stops it.
@@ -147,7 +153,7 @@ struct rewrite_space {
     bool both_directions = true;        ///< use each generated rule in reverse too
     bool use_builtins = true;           ///< add builtin_rules() of each graph expanded
     builtin_options builtins = {};
-    double check_flops = 2e7;           ///< see match_applier
+    double check_flops = 2e7;  ///< see match_applier
 };
 
 /// Seconds since `start`.
@@ -191,10 +197,12 @@ inline std::bitset<ops::num_op_kinds> rule_library::kinds_in(const graph::comput
     return k;
 }
 
-inline std::optional<graph::computation_graph> match_applier::operator()(const graph::computation_graph& g, const rule& r,
-                                                                       const match& m, bool generated) {
+inline std::optional<graph::computation_graph> match_applier::operator()(const graph::computation_graph& g,
+                                                                         const rule& r, const match& m,
+                                                                         bool generated) {
     try {
-        return apply(g, r, m, rewrite_options{.cache = &cache_, .numeric_fallback_flops = generated ? 0.0 : check_flops_});
+        return apply(g, r, m,
+                     rewrite_options{.cache = &cache_, .numeric_fallback_flops = generated ? 0.0 : check_flops_});
     } catch (const error&) {
         return std::nullopt;
     }

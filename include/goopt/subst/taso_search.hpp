@@ -41,16 +41,18 @@ struct taso_config {
 /// bound hit is budget, time, stopped, or converged (queue empty), with graph_size or queue_size
 /// when candidates were dropped by those limits and no other bound was hit.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-    requires cost::CostModel<Cost, Device>
-search_result taso_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                          const Device& device, const taso_config& config = {}, Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result taso_search(const graph::computation_graph& g,
+                                                                 std::span<const rule> rules, const Cost& cost,
+                                                                 const Device& device, const taso_config& config = {},
+                                                                 Visitor&& visitor = {});
 
 // ---- implementation ----
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-    requires cost::CostModel<Cost, Device>
-search_result taso_search(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost,
-                          const Device& device, const taso_config& config, Visitor&& visitor) {
+requires cost::CostModel<Cost, Device> search_result taso_search(const graph::computation_graph& g,
+                                                                 std::span<const rule> rules, const Cost& cost,
+                                                                 const Device& device, const taso_config& config,
+                                                                 Visitor&& visitor) {
     const auto start = std::chrono::steady_clock::now();
     const rewrite_space& space = config.space;
     const rule_library library(rules, space.both_directions);
@@ -139,7 +141,10 @@ search_result taso_search(const graph::computation_graph& g, std::span<const rul
         if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, nodes[best].cost, seconds_since(start)}))
             bound = bound.value_or(search_bound::stopped);
     }
-    if (!bound) bound = dropped_size ? search_bound::graph_size : dropped_queue ? search_bound::queue_size : search_bound::converged;
+    if (!bound)
+        bound = dropped_size    ? search_bound::graph_size
+                : dropped_queue ? search_bound::queue_size
+                                : search_bound::converged;
     stats.bound = *bound;
     for (std::int64_t n = static_cast<std::int64_t>(best); n > 0; n = nodes[static_cast<std::size_t>(n)].parent)
         stats.applied.insert(stats.applied.begin(), nodes[static_cast<std::size_t>(n)].rule);

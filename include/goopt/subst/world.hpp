@@ -79,11 +79,15 @@ inline ops::attribute_map with_defaults(ops::op_kind k, ops::attribute_map attrs
             throw error("attribute choice for " + std::string(ops::name(k)) + " lacks required attribute '" +
                         std::string(ops::name(s.id)) + "'");
         switch (s.type) {
-        case ops::attr_type::integer: attrs.set(s.id, s.int_default); break;
-        case ops::attr_type::real: attrs.set(s.id, s.real_default); break;
-        case ops::attr_type::ints:
-            attrs.set(s.id, std::vector<std::int64_t>(s.ints_default.begin(), s.ints_default.end()));
-            break;
+            case ops::attr_type::integer:
+                attrs.set(s.id, s.int_default);
+                break;
+            case ops::attr_type::real:
+                attrs.set(s.id, s.real_default);
+                break;
+            case ops::attr_type::ints:
+                attrs.set(s.id, std::vector<std::int64_t>(s.ints_default.begin(), s.ints_default.end()));
+                break;
         }
     }
     return attrs;
@@ -120,12 +124,18 @@ inline world taso_world(const taso_dims& d = {}) {
     using ints = std::vector<std::int64_t>;
     world w;
     const ops::shape mat{d.n, d.n}, img{1, d.c, d.h, d.w};
-    w.variables = {{"x0", mat}, {"x1", mat}, {"x2", mat}, {"s0", ops::shape{}},
-                   {"a0", img}, {"a1", img}, {"w0", {d.c, d.c, 3, 3}, true}, {"w1", {d.c, d.c, 3, 3}, true},
+    w.variables = {{"x0", mat},
+                   {"x1", mat},
+                   {"x2", mat},
+                   {"s0", ops::shape{}},
+                   {"a0", img},
+                   {"a1", img},
+                   {"w0", {d.c, d.c, 3, 3}, true},
+                   {"w1", {d.c, d.c, 3, 3}, true},
                    {"w2", {d.c, d.c, 1, 1}, true}};
-    w.kinds = {op_kind::conv2d, op_kind::matmul, op_kind::ewadd, op_kind::ewmul, op_kind::smul,
-               op_kind::relu, op_kind::transpose, op_kind::enlarge, op_kind::avgpool2d, op_kind::concat,
-               op_kind::split, op_kind::const_pool, op_kind::const_iconv, op_kind::const_imm, op_kind::const_one};
+    w.kinds = {op_kind::conv2d, op_kind::matmul,     op_kind::ewadd,       op_kind::ewmul,     op_kind::smul,
+               op_kind::relu,   op_kind::transpose,  op_kind::enlarge,     op_kind::avgpool2d, op_kind::concat,
+               op_kind::split,  op_kind::const_pool, op_kind::const_iconv, op_kind::const_imm, op_kind::const_one};
     auto set = [&](op_kind k, std::vector<ops::attribute_map> maps) {
         for (auto& m : maps) m = with_defaults(k, std::move(m));
         w.choices[static_cast<std::size_t>(k)] = std::move(maps);
@@ -139,14 +149,16 @@ inline world taso_world(const taso_dims& d = {}) {
     set(op_kind::matmul, {{{attr_id::activation, std::int64_t{0}}}, {{attr_id::activation, std::int64_t{1}}}});
     set(op_kind::transpose, {{{attr_id::perm, ints{1, 0}}}});
     set(op_kind::enlarge, {{{attr_id::kernel, ints{3, 3}}}});
-    set(op_kind::avgpool2d, {{{attr_id::kernel, ints{3, 3}}, {attr_id::stride, ints{1, 1}}, {attr_id::padding, std::int64_t{0}}}});
+    set(op_kind::avgpool2d,
+        {{{attr_id::kernel, ints{3, 3}}, {attr_id::stride, ints{1, 1}}, {attr_id::padding, std::int64_t{0}}}});
     set(op_kind::concat, {{{attr_id::axis, std::int64_t{0}}}, {{attr_id::axis, std::int64_t{1}}}});
     std::vector<ops::attribute_map> split;
     for (std::int64_t ax : {0, 1})
         for (std::int64_t half : {d.n, d.c}) split.push_back({{attr_id::axis, ax}, {attr_id::sizes, ints{half, half}}});
     // and a matrix into two parts, so that concat(split(x0)#0,split(x0)#1) => x0 and the rules that
     // split a variable exist (appended: the earlier choices keep their indices)
-    for (std::int64_t ax : {0, 1}) split.push_back({{attr_id::axis, ax}, {attr_id::sizes, ints{d.n / 2, d.n - d.n / 2}}});
+    for (std::int64_t ax : {0, 1})
+        split.push_back({{attr_id::axis, ax}, {attr_id::sizes, ints{d.n / 2, d.n - d.n / 2}}});
     set(op_kind::split, split);
     set(op_kind::const_pool, {{{attr_id::shape, ints{d.c, 1, 3, 3}}}});
     set(op_kind::const_iconv, {{{attr_id::shape, ints{d.c, d.c, 3, 3}}}});

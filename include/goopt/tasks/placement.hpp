@@ -71,7 +71,8 @@ public:
     };
 
     /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length.
-    placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{}, placement_task_config config = {})
+    placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
+                   placement_task_config config = {})
         : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)), features_(nn::node_features<float>(g)) {
         const std::size_t n = g.num_ops();
         sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(g, c, cost_));
@@ -103,8 +104,9 @@ public:
             deciding_[o] = follow == graph::no_op ? graph::no_op : deciding_[follow];
         }
         if (!config_.reference.empty() && config_.reference.size() != n)
-            throw error("tasks::placement_task: the reference placement has " + std::to_string(config_.reference.size()) +
-                        " entries, expected one per op (" + std::to_string(n) + ")");
+            throw error("tasks::placement_task: the reference placement has " +
+                        std::to_string(config_.reference.size()) + " entries, expected one per op (" +
+                        std::to_string(n) + ")");
         const sim::placement ref = config_.reference.empty() ? sim::placement(n, 0) : config_.reference;
         reference_ = sims_[0]->run(ref, {.record_trace = false});
         if (!(reference_.step_time > 0))
@@ -147,7 +149,8 @@ public:
                             " is not a device of the cluster (0.." + std::to_string(c_->num_devices() - 1) + ")");
             d.placement[o] = static_cast<sim::device_id>(a);
         }
-        if (config_.schedule == ready_order::critical_path) d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
+        if (config_.schedule == ready_order::critical_path)
+            d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
         return d;
     }
     sim::simulation_result score(const sim::decision& d, std::size_t worker) { return sim::run(*sims_.at(worker), d); }
@@ -156,7 +159,8 @@ public:
         if (r.oom) {
             double over = 0;
             for (std::size_t d = 0; d < r.peak_memory.size(); ++d)
-                over += std::max(0.0, static_cast<double>(r.peak_memory[d]) / static_cast<double>(c_->device(d).mem_capacity()) - 1);
+                over += std::max(
+                    0.0, static_cast<double>(r.peak_memory[d]) / static_cast<double>(c_->device(d).mem_capacity()) - 1);
             v -= config_.oom_penalty * (1 + over);
         }
         return v;

@@ -39,11 +39,11 @@ struct placement_config {
 
 /// What train_placement returns.
 struct placement_result {
-    sim::scored_decision best;     ///< the best decision sampled (fits in memory first, then step time)
-    std::size_t best_sample = 0;   ///< 1-based index of the sample that found it
-    std::size_t updates = 0;       ///< PPO updates done in total (with those before a resume)
-    std::size_t samples = 0;       ///< decisions simulated in total
-    double seconds = 0;            ///< wall time of this call
+    sim::scored_decision best;    ///< the best decision sampled (fits in memory first, then step time)
+    std::size_t best_sample = 0;  ///< 1-based index of the sample that found it
+    std::size_t updates = 0;      ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;      ///< decisions simulated in total
+    double seconds = 0;           ///< wall time of this call
 };
 
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
@@ -52,12 +52,15 @@ struct placement_result {
 /// `config.ppo.threads`, and a run resumed from its checkpoint ends exactly as an uninterrupted one.
 /// @param visitor an rl::PpoVisitor over placement_task outcomes (progress, early stop).
 /// @throws goopt::error for a bad configuration, graph or cluster, or an unusable checkpoint.
-template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng, class Visitor = rl::null_visitor>
-    requires rl::SerializableRng<Rng>
-placement_result train_placement(const graph::computation_graph& g, const device::cluster<D>& c, const Cost& cost,
-                                 const placement_config& config, Rng& rng, Visitor&& visitor = {}) {
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
+          class Visitor = rl::null_visitor>
+requires rl::SerializableRng<Rng> placement_result train_placement(const graph::computation_graph& g,
+                                                                   const device::cluster<D>& c, const Cost& cost,
+                                                                   const placement_config& config, Rng& rng,
+                                                                   Visitor&& visitor = {}) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (config.resume && config.checkpoint.empty()) throw error("tasks::train_placement: resume needs a checkpoint path");
+    if (config.resume && config.checkpoint.empty())
+        throw error("tasks::train_placement: resume needs a checkpoint path");
     if (!config.warm_start.empty() && config.ppo.imitation_steps == 0)
         throw error("tasks::train_placement: a warm-start placement is given but ppo.imitation_steps is 0");
     placement_task<D, Cost> task(g, c, cost, config.task);
@@ -99,9 +102,12 @@ placement_result train_placement(const graph::computation_graph& g, const device
         const std::string where = "tasks::train_placement: checkpoint '" + config.checkpoint.string() + "'";
         if (s.size() < 8) throw error(where + ": no best decision recorded");
         std::memcpy(&len, s.data(), 8);
-        if (len != 0 && len != g.num_ops()) throw error(where + ": made for a graph of " + std::to_string(len) + " ops, this one has " + std::to_string(g.num_ops()));
+        if (len != 0 && len != g.num_ops())
+            throw error(where + ": made for a graph of " + std::to_string(len) + " ops, this one has " +
+                        std::to_string(g.num_ops()));
         const std::size_t record = 8 + 8 + 1 + 1 + 8;  // reward, step time, oom, valid, sample
-        if (s.size() != 8 + len * sizeof(int) + record) throw error(where + ": the best decision record has the wrong size");
+        if (s.size() != 8 + len * sizeof(int) + record)
+            throw error(where + ": the best decision record has the wrong size");
         best_actions.resize(len);
         const char* p = s.data() + 8;
         std::memcpy(best_actions.data(), p, len * sizeof(int));
@@ -142,7 +148,8 @@ placement_result train_placement(const graph::computation_graph& g, const device
             user.on_sample(a, o);
         }
         bool on_update(const rl::update_stats& s) {
-            out.report(s, "best ms", top.step_time * 1e3, {{"best_ms", top.step_time * 1e3}, {"best_oom", top.oom ? 1.0 : 0.0}});
+            out.report(s, "best ms", top.step_time * 1e3,
+                       {{"best_ms", top.step_time * 1e3}, {"best_oom", top.oom ? 1.0 : 0.0}});
             if (!cfg.checkpoint.empty() && cfg.checkpoint_every > 0 && s.update % cfg.checkpoint_every == 0)
                 ppo.save_checkpoint(cfg.checkpoint, rng, state());
             return user.on_update(s);
