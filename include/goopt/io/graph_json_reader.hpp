@@ -432,5 +432,4 @@ graph::computation_graph read_graph_json(const Json& j, std::string_view source,
     }
 }
 
-
 }  // namespace goopt::io::detail

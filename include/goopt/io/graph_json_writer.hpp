@@ -24,7 +24,6 @@
 
 namespace goopt::io::detail {
 
-
 template <class Json> Json attribute_json(ops::attr_id id, const ops::attr_value& v) {
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
         if (id == ops::attr_id::padding && (*i == 0 || *i == 1))

@@ -1,0 +1,299 @@
+#pragma once
+/// @file
+/// @brief The code of the algebraic axioms (axioms.hpp states them): commutativity, associativity and
+/// distributivity of the elementwise ops, scalar multiplication through linear ops, transpose laws,
+/// linearity of matmul, conv2d and pooling, and fused activations. TASO (SOSP'19) Table 2.
+
+#include <goopt/ops/attributes.hpp>
+#include <goopt/ops/op_kind.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/subst/axiom.hpp>
+#include <goopt/subst/egraph.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace goopt::subst::detail {
+
+
+inline void ewadd_assoc(matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
+
+/// ewmul(ewadd(x,y),z) = ewadd(ewmul(x,z),ewmul(y,z)).
+inline void ewmul_distrib(matcher& m, class_id c, const e_node& n) {
+    if (n.kind == op_kind::ewmul) {
+        each(m, n.children[0], op_kind::ewadd, [&](const e_node& s) {
+            m.emit(c, m.op(op_kind::ewadd, s.attrs,
+                           {m.op(op_kind::ewmul, n.attrs, {s.children[0], n.children[1]}),
+                            m.op(op_kind::ewmul, n.attrs, {s.children[1], n.children[1]})}));
+        });
+    } else {
+        each(m, n.children[0], op_kind::ewmul, [&](const e_node& a) {
+            each(m, n.children[1], op_kind::ewmul, [&](const e_node& b) {
+                if (a.children[1] == b.children[1])
+                    m.emit(c, m.op(op_kind::ewmul, a.attrs,
+                                   {m.op(op_kind::ewadd, n.attrs, {a.children[0], b.children[0]}), a.children[1]}));
+            });
+        });
+    }
+}
+
+inline void ewmul_one(matcher& m, class_id c, const e_node& n) {
+    for (int k = 0; k < 2; ++k)
+        each(m, n.children[k], op_kind::const_one, [&](const e_node&) {
+            if (same_shape(m, n.children[1 - k], c)) m.emit(c, n.children[1 - k]);
+        });
+}
+
+/// smul(smul(x,s),t) = smul(x,smul(s,t)).
+inline void smul_assoc(matcher& m, class_id c, const e_node& n) {
+    if (!scalar(m, n.children[1])) return;
+    each(m, n.children[0], op_kind::smul, [&](const e_node& l) {
+        m.emit(c, m.op(op_kind::smul, n.attrs,
+                       {l.children[0], m.op(op_kind::smul, n.attrs, {l.children[1], n.children[1]})}));
+    });
+    each(m, n.children[1], op_kind::smul, [&](const e_node& r) {
+        if (scalar(m, r.children[0]))
+            m.emit(c, m.op(op_kind::smul, n.attrs,
+                           {m.op(op_kind::smul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
+    });
+}
+
+inline void smul_scalar_comm(matcher& m, class_id c, const e_node& n) {
+    if (scalar(m, n.children[0]) && same_shape(m, n.children[0], n.children[1])) commute(m, c, n);
+}
+
+/// f(ewadd(x,y), rest) = ewadd(f(x, rest), f(y, rest)) for f linear in input k (activation none
+/// when f has one); at an ewadd of two f's that differ only in input k, the other way.
+inline void linear_in(matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
+    const bool has_act = ops::spec(f).has(ops::fused_activation);
+    if (n.kind == f) {
+        if (has_act && act(m, n) != 0) return;
+        each(m, n.children[k], op_kind::ewadd, [&](const e_node& s) {
+            if (!same_shape(m, s.children[0], s.children[1])) return;
+            auto with = [&](class_id v) {
+                boost::container::small_vector<term_ref, 2> in(n.children.begin(), n.children.end());
+                in[k] = v;
+                if (in.size() == 1) return m.op(f, n.attrs, {in[0]});
+                return m.op(f, n.attrs, {in[0], in[1]});
+            };
+            const term_ref a = with(s.children[0]);
+            const term_ref b = with(s.children[1]);
+            m.emit(c, m.op(op_kind::ewadd, s.attrs, {a, b}));
+        });
+        return;
+    }
+    each(m, n.children[0], f, [&](const e_node& a) {
+        if (has_act && act(m, a) != 0) return;
+        each(m, n.children[1], f, [&](const e_node& b) {
+            if (b.attrs != a.attrs || b.children.size() != a.children.size()) return;
+            for (std::size_t i = 0; i < a.children.size(); ++i)
+                if (i != k && a.children[i] != b.children[i]) return;
+            if (!same_shape(m, a.children[k], b.children[k])) return;
+            const term_ref sum = m.op(op_kind::ewadd, n.attrs, {a.children[k], b.children[k]});
+            if (a.children.size() == 1) m.emit(c, m.op(f, a.attrs, {sum}));
+            else if (k == 0) m.emit(c, m.op(f, a.attrs, {sum, a.children[1]}));
+            else m.emit(c, m.op(f, a.attrs, {a.children[0], sum}));
+        });
+    });
+}
+
+/// f(smul(x,s), rest) = smul(f(x, rest), s) for f linear in input k (activation none).
+inline void scalar_through(matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
+    const bool has_act = ops::spec(f).has(ops::fused_activation);
+    if (n.kind == f) {
+        if (has_act && act(m, n) != 0) return;
+        each(m, n.children[k], op_kind::smul, [&](const e_node& s) {
+            if (!scalar(m, s.children[1])) return;
+            term_ref inner = 0;
+            if (n.children.size() == 1) inner = m.op(f, n.attrs, {s.children[0]});
+            else if (k == 0) inner = m.op(f, n.attrs, {s.children[0], n.children[1]});
+            else inner = m.op(f, n.attrs, {n.children[0], s.children[0]});
+            m.emit(c, m.op(op_kind::smul, s.attrs, {inner, s.children[1]}));
+        });
+        return;
+    }
+    if (!scalar(m, n.children[1])) return;  // n is smul(A, s)
+    each(m, n.children[0], f, [&](const e_node& a) {
+        if (k >= a.children.size() || (has_act && act(m, a) != 0)) return;
+        const term_ref scaled = m.op(op_kind::smul, n.attrs, {a.children[k], n.children[1]});
+        if (a.children.size() == 1) m.emit(c, m.op(f, a.attrs, {scaled}));
+        else if (k == 0) m.emit(c, m.op(f, a.attrs, {scaled, a.children[1]}));
+        else m.emit(c, m.op(f, a.attrs, {a.children[0], scaled}));
+    });
+}
+
+inline void smul_distrib(matcher& m, class_id c, const e_node& n) {
+    // smul(., s) is linear in its first input: the ewadd case of linear_in with the scalar fixed
+    linear_in(m, c, n, op_kind::smul, 0);
+    linear_in(m, c, n, op_kind::smul, 1);
+}
+inline void smul_ewmul(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::ewmul, 0); }
+inline void smul_matmul(matcher& m, class_id c, const e_node& n) {
+    scalar_through(m, c, n, op_kind::matmul, 0);
+    scalar_through(m, c, n, op_kind::matmul, 1);
+}
+inline void smul_conv2d(matcher& m, class_id c, const e_node& n) {
+    scalar_through(m, c, n, op_kind::conv2d, 0);
+    scalar_through(m, c, n, op_kind::conv2d, 1);
+}
+inline void smul_transpose(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::transpose, 0); }
+inline void smul_avgpool(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::avgpool2d, 0); }
+
+inline void transpose_involution(matcher& m, class_id c, const e_node& n) {
+    const std::size_t r = m.g.shape(c).rank();
+    const ints outer = perm(m, n, r);
+    each(m, n.children[0], op_kind::transpose, [&](const e_node& t) {
+        const ints inner = perm(m, t, r);
+        for (std::size_t i = 0; i < r; ++i)
+            if (inner[static_cast<std::size_t>(outer[i])] != static_cast<std::int64_t>(i)) return;
+        m.emit(c, t.children[0]);
+    });
+}
+
+/// transpose(f(x,y)) = f(transpose(x),transpose(y)) for elementwise f on equal shapes.
+inline void transpose_elementwise(matcher& m, class_id c, const e_node& n, op_kind f) {
+    if (n.kind == op_kind::transpose) {
+        each(m, n.children[0], f, [&](const e_node& e) {
+            if (!same_shape(m, e.children[0], e.children[1])) return;
+            m.emit(c, m.op(f, e.attrs,
+                           {m.op(op_kind::transpose, n.attrs, {e.children[0]}),
+                            m.op(op_kind::transpose, n.attrs, {e.children[1]})}));
+        });
+        return;
+    }
+    each(m, n.children[0], op_kind::transpose, [&](const e_node& a) {
+        each(m, n.children[1], op_kind::transpose, [&](const e_node& b) {
+            if (a.attrs == b.attrs && same_shape(m, a.children[0], b.children[0]))
+                m.emit(c, m.op(op_kind::transpose, a.attrs, {m.op(f, n.attrs, {a.children[0], b.children[0]})}));
+        });
+    });
+}
+inline void transpose_ewadd(matcher& m, class_id c, const e_node& n) { transpose_elementwise(m, c, n, op_kind::ewadd); }
+inline void transpose_ewmul(matcher& m, class_id c, const e_node& n) { transpose_elementwise(m, c, n, op_kind::ewmul); }
+
+/// f(g(x)) = g(f(x)) for two unary ops that commute (relu and transpose).
+inline void swap_unary(matcher& m, class_id c, const e_node& n, op_kind other) {
+    each(m, n.children[0], other,
+         [&](const e_node& l) { m.emit(c, m.op(l.kind, l.attrs, {m.op(n.kind, n.attrs, {l.children[0]})})); });
+}
+inline void transpose_relu(matcher& m, class_id c, const e_node& n) {
+    swap_unary(m, c, n, n.kind == op_kind::relu ? op_kind::transpose : op_kind::relu);
+}
+
+inline bool is_matrix_transpose(const matcher& m, const e_node& t, class_id c) {
+    return m.g.shape(c).rank() == 2 && perm(m, t, 2) == ints{1, 0};
+}
+
+/// transpose(matmul(x,y)) = matmul(transpose(y),transpose(x)), rank 2, any fused activation.
+inline void transpose_matmul(matcher& m, class_id c, const e_node& n) {
+    if (n.kind == op_kind::transpose) {
+        if (!is_matrix_transpose(m, n, c)) return;
+        each(m, n.children[0], op_kind::matmul, [&](const e_node& p) {
+            m.emit(c, m.op(op_kind::matmul, p.attrs,
+                           {m.op(op_kind::transpose, n.attrs, {p.children[1]}),
+                            m.op(op_kind::transpose, n.attrs, {p.children[0]})}));
+        });
+        return;
+    }
+    if (m.g.shape(c).rank() != 2) return;
+    each(m, n.children[0], op_kind::transpose, [&](const e_node& a) {
+        if (!is_matrix_transpose(m, a, n.children[0])) return;
+        each(m, n.children[1], op_kind::transpose, [&](const e_node& b) {
+            if (!is_matrix_transpose(m, b, n.children[1])) return;
+            m.emit(c,
+                   m.op(op_kind::transpose, a.attrs, {m.op(op_kind::matmul, n.attrs, {b.children[0], a.children[0]})}));
+        });
+    });
+}
+
+/// transpose{p}(concat{a}(x,y)) = concat{j}(transpose{p}(x), transpose{p}(y)) with p[j] = a.
+inline void transpose_concat(matcher& m, class_id c, const e_node& n) {
+    if (n.kind == op_kind::transpose) {
+        const ints p = perm(m, n, m.g.shape(c).rank());
+        each(m, n.children[0], op_kind::concat, [&](const e_node& k) {
+            if (k.children.size() != 2) return;
+            const auto a = concat_axis(m, k, n.children[0]);
+            std::int64_t j = 0;
+            while (p[static_cast<std::size_t>(j)] != a) ++j;
+            m.emit(c, m.op(op_kind::concat, concat_on(m, j),
+                           {m.op(op_kind::transpose, n.attrs, {k.children[0]}),
+                            m.op(op_kind::transpose, n.attrs, {k.children[1]})}));
+        });
+        return;
+    }
+    if (n.children.size() != 2) return;
+    const auto j = concat_axis(m, n, c);
+    each(m, n.children[0], op_kind::transpose, [&](const e_node& a) {
+        each(m, n.children[1], op_kind::transpose, [&](const e_node& b) {
+            if (a.attrs != b.attrs) return;
+            const ints p = perm(m, a, m.g.shape(c).rank());
+            m.emit(c, m.op(op_kind::transpose, a.attrs,
+                           {m.op(op_kind::concat, concat_on(m, p[static_cast<std::size_t>(j)]),
+                                 {a.children[0], b.children[0]})}));
+        });
+    });
+}
+
+inline void transpose_const(matcher& m, class_id c, const e_node& n) {
+    for (const auto& k : m.g.nodes(n.children[0])) {
+        if (k.kind == op_kind::const_imm && is_matrix_transpose(m, n, c))
+            m.emit(c, m.op(op_kind::const_imm, k.attrs, {}));
+        if (k.kind == op_kind::const_one) {
+            ints s(m.g.shape(c).begin(), m.g.shape(c).end());
+            m.emit(c, m.op(op_kind::const_one, m.attrs(op_kind::const_one, {{attr_id::shape, s}}), {}));
+        }
+    }
+}
+
+inline void matmul_assoc(matcher& m, class_id c, const e_node& n) {
+    if (act(m, n) != 0) return;
+    each(m, n.children[0], op_kind::matmul, [&](const e_node& l) {
+        if (l.attrs == n.attrs)
+            m.emit(c, m.op(op_kind::matmul, n.attrs,
+                           {l.children[0], m.op(op_kind::matmul, n.attrs, {l.children[1], n.children[1]})}));
+    });
+    each(m, n.children[1], op_kind::matmul, [&](const e_node& r) {
+        if (r.attrs == n.attrs)
+            m.emit(c, m.op(op_kind::matmul, n.attrs,
+                           {m.op(op_kind::matmul, n.attrs, {n.children[0], r.children[0]}), r.children[1]}));
+    });
+}
+
+inline void matmul_linear(matcher& m, class_id c, const e_node& n) {
+    linear_in(m, c, n, op_kind::matmul, 0);
+    linear_in(m, c, n, op_kind::matmul, 1);
+}
+inline void conv2d_linear(matcher& m, class_id c, const e_node& n) {
+    linear_in(m, c, n, op_kind::conv2d, 0);
+    linear_in(m, c, n, op_kind::conv2d, 1);
+}
+inline void avgpool_linear(matcher& m, class_id c, const e_node& n) { linear_in(m, c, n, op_kind::avgpool2d, 0); }
+
+/// f{relu}(...) = relu(f{none}(...)).
+inline void fused_relu(matcher& m, class_id c, const e_node& n, op_kind f) {
+    if (n.kind == f) {
+        if (act(m, n) != static_cast<std::int64_t>(ops::activation::relu)) return;
+        const std::uint32_t plain = with_activation(m, n, 0);
+        if (n.children.size() == 1)
+            m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0]})}));
+        else m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0], n.children[1]})}));
+        return;
+    }
+    each(m, n.children[0], f, [&](const e_node& p) {
+        if (act(m, p) != 0) return;
+        const std::uint32_t fused = with_activation(m, p, static_cast<std::int64_t>(ops::activation::relu));
+        if (p.children.size() == 1) m.emit(c, m.op(f, fused, {p.children[0]}));
+        else m.emit(c, m.op(f, fused, {p.children[0], p.children[1]}));
+    });
+}
+inline void matmul_relu(matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::matmul); }
+inline void conv2d_relu(matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::conv2d); }
+
+inline void matmul_imm(matcher& m, class_id c, const e_node& n) {
+    if (act(m, n) != 0) return;
+    each(m, n.children[1], op_kind::const_imm, [&](const e_node&) { m.emit(c, n.children[0]); });
+    each(m, n.children[0], op_kind::const_imm, [&](const e_node&) { m.emit(c, n.children[1]); });
+}
+
+}  // namespace goopt::subst::detail
