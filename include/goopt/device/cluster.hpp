@@ -63,11 +63,11 @@ public:
     /// latency is negative or not finite.
     std::uint32_t add_link(link l) {
         if (!std::isfinite(l.bandwidth) || l.bandwidth <= 0)
-            throw error("link '" + l.name + "': bandwidth is " + std::to_string(l.bandwidth) +
-                        ", expected a finite number > 0 (bytes/s)");
+            throw error("device::cluster", concat("link '", l.name, "': bandwidth is ", l.bandwidth),
+                        "a finite number > 0 (bytes/s)");
         if (!std::isfinite(l.latency) || l.latency < 0)
-            throw error("link '" + l.name + "': latency is " + std::to_string(l.latency) +
-                        ", expected a finite number >= 0 (seconds)");
+            throw error("device::cluster", concat("link '", l.name, "': latency is ", l.latency),
+                        "a finite number >= 0 (seconds)");
         links_.push_back(std::move(l));
         return static_cast<std::uint32_t>(links_.size() - 1);
     }
@@ -76,13 +76,13 @@ public:
     void connect(std::uint32_t from, std::uint32_t to, std::uint32_t l) {
         const std::size_t n = devices_.size();
         if (from >= n || to >= n)
-            throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + "): the cluster has " +
-                        std::to_string(n) + " devices");
+            throw error("device::cluster", concat("connect(", from, ", ", to, ")"), concat("devices below ", n));
         if (from == to)
-            throw error("cluster: connect(" + std::to_string(from) + ", itself): a device needs no link to itself");
+            throw error("device::cluster", concat("connect(", from, ", itself)"),
+                        "two different devices (a device needs no link to itself)");
         if (l >= links_.size())
-            throw error("cluster: connect(" + std::to_string(from) + ", " + std::to_string(to) + ", link " +
-                        std::to_string(l) + "): the cluster has " + std::to_string(links_.size()) + " links");
+            throw error("device::cluster", concat("connect(", from, ", ", to, ", link ", l, ")"),
+                        concat("a link below ", links_.size()));
         routes_[from * stride_ + to] = l;
     }
 
@@ -128,8 +128,9 @@ private:
     static void check_figures(const D& d, std::size_t id) {
         auto check = [&](double v, std::string_view field) {
             if (std::isnan(v) || v < 0)
-                throw error("cluster: device " + std::to_string(id) + " ('" + device_traits<D>::name(d) +
-                            "'): " + std::string(field) + " is " + std::to_string(v) + ", expected a number >= 0");
+                throw error("device::cluster",
+                            concat("device ", id, " ('", device_traits<D>::name(d), "'): ", field, " is ", v),
+                            "a number >= 0");
         };
         for (std::size_t i = 0; i < ops::num_dtypes; ++i)
             check(static_cast<double>(d.peak_flops(static_cast<ops::dtype>(i))),
@@ -140,7 +141,7 @@ private:
     }
 
     static cluster copies(const D& d, std::size_t n) {
-        if (n == 0) throw error("cluster: a cluster needs at least one device");
+        if (n == 0) throw error("device::cluster::copies", "0 devices", "at least one device");
         cluster c;
         for (std::size_t i = 0; i < n; ++i) c.add_device(d);
         return c;

@@ -34,11 +34,11 @@ struct device_spec {
     void validate(const std::string& where) const {
         auto check = [&](double v, const std::string& field, bool zero_ok) {
             if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
-                throw error(where + ": device '" + label + "': " + field + " is " + std::to_string(v) +
-                            ", expected a finite number " + (zero_ok ? ">= 0" : "> 0"));
+                throw error(where, concat("device '", label, "': ", field, " is ", v),
+                            zero_ok ? "a finite number >= 0" : "a finite number > 0");
         };
         for (std::size_t i = 0; i < ops::num_dtypes; ++i)
-            check(peak[i], "peak_flops." + std::string(ops::name(static_cast<ops::dtype>(i))), false);
+            check(peak[i], concat("peak_flops.", ops::name(static_cast<ops::dtype>(i))), false);
         check(bandwidth, "mem_bandwidth", false);
         check(capacity, "mem_capacity", false);
         check(launch, "launch_overhead", true);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace goopt::device {
@@ -120,6 +121,13 @@ inline constexpr preset xeon_8380{
 
 /// All shipped presets, for lookups by name (cluster spec strings, JSON).
 inline constexpr std::array<const preset*, 7> presets{&k80, &p100, &v100, &t4, &a100, &h100, &xeon_8380};
+
+/// The presets' names, comma separated: what a spec string or a file may name, for error messages.
+inline std::string preset_names() {
+    std::string out;
+    for (const preset* p : presets) (out += out.empty() ? "" : ", ") += p->label;
+    return out;
+}
 
 /// The preset called `name` (ASCII case-insensitive: "v100" finds V100), if any.
 constexpr std::optional<preset> find_preset(std::string_view name) noexcept {

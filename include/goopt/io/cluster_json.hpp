@@ -75,188 +75,189 @@ inline nlohmann::json parse_json_text(std::string_view text, std::string_view so
     try {
         return nlohmann::json::parse(text.begin(), text.end());
     } catch (const nlohmann::json::parse_error& e) {
-        throw error(std::string(source) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                    without_nlohmann_prefix(e.what()));
+        throw error(source, concat("invalid JSON at byte ", e.byte, ": ", without_nlohmann_prefix(e.what())));
     } catch (const nlohmann::json::exception& e) {
-        throw error(std::string(source) + ": invalid JSON: " + without_nlohmann_prefix(e.what()));
+        throw error(source, concat("invalid JSON: ", without_nlohmann_prefix(e.what())));
     }
 }
 
 inline std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
-        throw error(path.string() + ": is a directory, expected a " + std::string(what) + " file");
+        throw error(path.string(), "is a directory", concat("a ", what, " file"));
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         const int e = errno;
-        throw error(path.string() + ": cannot open the " + std::string(what) + " file: " + errno_text(e));
+        throw error(path.string(), concat("cannot open the ", what, " file: ", errno_text(e)));
     }
     std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw error(path.string() + ": reading failed");
+    if (in.bad()) throw error(path.string(), "reading failed");
     return text;
 }
 
 /// Checks the "format" and "version" keys of a document of format `name`.
 inline void check_header(const nlohmann::json& j, std::string_view source, std::string_view name) {
-    const std::string s(source);
-    if (!j.is_object()) throw error(s + ": the document is " + describe(j) + ", expected an object");
+    if (!j.is_object()) throw error(source, concat("the document is ", describe(j)), "an object");
     if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != name)
-        throw error(s + ": /format: expected \"" + std::string(name) + "\"");
+        throw error(source, "/format", concat('"', name, '"'));
     if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != 1)
-        throw error(s + ": /version: expected 1");
+        throw error(source, "/version", "1");
 }
 
-/// A number at `place` that must be finite and > 0 (or >= 0 when zero_ok).
-inline double positive_number(const nlohmann::json& v, const std::string& where, bool zero_ok = false) {
-    if (!v.is_number()) throw error(where + ": is " + describe(v) + ", expected a number");
+/// A number at JSON pointer `at` of document `source` that must be finite and > 0 (or >= 0 when zero_ok).
+inline double positive_number(const nlohmann::json& v, std::string_view source, const std::string& at,
+                              bool zero_ok = false) {
+    if (!v.is_number()) throw error(source, concat(at, ": is ", describe(v)), "a number");
     const double x = v.get<double>();
     if (!std::isfinite(x) || x < 0 || (!zero_ok && x == 0))
-        throw error(where + ": is " + v.dump() + ", expected a finite number " + (zero_ok ? ">= 0" : "> 0"));
+        throw error(source, concat(at, ": is ", v.dump()), zero_ok ? "a finite number >= 0" : "a finite number > 0");
     return x;
 }
 
-inline std::size_t index_in(const nlohmann::json& v, const std::string& where, std::size_t size,
+inline std::size_t index_in(const nlohmann::json& v, std::string_view source, const std::string& at, std::size_t size,
                             std::string_view what) {
     if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-        throw error(where + ": is " + describe(v) + ", expected a " + std::string(what) + " index");
+        throw error(source, concat(at, ": is ", describe(v)), concat("a ", what, " index"));
     const auto i = v.get<std::uint64_t>();
     if (i >= size)
-        throw error(where + ": " + std::string(what) + " " + std::to_string(i) + " does not exist (there are " +
-                    std::to_string(size) + ")");
+        throw error(source, concat(at, ": ", what, " ", i, " does not exist (there are ", size, ")"),
+                    concat("a ", what, " index below ", size));
     return static_cast<std::size_t>(i);
 }
 
-inline device::device_spec device_from_json(const nlohmann::json& d, const std::string& where) {
-    if (!d.is_object()) throw error(where + ": is " + describe(d) + ", expected an object");
+/// The device at JSON pointer `where` of document `source`.
+inline device::device_spec device_from_json(const nlohmann::json& d, std::string_view source,
+                                            const std::string& where) {
+    if (!d.is_object()) throw error(source, concat(where, ": is ", describe(d)), "an object");
     device::device_spec s;
     bool from_preset = false;
     if (d.contains("preset")) {
         if (!d["preset"].is_string())
-            throw error(where + "/preset: is " + describe(d["preset"]) + ", expected a string");
+            throw error(source, concat(where, "/preset: is ", describe(d["preset"])), "a string");
         const auto p = device::find_preset(d["preset"].get<std::string>());
-        if (!p) {
-            std::string known;
-            for (const device::preset* q : device::presets)
-                known += (known.empty() ? "" : ", ") + std::string(q->label);
-            throw error(where + "/preset: unknown device " + quote(d["preset"].get<std::string>()) +
-                        ", expected one of " + known);
-        }
+        if (!p)
+            throw error(source, concat(where, "/preset: unknown device ", quote(d["preset"].get<std::string>())),
+                        concat("one of ", device::preset_names()));
         s = device::describe(*p);
         from_preset = true;
     }
     for (const auto& [key, v] : d.items()) {
-        const std::string at = where + "/" + pointer_token(key);
+        const std::string at = concat(where, "/", pointer_token(key));
         if (key == "preset" || key == "count") continue;
         if (key == "name") {
-            if (!v.is_string()) throw error(at + ": is " + describe(v) + ", expected a string");
+            if (!v.is_string()) throw error(source, concat(at, ": is ", describe(v)), "a string");
             s.label = v.get<std::string>();
         } else if (key == "peak_flops") {
             if (v.is_number()) {
-                s.peak.fill(positive_number(v, at));
+                s.peak.fill(positive_number(v, source, at));
             } else if (v.is_object()) {
                 if (!from_preset && !v.contains("f32"))
-                    throw error(at + ": missing \"f32\" (other dtypes default to it)");
-                if (v.contains("f32")) s.peak.fill(positive_number(v["f32"], at + "/f32"));
+                    throw error(source, concat(at, ": missing \"f32\""), "\"f32\" (other dtypes default to it)");
+                if (v.contains("f32")) s.peak.fill(positive_number(v["f32"], source, concat(at, "/f32")));
                 for (const auto& [tk, tv] : v.items()) {
+                    const std::string dtype_at = concat(at, "/", pointer_token(tk));
                     const auto t = ops::parse_dtype(tk);
-                    if (!t)
-                        throw error(at + "/" + pointer_token(tk) + ": unknown dtype, expected one of " + dtype_list());
-                    s.peak[static_cast<std::size_t>(*t)] = positive_number(tv, at + "/" + pointer_token(tk));
+                    if (!t) throw error(source, concat(dtype_at, ": unknown dtype"), concat("one of ", dtype_list()));
+                    s.peak[static_cast<std::size_t>(*t)] = positive_number(tv, source, dtype_at);
                 }
             } else {
-                throw error(at + ": is " + describe(v) + ", expected a number or an object of numbers by dtype");
+                throw error(source, concat(at, ": is ", describe(v)), "a number or an object of numbers by dtype");
             }
         } else if (key == "mem_bandwidth") {
-            s.bandwidth = positive_number(v, at);
+            s.bandwidth = positive_number(v, source, at);
         } else if (key == "mem_capacity") {
-            s.capacity = positive_number(v, at);
+            s.capacity = positive_number(v, source, at);
         } else if (key == "launch_overhead") {
-            s.launch = positive_number(v, at, true);
+            s.launch = positive_number(v, source, at, true);
         } else {
-            throw error(at +
-                        ": unknown key, expected preset, name, peak_flops, mem_bandwidth, mem_capacity, "
-                        "launch_overhead or count");
+            throw error(source, concat(at, ": unknown key"),
+                        "preset, name, peak_flops, mem_bandwidth, mem_capacity, launch_overhead or count");
         }
     }
     if (!from_preset)
         for (const char* k : {"peak_flops", "mem_bandwidth", "mem_capacity"})
-            if (!d.contains(k)) throw error(where + ": missing \"" + std::string(k) + "\" (or give a \"preset\")");
-    s.validate(where);
+            if (!d.contains(k))
+                throw error(source, concat(where, ": missing \"", k, "\""), concat("\"", k, "\" (or a \"preset\")"));
+    s.validate(concat(source, ": ", where));
     return s;
 }
 
 }  // namespace detail
 
 inline device::cluster<> cluster_from_json(const nlohmann::json& j, std::string_view source) {
-    const std::string src(source);
     detail::check_header(j, source, cluster_format_name);
     if (j.contains("spec")) {
-        if (!j["spec"].is_string())
-            throw error(src + ": /spec: is " + detail::describe(j["spec"]) + ", expected a string");
+        if (!j["spec"].is_string()) throw error(source, concat("/spec: is ", detail::describe(j["spec"])), "a string");
         if (j.contains("devices") || j.contains("links"))
-            throw error(src + ": /spec: give either a spec string or devices and links, not both");
+            throw error(source, "/spec: both a spec string and devices or links",
+                        "either a spec string or devices and links");
         try {
             return device::parse_cluster(j["spec"].get<std::string>());
         } catch (const error& e) {
-            throw error(src + ": /spec: " + e.what());
+            throw error(concat(source, ": /spec: ", e.what()));
         }
     }
     for (const auto& [key, v] : j.items())
         if (key != "format" && key != "version" && key != "devices" && key != "links")
-            throw error(src + ": /" + detail::pointer_token(key) +
-                        ": unknown key, expected format, version, spec, devices, links");
+            throw error(source, concat("/", detail::pointer_token(key), ": unknown key"),
+                        "format, version, spec, devices, links");
     if (!j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
-        throw error(src + ": /devices: expected a non-empty array of devices");
+        throw error(source, "/devices", "a non-empty array of devices");
     device::cluster<> c;
     const auto& devs = j["devices"];
     for (std::size_t i = 0; i < devs.size(); ++i) {
-        const std::string where = src + ": /devices/" + std::to_string(i);
-        const auto d = detail::device_from_json(devs[i], where);
+        const std::string where = concat("/devices/", i);
+        const auto d = detail::device_from_json(devs[i], source, where);
         std::size_t count = 1;
         if (devs[i].contains("count")) {
             const auto& v = devs[i]["count"];
             if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
-                throw error(where + "/count: is " + detail::describe(v) + ", expected an integer from 1 to 1024");
+                throw error(source, concat(where, "/count: is ", detail::describe(v)), "an integer from 1 to 1024");
             count = static_cast<std::size_t>(v.get<std::int64_t>());
         }
         // the route table grows as the square of the device count: the spec strings' limit, in all
         if (c.num_devices() + count > 1024)
-            throw error(where + (devs[i].contains("count") ? "/count: " : ": ") +
-                        std::to_string(c.num_devices() + count) +
-                        " devices in all, more than 1024 devices are not supported");
+            throw error(source,
+                        concat(where, devs[i].contains("count") ? "/count: " : ": ", c.num_devices() + count,
+                               " devices in all"),
+                        "at most 1024 devices (more than 1024 devices are not supported)");
         for (std::size_t k = 0; k < count; ++k) c.add_device(d);
     }
     if (j.contains("links")) {
         const auto& links = j["links"];
-        if (!links.is_array()) throw error(src + ": /links: is " + detail::describe(links) + ", expected an array");
+        if (!links.is_array()) throw error(source, concat("/links: is ", detail::describe(links)), "an array");
         for (std::size_t i = 0; i < links.size(); ++i) {
-            const std::string where = src + ": /links/" + std::to_string(i);
+            const std::string where = concat("/links/", i);
             const auto& l = links[i];
-            if (!l.is_object()) throw error(where + ": is " + detail::describe(l) + ", expected an object");
+            if (!l.is_object()) throw error(source, concat(where, ": is ", detail::describe(l)), "an object");
             for (const auto& [key, v] : l.items())
                 if (key != "name" && key != "bandwidth" && key != "latency" && key != "routes")
-                    throw error(where + "/" + detail::pointer_token(key) +
-                                ": unknown key, expected name, bandwidth, latency, routes");
+                    throw error(source, concat(where, "/", detail::pointer_token(key), ": unknown key"),
+                                "name, bandwidth, latency, routes");
             device::link lk;
-            lk.name = "link " + std::to_string(i);
+            lk.name = concat("link ", i);
             if (l.contains("name")) {
-                if (!l["name"].is_string()) throw error(where + "/name: expected a string");
+                if (!l["name"].is_string()) throw error(source, concat(where, "/name"), "a string");
                 lk.name = l["name"].get<std::string>();
             }
-            if (!l.contains("bandwidth")) throw error(where + ": missing \"bandwidth\" (bytes/s)");
-            lk.bandwidth = detail::positive_number(l["bandwidth"], where + "/bandwidth");
-            lk.latency = l.contains("latency") ? detail::positive_number(l["latency"], where + "/latency", true) : 0.0;
+            if (!l.contains("bandwidth"))
+                throw error(source, concat(where, ": missing \"bandwidth\""), "\"bandwidth\" (bytes/s)");
+            lk.bandwidth = detail::positive_number(l["bandwidth"], source, concat(where, "/bandwidth"));
+            lk.latency = l.contains("latency")
+                             ? detail::positive_number(l["latency"], source, concat(where, "/latency"), true)
+                             : 0.0;
             const auto id = c.add_link(lk);
             if (!l.contains("routes") || !l["routes"].is_array())
-                throw error(where + "/routes: expected an array of [from, to] device pairs");
+                throw error(source, concat(where, "/routes"), "an array of [from, to] device pairs");
             for (std::size_t r = 0; r < l["routes"].size(); ++r) {
                 const auto& pr = l["routes"][r];
-                const std::string at = where + "/routes/" + std::to_string(r);
-                if (!pr.is_array() || pr.size() != 2)
-                    throw error(at + ": expected a [from, to] pair of device indices");
-                const auto a = detail::index_in(pr[0], at + "/0", c.num_devices(), "device");
-                const auto b = detail::index_in(pr[1], at + "/1", c.num_devices(), "device");
-                if (a == b) throw error(at + ": a device needs no link to itself");
+                const std::string at = concat(where, "/routes/", r);
+                if (!pr.is_array() || pr.size() != 2) throw error(source, at, "a [from, to] pair of device indices");
+                const auto a = detail::index_in(pr[0], source, concat(at, "/0"), c.num_devices(), "device");
+                const auto b = detail::index_in(pr[1], source, concat(at, "/1"), c.num_devices(), "device");
+                if (a == b)
+                    throw error(source, concat(at, ": a route from a device to itself"),
+                                "two different devices (a device needs no link to itself)");
                 c.connect(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), id);
             }
         }
@@ -309,20 +310,19 @@ template <device::DeviceModel D> nlohmann::ordered_json cluster_to_json(const de
 
 template <class Fallback>
 cost::table_model<Fallback> cost_table_from_json(const nlohmann::json& j, std::string_view source, Fallback fallback) {
-    const std::string src(source);
     detail::check_header(j, source, cost_table_format_name);
-    if (!j.contains("times") || !j["times"].is_array()) throw error(src + ": /times: expected an array");
+    if (!j.contains("times") || !j["times"].is_array()) throw error(source, "/times", "an array");
     cost::table_model<Fallback> m(std::move(fallback));
     const auto& times = j["times"];
     for (std::size_t i = 0; i < times.size(); ++i) {
-        const std::string where = src + ": /times/" + std::to_string(i);
+        const std::string where = concat("/times/", i);
         const auto& e = times[i];
-        if (!e.is_object()) throw error(where + ": is " + detail::describe(e) + ", expected an object");
+        if (!e.is_object()) throw error(source, concat(where, ": is ", detail::describe(e)), "an object");
         for (const char* k : {"device", "op"})
-            if (!e.contains(k) || !e[k].is_string()) throw error(where + "/" + k + ": expected a string");
-        if (!e.contains("seconds")) throw error(where + ": missing \"seconds\"");
+            if (!e.contains(k) || !e[k].is_string()) throw error(source, concat(where, "/", k), "a string");
+        if (!e.contains("seconds")) throw error(source, concat(where, ": missing \"seconds\""), "\"seconds\"");
         m.set(e["device"].get<std::string>(), e["op"].get<std::string>(),
-              detail::positive_number(e["seconds"], where + "/seconds", true));
+              detail::positive_number(e["seconds"], source, concat(where, "/seconds"), true));
     }
     return m;
 }

@@ -97,16 +97,18 @@ public:
           c_(config),
           ps_(net.parameters()),
           opt_(ps_, {.learning_rate = c_.learning_rate, .clip_norm = c_.max_grad_norm}) {
-        auto need = [](bool ok, const char* what) {
-            if (!ok) throw error(std::string("rl::ppo: ") + what);
+        auto need = [](bool ok, std::string_view what, std::string_view expected) {
+            if (!ok) throw error("rl::ppo", what, expected);
         };
-        need(c_.samples_per_update >= 1, "samples_per_update is 0, expected at least 1");
-        need(c_.minibatch >= 1, "minibatch is 0, expected at least 1");
-        need(c_.epochs >= 1, "epochs is 0, expected at least 1");
-        need(c_.threads >= 1, "threads is 0, expected at least 1");
-        need(c_.clip > 0 && c_.clip < 1, "clip must be in (0, 1)");
-        need(c_.learning_rate > 0 && c_.imitation_learning_rate > 0, "learning rates must be > 0");
-        need(c_.baseline_decay >= 0 && c_.baseline_decay < 1, "baseline_decay must be in [0, 1)");
+        need(c_.samples_per_update >= 1, "samples_per_update is 0", "at least 1");
+        need(c_.minibatch >= 1, "minibatch is 0", "at least 1");
+        need(c_.epochs >= 1, "epochs is 0", "at least 1");
+        need(c_.threads >= 1, "threads is 0", "at least 1");
+        need(c_.clip > 0 && c_.clip < 1, concat("clip is ", c_.clip), "a value in (0, 1)");
+        need(c_.learning_rate > 0 && c_.imitation_learning_rate > 0,
+             concat("learning rates are ", c_.learning_rate, " and ", c_.imitation_learning_rate), "both > 0");
+        need(c_.baseline_decay >= 0 && c_.baseline_decay < 1, concat("baseline_decay is ", c_.baseline_decay),
+             "a value in [0, 1)");
         env_->set_workers(std::min(c_.threads, c_.samples_per_update));
     }
 
@@ -115,8 +117,8 @@ public:
     void set_imitation_target(std::vector<int> actions) {
         for (int a : actions)
             if (a < 0 || static_cast<std::size_t>(a) >= env_->num_choices())
-                throw error("rl::ppo: imitation action " + std::to_string(a) + " is outside [0, " +
-                            std::to_string(env_->num_choices()) + ")");
+                throw error("rl::ppo", concat("imitation action ", a),
+                            concat("an action in [0, ", env_->num_choices(), ")"));
         imitation_ = std::move(actions);
     }
 
@@ -199,8 +201,8 @@ void ppo<Env, Net>::imitate(Rng& rng) {
     const auto& obs = env_->observe(rng);
     const auto active = env_->active();
     if (imitation_.size() != active.size())
-        throw error("rl::ppo: the warm start needs an imitation target of " + std::to_string(active.size()) +
-                    " actions (set_imitation_target), has " + std::to_string(imitation_.size()));
+        throw error("rl::ppo", concat("the warm start's imitation target has ", imitation_.size(), " actions"),
+                    concat(active.size(), " (set_imitation_target)"));
     const double lr = opt_.config().learning_rate;
     opt_.config().learning_rate = c_.imitation_learning_rate;
     for (; imitation_done_ < c_.imitation_steps; ++imitation_done_) {
@@ -226,13 +228,12 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     const nn::matrix<scalar>& logits = first.logits.at(0);
     const auto n = static_cast<std::size_t>(logits.rows());
     if (n != active.size() || static_cast<std::size_t>(logits.cols()) != k_choices)
-        throw error("rl::ppo: the network gives " + std::to_string(logits.rows()) + " x " +
-                    std::to_string(logits.cols()) + " logits, the environment expects " +
-                    std::to_string(active.size()) + " x " + std::to_string(k_choices));
+        throw error("rl::ppo", concat("the network gives ", logits.rows(), " x ", logits.cols(), " logits"),
+                    concat(active.size(), " x ", k_choices, " (nodes x choices of the environment)"));
     const nn::matrix<double> old_lp = detail::log_probs(logits);
     std::size_t n_active = 0;
     for (auto a : active) n_active += a != 0;
-    if (n_active == 0) throw error("rl::ppo: the environment has no active node");
+    if (n_active == 0) throw error("rl::ppo", "the environment has no active node", "at least one");
     update_stats st;
     for (std::size_t i = 0; i < n; ++i) {
         if (!active[i]) continue;
@@ -383,15 +384,14 @@ void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <SerializableRng Rng>
 std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rng& rng) {
-    const std::string where = "rl::ppo checkpoint '" + path.string() + "'";
+    const std::string where = concat("rl::ppo checkpoint '", path.string(), "'");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(where + ": cannot open the file");
+    if (!in) throw error(where, "cannot open the file");
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::size_t pos = 0;
     auto take = [&](void* dst, std::size_t bytes, const std::string& what) {
         if (data.size() < 8 || data.size() - 8 - pos < bytes || pos > data.size() - 8)
-            throw error(where + ": file ends (at byte " + std::to_string(data.size()) + ") while reading " + what +
-                        " (truncated)");
+            throw error(where, concat("file ends (at byte ", data.size(), ") while reading ", what, " (truncated)"));
         std::memcpy(dst, data.data() + pos, bytes);
         pos += bytes;
     };
@@ -399,32 +399,30 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     auto get_bytes = [&](const std::string& what) {
         std::uint64_t len = 0;
         get(len, what);
-        if (len > data.size() - pos) throw error(where + ": file too short for " + what + " (truncated)");
+        if (len > data.size() - pos) throw error(where, concat("file too short for ", what, " (truncated)"));
         std::string s = data.substr(pos, len);
         pos += len;
         return s;
     };
     char magic[9];
     take(magic, 9, "the header");
-    if (std::memcmp(magic, "goopt-ppo", 9) != 0) throw error(where + ": not a goopt PPO checkpoint");
+    if (std::memcmp(magic, "goopt-ppo", 9) != 0) throw error(where, "not a goopt PPO checkpoint");
     std::uint32_t version = 0, scalar_bytes = 0;
     get(version, "the format version");
     if (version != checkpoint_format_version)
-        throw error(where + ": format version " + std::to_string(version) + ", expected " +
-                    std::to_string(checkpoint_format_version));
+        throw error(where, concat("format version ", version), concat(checkpoint_format_version));
     std::uint64_t stored_sum = 0;
     std::memcpy(&stored_sum, data.data() + data.size() - 8, 8);
     if (stored_sum != detail::fnv1a(data, data.size() - 8))
-        throw error(where + ": checksum mismatch (the file is corrupt)");
+        throw error(where, "checksum mismatch (the file is corrupt)");
     get(scalar_bytes, "the scalar size");
     if (scalar_bytes != sizeof(scalar))
-        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " +
-                    std::to_string(sizeof(scalar)));
+        throw error(where, concat("scalars of ", scalar_bytes, " bytes"), concat(sizeof(scalar), " bytes"));
     std::uint64_t choices = 0, updates = 0, samples = 0, imitation = 0, steps = 0, count = 0;
     get(choices, "the number of choices");
     if (choices != env_->num_choices())
-        throw error(where + ": made for " + std::to_string(choices) + " choices per node (devices), this run has " +
-                    std::to_string(env_->num_choices()));
+        throw error(where, concat("made for ", choices, " choices per node (devices)"),
+                    concat(env_->num_choices(), ", as this run has"));
     get(updates, "the update count");
     get(samples, "the sample count");
     get(imitation, "the warm-start count");
@@ -436,20 +434,20 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     get(steps, "the optimizer step count");
     get(count, "the parameter count");
     if (count != ps_.size())
-        throw error(where + ": " + std::to_string(count) + " parameters, this network has " +
-                    std::to_string(ps_.size()) + " (another network shape)");
+        throw error(where, concat(count, " parameters (another network shape)"),
+                    concat(ps_.size(), ", as this network has"));
     std::vector<nn::matrix<scalar>> values, m1, m2;
     for (const auto* p : ps_) {
         const std::string name = get_bytes("a parameter name");
         if (name != p->name)
-            throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "' (another network shape)");
+            throw error(where, concat("parameter '", name, "' found (another network shape)"),
+                        concat("'", p->name, "'"));
         std::uint64_t rows = 0, cols = 0;
-        get(rows, "the shape of '" + name + "'");
-        get(cols, "the shape of '" + name + "'");
+        get(rows, concat("the shape of '", name, "'"));
+        get(cols, concat("the shape of '", name, "'"));
         if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
-            throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) +
-                        ", this network's is " + std::to_string(p->value.rows()) + "x" +
-                        std::to_string(p->value.cols()) + " (another network shape)");
+            throw error(where, concat("parameter '", name, "' is ", rows, "x", cols, " (another network shape)"),
+                        concat(p->value.rows(), "x", p->value.cols(), ", as this network's is"));
         std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
         for (auto* dst : parts) {
             nn::matrix<scalar> v(p->value.rows(), p->value.cols());
@@ -458,12 +456,11 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
         }
     }
     std::string extra = get_bytes("the caller's state");
-    if (pos != data.size() - 8)
-        throw error(where + ": " + std::to_string(data.size() - 8 - pos) + " bytes before the checksum, expected none");
+    if (pos != data.size() - 8) throw error(where, concat(data.size() - 8 - pos, " bytes before the checksum"), "none");
     Rng restored = rng;
     std::istringstream rs(rng_state);
     rs >> restored;
-    if (!rs) throw error(where + ": the generator state does not parse");
+    if (!rs) throw error(where, "the generator state does not parse");
     // everything checked: commit
     for (std::size_t i = 0; i < ps_.size(); ++i) {
         ps_[i]->value = std::move(values[i]);

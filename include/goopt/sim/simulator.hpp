@@ -218,17 +218,19 @@ simulator<D, Cost>::simulator(const graph::computation_graph& g, const device::c
       num_ops_(g.num_ops()),
       num_tensors_(g.num_tensors()),
       num_devices_(c.num_devices()) {
-    if (num_devices_ == 0) throw error("simulator: the cluster has no devices");
+    if (num_devices_ == 0) throw error("sim::simulator", "the cluster has no devices", "at least one device");
     if (num_ops_ >= transfer_bit || num_tensors_ >= transfer_bit)
-        throw error("simulator: graph too large (2^31 ops or tensors)");
+        throw error("sim::simulator", concat("graph of ", num_ops_, " ops and ", num_tensors_, " tensors"),
+                    "fewer than 2^31 of each");
     (void)graph::topological_order(g);  // a cyclic graph is an error here, not a hang later
     op_time_.resize(num_ops_ * num_devices_);
     for (std::size_t d = 0; d < num_devices_; ++d)
         for (graph::op_id o = 0; o < num_ops_; ++o) {
             const double t = static_cast<double>(cost_.op_time(g, o, c.device(d)));
             if (!std::isfinite(t) || t < 0)
-                throw error("simulator: cost model gives op " + g.describe(o) + " on device " + std::to_string(d) +
-                            " a time of " + std::to_string(t) + " s, expected a finite number >= 0");
+                throw error("sim::simulator",
+                            concat("cost model gives op ", g.describe(o), " on device ", d, " a time of ", t, " s"),
+                            "a finite number >= 0");
             op_time_[o * num_devices_ + d] = t;
         }
     tensor_bytes_.resize(num_tensors_);
@@ -285,20 +287,22 @@ simulator<D, Cost>::simulator(const graph::computation_graph& g, const device::c
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::check_placement(std::span<const device_id> placement) const {
     if (placement.size() != num_ops_)
-        throw error("placement has " + std::to_string(placement.size()) + " entries, expected one per op (" +
-                    std::to_string(num_ops_) + ")");
+        throw error("sim::simulator", concat("placement has ", placement.size(), " entries"),
+                    concat("one per op (", num_ops_, ")"));
     std::vector<graph::op_id> first(num_colocation_groups_, graph::no_op);
     for (graph::op_id o = 0; o < num_ops_; ++o) {
         if (placement[o] >= num_devices_)
-            throw error("placement puts op " + g_->describe(o) + " on device " + std::to_string(placement[o]) +
-                        ", but the cluster has devices 0.." + std::to_string(num_devices_ - 1));
+            throw error("sim::simulator", concat("placement puts op ", g_->describe(o), " on device ", placement[o]),
+                        concat("a device of the cluster, 0..", num_devices_ - 1));
         if (colocation_group_[o] < 0) continue;
         auto& f = first[static_cast<std::size_t>(colocation_group_[o])];
         if (f == graph::no_op) f = o;
         else if (placement[f] != placement[o])
-            throw error("placement breaks colocation group " + std::to_string(g_->get_op(o).colocation) + ": op " +
-                        g_->describe(f) + " is on device " + std::to_string(placement[f]) + " but op " +
-                        g_->describe(o) + " is on device " + std::to_string(placement[o]));
+            throw error(
+                "sim::simulator",
+                concat("placement breaks colocation group ", g_->get_op(o).colocation, ": op ", g_->describe(f),
+                       " is on device ", placement[f], " but op ", g_->describe(o), " is on device ", placement[o]),
+                "every op of a colocation group on one device");
     }
 }
 
@@ -307,8 +311,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
     unit_of_.resize(num_ops_);
     const bool fused = !options.fusion.empty();
     if (fused && options.fusion.size() != num_ops_)
-        throw error("fusion groups have " + std::to_string(options.fusion.size()) + " entries, expected one per op (" +
-                    std::to_string(num_ops_) + ") or none");
+        throw error("sim::simulator", concat("fusion groups have ", options.fusion.size(), " entries"),
+                    concat("one per op (", num_ops_, ") or none"));
     num_units_ = 0;
     if (!fused) {
         for (graph::op_id o = 0; o < num_ops_; ++o) unit_of_[o] = o;
@@ -322,8 +326,9 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
                 continue;
             }
             if (static_cast<std::size_t>(grp) >= num_ops_)
-                throw error("fusion group id " + std::to_string(grp) + " of op " + g_->describe(o) +
-                            " is out of range, expected -1 or 0.." + std::to_string(num_ops_ - 1));
+                throw error("sim::simulator",
+                            concat("fusion group id ", grp, " of op ", g_->describe(o), " is out of range"),
+                            concat("-1 or 0..", num_ops_ - 1));
             if (group_unit_[grp] < 0) group_unit_[grp] = static_cast<std::int32_t>(num_units_++);
             unit_of_[o] = static_cast<std::uint32_t>(group_unit_[grp]);
         }
@@ -340,8 +345,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
     unit_priority_.assign(num_units_, -std::numeric_limits<double>::infinity());
     use_priority_ = !options.priorities.empty();
     if (use_priority_ && options.priorities.size() != num_ops_)
-        throw error("priorities have " + std::to_string(options.priorities.size()) + " entries, expected one per op (" +
-                    std::to_string(num_ops_) + ") or none");
+        throw error("sim::simulator", concat("priorities have ", options.priorities.size(), " entries"),
+                    concat("one per op (", num_ops_, ") or none"));
     for (std::size_t u = 0; u < num_units_; ++u) {
         const graph::op_id first = members_[members_begin_[u]];
         unit_device_[u] = placement[first];
@@ -349,15 +354,16 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
                                                members_begin_[u + 1] - members_begin_[u]);
         for (graph::op_id o : ms) {
             if (placement[o] != unit_device_[u])
-                throw error("fusion group " + std::to_string(options.fusion[o]) + " spans two devices: op " +
-                            g_->describe(first) + " on device " + std::to_string(unit_device_[u]) + " and op " +
-                            g_->describe(o) + " on device " + std::to_string(placement[o]) +
-                            "; a fused kernel runs on one device");
+                throw error(
+                    "sim::simulator",
+                    concat("fusion group ", options.fusion[o], " spans two devices: op ", g_->describe(first),
+                           " on device ", unit_device_[u], " and op ", g_->describe(o), " on device ", placement[o]),
+                    "one device per fusion group (a fused kernel runs on one device)");
             if (use_priority_) {
                 const double p = options.priorities[o];
                 if (!std::isfinite(p))
-                    throw error("priority of op " + g_->describe(o) + " is " + std::to_string(p) +
-                                ", expected a finite number");
+                    throw error("sim::simulator", concat("priority of op ", g_->describe(o), " is ", p),
+                                "a finite number");
                 unit_priority_[u] = std::max(unit_priority_[u], p);
             }
         }
@@ -366,8 +372,10 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
         } else {
             const double t = static_cast<double>(cost_.group_time(*g_, ms, c_->device(unit_device_[u])));
             if (!std::isfinite(t) || t < 0)
-                throw error("simulator: cost model gives the fusion group of op " + g_->describe(first) +
-                            " a time of " + std::to_string(t) + " s, expected a finite number >= 0");
+                throw error(
+                    "sim::simulator",
+                    concat("cost model gives the fusion group of op ", g_->describe(first), " a time of ", t, " s"),
+                    "a finite number >= 0");
             unit_duration_[u] = t;
         }
     }
@@ -397,8 +405,10 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
                     culprit = static_cast<graph::op_id>(s);
                     break;
                 }
-            throw error("fusion group of op " + g_->describe(members_[members_begin_[u]]) + " is illegal: op " +
-                        g_->describe(culprit) + " outside the group depends on it and feeds it (a cycle)");
+            throw error("sim::simulator",
+                        concat("fusion group of op ", g_->describe(members_[members_begin_[u]]), " is illegal: op ",
+                               g_->describe(culprit), " outside the group depends on it and feeds it (a cycle)"),
+                        "convex fusion groups");
         }
     }
 }
@@ -437,9 +447,10 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
             if (dev != pd) {
                 l = c_->route(pd, dev);
                 if (l == device::no_link)
-                    throw error("tensor " + std::to_string(t) + " of op " + g_->describe(p) + " must go from device " +
-                                std::to_string(pd) + " to device " + std::to_string(dev) +
-                                ", but the cluster has no link between them");
+                    throw error("sim::simulator",
+                                concat("tensor ", t, " of op ", g_->describe(p), " must go from device ", pd,
+                                       " to device ", dev, ", but the cluster has no link between them"),
+                                "a placement whose transfers the cluster's links can carry");
                 copy = static_cast<std::uint32_t>(copies_.size());
                 copies_.push_back({tensor_bytes_[t], 0, dev, t});
                 ++copies_[t].refs;  // the transfer reads the source buffer
@@ -609,10 +620,12 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
     if (done != num_units_) {
         for (std::uint32_t u = 0; u < num_units_; ++u)
             if (units_[u].pending != 0)
-                throw error("fusion groups form a cycle once contracted: the group of op " +
-                            g_->describe(members_[members_begin_[u]]) +
-                            " waits for its own output through other groups");
-        throw error("simulator: internal error, not every op ran");
+                throw error(
+                    "sim::simulator",
+                    concat("fusion groups form a cycle once contracted: the group of op ",
+                           g_->describe(members_[members_begin_[u]]), " waits for its own output through other groups"),
+                    "fusion groups whose contraction is acyclic");
+        GOOPT_ASSERT(done == num_units_);  // every unit still pending was reported above
     }
     out.step_time = now;
     out.peak_memory = peak_memory_;

@@ -16,7 +16,6 @@
 
 namespace goopt::subst::detail {
 
-
 inline void ewadd_assoc(matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
 
 /// ewmul(ewadd(x,y),z) = ewadd(ewmul(x,z),ewmul(y,z)).

@@ -16,7 +16,6 @@
 
 namespace goopt::subst::detail {
 
-
 /// matmul(concat{0}(x,y),z) = concat{0}(matmul(x,z),matmul(y,z)) and
 /// matmul(x,concat{1}(y,z)) = concat{1}(matmul(x,y),matmul(x,z)), rank 2, any activation.
 /// Batched matmul [..., M, K] x [..., K, N] (batch prefixes broadcast): rows of the left operand

@@ -83,7 +83,6 @@ inline pattern unpack(const packed_graph& g) {
     return p;
 }
 
-
 /// Runs f(t) on `n` threads and joins them; an exception in any is rethrown (the first by thread).
 template <class F> void parallel(std::size_t n, F f) {
     std::vector<std::exception_ptr> errors(n);
@@ -157,6 +156,5 @@ private:
     std::vector<std::uint32_t> top_;  // top_[t]: first bucket whose fingerprint's top bits are >= t
     unsigned bits_ = 0;
 };
-
 
 }  // namespace goopt::subst::detail
