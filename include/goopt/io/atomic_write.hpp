@@ -62,21 +62,22 @@ inline std::filesystem::path temporary_path_for(const std::filesystem::path& tar
 /// @param target the file to create or replace; its directory must exist.
 /// @param contents the bytes to write.
 inline void atomic_write(const std::filesystem::path& target, std::string_view contents) {
-    const std::string where = "cannot write '" + target.string() + "'";
+    constexpr std::string_view module = "io::atomic_write";
+    const std::string where = concat("cannot write '", target.string(), "'");
     if (target.filename().empty() || target.filename() == "." || target.filename() == "..")
-        throw error(where + ": the path does not name a file");
+        throw error(module, concat(where, ": the path does not name a file"), "a file path");
 #if defined(_WIN32)
     const std::filesystem::path tmp = detail::temporary_path_for(target);
     {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) throw error(where + ": cannot create temporary file '" + tmp.string() + "'");
+        if (!f) throw error(module, concat(where, ": cannot create temporary file '", tmp.string(), "'"));
         f.write(contents.data(), static_cast<std::streamsize>(contents.size()));
         f.flush();
         if (!f) {
             f.close();
             std::error_code ignored;
             std::filesystem::remove(tmp, ignored);
-            throw error(where + ": writing temporary file '" + tmp.string() + "' failed");
+            throw error(module, concat(where, ": writing temporary file '", tmp.string(), "' failed"));
         }
     }
     std::error_code ec;
@@ -84,7 +85,7 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
     if (ec) {
         std::error_code ignored;
         std::filesystem::remove(tmp, ignored);
-        throw error(where + ": renaming '" + tmp.string() + "' over it failed: " + ec.message());
+        throw error(module, concat(where, ": renaming '", tmp.string(), "' over it failed: ", ec.message()));
     }
 #else
     // A writer killed before its rename leaves its temporary behind; a later process that gets the
@@ -97,14 +98,15 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
         fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && (errno != EEXIST || attempt == 63)) {
             const int e = errno;
-            throw error(where + ": cannot create temporary file '" + tmp.string() + "': " + detail::errno_text(e));
+            throw error(module,
+                        concat(where, ": cannot create temporary file '", tmp.string(), "': ", detail::errno_text(e)));
         }
     }
     // Every failure from here on removes the temporary before reporting.
     auto fail = [&](const std::string& step, int e) {
         if (fd >= 0) ::close(fd);
         ::unlink(tmp.c_str());
-        throw error(where + ": " + step + ": " + detail::errno_text(e));
+        throw error(module, concat(where, ": ", step, ": ", detail::errno_text(e)));
     };
     // Replacing a file should not change who may read it; best effort, as the umask default is a
     // sensible fallback and not worth failing the write over.
@@ -119,30 +121,32 @@ inline void atomic_write(const std::filesystem::path& target, std::string_view c
         const ::ssize_t n = ::write(fd, p, chunk);
         if (n < 0) {
             if (errno == EINTR) continue;
-            fail("writing temporary file '" + tmp.string() + "' failed", errno);
+            fail(concat("writing temporary file '", tmp.string(), "' failed"), errno);
         }
         p += n;
         left -= static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0) fail("flushing temporary file '" + tmp.string() + "' failed", errno);
+    if (::fsync(fd) != 0) fail(concat("flushing temporary file '", tmp.string(), "' failed"), errno);
     const int closed = ::close(fd);
     fd = -1;  // closed even when close() reports an error: never close it twice
-    if (closed != 0) fail("closing temporary file '" + tmp.string() + "' failed", errno);
-    if (::rename(tmp.c_str(), target.c_str()) != 0) fail("renaming '" + tmp.string() + "' over it failed", errno);
+    if (closed != 0) fail(concat("closing temporary file '", tmp.string(), "' failed"), errno);
+    if (::rename(tmp.c_str(), target.c_str()) != 0) fail(concat("renaming '", tmp.string(), "' over it failed"), errno);
 
     // The rename is only durable once the directory entry is on the disk.
     const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
         const int e = errno;
-        throw error(where + ": written, but its directory cannot be opened to flush it: " + detail::errno_text(e));
+        throw error(
+            module,
+            concat(where, ": written, but its directory cannot be opened to flush it: ", detail::errno_text(e)));
     }
     const int synced = ::fsync(dfd);
     const int e = errno;
     ::close(dfd);
     // Some file systems cannot fsync a directory (EINVAL); there is nothing more to do on them.
     if (synced != 0 && e != EINVAL)
-        throw error(where + ": written, but flushing its directory failed: " + detail::errno_text(e));
+        throw error(module, concat(where, ": written, but flushing its directory failed: ", detail::errno_text(e)));
 #endif
 }
 

@@ -52,7 +52,8 @@ public:
         for (std::size_t i = 0; i < ps_.size(); ++i) {
             parameter<S>& p = *ps_[i];
             if (p.grad.rows() != p.value.rows() || p.grad.cols() != p.value.cols())
-                throw error("nn::adam: gradient of '" + p.name + "' has the wrong shape (zero_grad before backward?)");
+                throw error("nn::adam", concat("gradient of '", p.name, "' has the wrong shape"),
+                            "the parameter's shape (zero_grad before backward?)");
             m_[i] = b1 * m_[i] + (S(1) - b1) * p.grad;
             v_[i] = b2 * v_[i] + (S(1) - b2) * p.grad.cwiseAbs2();
             p.value.array() -= lr * m_[i].array() / (v_[i].array().sqrt() + eps);

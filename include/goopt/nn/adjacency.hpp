@@ -30,8 +30,7 @@ struct adjacency {
         std::vector<std::vector<std::uint32_t>> lists(num_nodes);
         for (const auto& [a, b] : edges) {
             if (a >= num_nodes || b >= num_nodes)
-                throw error("nn::adjacency: edge (" + std::to_string(a) + ", " + std::to_string(b) +
-                            ") names a node >= " + std::to_string(num_nodes));
+                throw error("nn::adjacency", concat("edge (", a, ", ", b, ")"), concat("nodes below ", num_nodes));
             if (a == b) continue;
             lists[a].push_back(b);
             lists[b].push_back(a);

@@ -47,7 +47,8 @@ public:
     go_policy() = default;
     template <std::uniform_random_bit_generator Rng> go_policy(policy_config c, Rng& rng) : c_(std::move(c)) {
         if (c_.sage_layers == 0 || c_.task_choices.empty())
-            throw error("nn::go_policy: needs at least one SAGE layer and one task");
+            throw error("nn::go_policy", concat(c_.sage_layers, " SAGE layers and ", c_.task_choices.size(), " tasks"),
+                        "at least one SAGE layer and one task");
         for (std::size_t i = 0; i < c_.sage_layers; ++i)
             sage_.emplace_back(i == 0 ? c_.features : c_.hidden, c_.hidden, c_.sage_aggregator, rng,
                                "sage" + std::to_string(i));
@@ -72,8 +73,8 @@ public:
     /// feeds task t+1, so tasks-1 vectors are needed (re-evaluating a rollout for PPO).
     policy_output<S> evaluate(const graph_features<S>& f, const std::vector<std::vector<int>>& actions) {
         if (actions.size() + 1 < tasks_.size())
-            throw error("nn::go_policy::evaluate: " + std::to_string(actions.size()) + " action vectors given, " +
-                        std::to_string(tasks_.size() - 1) + " needed");
+            throw error("nn::go_policy::evaluate", concat(actions.size(), " action vectors given"),
+                        concat(tasks_.size() - 1));
         return run(f, [&](std::size_t t, const matrix<S>&) { return actions[t]; });
     }
 
@@ -95,7 +96,8 @@ public:
     /// pass must still be alive: the topological order and adjacency are referenced, not copied.
     void backward(const std::vector<matrix<S>>& dlogits, S dvalue) {
         if (dlogits.size() != tasks_.size())
-            throw error("nn::go_policy::backward: one dlogits matrix per task expected");
+            throw error("nn::go_policy::backward", concat(dlogits.size(), " dlogits matrices"),
+                        concat("one per task (", tasks_.size(), ")"));
         matrix<S> dht = value_.backward(dvalue);
         for (std::size_t t = tasks_.size(); t-- > 0;) {
             task& tk = tasks_[t];
@@ -200,10 +202,11 @@ private:
     template <class Choose> policy_output<S> run(const graph_features<S>& f, Choose&& choose) {
         const auto n = static_cast<std::size_t>(f.x.rows());
         if (f.x.cols() != static_cast<Eigen::Index>(c_.features) || f.order.size() != n || f.adj.num_nodes() != n)
-            throw error("nn::go_policy: features have " + std::to_string(f.x.cols()) + " columns (expected " +
-                        std::to_string(c_.features) + ") for " + std::to_string(n) + " nodes, order has " +
-                        std::to_string(f.order.size()) + ", adjacency " + std::to_string(f.adj.num_nodes()));
-        if (n == 0) throw error("nn::go_policy: the graph has no nodes");
+            throw error("nn::go_policy",
+                        concat("features have ", f.x.cols(), " columns for ", n, " nodes, order has ", f.order.size(),
+                               ", adjacency ", f.adj.num_nodes()),
+                        concat(c_.features, " columns and one order entry and adjacency node per feature row"));
+        if (n == 0) throw error("nn::go_policy", "the graph has no nodes", "at least one node");
         order_ = &f.order;
         matrix<S> h = f.x;
         for (auto& s : sage_) h = s.forward(h, f.adj);
@@ -217,15 +220,14 @@ private:
             if (t > 0) {
                 const std::vector<int> prev = choose(t - 1, out.logits.back());
                 if (prev.size() != n)
-                    throw error("nn::go_policy: task " + std::to_string(t - 1) + " has " + std::to_string(prev.size()) +
-                                " actions for " + std::to_string(n) + " nodes");
+                    throw error("nn::go_policy", concat("task ", t - 1, " has ", prev.size(), " actions"),
+                                concat("one per node (", n, ")"));
                 tk.prev_actions.resize(n);
                 for (std::size_t i = 0; i < n; ++i) {
                     const int a = prev[f.order[i]];
                     if (a < 0 || a >= tk.embedding.value.rows())
-                        throw error("nn::go_policy: action " + std::to_string(a) + " of node " +
-                                    std::to_string(f.order[i]) + " for task " + std::to_string(t - 1) +
-                                    " is outside [0, " + std::to_string(tk.embedding.value.rows()) + ")");
+                        throw error("nn::go_policy", concat("action ", a, " of node ", f.order[i], " for task ", t - 1),
+                                    concat("an action in [0, ", tk.embedding.value.rows(), ")"));
                     tk.prev_actions[i] = a;
                     in.row(static_cast<Eigen::Index>(i)) += tk.embedding.value.row(a);
                 }

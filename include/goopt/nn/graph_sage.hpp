@@ -32,8 +32,8 @@ public:
     /// until backward.
     matrix<S> forward(const matrix<S>& x, const adjacency& adj) {
         if (static_cast<std::size_t>(x.rows()) != adj.num_nodes())
-            throw error("nn::graph_sage: " + std::to_string(x.rows()) + " feature rows but the adjacency has " +
-                        std::to_string(adj.num_nodes()) + " nodes");
+            throw error("nn::graph_sage", concat(x.rows(), " feature rows"),
+                        concat("one per node of the adjacency (", adj.num_nodes(), ")"));
         adj_ = &adj;
         const Eigen::Index n = x.rows(), d = x.cols();
         if (agg_ == aggregator::max_pool) {

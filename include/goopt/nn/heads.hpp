@@ -23,7 +23,7 @@ public:
     template <std::uniform_random_bit_generator Rng>
     categorical_head(std::size_t dim, std::size_t choices, Rng& rng, const std::string& name = "head")
         : fc_(dim, choices, rng, name) {
-        if (choices == 0) throw error("nn::categorical_head '" + name + "': needs at least one choice");
+        if (choices == 0) throw error(concat("nn::categorical_head '", name, "'"), "0 choices", "at least one choice");
     }
     matrix<S> forward(const matrix<S>& x) { return fc_.forward(x); }
     matrix<S> backward(const matrix<S>& dlogits) { return fc_.backward(dlogits); }
@@ -103,16 +103,16 @@ template <std::floating_point S> std::vector<int> argmax_rows(const matrix<S>& l
 template <std::floating_point S>
 S cross_entropy(const matrix<S>& logits, std::span<const int> labels, matrix<S>& dlogits) {
     if (labels.size() != static_cast<std::size_t>(logits.rows()))
-        throw error("nn::cross_entropy: " + std::to_string(labels.size()) + " labels for " +
-                    std::to_string(logits.rows()) + " rows");
+        throw error("nn::cross_entropy", concat(labels.size(), " labels for ", logits.rows(), " rows"),
+                    "one label per row");
     const matrix<S> lp = log_softmax(logits);
     dlogits = lp.array().exp() / static_cast<S>(lp.rows());
     S loss = 0;
     for (Eigen::Index i = 0; i < lp.rows(); ++i) {
         const int y = labels[static_cast<std::size_t>(i)];
         if (y < 0 || y >= lp.cols())
-            throw error("nn::cross_entropy: label " + std::to_string(y) + " of row " + std::to_string(i) +
-                        " is outside [0, " + std::to_string(lp.cols()) + ")");
+            throw error("nn::cross_entropy", concat("label ", y, " of row ", i),
+                        concat("a label in [0, ", lp.cols(), ")"));
         loss -= lp(i, y);
         dlogits(i, y) -= S(1) / static_cast<S>(lp.rows());
     }

@@ -37,8 +37,9 @@ public:
     template <std::uniform_random_bit_generator Rng>
     segment_attention(attention_config c, Rng& rng, const std::string& name = "attention") : c_(c) {
         if (c.heads == 0 || c.dim % c.heads != 0 || c.segment == 0)
-            throw error("nn::segment_attention '" + name + "': dim " + std::to_string(c.dim) +
-                        " must be a positive multiple of heads " + std::to_string(c.heads) + " and segment > 0");
+            throw error(concat("nn::segment_attention '", name, "'"),
+                        concat("dim ", c.dim, ", heads ", c.heads, ", segment ", c.segment),
+                        "dim a positive multiple of heads, and segment > 0");
         wq_ = make_parameter<S>(name + ".wq", c.dim, c.dim, rng);
         wk_ = make_parameter<S>(name + ".wk", c.dim, c.dim, rng);
         wv_ = make_parameter<S>(name + ".wv", c.dim, c.dim, rng);
@@ -48,8 +49,7 @@ public:
     /// @param x one row per node, nodes in topological order.
     matrix<S> forward(const matrix<S>& x) {
         if (static_cast<std::size_t>(x.cols()) != c_.dim)
-            throw error("nn::segment_attention: input has " + std::to_string(x.cols()) + " columns, expected " +
-                        std::to_string(c_.dim));
+            throw error("nn::segment_attention", concat("input has ", x.cols(), " columns"), concat(c_.dim));
         // Buffers are members and keep their storage between calls: a fresh n x dim matrix costs a
         // page fault per 4 KiB on first touch, which measured ~30 % of a pass on a 10k-node graph.
         x_ = x;

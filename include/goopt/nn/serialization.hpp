@@ -48,55 +48,50 @@ template <std::floating_point S> void save_parameters(const parameter_list<S>& p
 /// version, scalar type, count, name, shape, or a file that is too short or too long); on error the
 /// parameters are left unchanged.
 template <std::floating_point S> void load_parameters(const parameter_list<S>& ps, const std::filesystem::path& path) {
-    const std::string where = "nn::load_parameters '" + path.string() + "'";
+    const std::string where = concat("nn::load_parameters '", path.string(), "'");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(where + ": cannot open the file");
+    if (!in) throw error(where, "cannot open the file");
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::size_t pos = 0;
     auto take = [&](void* dst, std::size_t bytes, const std::string& what) {
         if (data.size() - pos < bytes)
-            throw error(where + ": file ends at byte " + std::to_string(data.size()) + " while reading " + what);
+            throw error(where, concat("file ends at byte ", data.size(), " while reading ", what));
         std::memcpy(dst, data.data() + pos, bytes);
         pos += bytes;
     };
     char magic[8];
     take(magic, 8, "the header");
-    if (std::memcmp(magic, "goopt-nn", 8) != 0) throw error(where + ": not a goopt-nn parameter file");
+    if (std::memcmp(magic, "goopt-nn", 8) != 0) throw error(where, "not a goopt-nn parameter file");
     std::uint32_t version = 0, scalar_bytes = 0;
     std::uint64_t count = 0;
     take(&version, 4, "the version");
     if (version != parameters_format_version)
-        throw error(where + ": format version " + std::to_string(version) + ", expected " +
-                    std::to_string(parameters_format_version));
+        throw error(where, concat("format version ", version), concat(parameters_format_version));
     take(&scalar_bytes, 4, "the scalar size");
     if (scalar_bytes != sizeof(S))
-        throw error(where + ": scalars of " + std::to_string(scalar_bytes) + " bytes, expected " +
-                    std::to_string(sizeof(S)));
+        throw error(where, concat("scalars of ", scalar_bytes, " bytes"), concat(sizeof(S), " bytes"));
     take(&count, 8, "the parameter count");
-    if (count != ps.size())
-        throw error(where + ": " + std::to_string(count) + " parameters, expected " + std::to_string(ps.size()));
+    if (count != ps.size()) throw error(where, concat(count, " parameters"), concat(ps.size()));
     std::vector<matrix<S>> values;
     for (const parameter<S>* p : ps) {
         std::uint32_t len = 0;
         take(&len, 4, "a name length");
         if (len > data.size() - pos)
-            throw error(where + ": file too short for the name of parameter '" + p->name + "'");
+            throw error(where, concat("file too short for the name of parameter '", p->name, "'"));
         const std::string name = data.substr(pos, len);
         pos += len;
-        if (name != p->name) throw error(where + ": parameter '" + name + "' found, expected '" + p->name + "'");
+        if (name != p->name) throw error(where, concat("parameter '", name, "' found"), concat("'", p->name, "'"));
         std::uint64_t rows = 0, cols = 0;
-        take(&rows, 8, "the shape of '" + name + "'");
-        take(&cols, 8, "the shape of '" + name + "'");
+        take(&rows, 8, concat("the shape of '", name, "'"));
+        take(&cols, 8, concat("the shape of '", name, "'"));
         if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
-            throw error(where + ": parameter '" + name + "' is " + std::to_string(rows) + "x" + std::to_string(cols) +
-                        ", expected " + std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()));
+            throw error(where, concat("parameter '", name, "' is ", rows, "x", cols),
+                        concat(p->value.rows(), "x", p->value.cols()));
         matrix<S> v(p->value.rows(), p->value.cols());
-        take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(S), "the values of '" + name + "'");
+        take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(S), concat("the values of '", name, "'"));
         values.push_back(std::move(v));
     }
-    if (pos != data.size())
-        throw error(where + ": " + std::to_string(data.size() - pos) +
-                    " bytes after the last parameter, expected none");
+    if (pos != data.size()) throw error(where, concat(data.size() - pos, " bytes after the last parameter"), "none");
     for (std::size_t i = 0; i < ps.size(); ++i) ps[i]->value = std::move(values[i]);
 }
 

@@ -63,11 +63,11 @@ public:
     /// @throws goopt::error when a parameter is already not finite, or when checkpoint_every is 0.
     training_guard(parameter_list<S> ps, Optimizer& opt, training_guard_config config = {})
         : ps_(std::move(ps)), opt_(&opt), c_(std::move(config)), saved_opt_(opt) {
-        if (c_.checkpoint_every == 0) throw error("nn::training_guard: checkpoint_every is 0, expected at least 1");
+        if (c_.checkpoint_every == 0) throw error("nn::training_guard", "checkpoint_every is 0", "at least 1");
         for (const parameter<S>* p : ps_)
             if (const std::string where = first_non_finite(p->value); !where.empty())
-                throw error("nn::training_guard: step 0: parameter '" + p->name + "' is not finite before training (" +
-                            where + ")");
+                throw error("nn::training_guard",
+                            concat("step 0: parameter '", p->name, "' is not finite before training (", where, ")"));
         checkpoint();
     }
 
@@ -77,10 +77,10 @@ public:
     ///         updated parameter is not finite; an exception from the optimizer also restores it first.
     void step(double loss) {
         const std::size_t k = step_ + 1;
-        if (!std::isfinite(loss)) fail(k, "the loss is " + std::to_string(loss));
+        if (!std::isfinite(loss)) fail(k, concat("the loss is ", loss));
         for (const parameter<S>* p : ps_)
             if (const std::string where = first_non_finite(p->grad); !where.empty())
-                fail(k, "the gradient of parameter '" + p->name + "' is not finite (" + where + ")");
+                fail(k, concat("the gradient of parameter '", p->name, "' is not finite (", where, ")"));
         try {
             opt_->step();
         } catch (...) {
@@ -89,7 +89,7 @@ public:
         }
         for (const parameter<S>* p : ps_)
             if (const std::string where = first_non_finite(p->value); !where.empty())
-                fail(k, "parameter '" + p->name + "' is not finite after the update (" + where + ")");
+                fail(k, concat("parameter '", p->name, "' is not finite after the update (", where, ")"));
         step_ = k;
         if (step_ - saved_step_ >= c_.checkpoint_every) checkpoint();
     }
@@ -129,19 +129,17 @@ private:
         for (Eigen::Index r = 0; r < m.rows(); ++r)
             for (Eigen::Index c = 0; c < m.cols(); ++c)
                 if (!std::isfinite(m(r, c)))
-                    return "element (" + std::to_string(r) + ", " + std::to_string(c) + ") is " +
-                           (std::isnan(m(r, c)) ? std::string("nan")
-                            : m(r, c) > 0       ? std::string("inf")
-                                                : std::string("-inf"));
+                    return concat("element (", r, ", ", c, ") is ",
+                                  std::isnan(m(r, c)) ? "nan" : (m(r, c) > 0 ? "inf" : "-inf"));
         return "a non-finite element";  // allFinite disagreed with isfinite: unreachable without -ffast-math
     }
 
     [[noreturn]] void fail(std::size_t k, const std::string& what) {
         restore();
-        std::string msg = "nn::training_guard: step " + std::to_string(k) + ": " + what +
-                          "; restored the parameters and optimizer state of step " + std::to_string(saved_step_);
-        if (!c_.path.empty()) msg += ", saved in '" + c_.path.string() + "'";
-        throw error(msg);
+        throw error("nn::training_guard",
+                    concat("step ", k, ": ", what, "; restored the parameters and optimizer state of step ",
+                           saved_step_, c_.path.empty() ? "" : ", saved in '", c_.path.empty() ? "" : c_.path.string(),
+                           c_.path.empty() ? "" : "'"));
     }
 
     parameter_list<S> ps_;

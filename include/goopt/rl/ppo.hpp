@@ -451,7 +451,7 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
         std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
         for (auto* dst : parts) {
             nn::matrix<scalar> v(p->value.rows(), p->value.cols());
-            take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(scalar), "the values of '" + name + "'");
+            take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(scalar), concat("the values of '", name, "'"));
             dst->push_back(std::move(v));
         }
     }
