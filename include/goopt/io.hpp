@@ -11,7 +11,7 @@
 #include <goopt/io/graph_json_format.hpp>
 #include <goopt/io/graph_json_reader.hpp>
 #include <goopt/io/graph_json_writer.hpp>
-#include <goopt/io/json_messages.hpp>
+#include <goopt/io/json_reading.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>

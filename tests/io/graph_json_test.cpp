@@ -523,7 +523,7 @@ TEST_CASE("graph JSON: files that cannot be read, graphs that cannot be written"
     dup.input("x", {2});
     dup.input("x", {2});
     CHECK_THROWS_WITH_AS(goopt::io::to_json_string(dup),
-                         "cannot write graph as JSON: ops 0 and 1 are both named 'x'; names must be unique",
+                         "io::to_json_string: graph: ops 0 and 1 are both named 'x': expected unique op names",
                          goopt::error);
     computation_graph ambiguous;
     ambiguous.input("x", {2});

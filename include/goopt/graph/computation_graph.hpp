@@ -84,8 +84,8 @@ public:
                    std::string name = {}) {
         auto out = add(kind, inputs, std::move(attrs), std::move(name));
         if (out.size() != 1)
-            throw error("op '" + ops_.back().name + "' (" + std::string(ops::name(kind)) + ") has " +
-                        std::to_string(out.size()) + " outputs; use add() for multi-output ops");
+            throw error(concat("op '", ops_.back().name, "' (", ops::name(kind), ")"),
+                        concat("has ", out.size(), " outputs"), "one output (use add() for multi-output ops)");
         return out[0];
     }
 
@@ -195,9 +195,7 @@ public:
     }
 
     /// Human-readable identification of an op for error messages: `'name' (kind)`.
-    std::string describe(op_id o) const {
-        return "'" + ops_.at(o).name + "' (" + std::string(ops::name(ops_[o].kind)) + ")";
-    }
+    std::string describe(op_id o) const { return concat("'", ops_.at(o).name, "' (", ops::name(ops_[o].kind), ")"); }
 
     /// Checks arity and attributes of an op against the op table and fills in defaults; throws
     /// goopt::error whose message starts with `where`. Shared by add() and graph::validate().
@@ -211,8 +209,8 @@ private:
     }
     void check_tensor(tensor_id t, const char* where) const {
         if (t >= tensors_.size())
-            throw error(std::string(where) + ": tensor id " + std::to_string(t) + " does not exist (graph has " +
-                        std::to_string(tensors_.size()) + " tensors)");
+            throw error(where, concat("tensor id ", t, " does not exist"),
+                        concat("a tensor id below ", tensors_.size(), " (the graph's tensor count)"));
     }
 
     std::string name_;
@@ -226,18 +224,20 @@ private:
 inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::attribute_map& attrs,
                                                     std::size_t num_inputs, const std::string& where) {
     if (num_inputs < s.min_inputs || (s.max_inputs != ops::variadic && num_inputs > s.max_inputs)) {
-        std::string expected = s.min_inputs == s.max_inputs ? std::to_string(s.min_inputs)
-                               : s.max_inputs == ops::variadic
-                                   ? "at least " + std::to_string(s.min_inputs)
-                                   : std::to_string(s.min_inputs) + " to " + std::to_string(s.max_inputs);
-        throw error(where + ": has " + std::to_string(num_inputs) + " inputs, expected " + expected);
+        const std::string expected = s.min_inputs == s.max_inputs    ? concat(s.min_inputs)
+                                     : s.max_inputs == ops::variadic ? concat("at least ", s.min_inputs)
+                                                                     : concat(s.min_inputs, " to ", s.max_inputs);
+        throw error(where, concat("has ", num_inputs, " inputs"), expected);
     }
     for (const auto& [id, value] : attrs)
         if (!s.takes(id))
-            throw error(where + ": unknown attribute '" + std::string(ops::name(id)) + "' for " + std::string(s.name));
+            throw error(where, concat("unknown attribute '", ops::name(id), "' for ", s.name),
+                        "an attribute the op takes");
     for (const ops::attr_spec& a : s.attrs) {
         if (!attrs.has(a.id)) {
-            if (a.required) throw error(where + ": missing required attribute '" + std::string(ops::name(a.id)) + "'");
+            if (a.required)
+                throw error(where, concat("missing required attribute '", ops::name(a.id), "'"),
+                            concat("attribute '", ops::name(a.id), "'"));
             switch (a.type) {
                 case ops::attr_type::integer:
                     attrs.set(a.id, a.int_default);
@@ -256,8 +256,8 @@ inline void computation_graph::normalize_attributes(const ops::op_spec& s, ops::
         if (a.type == ops::attr_type::real && ops::type_of(v) == ops::attr_type::integer) {
             attrs.set(a.id, static_cast<double>(std::get<std::int64_t>(v)));
         } else if (ops::type_of(v) != a.type) {
-            throw error(where + ": attribute '" + std::string(ops::name(a.id)) + "' is a " +
-                        std::string(ops::name(ops::type_of(v))) + ", expected a " + std::string(ops::name(a.type)));
+            throw error(where, concat("attribute '", ops::name(a.id), "' is a ", ops::name(ops::type_of(v))),
+                        concat("a ", ops::name(a.type)));
         }
     }
 }
@@ -266,14 +266,14 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
                                          std::string name) {
     const ops::op_spec& s = ops::spec(kind);
     const auto id = static_cast<op_id>(ops_.size());
-    if (name.empty()) name = std::string(s.name) + "_" + std::to_string(id);
-    const std::string where = "op '" + name + "' (" + std::string(s.name) + ")";
+    if (name.empty()) name = concat(s.name, "_", id);
+    const std::string where = concat("op '", name, "' (", s.name, ")");
     normalize_attributes(s, attrs, inputs.size(), where);
     ops::output_types in;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i] >= tensors_.size())
-            throw error(where + ": input " + std::to_string(i) + " refers to tensor " + std::to_string(inputs[i]) +
-                        ", which does not exist");
+            throw error(where, concat("input ", i, " refers to tensor ", inputs[i], ", which does not exist"),
+                        concat("a tensor id below ", tensors_.size()));
         in.push_back(tensors_[inputs[i]].type);
     }
     ops::output_types out;
@@ -281,7 +281,7 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
         out = s.infer(ops::view(in), attrs);
         for (const auto& t : out) (void)t.bytes();  // every output's size must be representable
     } catch (const error& e) {
-        throw error(where + ": " + e.what());
+        throw error(concat(where, ": ", e.what()));
     }
     struct op o {
         kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1
@@ -305,7 +305,8 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
 inline void computation_graph::rewire(op_id o, std::uint32_t slot, tensor_id t) {
     struct op& x = ops_.at(o);
     if (slot >= x.inputs.size())
-        throw error("rewire: op " + describe(o) + " has no input slot " + std::to_string(slot));
+        throw error("graph::rewire", concat("op ", describe(o), " has no input slot ", slot),
+                    concat("a slot below ", x.inputs.size()));
     check_tensor(t, "rewire");
     auto& old_uses = tensors_[x.inputs[slot]].uses;
     old_uses.erase(std::remove(old_uses.begin(), old_uses.end(), use{o, slot}), old_uses.end());

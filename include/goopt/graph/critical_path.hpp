@@ -34,8 +34,7 @@ requires std::invocable<Cost&, std::size_t> critical_path_result critical_path(c
     for (std::size_t v : topological_order(g)) {
         const double c = static_cast<double>(cost(v));
         if (!(c >= 0) || !std::isfinite(c))
-            throw error("critical_path: op " + std::to_string(v) + " has cost " + std::to_string(c) +
-                        ", expected a finite value >= 0");
+            throw error("graph::critical_path", concat("op ", v, " has cost ", c), "a finite value >= 0");
         double start = 0;
         for (auto p : traits::predecessors(g, v)) {
             const auto u = static_cast<std::size_t>(p);

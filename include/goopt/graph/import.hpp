@@ -76,7 +76,7 @@ concept has_op_name = requires(const G& g, std::size_t v) {
 
 template <ImportableGraph G> std::string import_op_name(const G& user, std::size_t v) {
     if constexpr (has_op_name<G>) return std::string(computation_graph_traits<G>::op_name(user, v));
-    else return "op" + std::to_string(v);
+    else return concat("op", v);
 }
 
 /// The imported tensor an input edge from user op `p` reads: the one output of p's copy.
@@ -85,8 +85,8 @@ inline tensor_id import_input(const computation_graph& out, const id_map& ids, s
     const op_id producer = ids.to_goopt[p];
     const auto& outputs = out.get_op(producer).outputs;
     if (outputs.size() != 1)
-        throw error(where + ": input from " + out.describe(producer) + " which has " + std::to_string(outputs.size()) +
-                    " outputs, expected an op with one output (ComputationGraph edges name ops, not tensors)");
+        throw error(where, concat("input from ", out.describe(producer), " which has ", outputs.size(), " outputs"),
+                    "an op with one output (ComputationGraph edges name ops, not tensors)");
     return outputs[0];
 }
 }  // namespace detail
@@ -101,20 +101,19 @@ template <ImportableGraph G> imported_graph import(const G& user) {
     std::unordered_set<std::string> names;
     for (const std::size_t v : order) {
         std::string name = detail::import_op_name(user, v);
-        const std::string where = "graph::import: user op " + std::to_string(v) + " '" + name + "'";
-        if (!names.insert(name).second) throw error(where + ": duplicate name, expected unique op names");
+        const std::string where = concat("graph::import: user op ", v, " '", name, "'");
+        if (!names.insert(name).second) throw error(where, "duplicate name", "unique op names");
         std::vector<tensor_id> inputs;
         for (const auto p : traits::predecessors(user, v)) {
             if (std::cmp_less(p, 0) || std::cmp_greater_equal(p, n))
-                throw error(where + ": input op index " + std::to_string(p) + " out of range, expected 0.." +
-                            std::to_string(n) + " (exclusive)");
+                throw error(where, concat("input op index ", p, " out of range"), concat("0..", n, " (exclusive)"));
             inputs.push_back(detail::import_input(r.graph, r.ids, static_cast<std::size_t>(p), where));
         }
         try {
             r.graph.add(static_cast<ops::op_kind>(traits::op_kind(user, v)), std::span<const tensor_id>(inputs),
                         static_cast<ops::attribute_map>(traits::op_attributes(user, v)), std::move(name));
         } catch (const error& e) {
-            throw error(where + ": " + e.what());
+            throw error(concat(where, ": ", e.what()));
         }
         r.ids.to_goopt[v] = static_cast<op_id>(r.ids.to_user.size());
         r.ids.to_user.push_back(v);
@@ -130,8 +129,8 @@ template <ImportableGraph G> imported_graph import(const G& user) {
 template <std::copyable T> std::vector<T> to_user_order(const id_map& ids, std::span<const T> per_op) {
     if (per_op.empty()) return {};
     if (per_op.size() != ids.to_user.size())
-        throw error("graph::to_user_order: " + std::to_string(per_op.size()) + " values, expected one per op (" +
-                    std::to_string(ids.to_user.size()) + ")");
+        throw error("graph::to_user_order", concat(per_op.size(), " values"),
+                    concat("one per op (", ids.to_user.size(), ")"));
     std::vector<T> r(per_op.size());
     for (std::size_t o = 0; o < per_op.size(); ++o) r[ids.to_user[o]] = per_op[o];
     return r;

@@ -89,8 +89,10 @@ template <ComputationGraph G> std::optional<std::vector<std::size_t>> try_topolo
 template <ComputationGraph G> std::vector<std::size_t> topological_order(const G& g) {
     if (auto order = try_topological_order(g)) return std::move(*order);
     const std::size_t v = find_cycle(g).front();
-    if constexpr (requires { g.describe(v); }) throw error("graph has a cycle through op " + g.describe(v));
-    else throw error("graph has a cycle through op " + std::to_string(v));
+    if constexpr (requires { g.describe(v); })
+        throw error("graph::topological_order", concat("graph has a cycle through op ", g.describe(v)),
+                    "an acyclic graph");
+    else throw error("graph::topological_order", concat("graph has a cycle through op ", v), "an acyclic graph");
 }
 
 }  // namespace goopt::graph

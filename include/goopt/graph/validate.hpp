@@ -20,9 +20,9 @@ namespace goopt::graph {
 /// means; pad and fill values may be anything, NaN included (a mask), and clip bounds may be infinite.
 inline std::string real_attribute_problem(ops::attr_id id, double v) {
     if (id == ops::attr_id::epsilon && !(std::isfinite(v) && v >= 0))
-        return "epsilon is " + std::to_string(v) + ", expected a finite number >= 0";
+        return concat("epsilon is ", v, ", expected a finite number >= 0");
     if ((id == ops::attr_id::min || id == ops::attr_id::max) && std::isnan(v))
-        return std::string(ops::name(id)) + " is NaN, expected a number (an infinite bound is allowed)";
+        return concat(ops::name(id), " is NaN, expected a number (an infinite bound is allowed)");
     return {};
 }
 
@@ -37,17 +37,16 @@ inline std::vector<std::string> problems(const computation_graph& g) {
     std::unordered_map<std::string_view, op_id> first;
     for (op_id v = 0; v < ops.size(); ++v) {
         auto [it, fresh] = first.emplace(ops[v].name, v);
-        if (!fresh)
-            found.push_back("op " + g.describe(v) + ": duplicate name, also used by op " + std::to_string(it->second));
+        if (!fresh) found.push_back(concat("op ", g.describe(v), ": duplicate name, also used by op ", it->second));
     }
 
     std::vector<bool> wired(ops.size(), true);  // inputs all refer to existing tensors
     for (op_id v = 0; v < ops.size(); ++v) {
-        const std::string where = "op " + g.describe(v);
+        const std::string where = concat("op ", g.describe(v));
         for (std::size_t k = 0; k < ops[v].inputs.size(); ++k)
             if (ops[v].inputs[k] >= tensors.size()) {
-                found.push_back(where + ": input " + std::to_string(k) + " refers to tensor " +
-                                std::to_string(ops[v].inputs[k]) + ", which does not exist");
+                found.push_back(
+                    concat(where, ": input ", k, " refers to tensor ", ops[v].inputs[k], ", which does not exist"));
                 wired[v] = false;
             }
         auto attrs = ops[v].attrs;
@@ -59,12 +58,11 @@ inline std::vector<std::string> problems(const computation_graph& g) {
         }
         for (const auto& [id, value] : ops[v].attrs)
             if (const double* r = std::get_if<double>(&value))
-                if (auto p = real_attribute_problem(id, *r); !p.empty()) found.push_back(where + ": " + p);
+                if (auto p = real_attribute_problem(id, *r); !p.empty()) found.push_back(concat(where, ": ", p));
     }
     for (std::size_t i = 0; i < g.outputs().size(); ++i)
         if (g.outputs()[i] >= tensors.size())
-            found.push_back("graph output " + std::to_string(i) + " refers to tensor " +
-                            std::to_string(g.outputs()[i]) + ", which does not exist");
+            found.push_back(concat("graph output ", i, " refers to tensor ", g.outputs()[i], ", which does not exist"));
 
     bool dangling = false;
     for (bool w : wired) dangling |= !w;
@@ -73,8 +71,8 @@ inline std::vector<std::string> problems(const computation_graph& g) {
     const auto cycle = find_cycle(g);
     if (!cycle.empty()) {
         std::string names;
-        for (auto v : cycle) names += (names.empty() ? "'" : " -> '") + ops[v].name + "'";
-        found.push_back("graph has a cycle: " + names + " -> '" + ops[cycle.front()].name + "'");
+        for (auto v : cycle) names += concat(names.empty() ? "'" : " -> '", ops[v].name, "'");
+        found.push_back(concat("graph has a cycle: ", names, " -> '", ops[cycle.front()].name, "'"));
         return found;
     }
 
@@ -85,16 +83,17 @@ inline std::vector<std::string> problems(const computation_graph& g) {
             const auto inferred = s.infer(ops::view(in), ops[v].attrs);
             const auto stored = g.output_types(v);
             if (inferred.size() != stored.size()) {
-                found.push_back("op " + g.describe(v) + ": has " + std::to_string(stored.size()) +
-                                " outputs, its inputs and attributes give " + std::to_string(inferred.size()));
+                found.push_back(concat("op ", g.describe(v), ": has ", stored.size(),
+                                       " outputs, its inputs and attributes give ", inferred.size()));
                 continue;
             }
             for (std::size_t k = 0; k < stored.size(); ++k)
                 if (!(inferred[k] == stored[k]))
-                    found.push_back("op " + g.describe(v) + ": output " + std::to_string(k) + " is recorded as " +
-                                    ops::to_string(stored[k]) + ", but its inputs give " + ops::to_string(inferred[k]));
+                    found.push_back(concat("op ", g.describe(v), ": output ", k, " is recorded as ",
+                                           ops::to_string(stored[k]), ", but its inputs give ",
+                                           ops::to_string(inferred[k])));
         } catch (const error& e) {
-            found.push_back("op " + g.describe(v) + ": " + e.what());
+            found.push_back(concat("op ", g.describe(v), ": ", e.what()));
         }
     }
     return found;
@@ -104,9 +103,8 @@ inline std::vector<std::string> problems(const computation_graph& g) {
 inline void validate(const computation_graph& g) {
     const auto p = problems(g);
     if (p.empty()) return;
-    std::string what = (g.name().empty() ? std::string("graph") : "graph '" + g.name() + "'") + ": " + p.front();
-    if (p.size() > 1) what += " (and " + std::to_string(p.size() - 1) + " more problems)";
-    throw error(what);
+    throw error(g.name().empty() ? std::string("graph") : concat("graph '", g.name(), "'"),
+                p.size() > 1 ? concat(p.front(), " (and ", p.size() - 1, " more problems)") : p.front());
 }
 
 }  // namespace goopt::graph

@@ -26,6 +26,7 @@
 #include <goopt/error.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/io/graph_json.hpp>
+#include <goopt/io/json_reading.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -70,30 +71,6 @@ cost::table_model<Fallback> read_cost_table_file(const std::filesystem::path& pa
 // ---- implementation ----
 
 namespace detail {
-
-inline nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
-    try {
-        return nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw error(source, concat("invalid JSON at byte ", e.byte, ": ", without_nlohmann_prefix(e.what())));
-    } catch (const nlohmann::json::exception& e) {
-        throw error(source, concat("invalid JSON: ", without_nlohmann_prefix(e.what())));
-    }
-}
-
-inline std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw error(path.string(), "is a directory", concat("a ", what, " file"));
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int e = errno;
-        throw error(path.string(), concat("cannot open the ", what, " file: ", errno_text(e)));
-    }
-    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw error(path.string(), "reading failed");
-    return text;
-}
 
 /// Checks the "format" and "version" keys of a document of format `name`.
 inline void check_header(const nlohmann::json& j, std::string_view source, std::string_view name) {

@@ -9,7 +9,7 @@
 #include <goopt/io/graph_json_format.hpp>
 #include <goopt/io/graph_json_reader.hpp>
 #include <goopt/io/graph_json_writer.hpp>
-#include <goopt/io/json_messages.hpp>
+#include <goopt/io/json_reading.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -75,34 +75,17 @@ inline graph::computation_graph graph_from_json(const nlohmann::ordered_json& j,
 }
 
 inline graph::computation_graph from_json_string(std::string_view text, std::string_view source_name) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw error(std::string(source_name) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                    detail::without_nlohmann_prefix(e.what()));
-    } catch (const nlohmann::json::exception& e) {  // a number too large for a double: out_of_range.406
-        throw error(std::string(source_name) + ": invalid JSON: " + detail::without_nlohmann_prefix(e.what()));
-    }
-    return graph_from_json(j, source_name);
+    return graph_from_json(detail::parse_json_text(text, source_name), source_name);
 }
 
 inline graph::computation_graph read_graph(std::istream& in, std::string_view source_name) {
     std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw error(std::string(source_name) + ": reading failed");
+    if (in.bad()) throw error(source_name, "reading failed");
     return from_json_string(text, source_name);
 }
 
 inline graph::computation_graph read_graph_file(const std::filesystem::path& path) {
-    const std::string source = path.string();
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw error(source + ": is a directory, expected a graph file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int e = errno;
-        throw error(source + ": cannot open the graph file: " + detail::errno_text(e));
-    }
-    return read_graph(in, source);
+    return from_json_string(detail::read_text_file(path, "graph"), path.string());
 }
 
 inline std::string to_json_string(const graph::computation_graph& g) {
@@ -128,8 +111,7 @@ inline std::string to_json_string(const graph::computation_graph& g) {
             }
         }
     } catch (const nlohmann::json::exception& e) {  // a name that is not valid UTF-8
-        throw error("cannot write graph " + (g.name().empty() ? "" : detail::quote(g.name()) + " ") +
-                    "as JSON: " + detail::without_nlohmann_prefix(e.what()));
+        throw error(detail::writer_name(g), detail::without_nlohmann_prefix(e.what()), "names in valid UTF-8");
     }
     return out + "\n}\n";
 }

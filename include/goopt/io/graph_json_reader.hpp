@@ -8,7 +8,7 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/graph/validate.hpp>
 #include <goopt/io/graph_json_format.hpp>
-#include <goopt/io/json_messages.hpp>
+#include <goopt/io/json_reading.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/dtype.hpp>
 #include <goopt/ops/op_table.hpp>
@@ -84,9 +84,9 @@ private:
         graph::op_id id = graph::no_op;  ///< once added
     };
 
-    [[noreturn]] void fail(const std::string& place, const std::string& what) const {
-        throw error(std::string(source_) + ": " + (place.empty() ? std::string("top level") : place) + ": " +
-                    one_line(what));
+    /// `<source>: <place>: <what>[: expected <expected>]`, on one line whatever the file's names hold.
+    [[noreturn]] void fail(const std::string& place, const std::string& what, std::string_view expected = {}) const {
+        fail_at(source_, place, what, expected);
     }
     std::string at(std::string_view key) const { return prefix_ + "/" + pointer_token(key); }
     static std::string at(const std::string& place, std::string_view key) { return place + "/" + pointer_token(key); }
@@ -95,8 +95,8 @@ private:
     std::int64_t integer(const Json& v, const std::string& place) const {
         if (v.is_number_unsigned() &&
             v.template get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            fail(place, "the integer " + v.dump() + " is out of range (at most 2^63-1)");
-        if (!v.is_number_integer()) fail(place, "expected an integer, got " + describe(v));
+            fail(place, concat("the integer ", v.dump(), " is out of range"), "at most 2^63-1");
+        if (!v.is_number_integer()) fail(place, concat("got ", describe(v)), "an integer");
         return v.template get<std::int64_t>();
     }
     double real(const Json& v, const std::string& place) const {
@@ -107,32 +107,31 @@ private:
             if (s == "-inf") return -std::numeric_limits<double>::infinity();
             if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
         }
-        fail(place, "expected a real number (or \"inf\", \"-inf\", \"nan\"), got " + describe(v));
+        fail(place, concat("got ", describe(v)), "a real number (or \"inf\", \"-inf\", \"nan\")");
     }
     std::vector<std::int64_t> integers(const Json& v, const std::string& place) const {
-        if (!v.is_array()) fail(place, "expected a list of integers, got " + describe(v));
+        if (!v.is_array()) fail(place, concat("got ", describe(v)), "a list of integers");
         std::vector<std::int64_t> out;
         out.reserve(v.size());
         for (std::size_t i = 0; i < v.size(); ++i) out.push_back(integer(v[i], at(place, i)));
         return out;
     }
     const std::string& string_value(const Json& v, const std::string& place, std::string_view what) const {
-        if (!v.is_string()) fail(place, "expected " + std::string(what) + ", got " + describe(v));
+        if (!v.is_string()) fail(place, concat("got ", describe(v)), what);
         return v.template get_ref<const typename Json::string_t&>();
     }
     ops::dtype dtype_value(const Json& v, const std::string& place) const {
         const std::string& s = string_value(v, place, "a dtype name");
         if (auto t = ops::parse_dtype(s)) return *t;
-        fail(place, "unknown dtype " + quote(s) + ", expected one of " + dtype_list());
+        fail(place, concat("unknown dtype ", quote(s)), concat("one of ", dtype_list()));
     }
     /// A shape: every dimension >= 1 and at most ops::max_rank of them.
     ops::shape shape_value(const Json& v, const std::string& place) const {
         const auto d = integers(v, place);
         if (d.size() > ops::max_rank)
-            fail(place, "shape has rank " + std::to_string(d.size()) + ", at most " + std::to_string(ops::max_rank) +
-                            " is supported");
+            fail(place, concat("shape has rank ", d.size()), concat("at most ", ops::max_rank));
         for (std::size_t i = 0; i < d.size(); ++i)
-            if (d[i] < 1) fail(at(place, i), "dimension " + std::to_string(d[i]) + ", expected >= 1");
+            if (d[i] < 1) fail(at(place, i), concat("dimension ", d[i]), ">= 1");
         return ops::shape(std::span<const std::int64_t>(d));
     }
 
@@ -159,11 +158,10 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
                 const std::string& s = v.template get_ref<const typename Json::string_t&>();
                 for (auto p : {ops::padding_mode::same, ops::padding_mode::valid})
                     if (ops::name(p) == s) return static_cast<std::int64_t>(p);
-                fail(place, "unknown padding " + quote(s) + ", expected \"same\" or \"valid\" (or 0, 1)");
+                fail(place, concat("unknown padding ", quote(s)), "\"same\" or \"valid\" (or 0, 1)");
             } else {
                 const auto p = integer(v, place);
-                if (p != 0 && p != 1)
-                    fail(place, "padding " + std::to_string(p) + ", expected \"same\" or \"valid\" (or 0, 1)");
+                if (p != 0 && p != 1) fail(place, concat("padding ", p), "\"same\" or \"valid\" (or 0, 1)");
                 return p;
             }
         case ops::attr_id::activation:
@@ -171,13 +169,12 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
                 const std::string& s = v.template get_ref<const typename Json::string_t&>();
                 for (std::int64_t a = 0; a < 4; ++a)
                     if (ops::name(static_cast<ops::activation>(a)) == s) return a;
-                fail(place, "unknown activation " + quote(s) +
-                                ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+                fail(place, concat("unknown activation ", quote(s)),
+                     "\"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
             } else {
                 const auto a = integer(v, place);
                 if (a < 0 || a > 3)
-                    fail(place, "activation " + std::to_string(a) +
-                                    ", expected \"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+                    fail(place, concat("activation ", a), "\"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
                 return a;
             }
         case ops::attr_id::dtype:
@@ -196,37 +193,38 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
         case ops::attr_type::ints:
             return integers(v, place);
     }
+    GOOPT_ASSERT(false);  // every attr_type is handled above
     fail(place, "unsupported attribute type");
 }
 
 template <class Json>
 typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, const std::string& place) const {
-    if (!o.is_object()) fail(place, "expected an op object, got " + describe(o));
+    if (!o.is_object()) fail(place, concat("got ", describe(o)), "an op object");
     entry e;
     e.place = place;
     for (const auto& [key, value] : o.items())
         if (!is_one_of(key, op_keys))
-            fail(at(place, key), "unknown key " + quote(key) + " in an op, expected one of " + list_of(op_keys));
+            fail(at(place, key), concat("unknown key ", quote(key), " in an op"), concat("one of ", list_of(op_keys)));
 
     if (auto it = o.find("name"); it != o.end()) {
         e.name = string_value(*it, at(place, "name"), "a string");
         if (e.name.empty()) fail(at(place, "name"), "empty op name; leave \"name\" out to let the graph name the op");
     }
     // Op-level messages carry the name too: a person looks for the op, not for its index.
-    const std::string who = e.name.empty() ? "" : "op " + quote(e.name) + ": ";
+    const std::string who = e.name.empty() ? "" : concat("op ", quote(e.name), ": ");
 
     const auto kind_it = o.find("op");
-    if (kind_it == o.end()) fail(place, who + "missing \"op\" (the op kind, such as \"conv2d\")");
+    if (kind_it == o.end()) fail(place, concat(who, "missing \"op\""), "the op kind, such as \"conv2d\"");
     const std::string& kind_name = string_value(*kind_it, at(place, "op"), "an op kind name");
     const auto kind = ops::parse_op_kind(kind_name);
-    if (!kind) fail(at(place, "op"), who + "unknown op kind " + quote(kind_name));
+    if (!kind) fail(at(place, "op"), concat(who, "unknown op kind ", quote(kind_name)));
     e.kind = *kind;
     const ops::op_spec& spec = ops::spec(e.kind);
     const bool is_source = spec.has(ops::source);
 
     if (auto it = o.find("attrs"); it != o.end()) {
         const std::string attrs_place = at(place, "attrs");
-        if (!it->is_object()) fail(attrs_place, who + "expected an object of attributes, got " + describe(*it));
+        if (!it->is_object()) fail(attrs_place, concat(who, "got ", describe(*it)), "an object of attributes");
         for (const auto& [key, value] : it->items()) {
             const std::string attr_place = at(attrs_place, key);
             const auto id = ops::parse_attr_id(key);
@@ -237,8 +235,8 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
             if (!as) {
                 std::vector<std::string_view> takes;
                 for (const auto& a : spec.attrs) takes.push_back(ops::name(a.id));
-                fail(attr_place, who + "unknown attribute " + quote(key) + " for " + std::string(spec.name) +
-                                     (takes.empty() ? " (it takes none)" : " (it takes " + join(takes) + ")"));
+                fail(attr_place, concat(who, "unknown attribute ", quote(key), " for ", spec.name,
+                                        takes.empty() ? " (it takes none)" : concat(" (it takes ", join(takes), ")")));
             }
             e.attrs.set(*id, attribute(value, *as, attr_place));
         }
@@ -249,7 +247,8 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
         e.shape_place = at(place, "shape");
         ops::shape s = shape_value(*it, e.shape_place);
         if (is_source) {
-            if (e.attrs.has(ops::attr_id::shape)) fail(e.shape_place, who + "shape given both here and in \"attrs\"");
+            if (e.attrs.has(ops::attr_id::shape))
+                fail(e.shape_place, concat(who, "shape given both here and in \"attrs\""));
             e.attrs.set(ops::attr_id::shape, std::vector<std::int64_t>(s.begin(), s.end()));
         } else {
             e.expected_shape = s;
@@ -259,7 +258,8 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
         e.dtype_place = at(place, "dtype");
         const ops::dtype t = dtype_value(*it, e.dtype_place);
         if (is_source) {
-            if (e.attrs.has(ops::attr_id::dtype)) fail(e.dtype_place, who + "dtype given both here and in \"attrs\"");
+            if (e.attrs.has(ops::attr_id::dtype))
+                fail(e.dtype_place, concat(who, "dtype given both here and in \"attrs\""));
             e.attrs.set(ops::attr_id::dtype, static_cast<std::int64_t>(t));
         } else {
             e.expected_dtype = t;
@@ -269,12 +269,12 @@ typename graph_reader<Json>::entry graph_reader<Json>::parse_op(const Json& o, c
         if (auto it = o.find(key); it != o.end()) {
             const auto l = integer(*it, at(place, key));
             if (l < std::numeric_limits<std::int32_t>::min() || l > std::numeric_limits<std::int32_t>::max())
-                fail(at(place, key), who + key + " " + std::to_string(l) + " is out of the 32-bit range");
+                fail(at(place, key), concat(who, key, " ", l, " is out of the 32-bit range"), "a 32-bit integer");
             (std::string_view(key) == "layer" ? e.layer : e.colocation) = static_cast<std::int32_t>(l);
         }
     if (auto it = o.find("inputs"); it != o.end()) {
         const std::string inputs_place = at(place, "inputs");
-        if (!it->is_array()) fail(inputs_place, who + "expected a list of tensor references, got " + describe(*it));
+        if (!it->is_array()) fail(inputs_place, concat(who, "got ", describe(*it)), "a list of tensor references");
         for (std::size_t i = 0; i < it->size(); ++i) {
             reference r;
             r.place = at(inputs_place, i);
@@ -303,8 +303,7 @@ typename graph_reader<Json>::reference graph_reader<Json>::resolve(std::string t
             return r;
         }
     }
-    fail(r.place,
-         "reference " + quote(r.text) + " names no op in the file (expected \"op\" or \"op:k\" for a named op)");
+    fail(r.place, concat("reference ", quote(r.text), " names no op in the file"), "\"op\" or \"op:k\" for a named op");
 }
 
 /// The tensor a resolved reference denotes, once its producer is in the graph.
@@ -313,8 +312,8 @@ graph::tensor_id graph_reader<Json>::tensor_of(const graph::computation_graph& g
     const graph::op& producer = g.get_op(entries_[r.op].id);
     const std::size_t n = producer.outputs.size();
     if (r.output >= n)
-        fail(r.place, "reference " + quote(r.text) + ": op " + quote(producer.name) + " has " + std::to_string(n) +
-                          (n == 1 ? " output" : " outputs") + ", so there is no output " + std::to_string(r.output));
+        fail(r.place, concat("reference ", quote(r.text), ": op ", quote(producer.name), " has ", n,
+                             n == 1 ? " output" : " outputs", ", so there is no output ", r.output));
     return producer.outputs[r.output];
 }
 
@@ -335,37 +334,37 @@ template <class Json> std::vector<std::size_t> graph_reader<Json>::order() const
     std::string names;
     for (std::size_t v : cycle) names += quote(entries_[v].name) + " -> ";
     names += quote(entries_[cycle.front()].name);
-    fail(prefix_ + "/ops", "the ops form a cycle: " + names + " (each consumes the one before it)");
+    fail(concat(prefix_, "/ops"), concat("the ops form a cycle: ", names, " (each consumes the one before it)"),
+         "an acyclic graph");
 }
 
 template <class Json> graph::computation_graph graph_reader<Json>::read() {
-    if (!root_.is_object()) fail(prefix_, "expected a JSON object (a goopt graph), got " + describe(root_));
+    if (!root_.is_object()) fail(prefix_, concat("got ", describe(root_)), "a JSON object (a goopt graph)");
     const auto format_it = root_.find("format");
     if (format_it == root_.end())
-        fail(prefix_, "missing \"format\": \"" + std::string(graph_format_name) + "\" (is this a goopt graph file?)");
+        fail(prefix_, concat("missing \"format\": \"", graph_format_name, "\""), "a goopt graph file");
     if (!format_it->is_string() || format_it->template get_ref<const typename Json::string_t&>() != graph_format_name)
-        fail(at("format"),
-             "expected \"" + std::string(graph_format_name) + "\", got " +
-                 (format_it->is_string() ? quote(format_it->template get_ref<const typename Json::string_t&>())
-                                         : describe(*format_it)));
+        fail(
+            at("format"),
+            concat("got ", format_it->is_string() ? quote(format_it->template get_ref<const typename Json::string_t&>())
+                                                  : describe(*format_it)),
+            concat("\"", graph_format_name, "\""));
     const auto version_it = root_.find("version");
-    if (version_it == root_.end())
-        fail(prefix_,
-             "missing \"version\" (this reader supports version " + std::to_string(graph_format_version) + ")");
+    if (version_it == root_.end()) fail(prefix_, "missing \"version\"", concat("\"version\": ", graph_format_version));
     if (const auto v = integer(*version_it, at("version")); v != graph_format_version)
-        fail(at("version"), "unsupported version " + std::to_string(v) + ", this reader supports version " +
-                                std::to_string(graph_format_version));
+        fail(at("version"), concat("unsupported version ", v),
+             concat("version ", graph_format_version, ", which this reader supports"));
     for (const auto& [key, value] : root_.items())
         if (!is_one_of(key, top_keys))
-            fail(at(key), "unknown key " + quote(key) + ", expected one of " + list_of(top_keys));
+            fail(at(key), concat("unknown key ", quote(key)), concat("one of ", list_of(top_keys)));
 
     graph::computation_graph g;
     if (auto it = root_.find("name"); it != root_.end()) g.set_name(string_value(*it, at("name"), "a string"));
 
     const auto ops_it = root_.find("ops");
-    if (ops_it == root_.end()) fail(prefix_, "missing \"ops\" (the list of ops; [] for an empty graph)");
+    if (ops_it == root_.end()) fail(prefix_, "missing \"ops\"", "the list of ops ([] for an empty graph)");
     const std::string ops_place = at("ops");
-    if (!ops_it->is_array()) fail(ops_place, "expected a list of ops, got " + describe(*ops_it));
+    if (!ops_it->is_array()) fail(ops_place, concat("got ", describe(*ops_it)), "a list of ops");
 
     entries_.reserve(ops_it->size());
     for (std::size_t i = 0; i < ops_it->size(); ++i) {
@@ -373,13 +372,14 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
         const entry& e = entries_.back();
         if (e.name.empty()) continue;
         if (auto [it, fresh] = by_name_.emplace(e.name, i); !fresh)
-            fail(at(e.place, "name"), "duplicate op name " + quote(e.name) + " (first used at " +
-                                          entries_[it->second].place + "); op names must be unique");
+            fail(at(e.place, "name"),
+                 concat("duplicate op name ", quote(e.name), " (first used at ", entries_[it->second].place, ")"),
+                 "unique op names");
     }
     for (const entry& e : entries_)
         if (auto other = ambiguous_with(e.name, [&](std::string_view n) { return by_name_.count(std::string(n)) > 0; }))
-            fail(at(e.place, "name"), "op name " + quote(e.name) + " is ambiguous: it also reads as output " +
-                                          e.name.substr(other->size() + 1) + " of op " + quote(*other));
+            fail(at(e.place, "name"), concat("op name ", quote(e.name), " is ambiguous: it also reads as output ",
+                                             e.name.substr(other->size() + 1), " of op ", quote(*other)));
     for (entry& e : entries_)
         for (reference& r : e.inputs) r = resolve(std::move(r.text), std::move(r.place));
 
@@ -396,22 +396,23 @@ template <class Json> graph::computation_graph graph_reader<Json>::read() {
         e.id = id;
         const auto& added = g.get_op(id);
         if (e.name.empty() && by_name_.count(added.name))
-            fail(e.place, "this unnamed op gets the name " + quote(added.name) +
-                              ", which another op in the file has; give it a name");
+            fail(e.place,
+                 concat("this unnamed op gets the name ", quote(added.name), ", which another op in the file has"),
+                 "a name for this op");
         g.set_layer(id, e.layer);
         g.set_colocation(id, e.colocation);
         const ops::tensor_type& out = g.type_of(added.outputs[0]);
         if (e.expected_shape && *e.expected_shape != out.dims)
-            fail(e.shape_place, g.describe(id) + " has shape " + out.dims.to_string() + ", the file says " +
-                                    e.expected_shape->to_string());
+            fail(e.shape_place, concat(g.describe(id), " has shape ", out.dims.to_string(), ", the file says ",
+                                       e.expected_shape->to_string()));
         if (e.expected_dtype && *e.expected_dtype != out.type)
-            fail(e.dtype_place, g.describe(id) + " has dtype " + std::string(ops::name(out.type)) + ", the file says " +
-                                    std::string(ops::name(*e.expected_dtype)));
+            fail(e.dtype_place, concat(g.describe(id), " has dtype ", ops::name(out.type), ", the file says ",
+                                       ops::name(*e.expected_dtype)));
     }
 
     if (auto it = root_.find("outputs"); it != root_.end()) {
         const std::string outputs_place = at("outputs");
-        if (!it->is_array()) fail(outputs_place, "expected a list of tensor references, got " + describe(*it));
+        if (!it->is_array()) fail(outputs_place, concat("got ", describe(*it)), "a list of tensor references");
         for (std::size_t i = 0; i < it->size(); ++i) {
             std::string place = at(outputs_place, i);
             std::string text = string_value((*it)[i], place, "a tensor reference (\"op\" or \"op:k\")");
@@ -428,7 +429,7 @@ graph::computation_graph read_graph_json(const Json& j, std::string_view source,
     } catch (const nlohmann::json::exception& e) {
         // Every access above is checked first; this only keeps the promise that no nlohmann
         // exception leaves the reader if one of those checks is ever missed.
-        throw error(std::string(source) + ": " + without_nlohmann_prefix(e.what()));
+        throw error(source, without_nlohmann_prefix(e.what()));
     }
 }
 

@@ -6,7 +6,7 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/io/graph_json_format.hpp>
-#include <goopt/io/json_messages.hpp>
+#include <goopt/io/json_reading.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/dtype.hpp>
 #include <goopt/ops/op_table.hpp>
@@ -42,22 +42,29 @@ template <class Json> Json attribute_json(ops::attr_id id, const ops::attr_value
     return Json(std::get<std::vector<std::int64_t>>(v));
 }
 
+/// The writer as errors name it: `io::to_json_string: graph 'name'`.
+inline std::string writer_name(const graph::computation_graph& g) {
+    return concat("io::to_json_string: graph", g.name().empty() ? "" : concat(" ", quote(g.name())));
+}
+
 /// Checks that every op can be referred to by its name alone, which is what makes the file readable.
 inline void check_names_writable(const graph::computation_graph& g) {
-    const std::string where = "cannot write graph " + (g.name().empty() ? "" : quote(g.name()) + " ") + "as JSON: ";
+    const std::string module = writer_name(g);
     std::unordered_map<std::string_view, graph::op_id> by_name;
     for (graph::op_id i = 0; i < g.num_ops(); ++i) {
         const std::string& n = g.get_op(i).name;
-        if (n.empty()) throw error(where + "op " + std::to_string(i) + " has an empty name");
+        if (n.empty()) throw error(module, concat("op ", i, " has an empty name"), "a name for every op");
         if (auto [it, fresh] = by_name.emplace(n, i); !fresh)
-            throw error(where + "ops " + std::to_string(it->second) + " and " + std::to_string(i) + " are both named " +
-                        quote(n) + "; names must be unique");
+            throw error(module, concat("ops ", it->second, " and ", i, " are both named ", quote(n)),
+                        "unique op names");
     }
     for (graph::op_id i = 0; i < g.num_ops(); ++i) {
         const std::string& n = g.get_op(i).name;
         if (auto other = ambiguous_with(n, [&](std::string_view x) { return by_name.count(x) > 0; }))
-            throw error(where + "op name " + quote(n) + " would also read as output " + n.substr(other->size() + 1) +
-                        " of op " + quote(*other) + "; rename one of them");
+            throw error(module,
+                        concat("op name ", quote(n), " would also read as output ", n.substr(other->size() + 1),
+                               " of op ", quote(*other)),
+                        "op names that are not also references (rename one of them)");
     }
 }
 
@@ -65,8 +72,7 @@ inline std::string reference_text(const graph::computation_graph& g, graph::tens
     const graph::tensor& x = g.get_tensor(t);
     const std::string& producer = g.get_op(x.producer).name;
     // "s:0" rather than "s" when s has several outputs, so that its outputs read alike
-    return x.index == 0 && g.get_op(x.producer).outputs.size() == 1 ? producer
-                                                                    : producer + ":" + std::to_string(x.index);
+    return x.index == 0 && g.get_op(x.producer).outputs.size() == 1 ? producer : concat(producer, ":", x.index);
 }
 
 template <class Json> void write_graph_json(Json& j, const graph::computation_graph& g) {

@@ -21,6 +21,7 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/validate.hpp>
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/json_reading.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/rule.hpp>
@@ -108,29 +109,20 @@ public:
     explicit rule_reader(std::string_view source) : source_(source) {}
 
     /// Control characters (from op or variable names in the file) are escaped: one line, always.
-    [[noreturn]] void fail(const std::string& place, const std::string& what) const {
-        std::string message = source_ + ": " + place + ": ";
-        for (const char c : what) {
-            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                constexpr char hex[] = "0123456789abcdef";
-                ((message += "\\x") += hex[static_cast<unsigned char>(c) >> 4]) += hex[c & 15];
-            } else {
-                message += c;
-            }
-        }
-        throw error(message);
+    [[noreturn]] void fail(const std::string& place, const std::string& what, std::string_view expected = {}) const {
+        fail_at(source_, place, what, expected);
     }
 
     const nlohmann::json& field(const nlohmann::json& obj, const char* key, const std::string& place) const {
-        if (!obj.is_object()) fail(place, "expected an object");
+        if (!obj.is_object()) fail(place, concat("got ", describe(obj)), "an object");
         auto it = obj.find(key);
-        if (it == obj.end()) fail(place, std::string("field '") + key + "' is missing");
+        if (it == obj.end()) fail(place, concat("field '", key, "' is missing"));
         return *it;
     }
 
     subst::value_ref reference(const nlohmann::json& v, const subst::rule& r, std::size_t num_ops,
                                const std::string& place) const {
-        if (!v.is_string()) fail(place, "expected a string: a variable name, %i or %i#k");
+        if (!v.is_string()) fail(place, concat("got ", describe(v)), "a string: a variable name, %i or %i#k");
         const std::string s = v.get<std::string>();
         if (!s.empty() && s[0] == '%') {
             std::size_t op = 0, out = 0;
@@ -144,100 +136,102 @@ public:
                     if (used + hash + 1 != s.size()) throw std::invalid_argument(s);
                 }
             } catch (const std::exception&) {
-                fail(place, "reference '" + s + "' is malformed, expected %i or %i#k");
+                fail(place, concat("reference '", s, "' is malformed"), "%i or %i#k");
             }
             if (op >= num_ops)
-                fail(place, "reference '" + s + "' names op " + std::to_string(op) + ", expected an earlier op (< " +
-                                std::to_string(num_ops) + ")");
+                fail(place, concat("reference '", s, "' names op ", op), concat("an earlier op (< ", num_ops, ")"));
             // value_ref holds 16-bit indices (0xffff marks a variable): larger ones would wrap silently
             if (op >= subst::variable_op || out >= subst::variable_op)
-                fail(place, "reference '" + s + "' is out of range, expected op and output indices below " +
-                                std::to_string(subst::variable_op));
+                fail(place, concat("reference '", s, "' is out of range"),
+                     concat("op and output indices below ", subst::variable_op));
             return {static_cast<std::uint16_t>(op), static_cast<std::uint16_t>(out)};
         }
         for (std::size_t i = 0; i < r.variables.size(); ++i)
             if (r.variables[i].name == s) return {subst::variable_op, static_cast<std::uint16_t>(i)};
-        fail(place, "unknown variable '" + s + "'");
+        fail(place, concat("unknown variable '", s, "'"));
     }
 
     subst::rule_graph side(const nlohmann::json& j, const subst::rule& r, const std::string& place) const {
         subst::rule_graph g;
         const auto& ops_j = field(j, "ops", place);
-        if (!ops_j.is_array()) fail(place + ".ops", "expected an array");
+        if (!ops_j.is_array()) fail(concat(place, ".ops"), concat("got ", describe(ops_j)), "an array");
         for (std::size_t i = 0; i < ops_j.size(); ++i) {
-            const std::string p = place + ".ops[" + std::to_string(i) + "]";
+            const std::string p = concat(place, ".ops[", i, "]");
             const auto& oj = ops_j[i];
             const auto& name = field(oj, "op", p);
-            if (!name.is_string()) fail(p + ".op", "expected a string");
+            if (!name.is_string()) fail(concat(p, ".op"), concat("got ", describe(name)), "a string");
             const auto kind = ops::parse_op_kind(name.get<std::string>());
-            if (!kind) fail(p + ".op", "unknown op '" + name.get<std::string>() + "'");
+            if (!kind) fail(concat(p, ".op"), concat("unknown op '", name.get<std::string>(), "'"));
             subst::rule_op o{*kind, {}, {}, 1};
             const auto& attrs = field(oj, "attrs", p);
-            if (!attrs.is_object()) fail(p + ".attrs", "expected an object");
+            if (!attrs.is_object()) fail(concat(p, ".attrs"), concat("got ", describe(attrs)), "an object");
             for (const auto& [key, v] : attrs.items()) {
                 const auto id = ops::parse_attr_id(key);
                 if (!id || !ops::spec(*kind).takes(*id))
-                    fail(p + ".attrs", "op " + std::string(ops::name(*kind)) + " takes no attribute '" + key + "'");
+                    fail(concat(p, ".attrs"), concat("op ", ops::name(*kind), " takes no attribute '", key, "'"));
                 if (v.is_number_integer()) o.attrs.set(*id, v.get<std::int64_t>());
                 else if (v.is_number()) {
                     if (auto bad = graph::real_attribute_problem(*id, v.get<double>()); !bad.empty())
-                        fail(p + ".attrs." + key, bad);
+                        fail(concat(p, ".attrs.", key), bad);
                     o.attrs.set(*id, v.get<double>());
                 } else if (v.is_array() &&
                            std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }))
                     o.attrs.set(*id, v.get<std::vector<std::int64_t>>());
-                else fail(p + ".attrs." + key, "expected an integer, a real or a list of integers");
+                else
+                    fail(concat(p, ".attrs.", key), concat("got ", describe(v)),
+                         "an integer, a real or a list of integers");
             }
             const auto& in = field(oj, "inputs", p);
-            if (!in.is_array()) fail(p + ".inputs", "expected an array");
+            if (!in.is_array()) fail(concat(p, ".inputs"), concat("got ", describe(in)), "an array");
             for (std::size_t k = 0; k < in.size(); ++k)
-                o.inputs.push_back(reference(in[k], r, i, p + ".inputs[" + std::to_string(k) + "]"));
+                o.inputs.push_back(reference(in[k], r, i, concat(p, ".inputs[", k, "]")));
             g.ops.push_back(std::move(o));
         }
         const auto& outs = field(j, "outputs", place);
-        if (!outs.is_array() || outs.empty()) fail(place + ".outputs", "expected a non-empty array");
+        if (!outs.is_array() || outs.empty())
+            fail(concat(place, ".outputs"), concat("got ", outs.dump()), "a non-empty array");
         for (std::size_t k = 0; k < outs.size(); ++k)
-            g.outputs.push_back(reference(outs[k], r, g.ops.size(), place + ".outputs[" + std::to_string(k) + "]"));
+            g.outputs.push_back(reference(outs[k], r, g.ops.size(), concat(place, ".outputs[", k, "]")));
         return g;
     }
 
     std::vector<subst::rule> read(const nlohmann::json& j) const {
         const auto& format = field(j, "format", "top level");
         if (format != std::string(rules_format_name))
-            fail("format", "is " + format.dump() + ", expected \"" + std::string(rules_format_name) + "\"");
+            fail("format", concat("is ", format.dump()), concat("\"", rules_format_name, "\""));
         const auto& version = field(j, "version", "top level");
         if (version != rules_format_version)
-            fail("version", "is " + version.dump() + ", expected " + std::to_string(rules_format_version));
+            fail("version", concat("is ", version.dump()), concat(rules_format_version));
         const auto& rs = field(j, "rules", "top level");
-        if (!rs.is_array()) fail("rules", "expected an array");
+        if (!rs.is_array()) fail("rules", concat("got ", describe(rs)), "an array");
         std::vector<subst::rule> out;
         for (std::size_t i = 0; i < rs.size(); ++i) {
-            const std::string p = "rules[" + std::to_string(i) + "]";
+            const std::string p = concat("rules[", i, "]");
             subst::rule r;
             const auto& vars = field(rs[i], "variables", p);
-            if (!vars.is_array()) fail(p + ".variables", "expected an array");
+            if (!vars.is_array()) fail(concat(p, ".variables"), concat("got ", describe(vars)), "an array");
             if (vars.size() >= subst::variable_op)
-                fail(p + ".variables", "has " + std::to_string(vars.size()) + " variables, expected fewer than " +
-                                           std::to_string(subst::variable_op));
+                fail(concat(p, ".variables"), concat("has ", vars.size(), " variables"),
+                     concat("fewer than ", subst::variable_op));
             for (std::size_t k = 0; k < vars.size(); ++k) {
-                const std::string vp = p + ".variables[" + std::to_string(k) + "]";
+                const std::string vp = concat(p, ".variables[", k, "]");
                 const auto& n = field(vars[k], "name", vp);
                 const auto& s = field(vars[k], "shape", vp);
                 if (!n.is_string() || n.get<std::string>().empty() || n.get<std::string>()[0] == '%')
-                    fail(vp + ".name", "expected a name not starting with %");
+                    fail(concat(vp, ".name"), concat("got ", n.dump()), "a name not starting with %");
                 if (!s.is_array() || s.size() > ops::max_rank || !std::all_of(s.begin(), s.end(), [](const auto& x) {
                         return x.is_number_integer() && x.template get<std::int64_t>() >= 1;
                     }))
-                    fail(vp + ".shape",
-                         "expected a list of at most " + std::to_string(ops::max_rank) + " dimensions >= 1");
+                    fail(concat(vp, ".shape"), concat("got ", s.dump()),
+                         concat("a list of at most ", ops::max_rank, " dimensions >= 1"));
                 const auto dims = s.get<std::vector<std::int64_t>>();
                 r.variables.push_back({n.get<std::string>(), ops::shape{std::span<const std::int64_t>(dims)}});
             }
             r.source = side(field(rs[i], "source", p), r, p + ".source");
             r.target = side(field(rs[i], "target", p), r, p + ".target");
             if (r.source.outputs.size() != r.target.outputs.size())
-                fail(p, "source has " + std::to_string(r.source.outputs.size()) + " outputs, target " +
-                            std::to_string(r.target.outputs.size()) + ", expected as many");
+                fail(p, concat("source has ", r.source.outputs.size(), " outputs, target ", r.target.outputs.size()),
+                     "as many");
             try {
                 // shape inference of both sides, and the output counts of multi-output ops
                 for (auto* g : {&r.source, &r.target}) {
@@ -249,16 +243,18 @@ public:
                 const auto s = subst::to_graph(r, r.source), t = subst::to_graph(r, r.target);
                 for (std::size_t k = 0; k < s.outputs().size(); ++k)
                     if (!(s.type_of(s.outputs()[k]) == t.type_of(t.outputs()[k])))
-                        fail(p, "output " + std::to_string(k) + " has type " +
-                                    ops::to_string(s.type_of(s.outputs()[k])) + " in the source and " +
-                                    ops::to_string(t.type_of(t.outputs()[k])) + " in the target");
+                        fail(p,
+                             concat("output ", k, " has type ", ops::to_string(s.type_of(s.outputs()[k])),
+                                    " in the source and ", ops::to_string(t.type_of(t.outputs()[k])), " in the target"),
+                             "one type on both sides");
             } catch (const goopt::error& e) {
                 if (std::string_view(e.what()).starts_with(source_)) throw;
                 fail(p, e.what());
             }
             const auto& text = field(rs[i], "text", p);
             if (!text.is_string() || text.get<std::string>() != subst::to_string(r))
-                fail(p + ".text", "is " + text.dump() + ", expected the graphs' form \"" + subst::to_string(r) + "\"");
+                fail(concat(p, ".text"), concat("is ", text.dump()),
+                     concat("the graphs' form \"", subst::to_string(r), "\""));
             out.push_back(std::move(r));
         }
         return out;
@@ -289,15 +285,7 @@ inline std::vector<subst::rule> rules_from_json(const nlohmann::json& j, std::st
 }
 
 inline std::vector<subst::rule> rules_from_json_string(std::string_view text, std::string_view source_name) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text.begin(), text.end());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw error(std::string(source_name) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-    } catch (const nlohmann::json::exception& e) {  // a number too large for a double
-        throw error(std::string(source_name) + ": invalid JSON: " + e.what());
-    }
-    return rules_from_json(j, source_name);
+    return rules_from_json(detail::parse_json_text(text, source_name), source_name);
 }
 
 inline void write_rules_file(const std::filesystem::path& path, std::span<const subst::rule> rules) {
@@ -314,11 +302,7 @@ inline void write_rules_file(const std::filesystem::path& path, std::span<const 
 }
 
 inline std::vector<subst::rule> read_rules_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(path.string() + ": cannot open the rule file");
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw error(path.string() + ": reading the rule file failed");
-    return rules_from_json_string(text, path.string());
+    return rules_from_json_string(detail::read_text_file(path, "rule"), path.string());
 }
 
 inline std::filesystem::path default_rules_file() {
@@ -326,9 +310,9 @@ inline std::filesystem::path default_rules_file() {
 #if defined(GOOPT_RULES_FILE)
     return GOOPT_RULES_FILE;
 #else
-    throw error(
-        "rule library: none known to this build, expected the environment variable GOOPT_RULES_FILE to name a "
-        "rule file (share/goopt/taso_rules_k3.json of an installation, or one from generate_rules)");
+    throw error("rule library", "none known to this build",
+                "the environment variable GOOPT_RULES_FILE to name a rule file (share/goopt/taso_rules_k3.json of "
+                "an installation, or one from generate_rules)");
 #endif
 }
 

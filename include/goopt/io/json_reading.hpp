@@ -1,14 +1,20 @@
 #pragma once
 /// @file
-/// @brief Pieces of one-line error messages about JSON documents: printable quotes of names from a
-/// file, JSON pointer tokens, what a value is ("a string", "the integer 3"), lists of what is accepted.
-/// Shared by the graph, rule and cluster readers.
+/// @brief What the JSON readers (graphs, rules, clusters, cost tables) share: parsing text and reading
+/// files with errors that name the source, and the pieces of their one-line error messages (printable
+/// quotes of names from a file, JSON pointer tokens, what a value is, lists of what is accepted).
 
+#include <goopt/error.hpp>
+#include <goopt/io/atomic_write.hpp>
 #include <goopt/ops/dtype.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +116,39 @@ inline std::string dtype_list() {
     std::vector<std::string_view> names;
     for (std::size_t i = 0; i < ops::num_dtypes; ++i) names.push_back(ops::name(static_cast<ops::dtype>(i)));
     return join(names);
+}
+
+/// `<source>: <place>: <what>[: expected <expected>]` on one line, whatever the file's names hold.
+[[noreturn]] inline void fail_at(std::string_view source, std::string_view place, const std::string& what,
+                                 std::string_view expected = {}) {
+    const std::string where = concat(place.empty() ? std::string_view("top level") : place, ": ", one_line(what));
+    if (expected.empty()) throw error(source, where);
+    throw error(source, where, one_line(std::string(expected)));
+}
+
+/// The JSON document in `text`; invalid JSON is a goopt::error naming `source` and the byte.
+inline nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw error(source, concat("invalid JSON at byte ", e.byte, ": ", without_nlohmann_prefix(e.what())));
+    } catch (const nlohmann::json::exception& e) {
+        throw error(source, concat("invalid JSON: ", without_nlohmann_prefix(e.what())));
+    }
+}
+
+inline std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw error(path.string(), "is a directory", concat("a ", what, " file"));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int e = errno;
+        throw error(path.string(), concat("cannot open the ", what, " file: ", errno_text(e)));
+    }
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (in.bad()) throw error(path.string(), "reading failed");
+    return text;
 }
 
 }  // namespace goopt::io::detail
