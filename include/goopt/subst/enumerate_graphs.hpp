@@ -89,14 +89,13 @@ class enumerator {
 public:
     enumerator(const world& w, const enumeration_config& cfg) : w_(w), cfg_(cfg) {
         if (cfg.num_shards == 0 || cfg.shard >= cfg.num_shards)
-            throw error("enumeration shard " + std::to_string(cfg.shard) + " of " + std::to_string(cfg.num_shards) +
-                        ", expected shard < num_shards");
+            throw error("enumerate_graphs", concat("shard ", cfg.shard, " of ", cfg.num_shards), "shard < num_shards");
         if (cfg.max_ops == 0 || cfg.max_ops > 8)
-            throw error("enumeration max_ops " + std::to_string(cfg.max_ops) + ", expected 1..8");
+            throw error("enumerate_graphs", concat("max_ops ", cfg.max_ops), "1..8");
         for (auto k : w.kinds)
             if (w.num_choices(k) == 0)
-                throw error("world has no attribute choice for " + std::string(ops::name(k)) +
-                            ", expected complete_choices() to have run");
+                throw error("enumerate_graphs", concat("the world has no attribute choice for ", ops::name(k)),
+                            "complete_choices() to have run");
         const auto vars = variable_values(w, cfg.seed);
         // room for every value up front: values_ holds pointers into data_
         data_.reserve(vars.size() + cfg.max_ops * 8);

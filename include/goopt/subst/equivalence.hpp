@@ -50,13 +50,13 @@ inline double max_relative_difference(const graph::computation_graph& a, const g
     const auto x = interp::run<double>(a, feeds);
     const auto y = interp::run<double>(b, feeds);
     if (x.size() != y.size())
-        throw error("comparing graphs '" + a.name() + "' and '" + b.name() + "': " + std::to_string(x.size()) + " vs " +
-                    std::to_string(y.size()) + " outputs");
+        throw error(concat("comparing graphs '", a.name(), "' and '", b.name(), "'"),
+                    concat(x.size(), " vs ", y.size(), " outputs"), "as many outputs");
     double worst = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
         if (x[i].shape() != y[i].shape())
-            throw error("comparing graphs '" + a.name() + "' and '" + b.name() + "': output " + std::to_string(i) +
-                        " has another shape");
+            throw error(concat("comparing graphs '", a.name(), "' and '", b.name(), "'"),
+                        concat("output ", i, " has another shape"), "equal output shapes");
         double diff = 0, scale = 0;
         for (std::size_t e = 0; e < x[i].size(); ++e) {
             const double u = x[i].data()[e], v = y[i].data()[e];

@@ -123,8 +123,7 @@ public:
             begin_.push_back(static_cast<std::uint32_t>(total));
             total += n;
             if (total > std::numeric_limits<std::uint32_t>::max())
-                throw error(
-                    "generate_rules: more than 2^32 graphs share a fingerprint; expected fewer (lower max_ops)");
+                throw error("generate_rules", "more than 2^32 graphs share a fingerprint", "fewer (lower max_ops)");
         }
         begin_.push_back(static_cast<std::uint32_t>(total));
         while (bits_ < 24 && (std::size_t{1} << (bits_ + 1)) <= fingerprints_.size()) ++bits_;

@@ -128,12 +128,13 @@ inline std::vector<std::vector<ops::tensor_type>> side_types(const rule_graph& s
         for (auto v : o.inputs) {
             if (v.is_variable()) {
                 if (v.index >= vars.size())
-                    throw error("rule side: variable " + std::to_string(v.index) + " is out of range");
+                    throw error("rule side", concat("variable ", v.index, " is out of range"),
+                                concat("< ", vars.size()));
                 in.push_back(vars[v.index]);
             } else {
                 if (v.op >= out.size() || v.index >= out[v.op].size())
-                    throw error("rule side: value %" + std::to_string(v.op) + "#" + std::to_string(v.index) +
-                                " does not exist where it is used");
+                    throw error("rule side", concat("value %", v.op, "#", v.index, " does not exist where it is used"),
+                                "an output of an earlier op");
                 in.push_back(out[v.op][v.index]);
             }
         }

@@ -100,7 +100,7 @@ private:
         if (k == r_.source.outputs.size()) return record();
         const value_ref v = r_.source.outputs[k];
         if (v.is_variable())
-            throw error("rule '" + to_string(r_) + "': a source output is a variable, expected an op output");
+            throw error(concat("rule '", to_string(r_), "'"), "a source output is a variable", "an op output");
         if (op_of_[v.op] != unbound) {
             const auto t = g_.get_op(op_of_[v.op]).outputs.at(v.index);
             bind(v, t, [&] { match_output(k + 1); });
@@ -242,7 +242,7 @@ inline std::vector<match> find_matches(const graph::computation_graph& g, const 
                                      ? r.variables.at(o.inputs[0].index).dims.rank()
                                      : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
     } catch (const error& e) {
-        throw error("rule '" + to_string(r) + "': the source does not build at the recorded shapes: " + e.what());
+        throw error(concat("rule '", to_string(r), "': the source does not build at the recorded shapes: ", e.what()));
     }
     detail::matcher(g, r, std::move(input_rank)).run(limit, out);
     return out;
@@ -368,8 +368,8 @@ inline void rewritten_graph_builder::build_target() {
         if (!v.is_variable()) return vals.at(v.op).at(v.index);
         const auto t = new_id_[match_.variables.at(v.index)];
         if (t == unset)
-            throw error(where_ + ": variable " + rule_.variables[v.index].name +
-                        " is not computed before the target needs it");
+            throw error(where_, concat("variable ", rule_.variables[v.index].name,
+                                       " is not computed before the target needs it"));
         return t;
     };
     for (std::size_t i = 0; i < rule_.target.ops.size(); ++i) {
@@ -380,7 +380,7 @@ inline void rewritten_graph_builder::build_target() {
             const auto ids = out_.add(ro.kind, in, ro.attrs, fresh_name(ro.kind));
             vals.emplace_back(ids.begin(), ids.end());
         } catch (const error& e) {
-            throw error(where_ + ": the target does not build at the matched shapes: " + e.what());
+            throw error(concat(where_, ": the target does not build at the matched shapes: ", e.what()));
         }
     }
     for (std::size_t k = 0; k < rule_.target.outputs.size(); ++k) {
@@ -388,8 +388,8 @@ inline void rewritten_graph_builder::build_target() {
         const value_ref replaced = rule_.source.outputs[k];
         const auto& src = g_.type_of(g_.get_op(match_.ops[replaced.op]).outputs[replaced.index]);
         if (!(out_.type_of(t) == src))
-            throw error(where_ + ": target output " + std::to_string(k) +
-                        " has another type than the output it replaces");
+            throw error(where_, concat("target output ", k, " has another type than the output it replaces"),
+                        "the type of the replaced output");
         if (!rule_.target.outputs[k].is_variable() && replaced_.layer_of_output[k] >= 0)
             out_.set_layer(out_.producer(t), replaced_.layer_of_output[k]);
         target_out_.push_back(t);
@@ -433,15 +433,15 @@ inline void rewritten_graph_builder::copy_depth_first(graph::op_id root) {
         }
         if (replaced_.by[*need] >= 0) {
             if (target_built()) continue;
-            if (target_on_stack_)
-                throw error(where_ + ": the target would read a value computed from what it replaces");
+            if (target_on_stack_) throw error(where_, "the target would read a value computed from what it replaces");
             target_on_stack_ = true;
             stack_.push_back({target_frame});
             continue;
         }
         const auto p = g_.producer(*need);
         if (state_[p] == copied) continue;
-        if (state_[p] == on_stack) throw error(where_ + ": the graph has a cycle through op " + g_.describe(p));
+        if (state_[p] == on_stack)
+            throw error(where_, concat("the graph has a cycle through op ", g_.describe(p)), "an acyclic graph");
         state_[p] = on_stack;
         stack_.push_back({p});
     }
@@ -456,18 +456,18 @@ inline graph::computation_graph rewritten_graph_builder::finish() && {
 
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& given, const match& m,
                                       const rewrite_options& opts) {
-    const std::string where = "rewrite with rule '" + to_string(given) + "'";
+    const std::string where = concat("rewrite with rule '", to_string(given), "'");
     auto inst = opts.cache ? opts.cache->get(g, given, m, opts.limits) : instantiate(g, given, m, opts.limits);
     if (const auto* why = std::get_if<std::string>(&inst)) {
         auto checked = opts.numeric_fallback_flops > 0 ? detail::numeric_fallback(g, given, m, opts) : std::nullopt;
-        if (!checked) throw error(where + ": not applied at this match: " + *why);
+        if (!checked) throw error(where, concat("not applied at this match: ", *why));
         inst = std::move(*checked);
     }
     const rule& r = std::get<rule>(inst);  // the rule at the matched shapes, proven there
     if (opts.check) {
         std::mt19937_64 rng(opts.seed);
         if (auto why = check_rule(r, rng, 1))
-            throw error(where + " changes the graph's values at the matched shapes: " + *why);
+            throw error(where, concat("changes the graph's values at the matched shapes: ", *why));
     }
     const detail::replaced_tensors replaced = detail::find_replaced_tensors(g, r, m);
     const std::vector<bool> live = detail::live_ops(g, m, replaced.by);

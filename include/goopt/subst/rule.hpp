@@ -191,13 +191,12 @@ inline graph::computation_graph to_graph(const rule& r, const rule_graph& side) 
     auto resolve = [&](value_ref v) -> graph::tensor_id {
         if (v.is_variable()) {
             if (v.index >= var.size())
-                throw error("rule side: variable " + std::to_string(v.index) + " is out of range, expected < " +
-                            std::to_string(var.size()));
+                throw error("rule side", concat("variable ", v.index, " is out of range"), concat("< ", var.size()));
             return var[v.index];
         }
         if (v.op >= outs.size() || v.index >= outs[v.op].size())
-            throw error("rule side: value %" + std::to_string(v.op) + "#" + std::to_string(v.index) +
-                        " does not exist where it is used, expected an output of an earlier op");
+            throw error("rule side", concat("value %", v.op, "#", v.index, " does not exist where it is used"),
+                        "an output of an earlier op");
         return outs[v.op][v.index];
     };
     for (const auto& o : side.ops) {

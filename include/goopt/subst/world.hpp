@@ -76,8 +76,8 @@ inline ops::attribute_map with_defaults(ops::op_kind k, ops::attribute_map attrs
     for (const ops::attr_spec& s : ops::spec(k).attrs) {
         if (attrs.has(s.id)) continue;
         if (s.required)
-            throw error("attribute choice for " + std::string(ops::name(k)) + " lacks required attribute '" +
-                        std::string(ops::name(s.id)) + "'");
+            throw error("subst::world", concat("attribute choice for ", ops::name(k), " lacks required attribute '",
+                                               ops::name(s.id), "'"));
         switch (s.type) {
             case ops::attr_type::integer:
                 attrs.set(s.id, s.int_default);
