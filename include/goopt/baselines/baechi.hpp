@@ -38,7 +38,7 @@ public:
     baechi_memory(const sim::simulator<D, Cost>& s, const baechi_config& c) : g_(&s.graph()) {
         const auto& g = s.graph();
         const std::size_t n = g.num_ops(), nd = s.cluster().num_devices();
-        if (!(c.memory_fraction > 0)) throw error("baechi: memory_fraction must be > 0");
+        if (!(c.memory_fraction > 0)) throw error("baechi", concat("memory_fraction is ", c.memory_fraction), "> 0");
         unit_.resize(n);
         std::unordered_map<std::int32_t, std::uint32_t> group;
         for (graph::op_id o = 0; o < n; ++o) {
@@ -216,8 +216,8 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
         ready.pop();
         auto [st, d] = best_start(o);
         if (st == inf)
-            throw error("baechi: op " + g.describe(o) +
-                        " has no device its inputs can reach (the cluster lacks links)");
+            throw error("baechi", concat("op ", g.describe(o), " has no device its inputs can reach"),
+                        "a cluster whose links reach every device");
         if (st > key) {
             ready.emplace(st, p, o);
             continue;

@@ -40,7 +40,7 @@ inline model_family family_convention(std::string_view family) {
 /// device of their first consumer (device 0 if none). Colocation groups then follow apply_colocation.
 inline sim::placement expert_placement(const graph::computation_graph& g, std::size_t num_devices,
                                        model_family family) {
-    if (num_devices == 0) throw error("expert_placement: num_devices is 0, expected at least 1");
+    if (num_devices == 0) throw error("expert_placement", "num_devices is 0", "at least 1");
     const std::size_t n = g.num_ops();
     std::int32_t max_layer = -1;
     for (const auto& o : g.ops()) max_layer = std::max(max_layer, o.layer);

@@ -215,7 +215,8 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> heft_result heft(const
             }
         }
         if (best == steps::unplaced)
-            throw error("heft: op " + g.describe(o) + " has no device its inputs can reach (the cluster lacks links)");
+            throw error("heft", concat("op ", g.describe(o), " has no device its inputs can reach"),
+                        "a cluster whose links reach every device");
         r.placement[o] = best;
         finish[o] = best_eft;
         r.schedule_length = std::max(r.schedule_length, best_eft);

@@ -93,7 +93,7 @@ sim::placement metis_placement(const sim::simulator<D, Cost>& s, int seed = 1) {
     } else {
         const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
                                            adjwgt.data(), &nparts, nullptr, nullptr, options, &objval, part.data());
-        if (rc != METIS_OK) throw error("metis_placement: METIS_PartGraphKway failed with code " + std::to_string(rc));
+        if (rc != METIS_OK) throw error("metis_placement", concat("METIS_PartGraphKway failed with code ", rc));
     }
     sim::placement p(n);
     for (graph::op_id o = 0; o < n; ++o) p[o] = static_cast<sim::device_id>(part[vertex[o]]);

@@ -29,7 +29,7 @@ using sim::better_result;
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng>
 search_result random_search(sim::simulator<D, Cost>& s, std::size_t calls, Rng& rng,
                             const sim::simulation_options& options = {}) {
-    if (calls == 0) throw error("random_search: calls is 0, expected at least 1");
+    if (calls == 0) throw error("random_search", "calls is 0", "at least 1");
     const auto& g = s.graph();
     const std::size_t n = g.num_ops();
     const auto nd = static_cast<sim::device_id>(s.cluster().num_devices());

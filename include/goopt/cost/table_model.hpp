@@ -32,8 +32,8 @@ public:
     /// Records a measured time; throws goopt::error for a negative, NaN or infinite time.
     void set(std::string_view device, std::string_view op, double seconds) {
         if (!std::isfinite(seconds) || seconds < 0)
-            throw error("cost table: time of op '" + std::string(op) + "' on device '" + std::string(device) + "' is " +
-                        std::to_string(seconds) + ", expected a finite number of seconds >= 0");
+            throw error("cost::table_model", concat("time of op '", op, "' on device '", device, "' is ", seconds),
+                        "a finite number of seconds >= 0");
         times_[key(device, op)] = seconds;
     }
     std::optional<double> measured(std::string_view device, std::string_view op) const {

@@ -54,25 +54,24 @@ inline void write_svg_training_curve(const std::filesystem::path& path, std::spa
 inline std::string svg_training_curve(std::span<const curve_point> curve, std::span<const reference_line> baselines,
                                       const svg_curve_options& o) {
     using detail::svg_number;
-    if (curve.empty()) throw error("svg_training_curve: the curve has no points, expected at least one");
+    if (curve.empty()) throw error("io::svg_training_curve", "the curve has no points", "at least one");
     auto check = [](double v, const std::string& where) {
         if (!std::isfinite(v) || v < 0)
-            throw error("svg_training_curve: " + where + " is " + std::to_string(v) +
-                        ", expected a finite number >= 0");
+            throw error("io::svg_training_curve", concat(where, " is ", v), "a finite number >= 0");
     };
     double x_lo = curve.front().update, x_hi = x_lo, y_lo = curve.front().best_step_time, y_hi = y_lo;
     for (std::size_t i = 0; i < curve.size(); ++i) {
         const auto& p = curve[i];
-        check(p.update, "point " + std::to_string(i) + " update");
-        check(p.best_step_time, "point " + std::to_string(i) + " best step time");
-        check(p.mean_step_time, "point " + std::to_string(i) + " mean step time");
+        check(p.update, concat("point ", i, " update"));
+        check(p.best_step_time, concat("point ", i, " best step time"));
+        check(p.mean_step_time, concat("point ", i, " mean step time"));
         x_lo = std::min(x_lo, p.update);
         x_hi = std::max(x_hi, p.update);
         y_lo = std::min({y_lo, p.best_step_time, p.mean_step_time});
         y_hi = std::max({y_hi, p.best_step_time, p.mean_step_time});
     }
     for (const auto& b : baselines) {
-        check(b.step_time, "baseline '" + b.name + "' step time");
+        check(b.step_time, concat("baseline '", b.name, "' step time"));
         y_lo = std::min(y_lo, b.step_time);
         y_hi = std::max(y_hi, b.step_time);
     }

@@ -90,9 +90,8 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
     using ops::op_kind;
     if (c.batch < 1 || c.image < 3 || c.normal_cells < 1 || c.filters < 4 || c.stem_filters < 1 || c.stem_cells < 0 ||
         c.num_classes < 1)
-        throw error(
-            "amoebanet config: batch, normal_cells, stem_filters, num_classes must be >= 1, image >= 3, "
-            "filters >= 4, stem_cells >= 0");
+        throw error("amoebanet config", "a size out of range",
+                    "batch, normal_cells, stem_filters, num_classes >= 1, image >= 3, filters >= 4, stem_cells >= 0");
     graph::computation_graph g("amoebanet_a");
     graph::builder b(g);
     std::int32_t cell_index = 0;
@@ -192,8 +191,9 @@ inline graph::computation_graph amoebanet(const amoebanet_config& c) {
     for (std::int32_t s = 0; s < c.stem_cells; ++s) {
         const std::int64_t f = c.filters >> (c.stem_cells - s);
         if (f < 2)
-            throw error("amoebanet config: filters " + std::to_string(c.filters) + " are too few for " +
-                        std::to_string(c.stem_cells) + " stem cells");
+            throw error("amoebanet config",
+                        concat("filters ", c.filters, " are too few for ", c.stem_cells, " stem cells"),
+                        "more filters or fewer stem cells");
         const tensor_id next_cur = cell(amoebanet_a_reduction, prev, cur, f, true);
         prev = cur;
         cur = next_cur;

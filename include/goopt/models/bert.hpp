@@ -50,13 +50,12 @@ inline graph::computation_graph bert(const bert_config& c) {
     using ops::op_kind;
     if (c.batch < 1 || c.seq_length < 1 || c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.intermediate < 1 ||
         c.vocab < 1 || c.max_positions < 1 || c.type_vocab < 1)
-        throw error("bert config: every size must be >= 1");
+        throw error("bert config", "a size below 1", "every size >= 1");
     if (c.hidden % c.heads != 0)
-        throw error("bert config: hidden " + std::to_string(c.hidden) + " is not a multiple of heads " +
-                    std::to_string(c.heads));
+        throw error("bert config", concat("hidden ", c.hidden, " is not a multiple of heads ", c.heads),
+                    "hidden a multiple of heads");
     if (c.seq_length > c.max_positions)
-        throw error("bert config: seq_length " + std::to_string(c.seq_length) + ", expected <= max_positions " +
-                    std::to_string(c.max_positions));
+        throw error("bert config", concat("seq_length ", c.seq_length), concat("<= max_positions ", c.max_positions));
 
     graph::computation_graph g("bert");
     graph::builder b(g);

@@ -82,10 +82,9 @@ inline graph::computation_graph gnmt(const gnmt_config& c) {
     using graph::tensor_id;
     if (c.batch < 1 || c.source_steps < 1 || c.target_steps < 1 || c.hidden < 1 || c.embedding < 1 || c.attention < 1 ||
         c.source_vocab < 1 || c.target_vocab < 1 || c.residual_from < 1)
-        throw error(
-            "gnmt config: batch, steps, hidden, embedding, attention and vocab sizes must be >= 1, "
-            "residual_from >= 1");
-    if (c.layers < 2) throw error("gnmt config: layers is " + std::to_string(c.layers) + ", expected >= 2");
+        throw error("gnmt config", "batch, steps, hidden, embedding, attention, vocab or residual_from below 1",
+                    "each >= 1");
+    if (c.layers < 2) throw error("gnmt config", concat("layers is ", c.layers), ">= 2");
     const std::int64_t B = c.batch, S = c.source_steps, H = c.hidden, A = c.attention;
     const auto L = static_cast<std::size_t>(c.layers);
 

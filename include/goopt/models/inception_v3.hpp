@@ -42,16 +42,17 @@ inline graph::computation_graph inception_v3(const inception_v3_config& c) {
     using graph::tensor_id;
     using ops::padding_mode;
     if (c.batch < 1 || c.num_classes < 1 || c.channel_divisor < 1)
-        throw error("inception_v3 config: batch, num_classes and channel_divisor must be >= 1");
-    if (c.image < 75) throw error("inception_v3 config: image " + std::to_string(c.image) + ", expected >= 75");
+        throw error("inception_v3 config", "batch, num_classes or channel_divisor below 1", "each >= 1");
+    if (c.image < 75) throw error("inception_v3 config", concat("image ", c.image), ">= 75");
 
     graph::computation_graph g("inception_v3");
     graph::builder b(g);
 
     auto channels = [&](std::int64_t n) {
         if (n % c.channel_divisor != 0)
-            throw error("inception_v3 config: channel_divisor " + std::to_string(c.channel_divisor) +
-                        " does not divide " + std::to_string(n) + " channels");
+            throw error("inception_v3 config",
+                        concat("channel_divisor ", c.channel_divisor, " does not divide ", n, " channels"),
+                        "a divisor of every layer's channels");
         return n / c.channel_divisor;
     };
     // torchvision's BasicConv2d: conv without bias, batchnorm (eps 0.001), relu

@@ -44,7 +44,7 @@ inline graph::computation_graph nasnet_a(const nasnet_a_config& c) {
     using graph::tensor_id;
     using ops::padding_mode;
     if (c.batch < 1 || c.channels < 1 || c.image < 1 || c.stacks < 1 || c.cells < 1 || c.num_classes < 1)
-        throw error("nasnet_a config: batch, channels, image, stacks, cells and num_classes must be >= 1");
+        throw error("nasnet_a config", "batch, channels, image, stacks, cells or num_classes below 1", "each >= 1");
 
     graph::computation_graph g("nasnet_a");
     graph::builder b(g);
@@ -64,8 +64,8 @@ inline graph::computation_graph nasnet_a(const nasnet_a_config& c) {
     auto sep = [&](tensor_id x, std::int64_t out, std::int64_t k, std::int64_t stride, const std::string& name) {
         const std::int64_t in = channels_of(x);
         if (in % out != 0)
-            throw error("nasnet_a: separable conv " + name + " has " + std::to_string(in) +
-                        " input channels, expected a multiple of " + std::to_string(out));
+            throw error("nasnet_a", concat("separable conv ", name, " has ", in, " input channels"),
+                        concat("a multiple of ", out));
         const auto t = conv(x, out, in / out, k, stride, ops::activation::none, name + ".depthwise");
         return conv(t, out, out, 1, 1, ops::activation::none, name + ".pointwise");
     };

@@ -36,7 +36,8 @@ inline graph::computation_graph nasrnn(const nasrnn_config& c = {});
 inline graph::computation_graph nasrnn(const nasrnn_config& c) {
     using graph::tensor_id;
     using ops::op_kind;
-    if (c.batch < 1 || c.hidden < 1 || c.steps < 1) throw error("nasrnn config: batch, hidden and steps must be >= 1");
+    if (c.batch < 1 || c.hidden < 1 || c.steps < 1)
+        throw error("nasrnn config", "batch, hidden or steps below 1", "each >= 1");
 
     graph::computation_graph g("nasrnn");
     graph::builder b(g);

@@ -65,9 +65,11 @@ struct resnet_shape {
 inline graph::computation_graph build_resnet(const std::string& model, const resnet_shape& c) {
     using graph::tensor_id;
     if (c.batch < 1 || c.image < 1 || c.num_classes < 1 || c.width < 1 || c.groups < 1 || c.width_per_group < 1)
-        throw error(model + " config: batch, image, num_classes, width, groups and width_per_group must be >= 1");
+        throw error(concat(model, " config"), "batch, image, num_classes, width, groups or width_per_group below 1",
+                    "each >= 1");
     for (auto n : c.blocks)
-        if (n < 1) throw error(model + " config: every stage needs at least one block");
+        if (n < 1)
+            throw error(concat(model, " config"), concat("a stage of ", n, " blocks"), "at least one block per stage");
 
     graph::computation_graph g(model);
     graph::builder b(g);
@@ -97,9 +99,10 @@ inline graph::computation_graph build_resnet(const std::string& model, const res
         const std::int64_t mid = planes * c.width_per_group / 64 * c.groups;
         const std::int64_t out = planes * 4;
         if (mid < 1)
-            throw error(model + " config: stage " + std::to_string(s + 1) + " has " + std::to_string(planes) +
-                        " planes, too few for width_per_group " + std::to_string(c.width_per_group) +
-                        " (bottleneck width planes * width_per_group / 64 must be >= 1)");
+            throw error(
+                concat(model, " config"),
+                concat("stage ", s + 1, " has ", planes, " planes, too few for width_per_group ", c.width_per_group),
+                "a bottleneck width planes * width_per_group / 64 >= 1");
         for (std::int32_t i = 0; i < c.blocks[static_cast<std::size_t>(s)]; ++i) {
             b.set_layer(++block);
             const std::string p = "layer" + std::to_string(s + 1) + "." + std::to_string(i) + ".";

@@ -51,8 +51,8 @@ inline graph::computation_graph rnnlm(const rnnlm_config& c = {});
 inline graph::computation_graph rnnlm(const rnnlm_config& c) {
     using graph::tensor_id;
     if (c.batch < 1 || c.steps < 1 || c.layers < 1 || c.hidden < 1 || c.embedding < 1 || c.vocab < 1)
-        throw error("rnnlm config: batch, steps, layers, hidden, embedding and vocab must be >= 1");
-    graph::computation_graph g("rnnlm_" + std::to_string(c.layers) + "layer");
+        throw error("rnnlm config", "batch, steps, layers, hidden, embedding or vocab below 1", "each >= 1");
+    graph::computation_graph g(concat("rnnlm_", c.layers, "layer"));
     const auto per_step = static_cast<std::size_t>(c.layers) * (lstm_step_ops + 1) + 4;
     g.reserve(static_cast<std::size_t>(c.steps) * per_step + 64,
               static_cast<std::size_t>(c.steps) * (per_step + 8) + 64);

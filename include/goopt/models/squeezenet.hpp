@@ -39,15 +39,16 @@ inline graph::computation_graph squeezenet(const squeezenet_config& c = {});
 inline graph::computation_graph squeezenet(const squeezenet_config& c) {
     using graph::tensor_id;
     if (c.batch < 1 || c.num_classes < 1 || c.channel_divisor < 1)
-        throw error("squeezenet config: batch, num_classes and channel_divisor must be >= 1");
-    if (c.image < 35) throw error("squeezenet config: image " + std::to_string(c.image) + ", expected >= 35");
+        throw error("squeezenet config", "batch, num_classes or channel_divisor below 1", "each >= 1");
+    if (c.image < 35) throw error("squeezenet config", concat("image ", c.image), ">= 35");
 
     graph::computation_graph g("squeezenet1_1");
     graph::builder b(g);
     auto channels = [&](std::int64_t n) {
         if (n % c.channel_divisor != 0)
-            throw error("squeezenet config: channel_divisor " + std::to_string(c.channel_divisor) +
-                        " does not divide " + std::to_string(n) + " channels");
+            throw error("squeezenet config",
+                        concat("channel_divisor ", c.channel_divisor, " does not divide ", n, " channels"),
+                        "a divisor of every layer's channels");
         return n / c.channel_divisor;
     };
     // conv + bias + relu

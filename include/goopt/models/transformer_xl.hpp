@@ -70,7 +70,7 @@ inline graph::computation_graph transformer_xl(const transformer_xl_config& c) {
     using ops::op_kind;
     if (c.batch < 1 || c.segment < 1 || c.memory < 1 || c.layers < 1 || c.model < 1 || c.heads < 1 || c.head_dim < 1 ||
         c.inner < 1 || c.vocab < 1)
-        throw error("transformer_xl config: every size must be >= 1");
+        throw error("transformer_xl config", "a size below 1", "every size >= 1");
     const std::int64_t B = c.batch, T = c.segment, M = c.memory, K = c.memory + c.segment, D = c.model, N = c.heads,
                        E = c.head_dim, HE = c.heads * c.head_dim;
 

@@ -67,10 +67,10 @@ inline graph::computation_graph wavenet(const wavenet_config& c) {
     if (c.batch < 1 || c.samples < 1 || c.stacks < 1 || c.layers < 1 || c.dilation_cycle < 1 || c.dilation_cycle > 30 ||
         c.filter_width < 1 || c.residual_channels < 1 || c.dilation_channels < 1 || c.skip_channels < 1 ||
         c.classes < 1)
-        throw error("wavenet config: every size must be >= 1 (dilation_cycle at most 30)");
+        throw error("wavenet config", "a size out of range", "every size >= 1 (dilation_cycle at most 30)");
     if (c.layers % c.stacks != 0)
-        throw error("wavenet config: layers " + std::to_string(c.layers) + " is not a multiple of stacks " +
-                    std::to_string(c.stacks));
+        throw error("wavenet config", concat("layers ", c.layers, " is not a multiple of stacks ", c.stacks),
+                    "layers a multiple of stacks");
     const std::int64_t B = c.batch, R = c.residual_channels, Dc = c.dilation_channels, S = c.skip_channels,
                        k = c.filter_width;
 

@@ -42,7 +42,9 @@ public:
     explicit progress_reporter(progress_config c) : c_(std::move(c)), start_(clock::now()) {
         if (!c_.metrics.empty()) {
             out_.open(c_.metrics, c_.append ? std::ios::app : std::ios::trunc);
-            if (!out_) throw error("rl::progress_reporter: cannot open the metrics file '" + c_.metrics.string() + "'");
+            if (!out_)
+                throw error("rl::progress_reporter",
+                            concat("cannot open the metrics file '", c_.metrics.string(), "'"));
         }
         draw_ = c_.status == status_mode::always || (c_.status == status_mode::terminal && ::isatty(2) == 1);
     }
@@ -73,7 +75,8 @@ public:
             out_ << "}\n";
             out_.flush();
             if (!out_)
-                throw error("rl::progress_reporter: cannot write the metrics file '" + c_.metrics.string() + "'");
+                throw error("rl::progress_reporter",
+                            concat("cannot write the metrics file '", c_.metrics.string(), "'"));
         }
         if (draw_) {
             const double eta =

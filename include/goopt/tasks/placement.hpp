@@ -104,13 +104,14 @@ public:
             deciding_[o] = follow == graph::no_op ? graph::no_op : deciding_[follow];
         }
         if (!config_.reference.empty() && config_.reference.size() != n)
-            throw error("tasks::placement_task: the reference placement has " +
-                        std::to_string(config_.reference.size()) + " entries, expected one per op (" +
-                        std::to_string(n) + ")");
+            throw error("tasks::placement_task",
+                        concat("the reference placement has ", config_.reference.size(), " entries"),
+                        concat("one per op (", n, ")"));
         const sim::placement ref = config_.reference.empty() ? sim::placement(n, 0) : config_.reference;
         reference_ = sims_[0]->run(ref, {.record_trace = false});
         if (!(reference_.step_time > 0))
-            throw error("tasks::placement_task: the reference placement's step takes no time; nothing to improve");
+            throw error("tasks::placement_task", "the reference placement's step takes no time (nothing to improve)",
+                        "a reference step time > 0");
     }
 
     // ---- rl::Environment
@@ -137,16 +138,15 @@ public:
     sim::decision decide(std::span<const int> actions) const {
         const std::size_t n = g_->num_ops();
         if (actions.size() != n)
-            throw error("tasks::placement_task: " + std::to_string(actions.size()) + " actions, expected one per op (" +
-                        std::to_string(n) + ")");
+            throw error("tasks::placement_task", concat(actions.size(), " actions"), concat("one per op (", n, ")"));
         sim::decision d;
         d.placement.resize(n);
         for (graph::op_id o = 0; o < n; ++o) {
             const graph::op_id k = deciding_[o];
             const int a = k == graph::no_op ? 0 : actions[k];
             if (a < 0 || static_cast<std::size_t>(a) >= c_->num_devices())
-                throw error("tasks::placement_task: action " + std::to_string(a) + " of op " + g_->describe(k) +
-                            " is not a device of the cluster (0.." + std::to_string(c_->num_devices() - 1) + ")");
+                throw error("tasks::placement_task", concat("action ", a, " of op ", g_->describe(k)),
+                            concat("a device of the cluster (0..", c_->num_devices() - 1, ")"));
             d.placement[o] = static_cast<sim::device_id>(a);
         }
         if (config_.schedule == ready_order::critical_path)
@@ -168,7 +168,9 @@ public:
 
     /// The actions that give `p` (each deciding op's device): the warm start's imitation target.
     std::vector<int> actions_of(std::span<const sim::device_id> p) const {
-        if (p.size() != g_->num_ops()) throw error("tasks::placement_task::actions_of: placement of the wrong length");
+        if (p.size() != g_->num_ops())
+            throw error("tasks::placement_task::actions_of", concat("placement of ", p.size(), " entries"),
+                        concat("one per op (", g_->num_ops(), ")"));
         return std::vector<int>(p.begin(), p.end());
     }
     const sim::simulation_result& reference() const noexcept { return reference_; }

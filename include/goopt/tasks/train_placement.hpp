@@ -60,9 +60,10 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                                                                    Visitor&& visitor = {}) {
     const auto t0 = std::chrono::steady_clock::now();
     if (config.resume && config.checkpoint.empty())
-        throw error("tasks::train_placement: resume needs a checkpoint path");
+        throw error("tasks::train_placement", "resume without a checkpoint path", "a checkpoint path");
     if (!config.warm_start.empty() && config.ppo.imitation_steps == 0)
-        throw error("tasks::train_placement: a warm-start placement is given but ppo.imitation_steps is 0");
+        throw error("tasks::train_placement", "a warm-start placement is given but ppo.imitation_steps is 0",
+                    "ppo.imitation_steps >= 1 with a warm start");
     placement_task<D, Cost> task(g, c, cost, config.task);
     nn::policy_config pc = config.policy;
     pc.task_choices = {c.num_devices()};
@@ -72,8 +73,8 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         task.simulator().check_placement(config.warm_start);
         trainer.set_imitation_target(task.actions_of(config.warm_start));
     } else if (config.ppo.imitation_steps > 0) {
-        throw error("tasks::train_placement: ppo.imitation_steps is " + std::to_string(config.ppo.imitation_steps) +
-                    " but no warm-start placement is given");
+        throw error("tasks::train_placement", concat("ppo.imitation_steps is ", config.ppo.imitation_steps),
+                    "a warm-start placement to imitate");
     }
 
     std::vector<int> best_actions;
@@ -99,15 +100,15 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     if (config.resume) {
         const std::string s = trainer.load_checkpoint(config.checkpoint, rng);
         std::uint64_t len = 0, at = 0;
-        const std::string where = "tasks::train_placement: checkpoint '" + config.checkpoint.string() + "'";
-        if (s.size() < 8) throw error(where + ": no best decision recorded");
+        const std::string where = concat("tasks::train_placement: checkpoint '", config.checkpoint.string(), "'");
+        if (s.size() < 8) throw error(where, "no best decision recorded");
         std::memcpy(&len, s.data(), 8);
         if (len != 0 && len != g.num_ops())
-            throw error(where + ": made for a graph of " + std::to_string(len) + " ops, this one has " +
-                        std::to_string(g.num_ops()));
+            throw error(where, concat("made for a graph of ", len, " ops"), concat(g.num_ops(), ", as this graph has"));
         const std::size_t record = 8 + 8 + 1 + 1 + 8;  // reward, step time, oom, valid, sample
         if (s.size() != 8 + len * sizeof(int) + record)
-            throw error(where + ": the best decision record has the wrong size");
+            throw error(where, concat("the best decision record has ", s.size(), " bytes"),
+                        concat(8 + len * sizeof(int) + record, " bytes"));
         best_actions.resize(len);
         const char* p = s.data() + 8;
         std::memcpy(best_actions.data(), p, len * sizeof(int));
