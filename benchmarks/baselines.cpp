@@ -44,10 +44,10 @@ std::vector<std::size_t> parse_counts(const std::string& text) {
     std::string item;
     while (std::getline(ss, item, ',')) {
         const auto v = goopt::bench::count_value("--devices", item);
-        if (v == 0) throw goopt::error("flag --devices: '" + item + "' is not a positive count");
+        if (v == 0) throw goopt::error("flag --devices", goopt::concat("'", item, "'"), "a positive count");
         r.push_back(v);
     }
-    if (r.empty()) throw goopt::error("--devices: expected a list such as 2,4,8");
+    if (r.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
     return r;
 }
 
@@ -59,7 +59,7 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw goopt::error("option " + a + " needs a value");
+            if (i + 1 >= argc) goopt::bench::missing_value(a);
             return argv[++i];
         };
         if (a == "--out") out = value();
@@ -75,7 +75,7 @@ int run(int argc, char** argv) {
                 "usage: baselines [--out FILE] [--model NAME]... [--graph FILE.json]... [--devices 2,4,8]\n"
                 "                 [--device V100] [--topology nvlink] [--random-calls 100] [--seed 1]");
             return 0;
-        } else throw goopt::error("unknown argument '" + a + "' (see --help)");
+        } else goopt::bench::unknown_argument(a);
     }
     const auto counts = parse_counts(counts_text);
     std::vector<workload> work;

@@ -23,16 +23,14 @@ inline std::uint64_t count_value(std::string_view flag, std::string_view text) {
     std::uint64_t v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-        throw error("flag " + std::string(flag) + ": '" + std::string(text) + "' is not a non-negative integer");
+        throw error(concat("flag ", flag), concat("'", text, "'"), "a non-negative integer");
     return v;
 }
 
 /// The value of `flag` as an integer in [lo, hi]; outside it is an error naming the range.
 inline std::uint64_t count_value(std::string_view flag, std::string_view text, std::uint64_t lo, std::uint64_t hi) {
     const std::uint64_t v = count_value(flag, text);
-    if (v < lo || v > hi)
-        throw error("flag " + std::string(flag) + ": " + std::to_string(v) + ", expected " + std::to_string(lo) + ".." +
-                    std::to_string(hi));
+    if (v < lo || v > hi) throw error(concat("flag ", flag), concat(v), concat(lo, "..", hi));
     return v;
 }
 
@@ -41,8 +39,18 @@ inline double real_value(std::string_view flag, std::string_view text) {
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
-        throw error("flag " + std::string(flag) + ": '" + std::string(text) + "' is not a finite number >= 0");
+        throw error(concat("flag ", flag), concat("'", text, "'"), "a finite number >= 0");
     return v;
+}
+
+/// A flag given last, with no value after it.
+[[noreturn]] inline void missing_value(std::string_view flag) {
+    throw error(concat("flag ", flag), "no value after it", "a value (see --help)");
+}
+
+/// An argument that is no flag of the program; `expected` lists what is.
+[[noreturn]] inline void unknown_argument(std::string_view arg, std::string_view expected = "a flag listed by --help") {
+    throw error(concat("argument '", arg, "'"), "unknown", expected);
 }
 
 /// Peak resident memory of this process so far (VmHWM), in bytes; 0 where /proc is absent.

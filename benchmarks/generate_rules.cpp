@@ -26,13 +26,11 @@ int main(int argc, char** argv) {
         std::string out = "rules.json";
         for (int i = 1; i < argc; ++i) {
             const std::string_view a = argv[i];
-            if (i + 1 >= argc) throw goopt::error("flag " + std::string(a) + " needs a value");
+            if (i + 1 >= argc) goopt::bench::missing_value(a);
             if (a == "--max-ops") cfg.max_ops = goopt::bench::count_value(a, argv[++i]);
             else if (a == "--threads") cfg.threads = goopt::bench::count_value(a, argv[++i]);
             else if (a == "--out") out = argv[++i];
-            else
-                throw goopt::error("unknown flag " + std::string(a) +
-                                   ", expected --max-ops K, --threads N, --out FILE");
+            else goopt::bench::unknown_argument(a, "--max-ops K, --threads N, --out FILE");
         }
         if (cfg.threads == 0) cfg.threads = std::max(1u, std::thread::hardware_concurrency());
         const auto world = goopt::subst::taso_world();

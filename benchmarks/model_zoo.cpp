@@ -31,10 +31,10 @@ int run(int argc, char** argv) {
             std::cout << "usage: model_zoo [--out FILE] [--only NAME]\n";
             return 0;
         }
-        if (i + 1 >= argc) throw error("flag " + flag + ": expected a value after it (see --help)");
+        if (i + 1 >= argc) bench::missing_value(flag);
         if (flag == "--out") out = argv[++i];
         else if (flag == "--only") only = argv[++i];
-        else throw error("unknown flag " + flag + " (see --help)");
+        else bench::unknown_argument(flag);
     }
     auto entries = only.empty() ? models::zoo() : std::vector<models::zoo_entry>{models::find_workload(only)};
 

@@ -55,7 +55,7 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw goopt::error("option " + a + " needs a value");
+            if (i + 1 >= argc) goopt::bench::missing_value(a);
             return argv[++i];
         };
         if (a == "--out") out = value();
@@ -78,13 +78,13 @@ int run(int argc, char** argv) {
                 "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
                 "                 [--seed 1] [--no-warm] [--no-pure] [--fifo]");
             return 0;
-        } else throw goopt::error("unknown argument '" + a + "' (see --help)");
+        } else goopt::bench::unknown_argument(a);
     }
     std::vector<std::size_t> counts;
     for (const auto& c : split(counts_text)) counts.push_back(goopt::bench::count_value("--devices", c, 1, 1024));
-    if (counts.empty()) throw goopt::error("flag --devices: expected a list such as 2,4,8");
+    if (counts.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
     const auto names = split(graphs_text);
-    if (names.empty()) throw goopt::error("flag --graphs: expected a list such as rnnlm2,gnmt2");
+    if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as rnnlm2,gnmt2");
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf(

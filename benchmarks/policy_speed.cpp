@@ -100,7 +100,7 @@ std::optional<std::string> find_torch_python() {
 template <class T> void write_raw(const std::filesystem::path& p, const T* data, std::size_t count) {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(T)));
-    if (!f) throw error("policy_speed: cannot write '" + p.string() + "'");
+    if (!f) throw error("policy_speed", concat("cannot write '", p.string(), "'"));
 }
 
 std::optional<double> run_torch(const std::string& python, const std::filesystem::path& script,

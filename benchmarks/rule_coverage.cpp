@@ -78,7 +78,7 @@ double rewritten_difference(const graph::computation_graph& before, const std::v
             continue;
         }
         if (op.kind == ops::op_kind::input || op.kind == ops::op_kind::weight)
-            throw error("rewritten graph: source op " + after.describe(o) + " is not in the original");
+            throw error("rewritten graph", concat("source op ", after.describe(o), " is not in the original"));
         args.clear();
         for (auto t : op.inputs) args.push_back(at[t]);
         auto out = interp::evaluate_op<double>(after, o, args);
@@ -135,12 +135,12 @@ int run(int argc, char** argv) {
             list = true;
             continue;
         }
-        if (i + 1 >= argc) throw error("flag " + flag + ": expected a value after it (see --help)");
+        if (i + 1 >= argc) bench::missing_value(flag);
         if (flag == "--rules") rules_file = argv[++i];
         else if (flag == "--out") out = argv[++i];
         else if (flag == "--only") only = argv[++i];
         else if (flag == "--limit") limit = bench::count_value(flag, argv[++i], 1, 1000000);
-        else throw error("unknown flag " + flag + " (see --help)");
+        else bench::unknown_argument(flag);
     }
     if (rules_file.empty()) rules_file = io::default_rules_file().string();
     const auto stored = io::read_rules_file(rules_file);
@@ -167,7 +167,7 @@ int run(int argc, char** argv) {
         }
     }
 #endif
-    if (models.empty()) throw error("--only " + only + ": no such model");
+    if (models.empty()) throw error("flag --only", concat("no such model '", only, "'"), "a model of the zoo");
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf("%-28s %6s %8s %8s %8s %8s %12s %10s %10s\n", "model", "ops", "matching", "matches", "applied",

@@ -59,7 +59,7 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw goopt::error("option " + a + " needs a value");
+            if (i + 1 >= argc) goopt::bench::missing_value(a);
             return argv[++i];
         };
         if (a == "--out") out = value();
@@ -72,7 +72,7 @@ int run(int argc, char** argv) {
                 "usage: simulator_speed [--out FILE] [--model NAME]... [--graph FILE.json]... [--cluster SPEC] "
                 "[--seconds S]");
             return 0;
-        } else throw goopt::error("unknown argument '" + a + "' (see --help)");
+        } else goopt::bench::unknown_argument(a);
     }
     std::vector<workload> work;
     for (const auto& m : models) {

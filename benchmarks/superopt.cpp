@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw error("flag " + a + ": expected a value");
+            if (i + 1 >= argc) bench::missing_value(a);
             return argv[++i];
         };
         if (a == "--out") out = value();
@@ -114,15 +114,16 @@ int run(int argc, char** argv) {
         else if (a == "-h" || a == "--help") {
             std::puts("usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]...");
             return 0;
-        } else throw error("unknown argument '" + a + "' (see --help)");
+        } else bench::unknown_argument(a);
     }
-    if (rules_file.empty()) throw error("no rule file: pass --rules FILE (share/goopt/taso_rules_k3.json)");
+    if (rules_file.empty())
+        throw error("flag --rules", "no rule file", "--rules FILE (share/goopt/taso_rules_k3.json)");
     const auto rules = io::read_rules_file(rules_file);
     auto models = workloads();
     for (const auto& name : only) {
         bool known = false;
         for (const auto& w : models) known = known || w.name == name;
-        if (!known) throw error("flag --model: unknown model '" + name + "'");
+        if (!known) throw error("flag --model", concat("unknown model '", name, "'"), "a model of this benchmark");
     }
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
             const std::string a = argv[i];
             if (a == "--repeat" && i + 1 < argc) repeat = static_cast<int>(bench::count_value(a, argv[++i], 1, 1000));
             else if (a == "--out" && i + 1 < argc) out = argv[++i];
-            else throw error("unknown argument '" + a + "'; expected --repeat N or --out FILE");
+            else bench::unknown_argument(a, "--repeat N or --out FILE");
         }
         std::vector<row> rows;
 #ifdef GOOPT_BENCH_HAS_GNMT
