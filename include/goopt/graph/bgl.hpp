@@ -37,7 +37,7 @@ public:
 
 private:
     friend class boost::iterator_core_access;
-    const struct op& node() const { return g_->ops()[v_]; }
+    const op& node() const { return g_->ops()[v_]; }
     void skip_empty() {
         while (out_ < node().outputs.size() && use_ >= g_->tensors()[node().outputs[out_]].uses.size()) {
             ++out_;

@@ -123,10 +123,10 @@ public:
     void set_name(std::string n) { name_ = std::move(n); }
     std::size_t num_ops() const noexcept { return ops_.size(); }
     std::size_t num_tensors() const noexcept { return tensors_.size(); }
-    const struct op& get_op(op_id o) const { return ops_.at(o); }
-    const struct tensor& get_tensor(tensor_id t) const { return tensors_.at(t); }
-    const std::vector<struct op>& ops() const noexcept { return ops_; }
-    const std::vector<struct tensor>& tensors() const noexcept { return tensors_; }
+    const op& get_op(op_id o) const { return ops_.at(o); }
+    const tensor& get_tensor(tensor_id t) const { return tensors_.at(t); }
+    const std::vector<op>& ops() const noexcept { return ops_; }
+    const std::vector<tensor>& tensors() const noexcept { return tensors_; }
     const std::vector<tensor_id>& outputs() const noexcept { return outputs_; }
     const ops::tensor_type& type_of(tensor_id t) const { return tensors_.at(t).type; }
     /// The op that produces tensor t.
@@ -214,8 +214,8 @@ private:
     }
 
     std::string name_;
-    std::vector<struct op> ops_;
-    std::vector<struct tensor> tensors_;
+    std::vector<op> ops_;
+    std::vector<tensor> tensors_;
     std::vector<tensor_id> outputs_;
 };
 
@@ -283,9 +283,7 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
     } catch (const error& e) {
         throw error(concat(where, ": ", e.what()));
     }
-    struct op o {
-        kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1
-    };
+    op o{kind, std::move(attrs), std::move(name), {inputs.begin(), inputs.end()}, {}, -1, -1};
     for (std::size_t i = 0; i < inputs.size(); ++i)
         tensors_[inputs[i]].uses.push_back(use{id, static_cast<std::uint32_t>(i)});
     output_ids result;
@@ -303,7 +301,7 @@ inline output_ids computation_graph::add(ops::op_kind kind, std::span<const tens
 }
 
 inline void computation_graph::rewire(op_id o, std::uint32_t slot, tensor_id t) {
-    struct op& x = ops_.at(o);
+    op& x = ops_.at(o);
     if (slot >= x.inputs.size())
         throw error("graph::rewire", concat("op ", describe(o), " has no input slot ", slot),
                     concat("a slot below ", x.inputs.size()));
@@ -323,7 +321,7 @@ inline std::uint64_t computation_graph::op_label(op_id o) const {
             h *= 1099511628211ull;
         }
     };
-    const struct op& x = ops_.at(o);
+    const op& x = ops_.at(o);
     mix(static_cast<std::uint64_t>(x.kind));
     for (const auto& [id, v] : x.attrs) {
         mix(static_cast<std::uint64_t>(id));

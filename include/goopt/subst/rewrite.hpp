@@ -14,11 +14,13 @@
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 #include <variant>
 #include <vector>
@@ -73,6 +75,25 @@ inline graph::computation_graph apply(const graph::computation_graph& g, const r
 
 namespace detail {
 
+/// A non-owning reference to a `void()` callable, two pointers wide: the matcher's continuations.
+/// Not a template parameter, because each level's continuation wraps the one before (bind_inputs
+/// calls bind with a lambda over its own continuation), which would instantiate without end; not
+/// std::function, which allocates for those captures on every binding tried.
+class continuation {
+public:
+    template <class F>
+    requires(!std::same_as<std::remove_cvref_t<F>, continuation>) &&
+        std::invocable<const F&> continuation(
+            F&& f) noexcept  // NOLINT(google-explicit-constructor): a lambda converts in place
+        : callable_(static_cast<const void*>(std::addressof(f))),
+    call_([](const void* c) { (*static_cast<const std::remove_reference_t<F>*>(c))(); }) {}
+    void operator()() const { call_(callable_); }
+
+private:
+    const void* callable_;
+    void (*call_)(const void*);
+};
+
 /// Backtracking matcher: binds rule values to graph tensors, undoing bindings on failure.
 class matcher {
 public:
@@ -114,7 +135,7 @@ private:
     }
 
     /// Binds rule value `v` to graph tensor `t`, then calls `next`; undoes what it bound.
-    void bind(value_ref v, graph::tensor_id t, const std::function<void()>& next) {
+    void bind(value_ref v, graph::tensor_id t, continuation next) {
         if (v.is_variable()) {
             auto& slot = var_of_[v.index];
             if (slot != unbound) {
@@ -146,8 +167,7 @@ private:
         op_of_[v.op] = unbound;
     }
 
-    void bind_inputs(const rule_op& ro, const graph::op& go, std::size_t i, bool swapped,
-                     const std::function<void()>& next) {
+    void bind_inputs(const rule_op& ro, const graph::op& go, std::size_t i, bool swapped, continuation next) {
         if (i == ro.inputs.size()) return next();
         const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
         bind(ro.inputs[i], go.inputs[gi], [&] { bind_inputs(ro, go, i + 1, swapped, next); });
