@@ -180,5 +180,5 @@ TEST_CASE("import refuses a graph goopt cannot copy, naming the user's op") {
     g.add("halves", "split", {4}, {}, {4, 4});
     g.nodes[0].inputs = {7};
     g.finish();
-    CHECK_THROWS_WITH_AS(graph::import(g), doctest::Contains("outputs, expected an op with one output"), error);
+    CHECK_THROWS_WITH_AS(graph::import(g), doctest::Contains("outputs: expected an op with one output"), error);
 }

@@ -66,9 +66,9 @@ TEST_CASE("cluster spec strings build the documented topologies") {
 TEST_CASE("impossible cluster specs are clear errors") {
     CHECK_THROWS_WITH_AS(device::parse_cluster("0xV100:nvlink"), doctest::Contains("device count is 0"), error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("4xV200:nvlink"),
-                         doctest::Contains("unknown device 'V200', expected one of K80, P100, V100"), error);
+                         doctest::Contains("unknown device 'V200': expected one of K80, P100, V100"), error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("4xV100:ring"),
-                         doctest::Contains("unknown topology 'ring', expected nvlink or pcie"), error);
+                         doctest::Contains("unknown topology 'ring': expected nvlink or pcie"), error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("V100"), doctest::Contains("expected <count>x<device>:<topology>"),
                          error);
     CHECK_THROWS_WITH_AS(device::parse_cluster("fourxV100:nvlink"), doctest::Contains("is not a number"), error);

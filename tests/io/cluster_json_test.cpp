@@ -49,7 +49,7 @@ TEST_CASE("bad cluster files are clear errors naming the place") {
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "V300"}]})",
           "c.json: /devices/0/preset: unknown device 'V300'");
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "V100", "mem_bandwidth": -1}]})",
-          "c.json: /devices/0/mem_bandwidth: is -1, expected a finite number > 0");
+          "c.json: /devices/0/mem_bandwidth: is -1: expected a finite number > 0");
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"name": "x", "mem_bandwidth": 1}]})",
           "missing \"peak_flops\"");
     fails(R"({"format": "goopt.cluster", "version": 1, "devices": [{"preset": "T4"}, {"preset": "T4"}],

@@ -295,26 +295,26 @@ TEST_CASE("graph JSON errors: the document") {
         CHECK_HAS(m, "t.json: invalid JSON: number overflow parsing '1e999'");
     }
     SUBCASE("not an object") {
-        CHECK_HAS(error_of("[1, 2]"), "t.json: top level: expected a JSON object (a goopt graph), got an array");
+        CHECK_HAS(error_of("[1, 2]"), "t.json: top level: got an array: expected a JSON object (a goopt graph)");
     }
     SUBCASE("missing format") { CHECK_HAS(error_of(R"({"version": 1, "ops": []})"), "top level: missing \"format\""); }
     SUBCASE("wrong format") {
         CHECK_HAS(error_of(R"({"format": "onnx", "version": 1, "ops": []})"),
-                  "/format: expected \"goopt.graph\", got 'onnx'");
+                  "/format: got 'onnx': expected \"goopt.graph\"");
         CHECK_HAS(error_of(R"({"format": 3, "version": 1, "ops": []})"),
-                  "/format: expected \"goopt.graph\", got the integer 3");
+                  "/format: got the integer 3: expected \"goopt.graph\"");
     }
     SUBCASE("unsupported or missing version") {
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 2, "ops": []})"),
-                  "/version: unsupported version 2, this reader supports version 1");
+                  "/version: unsupported version 2: expected version 1, which this reader supports");
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "ops": []})"), "missing \"version\"");
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": "1", "ops": []})"),
-                  "/version: expected an integer, got a string");
+                  "/version: got a string: expected an integer");
     }
     SUBCASE("missing ops, ops not a list") {
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 1})"), "top level: missing \"ops\"");
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 1, "ops": {}})"),
-                  "/ops: expected a list of ops, got an object");
+                  "/ops: got an object: expected a list of ops");
     }
     SUBCASE("an unknown top-level key (a typo would otherwise lose data)") {
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 1, "ops": [], "ouputs": []})"),
@@ -322,13 +322,13 @@ TEST_CASE("graph JSON errors: the document") {
     }
     SUBCASE("graph name not a string") {
         CHECK_HAS(error_of(R"({"format": "goopt.graph", "version": 1, "name": 5, "ops": []})"),
-                  "/name: expected a string, got the integer 5");
+                  "/name: got the integer 5: expected a string");
     }
 }
 
 TEST_CASE("graph JSON errors: one op") {
     SUBCASE("an op that is not an object") {
-        CHECK_HAS(error_of(doc("42")), "/ops/0: expected an op object, got the integer 42");
+        CHECK_HAS(error_of(doc("42")), "/ops/0: got the integer 42: expected an op object");
     }
     SUBCASE("missing op kind") { CHECK_HAS(error_of(doc(R"({"name": "c"})")), "/ops/0: op 'c': missing \"op\""); }
     SUBCASE("unknown op kind: named, nothing else listed") {
@@ -343,7 +343,7 @@ TEST_CASE("graph JSON errors: one op") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "a\nb": 1})")),
                   R"(/ops/0/a\nb: unknown key 'a\nb')");
         CHECK_HAS(error_of(doc(R"({"name": "r\nx", "op": "relu"})")),
-                  R"(op 'r\x0ax' (relu): has 0 inputs, expected 1)");
+                  R"(op 'r\x0ax' (relu): has 0 inputs: expected 1)");
     }
     SUBCASE("unknown attribute name") {
         const auto m = error_of(
@@ -354,13 +354,13 @@ TEST_CASE("graph JSON errors: one op") {
     }
     SUBCASE("attribute of the wrong type") {
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "transpose", "inputs": ["x"], "attrs": {"perm": "1,0"}})")),
-                  "/ops/1/attrs/perm: expected a list of integers, got a string");
+                  "/ops/1/attrs/perm: got a string: expected a list of integers");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "transpose", "inputs": ["x"], "attrs": {"perm": [1, "0"]}})")),
-                  "/ops/1/attrs/perm/1: expected an integer, got a string");
+                  "/ops/1/attrs/perm/1: got a string: expected an integer");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "softmax", "inputs": ["x"], "attrs": {"axis": 1.5}})")),
-                  "/ops/1/attrs/axis: expected an integer, got the real number 1.5");
+                  "/ops/1/attrs/axis: got the real number 1.5: expected an integer");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "clip", "inputs": ["x"], "attrs": {"min": [0], "max": 1}})")),
-                  "/ops/1/attrs/min: expected a real number");
+                  "/ops/1/attrs/min: got an array: expected a real number");
         CHECK_HAS(
             error_of(doc(x_in + R"(, {"op": "softmax", "inputs": ["x"], "attrs": {"axis": 18446744073709551615}})")),
             "/ops/1/attrs/axis: the integer 18446744073709551615 is out of range");
@@ -369,9 +369,9 @@ TEST_CASE("graph JSON errors: one op") {
         const std::string xw = R"({"name": "x", "op": "input", "shape": [1, 2, 4, 4]},
                                   {"name": "w", "op": "weight", "shape": [2, 2, 3, 3]}, )";
         CHECK_HAS(error_of(doc(xw + R"({"op": "conv2d", "inputs": ["x", "w"], "attrs": {"padding": "full"}})")),
-                  "/ops/2/attrs/padding: unknown padding 'full', expected \"same\" or \"valid\"");
+                  "/ops/2/attrs/padding: unknown padding 'full': expected \"same\" or \"valid\"");
         CHECK_HAS(error_of(doc(xw + R"({"op": "conv2d", "inputs": ["x", "w"], "attrs": {"activation": 7}})")),
-                  "/ops/2/attrs/activation: activation 7, expected");
+                  "/ops/2/attrs/activation: activation 7: expected");
     }
     SUBCASE("missing required attribute") {
         CHECK_HAS(error_of(doc(x_in + R"(, {"name": "s", "op": "split", "inputs": ["x"], "attrs": {"axis": 1}})")),
@@ -381,20 +381,20 @@ TEST_CASE("graph JSON errors: one op") {
     }
     SUBCASE("wrong arity") {
         CHECK_HAS(error_of(doc(x_in + R"(, {"name": "r", "op": "relu", "inputs": ["x", "x"]})")),
-                  "/ops/1: op 'r' (relu): has 2 inputs, expected 1");
+                  "/ops/1: op 'r' (relu): has 2 inputs: expected 1");
     }
     SUBCASE("name, layer, inputs of the wrong type") {
         CHECK_HAS(error_of(doc(R"({"name": 7, "op": "input", "shape": [2]})")),
-                  "/ops/0/name: expected a string, got the integer 7");
+                  "/ops/0/name: got the integer 7: expected a string");
         CHECK_HAS(error_of(doc(R"({"name": "", "op": "input", "shape": [2]})")), "/ops/0/name: empty op name");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"], "layer": "one"})")),
-                  "/ops/1/layer: expected an integer, got a string");
+                  "/ops/1/layer: got a string: expected an integer");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": ["x"], "layer": 4294967296})")),
                   "/ops/1/layer: layer 4294967296 is out of the 32-bit range");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": "x"})")),
-                  "/ops/1/inputs: expected a list of tensor references");
+                  "/ops/1/inputs: got a string: expected a list of tensor references");
         CHECK_HAS(error_of(doc(x_in + R"(, {"op": "relu", "inputs": [0]})")),
-                  "/ops/1/inputs/0: expected a tensor reference");
+                  "/ops/1/inputs/0: got the integer 0: expected a tensor reference");
     }
     SUBCASE("a shape attribute given twice on a source op") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "attrs": {"shape": [2]}})")),
@@ -444,7 +444,7 @@ TEST_CASE("graph JSON errors: references and structure") {
         CHECK_HAS(error_of(doc(x_in, R"(["x", "nothing"])")),
                   "/outputs/1: reference 'nothing' names no op in the file");
         CHECK_HAS(error_of(doc("", R"(["x"])")), "/outputs/0: reference 'x' names no op");
-        CHECK_HAS(error_of(doc(x_in, R"("x")")), "/outputs: expected a list of tensor references");
+        CHECK_HAS(error_of(doc(x_in, R"("x")")), "/outputs: got a string: expected a list of tensor references");
     }
 }
 
@@ -462,9 +462,9 @@ TEST_CASE("graph JSON errors: shapes and types") {
     }
     SUBCASE("negative or zero dimensions") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2, -3]})")),
-                  "/ops/0/shape/1: dimension -3, expected >= 1");
+                  "/ops/0/shape/1: dimension -3: expected >= 1");
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "weight", "shape": [0]})")),
-                  "/ops/0/shape/0: dimension 0, expected >= 1");
+                  "/ops/0/shape/0: dimension 0: expected >= 1");
     }
     SUBCASE("an element count that overflows int64") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [4294967296, 4294967296, 4294967296]})")),
@@ -479,11 +479,11 @@ TEST_CASE("graph JSON errors: shapes and types") {
     }
     SUBCASE("a rank above the maximum") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [1, 1, 1, 1, 1, 1, 1, 1, 1]})")),
-                  "/ops/0/shape: shape has rank 9, at most 8 is supported");
+                  "/ops/0/shape: shape has rank 9: expected at most 8");
     }
     SUBCASE("an unknown dtype") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "dtype": "float32"})")),
-                  "/ops/0/dtype: unknown dtype 'float32', expected one of f32, f64");
+                  "/ops/0/dtype: unknown dtype 'float32': expected one of f32, f64");
     }
 }
 
