@@ -94,6 +94,12 @@ void set_attribute(onnx::NodeProto& n, const std::string& name, const std::strin
     a->set_type(onnx::AttributeProto::STRING);
     a->set_s(v);
 }
+void set_attribute(onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+}
 void set_attribute(onnx::NodeProto& n, const std::string& name, float v) {
     auto* a = n.add_attribute();
     a->set_name(name);
@@ -378,12 +384,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
          [](model_builder& b) {
              b.input("x", {1, 1, 2, 2});
              b.floats("w", {1, 1, 1, 1}, {1});
-             auto& n = b.node("ConvTranspose", {"x", "w"}, {"y"});
-             auto* a = n.add_attribute();
-             a->set_name("output_shape");
-             a->set_type(onnx::AttributeProto::INTS);
-             a->add_ints(4);
-             a->add_ints(4);
+             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "output_shape", std::vector<std::int64_t>{4, 4});
          },
          {"bad.onnx: node 'y' (ConvTranspose)", "an output_shape attribute: expected explicit pads"}},
         {"ConvTranspose whose weight does not match the input channels",
@@ -397,11 +398,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
          [](model_builder& b) {
              b.input("x", {1, 1, 1, 1});
              b.floats("w", {1, 1, 1, 1}, {1});
-             auto& n = b.node("ConvTranspose", {"x", "w"}, {"y"});
-             auto* a = n.add_attribute();
-             a->set_name("pads");
-             a->set_type(onnx::AttributeProto::INTS);
-             for (int k = 0; k < 4; ++k) a->add_ints(1);
+             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "pads", std::vector<std::int64_t>{1, 1, 1, 1});
          },
          {"bad.onnx: node 'y' (ConvTranspose)", "the output along axis 2 has -1 cells: expected at least 1"}},
         {"output nothing produces",
