@@ -82,6 +82,40 @@ struct model_builder {
     std::string bytes() const { return m.SerializeAsString(); }
 };
 
+void set_attribute(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+}
+void set_attribute(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+}
+void set_attribute(onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+}
+void set_attribute(onnx::NodeProto& n, const std::string& name, float v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+}
+
+/// x [2 steps, batch 1, 1] and constant W, R of a one-unit recurrent layer with `gates` gates.
+void recurrent_layer(model_builder& b, int gates) {
+    b.input("x", {2, 1, 1});
+    b.floats("w", {1, gates, 1},
+             gates == 4 ? std::initializer_list<float>{1, 2, 3, 4} : std::initializer_list<float>{1, 2, 3});
+    b.floats("r", {1, gates, 1},
+             gates == 4 ? std::initializer_list<float>{1, 2, 3, 4} : std::initializer_list<float>{1, 2, 3});
+}
+
 struct bad_model {
     const char* what;
     std::function<void(model_builder&)> build;
@@ -112,7 +146,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});
          },
-         {"bad.onnx", "operator set version 99 is not supported, expected 7-18"}},
+         {"bad.onnx", "operator set version 99 is not supported: expected 7-18"}},
         {"unknown op",
          [](model_builder& b) {
              b.input("x", {2});
@@ -124,7 +158,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.input("x", {2, 3});
              b.node("Add", {"x"}, {"a"});
          },
-         {"bad.onnx: node 'a' (Add)", "has 1 inputs, expected at least 2"}},
+         {"bad.onnx: node 'a' (Add)", "has 1 inputs: expected at least 2"}},
         {"cycle: a node consumes its own output",
          [](model_builder& b) {
              b.input("x", {2});
@@ -142,7 +176,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.input("x", {2, 0});
              b.node("Relu", {"x"}, {"r"});
          },
-         {"bad.onnx: graph input 'x'", "has dimension 0 at axis 1, expected at least 1"}},
+         {"bad.onnx: graph input 'x'", "has dimension 0 at axis 1: expected at least 1"}},
         {"negative dimension in an initializer",
          [](model_builder& b) {
              b.input("x", {2});
@@ -162,7 +196,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.floats("w", {3}, {1, 2});
              b.node("Add", {"x", "w"}, {"a"});
          },
-         {"bad.onnx: initializer 'w'", "holds 2 values, expected 3"}},
+         {"bad.onnx: initializer 'w'", "holds 2 values: expected 3"}},
         {"NaN as a shape",
          [](model_builder& b) {
              b.input("x", {2, 3});
@@ -190,14 +224,14 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.floats("lo", {0}, {});
              b.node("Clip", {"x", "lo"}, {"c"});
          },
-         {"bad.onnx: node 'c' (Clip)", "input 1 ('min', tensor 'lo') must hold one value, it holds 0"}},
+         {"bad.onnx: node 'c' (Clip)", "input 1 ('min', tensor 'lo') holds 0 values: expected one value"}},
         {"Range bound with two values",
          [](model_builder& b) {
              b.int64s("start", {2}, {0, 1}).int64s("limit", {}, {4}).int64s("delta", {}, {1});
              b.node("Range", {"start", "limit", "delta"}, {"r"});
              b.output("r");
          },
-         {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') must hold one value, it holds 2"}},
+         {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') holds 2 values: expected one value"}},
         {"Slice with fewer ends than starts",
          [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4}).int64s("starts", {1}, {1}).int64s("ends", {0}, {});
@@ -278,6 +312,95 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              a->set_i(std::int64_t{1} << 62);
          },
          {"bad.onnx: node 'y' (Conv)", "group 4611686018427387904 does not match input channels 4"}},
+        {"LSTM with cell clipping",
+         [](model_builder& b) {
+             recurrent_layer(b, 4);
+             set_attribute(b.node("LSTM", {"x", "w", "r"}, {"y"}), "clip", 3.0f);
+         },
+         {"bad.onnx: node 'y' (LSTM)", "cell clipping (clip): expected no clip attribute"}},
+        {"LSTM weights computed at run time",
+         [](model_builder& b) {
+             b.input("x", {2, 1, 1}).input("w", {1, 4, 1});
+             b.floats("r", {1, 4, 1}, {1, 2, 3, 4});
+             b.node("LSTM", {"x", "w", "r"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (LSTM)",
+          "input 1 ('W', tensor 'w') is computed: expected a constant known at import time"}},
+        {"LSTM with a weight of the wrong shape",
+         [](model_builder& b) {
+             b.input("x", {2, 1, 1});
+             b.floats("w", {1, 3, 1}, {1, 2, 3}).floats("r", {1, 4, 1}, {1, 2, 3, 4});
+             b.node("LSTM", {"x", "w", "r"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (LSTM)", "W [1,3,1] and R [1,4,1]", "expected W [1, 4*hidden, 1]"}},
+        {"GRU with the reset gate before the recurrence matmul",
+         [](model_builder& b) {
+             recurrent_layer(b, 3);
+             b.node("GRU", {"x", "w", "r"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (GRU)", "linear_before_reset = 0", "expected linear_before_reset = 1"}},
+        {"GRU with another activation",
+         [](model_builder& b) {
+             recurrent_layer(b, 3);
+             auto& n = b.node("GRU", {"x", "w", "r"}, {"y"});
+             set_attribute(n, "linear_before_reset", std::int64_t{1});
+             auto* a = n.add_attribute();
+             a->set_name("activations");
+             a->set_type(onnx::AttributeProto::STRINGS);
+             a->add_strings("Relu");
+             a->add_strings("Tanh");
+         },
+         {"bad.onnx: node 'y' (GRU)", "activation 'Relu': expected the default activations"}},
+        {"Resize with cubic interpolation",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 2, 2});
+             b.floats("scales", {4}, {1, 1, 2, 2});
+             set_attribute(b.node("Resize", {"x", "", "scales"}, {"y"}), "mode", std::string("cubic"));
+         },
+         {"bad.onnx: node 'y' (Resize)", "mode 'cubic': expected nearest or linear"}},
+        {"Resize of a channel axis",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 2, 2});
+             b.floats("scales", {4}, {1, 2, 1, 1});
+             b.node("Resize", {"x", "", "scales"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Resize)", "resizing axis 1 of [1,1,2,2]: expected resizing of the last two axes only"}},
+        {"Resize to crop and resize",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 2, 2});
+             b.floats("scales", {4}, {1, 1, 2, 2});
+             set_attribute(b.node("Resize", {"x", "", "scales"}, {"y"}), "coordinate_transformation_mode",
+                           std::string("tf_crop_and_resize"));
+         },
+         {"bad.onnx: node 'y' (Resize)", "coordinate_transformation_mode 'tf_crop_and_resize'"}},
+        {"Resize with a scale that leaves no cell",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 2, 2});
+             b.floats("scales", {4}, {1, 1, 0.25f, 1});
+             b.node("Resize", {"x", "", "scales"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Resize)", "scale 0.25 of axis 2 (extent 2): expected a positive scale"}},
+        {"ConvTranspose with an output_shape",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 2, 2});
+             b.floats("w", {1, 1, 1, 1}, {1});
+             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "output_shape", std::vector<std::int64_t>{4, 4});
+         },
+         {"bad.onnx: node 'y' (ConvTranspose)", "an output_shape attribute: expected explicit pads"}},
+        {"ConvTranspose whose weight does not match the input channels",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 2, 2});
+             b.floats("w", {1, 1, 1, 1}, {1});
+             b.node("ConvTranspose", {"x", "w"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (ConvTranspose)", "group 1 with input channels 2 and weight [1,1,1,1]"}},
+        {"ConvTranspose whose pads leave no output",
+         [](model_builder& b) {
+             b.input("x", {1, 1, 1, 1});
+             b.floats("w", {1, 1, 1, 1}, {1});
+             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+         },
+         {"bad.onnx: node 'y' (ConvTranspose)", "the output along axis 2 has -1 cells: expected at least 1"}},
         {"output nothing produces",
          [](model_builder& b) {
              b.input("x", {2});

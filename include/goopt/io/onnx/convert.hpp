@@ -1,0 +1,305 @@
+#pragma once
+// goopt: optional-edge (part of the ONNX importer, goopt::onnx: included through <goopt/io/onnx.hpp>)
+/// @file
+/// @brief Conversion of ONNX nodes onto existing op kinds, exactly: one-to-one maps (Relu -> relu)
+/// and small exact rewrites (Gemm -> transpose + matmul + smul + ewadd, Unsqueeze -> reshape, Neg ->
+/// ewmul by -1, Expand -> ewmul by ones). Windows are in convolution.hpp, recurrent layers in
+/// recurrent.hpp, Resize in resize.hpp.
+
+#include <goopt/io/onnx/importer.hpp>
+
+#include <limits>
+#include <span>
+
+namespace goopt::io::detail {
+
+inline void onnx_importer::convert_unary(const node_t& n, const onnx_handler& h) {
+    bind(n, 0, add1(h.kind, {tensor_in(n, 0)}, {}, node_name(n)));
+}
+
+inline void onnx_importer::convert_binary(const node_t& n, const onnx_handler& h) {
+    bind(n, 0, add1(h.kind, {tensor_in(n, 0), tensor_in(n, 1)}, {}, node_name(n)));
+}
+
+inline void onnx_importer::convert_identity(const node_t& n, const onnx_handler&) { alias(n, 0, 0); }
+
+inline void onnx_importer::convert_dropout(const node_t& n, const onnx_handler&) {
+    if (has_input(n, 2) && entry(n, 2).value && entry(n, 2).value->int_at(0) != 0)
+        fail(n, "training_mode = true", "an inference graph (training_mode = false)");
+    if (wants_output(n, 1)) fail(n, "the mask output is used", "no mask output (inference graphs)");
+    alias(n, 0, 0);
+}
+
+inline void onnx_importer::convert_neg(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    const auto t = type_in(n, 0).type;
+    bind(n, 0, add1(ops::op_kind::ewmul, {tensor_in(n, 0), scalar(name + "/minus_one", -1.0, t)}, {}, name));
+}
+
+inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
+    const auto to = onnx_dtype(static_cast<int>(attr_int(n, "to", 0)));
+    if (to && *to == type_in(n, 0).type) return alias(n, 0, 0);
+    fail(n, "a cast between element types of a computed tensor",
+         "a cast of a constant, or to the tensor's own element type");
+}
+
+inline void onnx_importer::convert_global_max_pool(const node_t& n, const onnx_handler&) {
+    const auto r = static_cast<std::int64_t>(dims_in(n, 0).rank());
+    ints axes;
+    for (std::int64_t a = 2; a < r; ++a) axes.push_back(a);
+    bind(n, 0,
+         add1(ops::op_kind::reduce_max, {tensor_in(n, 0)}, {{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, 1}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_clip(const node_t& n, const onnx_handler&) {
+    double lo = attr_float(n, "min", std::numeric_limits<float>::lowest());
+    double hi = attr_float(n, "max", std::numeric_limits<float>::max());
+    if (has_input(n, 1)) lo = scalar_in(n, 1, "min");
+    if (has_input(n, 2)) hi = scalar_in(n, 2, "max");
+    bind(n, 0,
+         add1(ops::op_kind::clip, {tensor_in(n, 0)}, {{ops::attr_id::min, lo}, {ops::attr_id::max, hi}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler&) {
+    if (attr_int(n, "training_mode", 0) != 0) fail(n, "training_mode = 1", "an inference graph (training_mode = 0)");
+    if (n.output_size() > 1) fail(n, "running mean / variance outputs (training)", "one output");
+    bind(n, 0,
+         add1(ops::op_kind::batchnorm,
+              {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2), tensor_in(n, 3), tensor_in(n, 4)},
+              {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_layernorm(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    if (n.output_size() > 1) fail(n, "mean / inverse std outputs are used", "one output");
+    const ops::shape& x = dims_in(n, 0);
+    const std::size_t ax = x.axis(attr_int(n, "axis", -1));
+    const ops::shape norm{std::span<const std::int64_t>(x.begin() + ax, x.rank() - ax)};
+    const graph::tensor_id gamma = tensor_as(n, 1, norm);
+    const graph::tensor_id beta = has_input(n, 2)
+                                      ? tensor_as(n, 2, norm)
+                                      : constant(name + "/zero_bias", onnx_const::make(type_in(n, 0).type, norm));
+    bind(n, 0,
+         add1(ops::op_kind::layernorm, {tensor_in(n, 0), gamma, beta},
+              {{ops::attr_id::axis, static_cast<std::int64_t>(ax)},
+               {ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}},
+              name));
+}
+
+inline void onnx_importer::convert_matmul(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    const ops::shape a = dims_in(n, 0), b = dims_in(n, 1);
+    if (a.rank() == 0 || b.rank() == 0) fail(n, "MatMul of a scalar", "operands of rank >= 1");
+    graph::tensor_id x = tensor_in(n, 0), y = tensor_in(n, 1);
+    // 1-D operands as ONNX (numpy) defines them: [K] is [1,K] on the left, [K,1] on the right
+    if (a.rank() == 1) x = reshape(x, {1, a[0]}, name + "/row");
+    if (b.rank() == 1) y = reshape(y, {b[0], 1}, name + "/column");
+    graph::tensor_id r = add1(ops::op_kind::matmul, {x, y}, {}, name);
+    if (a.rank() == 1 || b.rank() == 1) {
+        ops::shape s = g_.type_of(r).dims, t;
+        for (std::size_t k = 0; k < s.rank(); ++k) {
+            const bool drop = (a.rank() == 1 && k == s.rank() - 2) || (b.rank() == 1 && k == s.rank() - 1);
+            if (!drop) t.push_back(s[k]);
+        }
+        r = reshape(r, t, name + "/squeeze");
+    }
+    bind(n, 0, r);
+}
+
+inline void onnx_importer::convert_gemm(const node_t& n, const onnx_handler&) {
+    using ops::op_kind;
+    const std::string name = node_name(n);
+    graph::tensor_id a = tensor_in(n, 0), b = tensor_in(n, 1);
+    if (attr_int(n, "transA", 0))
+        a = add1(op_kind::transpose, {a}, {{ops::attr_id::perm, ints{1, 0}}}, name + "/transpose_a");
+    if (attr_int(n, "transB", 0))
+        b = add1(op_kind::transpose, {b}, {{ops::attr_id::perm, ints{1, 0}}}, name + "/transpose_b");
+    graph::tensor_id y = add1(op_kind::matmul, {a, b}, {}, name);
+    const auto t = g_.type_of(y).type;
+    const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+    if (alpha != 1.0) y = add1(op_kind::smul, {y, scalar(name + "/alpha", alpha, t)}, {}, name + "/scale");
+    if (has_input(n, 2) && beta != 0.0) {
+        graph::tensor_id c = tensor_in(n, 2);
+        if (beta != 1.0) c = add1(op_kind::smul, {c, scalar(name + "/beta", beta, t)}, {}, name + "/scale_c");
+        y = add1(op_kind::ewadd, {y, c}, {}, name + "/bias");
+    }
+    bind(n, 0, y);
+}
+
+inline void onnx_importer::convert_flatten(const node_t& n, const onnx_handler&) {
+    const auto r = static_cast<std::int64_t>(dims_in(n, 0).rank());
+    std::int64_t ax = attr_int(n, "axis", 1);
+    if (ax < 0) ax += r;
+    bind(n, 0, add1(ops::op_kind::flatten, {tensor_in(n, 0)}, {{ops::attr_id::axis, ax}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_reshape(const node_t& n, const onnx_handler&) {
+    const auto target = reshape_target(n, dims_in(n, 0));
+    bind(n, 0, add1(ops::op_kind::reshape, {tensor_in(n, 0)}, {{ops::attr_id::shape, target}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_unsqueeze(const node_t& n, const onnx_handler&) {
+    const ops::shape s = unsqueezed(n, dims_in(n, 0));
+    bind(n, 0,
+         add1(ops::op_kind::reshape, {tensor_in(n, 0)}, {{ops::attr_id::shape, ints(s.begin(), s.end())}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_squeeze(const node_t& n, const onnx_handler&) {
+    const ops::shape s = squeezed(n, dims_in(n, 0));
+    bind(n, 0,
+         add1(ops::op_kind::reshape, {tensor_in(n, 0)}, {{ops::attr_id::shape, ints(s.begin(), s.end())}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_transpose(const node_t& n, const onnx_handler&) {
+    const ints perm = attr_ints(n, "perm").value_or(ints{});
+    bind(n, 0, add1(ops::op_kind::transpose, {tensor_in(n, 0)}, {{ops::attr_id::perm, perm}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_softmax(const node_t& n, const onnx_handler&) {
+    using ops::attr_id;
+    const std::string name = node_name(n);
+    const ops::shape& x = dims_in(n, 0);
+    const auto ax = static_cast<std::int64_t>(x.axis(attr_int(n, "axis", opset_ >= 13 ? -1 : 1)));
+    if (opset_ >= 13 || ax + 1 == static_cast<std::int64_t>(x.rank()))
+        return bind(n, 0, add1(ops::op_kind::softmax, {tensor_in(n, 0)}, {{attr_id::axis, ax}}, name));
+    // before opset 13 Softmax flattens to 2-D at axis and normalizes the whole trailing block
+    const graph::tensor_id f = add1(ops::op_kind::flatten, {tensor_in(n, 0)}, {{attr_id::axis, ax}}, name + "/flatten");
+    const graph::tensor_id s = add1(ops::op_kind::softmax, {f}, {{attr_id::axis, std::int64_t{1}}}, name);
+    bind(n, 0, reshape(s, x, name + "/unflatten"));
+}
+
+inline void onnx_importer::convert_reduce(const node_t& n, const onnx_handler& h) {
+    const auto axes = axes_of(n, 1, "axes", false);
+    const auto keep = attr_int(n, "keepdims", 1);
+    if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) return alias(n, 0, 0);
+    bind(n, 0,
+         add1(h.kind, {tensor_in(n, 0)}, {{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, keep}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_concat(const node_t& n, const onnx_handler&) {
+    std::vector<graph::tensor_id> in;
+    for (int k = 0; k < n.input_size(); ++k) in.push_back(tensor_in(n, k));
+    bind(n, 0,
+         g_.add(ops::op_kind::concat, in, {{ops::attr_id::axis, attr_int(n, "axis", 0)}}, unique(node_name(n)))[0]);
+}
+
+inline void onnx_importer::convert_split(const node_t& n, const onnx_handler&) {
+    const ops::shape& x = dims_in(n, 0);
+    const std::size_t a = x.axis(attr_int(n, "axis", 0));
+    ints sizes;
+    if (auto s = attr_ints(n, "split")) sizes = *s;
+    else if (has_input(n, 1)) sizes = const_in(n, 1, "split").ints();
+    else {
+        const auto parts = static_cast<std::int64_t>(n.output_size());
+        if (x[a] % parts != 0)
+            fail(n, concat("axis extent ", x[a], " does not split into ", parts, " equal parts"),
+                 "an extent divisible by the number of outputs, or split sizes");
+        sizes.assign(static_cast<std::size_t>(parts), x[a] / parts);
+    }
+    if (sizes.size() != static_cast<std::size_t>(n.output_size()))
+        fail(n, concat("split sizes ", ints_string(sizes), " for ", n.output_size(), " outputs"),
+             "one size per output");
+    const auto out = g_.add(ops::op_kind::split, {tensor_in(n, 0)},
+                            {{ops::attr_id::axis, static_cast<std::int64_t>(a)}, {ops::attr_id::sizes, sizes}},
+                            unique(node_name(n)));
+    for (int k = 0; k < n.output_size(); ++k) bind(n, k, out[static_cast<std::size_t>(k)]);
+}
+
+inline void onnx_importer::convert_slice(const node_t& n, const onnx_handler&) {
+    const ops::shape& x = dims_in(n, 0);
+    ints starts, ends, axes, steps;
+    if (has_input(n, 1)) {
+        starts = const_in(n, 1, "starts").ints();
+        ends = const_in(n, 2, "ends").ints();
+        if (has_input(n, 3)) axes = const_in(n, 3, "axes").ints();
+        if (has_input(n, 4)) steps = const_in(n, 4, "steps").ints();
+    } else {
+        starts = attr_ints(n, "starts").value_or(ints{});
+        ends = attr_ints(n, "ends").value_or(ints{});
+        axes = attr_ints(n, "axes").value_or(ints{});
+    }
+    if (axes.empty())
+        for (std::size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+    if (starts.size() != ends.size() || axes.size() != starts.size() ||
+        (!steps.empty() && steps.size() != starts.size()))
+        fail(n, "starts, ends, axes and steps differ in length", "one of each per sliced axis");
+    ints begin(x.rank(), 0), end(x.begin(), x.end());
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+        if (!steps.empty() && steps[k] != 1) fail(n, concat("step ", steps[k]), "steps of 1");
+        const std::size_t a = x.axis(axes[k]);
+        const std::int64_t d = x[a];
+        auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? std::max(v, -d) + d : v, 0, d); };
+        begin[a] = clamp(starts[k]);
+        end[a] = clamp(ends[k]);
+    }
+    bind(n, 0,
+         add1(ops::op_kind::slice, {tensor_in(n, 0)}, {{ops::attr_id::begin, begin}, {ops::attr_id::end, end}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
+    const ops::shape& x = dims_in(n, 0);
+    const std::string mode = attr_string(n, "mode", "constant");
+    if (mode != "constant") fail(n, concat("mode '", mode, "'"), "mode 'constant'");
+    ints pads = has_input(n, 1) ? const_in(n, 1, "pads").ints() : attr_ints(n, "pads").value_or(ints{});
+    double value = attr_float(n, "value", 0.0);
+    if (has_input(n, 2)) value = scalar_in(n, 2, "constant_value");
+    if (has_input(n, 3)) {
+        const auto axes = const_in(n, 3, "axes").ints();
+        if (pads.size() != 2 * axes.size())
+            fail(n, concat(pads.size(), " pads for ", axes.size(), " axes"), "two pads per axis");
+        ints full(2 * x.rank(), 0);
+        for (std::size_t k = 0; k < axes.size(); ++k) {
+            const std::size_t a = x.axis(axes[k]);
+            full[a] = pads[k];
+            full[a + x.rank()] = pads[k + axes.size()];
+        }
+        pads = full;
+    }
+    for (auto p : pads)
+        if (p < 0) fail(n, concat("negative pad ", p, " (cropping)"), "pads >= 0");
+    bind(n, 0,
+         add1(ops::op_kind::pad, {tensor_in(n, 0)}, {{ops::attr_id::pads, pads}, {ops::attr_id::value, value}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_gather(const node_t& n, const onnx_handler&) {
+    bind(n, 0,
+         add1(ops::op_kind::gather, {tensor_in(n, 0), tensor_in(n, 1)}, {{ops::attr_id::axis, attr_int(n, "axis", 0)}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_expand(const node_t& n, const onnx_handler&) {
+    using ops::attr_id;
+    const std::string name = node_name(n);
+    ops::shape target;
+    for (auto d : const_in(n, 1, "shape").ints()) target.push_back(d);
+    const ops::shape out = ops::shape_rules::broadcast(dims_in(n, 0), target);
+    if (out == dims_in(n, 0)) return alias(n, 0, 0);
+    // broadcasting against ones of the result's shape is exactly Expand
+    const graph::tensor_id ones = add1(ops::op_kind::const_one, {},
+                                       {{attr_id::shape, ints(out.begin(), out.end())},
+                                        {attr_id::dtype, static_cast<std::int64_t>(type_in(n, 0).type)}},
+                                       name + "/ones");
+    bind(n, 0, add1(ops::op_kind::ewmul, {tensor_in(n, 0), ones}, {}, name));
+}
+
+/// Where with a constant condition that picks one operand everywhere; goopt has no select op.
+inline void onnx_importer::convert_where(const node_t& n, const onnx_handler&) {
+    const onnx_entry& c = entry(n, 0);
+    if (c.value) {
+        bool all = true, none = true;
+        for (std::size_t k = 0; k < c.value->size(); ++k) (c.value->at(k) != 0 ? none : all) = false;
+        const ops::shape out =
+            ops::shape_rules::broadcast(ops::shape_rules::broadcast(c.type.dims, dims_in(n, 1)), dims_in(n, 2));
+        const int pick = all ? 1 : none ? 2 : 0;
+        if (pick != 0 && dims_in(n, pick) == out) return alias(n, 0, pick);
+    }
+    fail(n, "a computed or mixed condition (goopt has no select op)",
+         "a constant condition that picks one operand everywhere");
+}
+
+}  // namespace goopt::io::detail

@@ -1,0 +1,209 @@
+#pragma once
+// goopt: optional-edge (part of the ONNX importer, goopt::onnx: included through <goopt/io/onnx.hpp>)
+/// @file
+/// @brief Conv, MaxPool, AveragePool and ConvTranspose. ONNX's explicit pads become TensorFlow-style
+/// SAME or VALID where they coincide with it, and an explicit pad op followed by a VALID window
+/// otherwise.
+///
+/// ConvTranspose has no op kind of its own; it is lowered exactly onto existing ones: along each
+/// spatial axis a matmul with a constant 0/1 matrix [in, L] puts input cell i at i*stride + offset
+/// of a zero tensor (zero insertion, padding and cropping in one), and a stride-1 VALID conv2d with
+/// the weights flipped and transposed at import time then gives the transposed convolution
+/// (Dumoulin & Visin, "A guide to convolution arithmetic", 2016, §4). This costs more FLOPs than a
+/// native kernel: the matmuls cost in*L per row, and the conv multiplies the inserted zeros
+/// (stride^2 times the useful work for a 2-D stride s). It was chosen because it needs no new op
+/// kind (no shape rule, cost formula, kernel and gradient to add), and every existing piece
+/// (simulator, rewriting, training transform) handles it already.
+
+#include <goopt/io/onnx/importer.hpp>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace goopt::io::detail {
+
+inline void onnx_importer::convert_conv(const node_t& n, const onnx_handler&) { window_op(n, true, false); }
+
+inline void onnx_importer::convert_max_pool(const node_t& n, const onnx_handler&) {
+    if (wants_output(n, 1)) fail(n, "the Indices output is used", "one output");
+    window_op(n, false, true);
+}
+
+inline void onnx_importer::convert_average_pool(const node_t& n, const onnx_handler&) { window_op(n, false, false); }
+
+inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) {
+    using ops::attr_id;
+    const std::string name = node_name(n);
+    const ops::shape& x = dims_in(n, 0);
+    if (x.rank() != 4) fail(n, concat("input has shape ", x.to_string()), "a 2-D window on NCHW (rank 4)");
+    ints kernel;
+    if (conv) {
+        const ops::shape& w = dims_in(n, 1);
+        if (w.rank() != 4) fail(n, concat("weight has shape ", w.to_string()), "[O, C/group, kh, kw]");
+        kernel = {w[2], w[3]};
+        const auto group = attr_int(n, "group", 1);
+        std::int64_t channels = 0;
+        if (group < 1 || __builtin_mul_overflow(w[1], group, &channels) || channels != x[1])
+            fail(n, concat("group ", group, " does not match input channels ", x[1], " and weight ", w.to_string()),
+                 "group x weight's C/group = input channels");
+    } else {
+        kernel = attr_ints(n, "kernel_shape").value_or(ints{});
+    }
+    if (kernel.size() != 2) fail(n, concat("kernel_shape ", ints_string(kernel)), "2 values (a 2-D window)");
+    const ints stride = attr_ints(n, "strides").value_or(ints{1, 1});
+    const ints dil = attr_ints(n, "dilations").value_or(ints{1, 1});
+    ints pads = attr_ints(n, "pads").value_or(ints{0, 0, 0, 0});
+    if (stride.size() != 2 || dil.size() != 2 || pads.size() != 4)
+        fail(n, "strides / dilations / pads have the wrong length", "2 strides, 2 dilations and 4 pads");
+    constexpr std::int64_t big = std::int64_t{1} << 30;
+    for (const ints* v : std::array<const ints*, 4>{&kernel, &stride, &dil, &pads})
+        for (auto d : *v)
+            if (d < 0 || d > big)
+                fail(n, concat("kernel, strides, dilations or pads ", ints_string(*v)), "values in [0, 2^30]");
+    if (!conv && (dil[0] != 1 || dil[1] != 1)) fail(n, "dilated pooling", "dilations of 1");
+    const bool ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+    const bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    ints out(2), kernel_eff(2);
+    bool all_same = true, all_valid = true;
+    for (std::size_t a = 0; a < 2; ++a) {
+        const std::int64_t in = x[2 + a], k = (kernel[a] - 1) * dil[a] + 1, s = stride[a];
+        if (k < 1 || s < 1) fail(n, "kernel, stride or dilation is 0", "values >= 1");
+        kernel_eff[a] = k;
+        const std::int64_t same_out = (in + s - 1) / s;
+        const std::int64_t total = std::max<std::int64_t>((same_out - 1) * s + k - in, 0);
+        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+            pads[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            pads[a + 2] = total - pads[a];
+        } else if (auto_pad == "VALID") {
+            pads[a] = pads[a + 2] = 0;
+        } else if (auto_pad != "NOTSET") {
+            fail(n, concat("auto_pad '", auto_pad, "'"), "NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+        }
+        const std::int64_t span = in + pads[a] + pads[a + 2] - k;
+        if (span < 0)
+            fail(n, concat("the window does not fit the padded input along axis ", 2 + a), "a smaller window");
+        std::int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        if (ceil_mode && (o - 1) * s >= in + pads[a]) --o;  // the last window starts inside the input
+        out[a] = o;
+        all_same = all_same && o == same_out && pads[a] == total / 2 && pads[a + 2] == total - total / 2;
+        all_valid = all_valid && pads[a] == 0 && pads[a + 2] == 0 && o == (in - k) / s + 1;
+    }
+    // an average that counts padded cells cannot use SAME, whose average leaves them out
+    if (!conv && !max_pool && include_pad && !all_valid) all_same = false;
+    graph::tensor_id in = tensor_in(n, 0);
+    ops::padding_mode mode = all_valid ? ops::padding_mode::valid : ops::padding_mode::same;
+    if (!all_valid && !all_same) {
+        ints p(8, 0);
+        for (std::size_t a = 0; a < 2; ++a) {
+            const std::int64_t end = (out[a] - 1) * stride[a] + kernel_eff[a] - x[2 + a] - pads[a];
+            if (end < 0) fail(n, "pads leave input cells unused at the end", "pads that every window reaches");
+            if (!conv && !max_pool && end > pads[a + 2])
+                fail(n, "an average window beyond the padded input (ceil_mode)", "windows within the padded input");
+            if (!conv && !max_pool && !include_pad)
+                fail(n, "explicit pads with count_include_pad = 0", "SAME padding, or count_include_pad = 1");
+            p[2 + a] = pads[a];
+            p[6 + a] = end;
+        }
+        const double fill = max_pool ? static_cast<double>(std::numeric_limits<float>::lowest()) : 0.0;
+        in = add1(ops::op_kind::pad, {in}, {{attr_id::pads, p}, {attr_id::value, fill}}, name + "/pad");
+        mode = ops::padding_mode::valid;
+    }
+    const auto padding = static_cast<std::int64_t>(mode);
+    graph::tensor_id y;
+    if (conv) {
+        const graph::tensor_id w = tensor_in(n, 1);
+        y = add1(ops::op_kind::conv2d, {in, w},
+                 {{attr_id::stride, stride}, {attr_id::padding, padding}, {attr_id::dilation, dil}}, name);
+        if (has_input(n, 2)) {
+            const graph::tensor_id b = tensor_as(n, 2, ops::shape{g_.type_of(y).dims[1], 1, 1});
+            y = add1(ops::op_kind::ewadd, {y, b}, {}, name + "/bias");
+        }
+    } else {
+        y = add1(max_pool ? ops::op_kind::maxpool2d : ops::op_kind::avgpool2d, {in},
+                 {{attr_id::kernel, kernel}, {attr_id::stride, stride}, {attr_id::padding, padding}}, name);
+    }
+    const ops::shape& yd = g_.type_of(y).dims;
+    GOOPT_ASSERT(yd[2] == out[0] && yd[3] == out[1]);
+    bind(n, 0, y);
+}
+
+/// y[o] = sum_i sum_p x[i] w[p] over o = i*s - pad_begin + p*d, computed as a stride-1 conv of
+/// the zero-inserted input z (z[i*s + k_eff-1 - pad_begin] = x[i], length out + k_eff - 1) with the
+/// kernel flipped; cells of z outside [0, L) only reach outputs outside [0, out), so dropping them
+/// is exact.
+inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_handler&) {
+    using ops::attr_id;
+    const std::string name = node_name(n);
+    const ops::shape x = dims_in(n, 0);
+    if (x.rank() != 4) fail(n, concat("input has shape ", x.to_string()), "a 2-D transposed convolution on NCHW");
+    const onnx_const& w = const_in(n, 1, "W");
+    if (!ops::is_floating(w.type) || !ops::is_floating(type_in(n, 0).type))
+        fail(n, concat("element types ", ops::name(type_in(n, 0).type), " and ", ops::name(w.type)),
+             "a floating-point input and weight");
+    if (w.dims.rank() != 4) fail(n, concat("weight has shape ", w.dims.to_string()), "[C, O/group, kh, kw]");
+    const std::int64_t group = attr_int(n, "group", 1);
+    if (group < 1 || w.dims[0] != x[1] || x[1] % group != 0)
+        fail(n, concat("group ", group, " with input channels ", x[1], " and weight ", w.dims.to_string()),
+             "weight [C, O/group, kh, kw] with C the input channels, a multiple of group");
+    const ints kernel{w.dims[2], w.dims[3]};
+    if (auto k = attr_ints(n, "kernel_shape"); k && *k != kernel)
+        fail(n, concat("kernel_shape ", ints_string(*k), " differs from the weight's ", ints_string(kernel)),
+             "the weight's spatial shape");
+    const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") fail(n, concat("auto_pad '", auto_pad, "'"), "NOTSET or VALID");
+    if (attr(n, "output_shape")) fail(n, "an output_shape attribute", "explicit pads (output_shape is not supported)");
+    const ints stride = attr_ints(n, "strides").value_or(ints{1, 1});
+    const ints dil = attr_ints(n, "dilations").value_or(ints{1, 1});
+    const ints out_pad = attr_ints(n, "output_padding").value_or(ints{0, 0});
+    ints pads = attr_ints(n, "pads").value_or(ints{0, 0, 0, 0});
+    if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+    if (stride.size() != 2 || dil.size() != 2 || out_pad.size() != 2 || pads.size() != 4)
+        fail(n, "strides / dilations / output_padding / pads have the wrong length",
+             "2 strides, 2 dilations, 2 output paddings and 4 pads");
+    constexpr std::int64_t big = std::int64_t{1} << 20;
+    for (const ints* v : std::array<const ints*, 4>{&stride, &dil, &out_pad, &pads})
+        for (auto d : *v)
+            if (d < 0 || d > big)
+                fail(n, concat("strides, dilations, output_padding or pads ", ints_string(*v)), "values in [0, 2^20]");
+    graph::tensor_id z = tensor_in(n, 0);
+    for (std::size_t a = 0; a < 2; ++a) {
+        const std::int64_t in = x[2 + a], s = stride[a], d = dil[a], k_eff = (kernel[a] - 1) * d + 1;
+        if (s < 1 || d < 1) fail(n, "a stride or dilation of 0", "values >= 1");
+        if (out_pad[a] >= std::max(s, d))
+            fail(n, concat("output_padding ", out_pad[a], " along axis ", 2 + a), "less than the stride or dilation");
+        // in, s, d, k and the pads are at most 2^26, 2^20, 2^20, 2^26 and 2^20: no overflow in int64
+        if (in > onnx_const::max_elements)
+            fail(n, concat("input extent ", in), concat("at most ", onnx_const::max_elements));
+        const std::int64_t out = s * (in - 1) + out_pad[a] + k_eff - pads[a] - pads[a + 2];
+        if (out < 1) fail(n, concat("the output along axis ", 2 + a, " has ", out, " cells"), "at least 1");
+        const std::int64_t length = out + k_eff - 1, offset = k_eff - 1 - pads[a];
+        onnx_const m = onnx_const::make(type_in(n, 0).type, ops::shape{in, length});
+        for (std::int64_t i = 0; i < in; ++i)
+            if (const std::int64_t at = i * s + offset; at >= 0 && at < length)
+                m.f[static_cast<std::size_t>(i * length + at)] = 1.0;
+        z = along_axis(z, 2 + a, m, concat(name, a == 0 ? "/insert_rows" : "/insert_columns"));
+    }
+    // conv weight [O, C/group, kh, kw] from ONNX's [C, O/group, kh, kw], flipped in space
+    const std::int64_t cg = x[1] / group, og = w.dims[1], kh = kernel[0], kw = kernel[1];
+    onnx_const cw = onnx_const::make(w.type, ops::shape{og * group, cg, kh, kw});
+    for (std::int64_t g = 0; g < group; ++g)
+        for (std::int64_t o = 0; o < og; ++o)
+            for (std::int64_t c = 0; c < cg; ++c)
+                for (std::int64_t p = 0; p < kh; ++p)
+                    for (std::int64_t q = 0; q < kw; ++q)
+                        cw.f[static_cast<std::size_t>((((g * og + o) * cg + c) * kh + p) * kw + q)] =
+                            w.at(static_cast<std::size_t>((((g * cg + c) * og + o) * kh + (kh - 1 - p)) * kw +
+                                                          (kw - 1 - q)));
+    graph::tensor_id y = add1(ops::op_kind::conv2d, {z, constant(n.input(1) + "/flipped", cw)},
+                              {{attr_id::stride, ints{1, 1}},
+                               {attr_id::padding, static_cast<std::int64_t>(ops::padding_mode::valid)},
+                               {attr_id::dilation, dil}},
+                              name);
+    if (has_input(n, 2))
+        y = add1(ops::op_kind::ewadd, {y, tensor_as(n, 2, ops::shape{og * group, 1, 1})}, {}, name + "/bias");
+    bind(n, 0, y);
+}
+
+}  // namespace goopt::io::detail

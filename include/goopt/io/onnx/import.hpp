@@ -1,0 +1,183 @@
+#pragma once
+// goopt: optional-edge (needs Debian's libonnx-dev and libprotobuf-dev: CMake target goopt::onnx)
+/// @file
+/// @brief The import itself: initializers and graph inputs first, then every node in file order
+/// through its row of the op table (folded when its inputs are known, converted otherwise), then
+/// the graph outputs.
+
+#include <goopt/io/onnx/handlers.hpp>
+#include <goopt/io/onnx/importer.hpp>
+#include <goopt/io/onnx/model.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace goopt::io {
+
+namespace detail {
+
+inline void onnx_importer::check_supported(const onnx::GraphProto& gp) {
+    std::set<std::string> unsupported;
+    const node_t* first = nullptr;
+    for (const auto& n : gp.node()) {
+        const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+        if (default_domain && find_handler(n.op_type())) continue;
+        unsupported.insert(default_domain ? n.op_type() : concat(n.domain(), ".", n.op_type()));
+        if (!first) first = &n;
+    }
+    if (!first) return;
+    std::string list;
+    for (const auto& s : unsupported) list += concat(list.empty() ? "" : ", ", s);
+    fail(*first,
+         concat("operator '", first->op_type(), "' cannot be imported; unsupported operators in this file: ", list),
+         concat("one of the ", onnx_handlers.size(), " supported operators (onnx_supported_ops())"));
+}
+
+/// Folds the node if its row can and every input is known (or the row needs none); false: convert.
+inline bool onnx_importer::try_fold(const node_t& n, const onnx_handler& h) {
+    if (!h.fold) return false;
+    if (!h.folds_without_values) {
+        if (n.input_size() == 0) return false;
+        for (int k = 0; k < n.input_size(); ++k)
+            if (!n.input(k).empty() && !entry(n, k).value) return false;
+    }
+    auto c = (this->*h.fold)(n, h);
+    if (!c) return false;
+    const auto elements = static_cast<std::int64_t>(c->size());
+    if (h.file_data) {
+        fold_budget_ += onnx_const::fold_budget_per_file_element * elements;
+    } else if ((fold_budget_ -= elements) < 0) {
+        fail(n,
+             concat("folding constants at import time computes more than ", onnx_const::max_folded_elements,
+                    " elements plus ", onnx_const::fold_budget_per_file_element,
+                    " per element of the file's own constants"),
+             "a model whose constant subgraphs are smaller");
+    }
+    bind_const(n, 0, std::move(*c));
+    ++result_.folded_nodes;
+    return true;
+}
+
+/// One node through its row; errors of the shared steps (shape rules, constants) get the node.
+inline void onnx_importer::import_node(const node_t& n) {
+    for (int k = 0; k < n.input_size(); ++k)
+        if (!n.input(k).empty()) (void)entry(n, k);  // dangling inputs are errors
+    if (n.output_size() == 0) fail(n, "has no outputs", "at least one output (every supported operator has one)");
+    const onnx_handler& h = *find_handler(n.op_type());  // check_supported ran first
+    try {
+        if (try_fold(n, h)) return;
+        if (!h.convert)
+            fail(n, "a computed input", "inputs known at import time (the operator is supported on constants only)");
+        (this->*h.convert)(n, h);
+    } catch (const error& e) {
+        const std::string_view what = e.what();
+        if (what.rfind(concat(source_, ": "), 0) == 0) throw;
+        // "onnx: <what>" of the shared steps becomes "<file>: node '<name>' (<op>): <what>"
+        constexpr std::string_view own = "onnx: ";
+        fail(n, what.rfind(own, 0) == 0 ? what.substr(own.size()) : what);
+    }
+}
+
+inline onnx_model onnx_importer::run() {
+    if (!model_.has_graph()) fail("the model has no graph", "a ModelProto with a graph");
+    const onnx::GraphProto& gp = model_.graph();
+    for (const auto& o : model_.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    if (opset_ == 0) fail("the model imports no default-domain operator set", "an ai.onnx opset import");
+    if (opset_ < 7 || opset_ > 18)
+        fail(concat("operator set version ", opset_, " is not supported"), "7-18 (tested: 11-17)");
+    result_.opset = opset_;
+    result_.producer =
+        model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());
+    for (const auto& n : gp.node()) ++result_.onnx_nodes[n.op_type()];
+    check_supported(gp);
+    g_.set_name(gp.name());
+    g_.reserve(static_cast<std::size_t>(gp.node_size()) * 2, static_cast<std::size_t>(gp.node_size()) * 2);
+
+    for (const auto& t : gp.initializer()) {
+        onnx_entry e;
+        e.is_weight = true;
+        const std::string place = concat("initializer '", t.name(), "'");
+        if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+            const auto type = onnx_dtype(t.data_type());
+            if (!type) fail(concat(place, ": element type ", t.data_type()), "a float, integer or bool type");
+            e.type.type = *type;
+            for (auto d : t.dims()) {
+                if (d < 1 || e.type.dims.rank() == ops::max_rank)
+                    fail(concat(place, ": bad shape"), concat("at most ", ops::max_rank, " dimensions >= 1"));
+                e.type.dims.push_back(d);
+            }
+        } else {
+            auto c = decode(t, place);
+            fold_budget_ += onnx_const::fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
+            e.type = {c.dims, c.type};
+            e.value = std::make_shared<const onnx_const>(std::move(c));
+        }
+        env_[t.name()] = std::move(e);
+    }
+    check_dim_values(gp);
+    for (const auto& v : gp.input()) {
+        if (env_.count(v.name())) continue;  // an initializer listed as an input (IR version < 4)
+        const ops::tensor_type type = value_type(v);
+        onnx_entry e;
+        e.type = type;
+        e.tensor = g_.input(unique(v.name()), type.dims, type.type);
+        env_[v.name()] = std::move(e);
+    }
+    for (const auto& n : gp.node()) import_node(n);
+    for (const auto& o : gp.output()) {
+        auto it = env_.find(o.name());
+        if (it == env_.end())
+            fail(concat("graph output '", o.name(), "' is produced by no node"), "an output some node produces");
+        if (!it->second.tensor) it->second.tensor = weight_of(o.name(), it->second, it->second.type.dims);
+        g_.mark_output(*it->second.tensor);
+    }
+    result_.graph = std::move(g_);
+    return std::move(result_);
+}
+
+inline std::string read_bytes(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw error(file.string(), "cannot open the file for reading");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace detail
+
+inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view source_name, const onnx_options& options) {
+    onnx::ModelProto m;
+    if (bytes.empty() || bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+        !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+        throw error(source_name, "not an ONNX model (the protobuf does not parse: truncated or another format)",
+                    "a serialized ONNX ModelProto");
+    if (!m.has_graph() || m.graph().node_size() == 0)
+        throw error(source_name, "not an ONNX model (no graph with nodes)", "a ModelProto with a graph of nodes");
+    try {
+        return detail::onnx_importer(m, std::string(source_name), options).run();
+    } catch (const error& e) {
+        const std::string_view what = e.what();
+        if (what.rfind(concat(source_name, ":"), 0) == 0) throw;
+        constexpr std::string_view own = "onnx: ";
+        throw error(source_name, what.rfind(own, 0) == 0 ? what.substr(own.size()) : what);
+    }
+}
+
+inline onnx_model import_onnx(const std::filesystem::path& file, const onnx_options& options) {
+    return import_onnx_bytes(detail::read_bytes(file), file.string(), options);
+}
+
+inline std::vector<std::string_view> onnx_supported_ops() {
+    std::vector<std::string_view> ops;
+    for (const auto& h : detail::onnx_handlers) ops.push_back(h.op);
+    return ops;
+}
+
+}  // namespace goopt::io
