@@ -256,6 +256,14 @@ TEST_CASE("a 2-layer LSTM language model exported by PyTorch unrolls into lstm_c
     MESSAGE("LSTM language model: largest relative difference " << worst);
 }
 
+TEST_CASE("a bidirectional LSTM with initial states matches PyTorch in Y, Y_h and Y_c") {
+    // nn.LSTM(4, 3, bidirectional=True), 3 steps, batch 2, h0 and c0 given
+    const io::onnx_model m = io::import_onnx(data_dir / "lstm_bidir.onnx");
+    CHECK(count(m.graph, op_kind::lstm_cell) == 2 * 3);  // directions x steps
+    const double worst = check_against_exporter("lstm_bidir");
+    MESSAGE("bidirectional LSTM: largest relative difference " << worst);
+}
+
 TEST_CASE("a 2-layer bidirectional batch-first GRU with an initial state matches PyTorch") {
     // nn.GRU(6, 5, num_layers=2, batch_first=True, bidirectional=True), batch 3, 4 steps; PyTorch
     // exports linear_before_reset = 1 with a nonzero recurrence bias, carried by one extra state unit

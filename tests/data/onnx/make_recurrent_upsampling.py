@@ -10,6 +10,7 @@ PyTorch's own outputs on them: {"inputs": {name: {"shape", "data"}}, "outputs": 
   lstm_lm     embedding, 2-layer nn.LSTM, linear (a small language model); outputs the logits and
               the final hidden and cell states of both layers (ONNX LSTM's Y, Y_h, Y_c)
   gru_bidir   2-layer bidirectional, batch-first nn.GRU with a given initial state
+  lstm_bidir  bidirectional nn.LSTM with given initial states; outputs Y, Y_h and Y_c of both directions
   unet_small  conv, maxpool, ConvTranspose (stride 2, and stride 2 with groups, pads and
               output_padding) up-paths, concat skips, Resize nearest, bilinear (half-pixel and
               align_corners) upsampling, and nearest to a size that is no multiple of the input
@@ -67,6 +68,16 @@ class GruBidir(nn.Module):
         return y, h
 
 
+class LstmBidir(nn.Module):
+    def __init__(self, features=4, hidden=3):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, bidirectional=True)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.lstm(x, (h0, c0))
+        return y, h, c
+
+
 class UNetSmall(nn.Module):
     def __init__(self):
         super().__init__()
@@ -95,6 +106,9 @@ def main():
     export(LstmLm(), (torch.randint(0, 20, (5, 2)),), "lstm_lm", ["tokens"], ["logits", "h", "c"])
     torch.manual_seed(1)
     export(GruBidir(), (torch.randn(3, 4, 6), torch.randn(4, 3, 5)), "gru_bidir", ["x", "h0"], ["y", "h"])  # batch 3, 4 steps
+    torch.manual_seed(3)
+    export(LstmBidir(), (torch.randn(3, 2, 4), torch.randn(2, 2, 3), torch.randn(2, 2, 3)), "lstm_bidir",
+           ["x", "h0", "c0"], ["y", "h", "c"])
     torch.manual_seed(2)
     export(UNetSmall(), (torch.randn(1, 3, 16, 16),), "unet_small", ["x"], ["y", "odd"])
 
