@@ -197,7 +197,7 @@ TEST_CASE("illegal fusion groups and malformed decisions are clear errors") {
     CHECK_THROWS_AS(s.run(p, {.fusion = out_of_range}), error);
     CHECK_THROWS_WITH_AS(s.run(sim::placement(5, 0)), doctest::Contains("expected one per op (6)"), error);
     CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 2, 0, 0}),
-                         doctest::Contains("'c' (relu) on device 2, but the cluster has devices 0..1"), error);
+                         doctest::Contains("'c' (relu) on device 2: expected a device of the cluster, 0..1"), error);
     const std::vector<double> short_prio{1, 2};
     CHECK_THROWS_AS(s.run(p, {.priorities = short_prio}), error);
     // a legal group works: {c, e} is a chain
