@@ -50,7 +50,7 @@ public:
 
     /// Adds a gradient op named `<prefix>/<k>` in the current layer.
     graph::output_ids add(op_kind kind, std::span<const tensor_id> in, ops::attribute_map attrs = {}) {
-        auto out = g.add(kind, in, std::move(attrs), concat(prefix, "/", counter++));
+        auto out = g.add(kind, in, std::move(attrs), prefix + "/" + std::to_string(counter++));
         g.set_layer(g.producer(out[0]), layer);
         return out;
     }

@@ -125,7 +125,7 @@ private:
         if (parts.empty()) return no_tensor;
         if (parts.size() == 1) return parts[0];
         std::vector<tensor_id> in(parts.begin(), parts.end());
-        const auto out = g.add(op_kind::add_n, in, {}, concat(prefix, "/acc", k));
+        const auto out = g.add(op_kind::add_n, in, {}, prefix + "/acc" + std::to_string(k));
         g.set_layer(g.producer(out[0]), layer);
         return out[0];
     }

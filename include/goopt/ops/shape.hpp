@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <ostream>
 #include <span>
 #include <string>
 
@@ -68,6 +69,9 @@ public:
         s += ']';
         return s;
     }
+
+    /// Writes the shape as to_string() does: for messages built with goopt::concat.
+    friend std::ostream& operator<<(std::ostream& o, const shape& s) { return o << s.to_string(); }
 
     friend constexpr bool operator==(const shape& a, const shape& b) noexcept {
         return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
