@@ -6,6 +6,7 @@
 #include <goopt/models/bert.hpp>
 #include <goopt/models/classifier_head.hpp>
 #include <goopt/models/gnmt.hpp>
+#include <goopt/models/gradient_rules.hpp>
 #include <goopt/models/inception_v3.hpp>
 #include <goopt/models/nasnet_a.hpp>
 #include <goopt/models/nasrnn.hpp>

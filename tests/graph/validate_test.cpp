@@ -48,7 +48,7 @@ TEST_CASE("a rewiring that breaks shapes or dtypes is reported at the op") {
 
     h = g;
     h.rewire(h.producer(a), 1, z);
-    CHECK_THROWS_WITH_AS(graph::validate(h), doctest::Contains("op 'a' (ewadd): input 1 has dtype f64, expected f32"),
+    CHECK_THROWS_WITH_AS(graph::validate(h), doctest::Contains("op 'a' (ewadd): input 1 has dtype f64: expected f32"),
                          error);
 
     h = g;

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -121,4 +122,21 @@ TEST_CASE("layernorm_grad and batchnorm_grad on two elements") {
     b.check(bn[2], {2});                 // sum dy
     b.check(bn[3], {-2});                // -sum dy scale / den
     b.check(bn[4], {-0.5 * 2 * 2 / 8});  // -1/2 sum dy (x - mean) scale / den^3
+}
+
+TEST_CASE("erf_grad, reduce_max_grad (ties to the first maximum) and log") {
+    bench b;
+    auto x = b.in({3}, {0, 1, -2}), dy = b.in({3}, {1, 2, 3});
+    // 2 / sqrt(pi) exp(-x^2)
+    const double c = 2 / std::sqrt(3.14159265358979323846);
+    b.check(b.g.add1(op_kind::erf_grad, {x, dy}), {c, 2 * c * std::exp(-1.0), 3 * c * std::exp(-4.0)});
+    b.check(b.g.add1(op_kind::log, {b.in({2}, {1, std::exp(2.0)})}), {0, 2});
+    // rows [1 5 5], [7 2 7]: maxima at columns 1 and 0 (the first of the ties)
+    auto m = b.in({2, 3}, {1, 5, 5, 7, 2, 7}), dm = b.in({2}, {10, 20});
+    b.check(
+        b.g.add1(op_kind::reduce_max_grad, {m, dm}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}),
+        {0, 10, 0, 20, 0, 0});
+    // all axes, kept: one maximum of the whole tensor
+    auto dall = b.in({1, 1}, {4});
+    b.check(b.g.add1(op_kind::reduce_max_grad, {m, dall}), {0, 0, 0, 4, 0, 0});
 }

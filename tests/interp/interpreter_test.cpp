@@ -65,7 +65,7 @@ TEST_CASE("a missing feed is an error naming the op and the expected shape") {
     auto x = g.input("image", {1, 3});
     g.mark_output(g.add1(op_kind::relu, {x}));
     CHECK_THROWS_WITH_AS(interp::evaluate<double>(g, {}),
-                         "op 'image' (input): no feed given, expected a value of shape [1,3]", error);
+                         "interp: op 'image' (input): no feed given: expected a value of shape [1,3]", error);
     // a feed under another name does not count
     interp::feed_map<double> f;
     f["img"] = xt::xarray<double>::from_shape({1, 3});
@@ -78,7 +78,8 @@ TEST_CASE("a feed of the wrong shape is an error naming the op, the expected and
     g.mark_output(g.add1(op_kind::relu, {x}));
     interp::feed_map<double> f;
     f["image"] = xt::xarray<double>::from_shape({3, 1});
-    CHECK_THROWS_WITH_AS(interp::evaluate(g, f), "op 'image' (input): feed has shape [3,1], expected [1,3]", error);
+    CHECK_THROWS_WITH_AS(interp::evaluate(g, f), "interp: op 'image' (input): feed has shape [3,1]: expected [1,3]",
+                         error);
     f["image"] = xt::xarray<double>::from_shape({3});
     CHECK_THROWS_WITH_AS(interp::evaluate(g, f), doctest::Contains("feed has shape [3]"), error);
 }

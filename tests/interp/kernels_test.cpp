@@ -564,7 +564,7 @@ TEST_CASE("evaluate_op refuses input values whose shapes are not the graph's") {
     const xt::xarray<double> wrong = tensor({3}, {1, 2, 3});
     const std::vector<const xt::xarray<double>*> args{&wrong};
     CHECK_THROWS_WITH_AS(interp::evaluate_op<double>(g, g.producer(r), args),
-                         doctest::Contains("'act' (relu): input 0 has shape [3], expected [2]"), error);
+                         doctest::Contains("'act' (relu): input 0 has shape [3]: expected [2]"), error);
     const std::vector<const xt::xarray<double>*> none;
     CHECK_THROWS_AS(interp::evaluate_op<double>(g, g.producer(x), none), error);
 }

@@ -7,6 +7,8 @@
 #include <goopt/interp.hpp>
 #include <goopt/models/training_graph.hpp>
 
+#include "finite_differences.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -123,15 +125,25 @@ graph::computation_graph sequence_model() {
     return g;
 }
 
-/// The loss the transform appends: sum over outputs of the mean of all elements.
-double loss_of(const graph::computation_graph& fwd, const feeds& f) {
-    double loss = 0;
-    for (const auto& v : interp::run<double>(fwd, f)) {
-        double sum = 0;
-        for (double e : v.storage()) sum += e;
-        loss += sum / static_cast<double>(v.size());
-    }
-    return loss;
+/// The kinds an ONNX import adds to a transformer or a MobileNet: pow (a decomposed LayerNorm's
+/// square, and a weight exponent), erf (exact GELU), clip (ReLU6), reduce_max, log, add_n.
+graph::computation_graph imported_kinds_model() {
+    graph::computation_graph g("imported");
+    auto x = g.input("x", {3, 4});
+    auto h = g.add1(op_kind::matmul, {x, g.weight("w", {4, 4})}, {}, "h");
+    auto base = g.add1(op_kind::sigmoid, {h}, {}, "base");  // positive, so x^e is defined for any e
+    auto two = g.add1(op_kind::const_fill, {}, {{attr_id::shape, ints{}}, {attr_id::value, 2.0}}, "two");
+    auto sq = g.add1(op_kind::pow, {h, two}, {}, "square");                 // any sign of h
+    auto pw = g.add1(op_kind::pow, {base, g.weight("e", {4})}, {}, "pow");  // exponent broadcast
+    auto er = g.add1(op_kind::erf, {h}, {}, "erf");
+    auto cl = g.add1(op_kind::clip, {h}, {{attr_id::min, -0.3}, {attr_id::max, 0.4}}, "clip");
+    auto lg = g.add1(op_kind::log, {base}, {}, "log");
+    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg}, {}, "sum")[0];
+    auto mx =
+        g.add1(op_kind::reduce_max, {sum}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "max");
+    g.mark_output(mx);
+    g.mark_output(g.add1(op_kind::reduce_max, {h}, {{attr_id::keepdims, std::int64_t(1)}}, "max_all"));
+    return g;
 }
 
 /// Random feeds for the training graph, with variances and Adam's second moments positive.
@@ -166,9 +178,8 @@ void check_gradients(const graph::computation_graph& fwd, std::uint64_t seed) {
     // the loss output is the transform's: sum of the outputs' means
     const tensor_id loss = train.outputs()[fwd.outputs().size()];
     CHECK(train.get_op(train.producer(loss)).name == "loss");
-    CHECK(values[loss]() == doctest::Approx(loss_of(fwd, f)).epsilon(1e-12));
+    CHECK(values[loss]() == doctest::Approx(testing::training_loss(fwd, f)).epsilon(1e-12));
     const auto updates = updates_by_weight(train);
-    const double eps = 1e-6;
     std::size_t checked = 0;
     double largest = 0;
     for (const op_id w : fwd.ops_of_kind(op_kind::weight)) {
@@ -176,17 +187,10 @@ void check_gradients(const graph::computation_graph& fwd, std::uint64_t seed) {
         CAPTURE(name);
         REQUIRE(updates.count(name) == 1);
         const auto& grad = values[train.get_op(updates.at(name)).inputs[1]];
-        auto& x = f.at(name);
-        REQUIRE(grad.size() == x.size());
-        for (std::size_t i = 0; i < x.size(); ++i) {
+        REQUIRE(grad.size() == f.at(name).size());
+        for (std::size_t i = 0; i < grad.size(); ++i) {
             CAPTURE(i);
-            const double keep = x.data()[i];
-            x.data()[i] = keep + eps;
-            const double up = loss_of(fwd, f);
-            x.data()[i] = keep - eps;
-            const double down = loss_of(fwd, f);
-            x.data()[i] = keep;
-            const double fd = (up - down) / (2 * eps);
+            const double fd = testing::central_difference(fwd, f, name, i);
             CHECK(std::abs(grad.data()[i] - fd) <= 1e-7 + 1e-5 * std::abs(fd));
             largest = std::max(largest, std::abs(fd));
             ++checked;
@@ -206,6 +210,20 @@ TEST_CASE("gradients of a conv / pooling / batchnorm / softmax model match finit
 TEST_CASE("gradients of an embedding / attention / LSTM / GRU model match finite differences") {
     check_gradients(sequence_model(), 3);
     check_gradients(sequence_model(), 4);
+}
+
+TEST_CASE("gradients of pow / erf / clip / reduce_max / log / add_n (ONNX imports) match finite differences") {
+    check_gradients(imported_kinds_model(), 5);
+    check_gradients(imported_kinds_model(), 6);
+    // pow's exponent gradient is 0 where the base is not positive (no derivative in e there)
+    graph::computation_graph g;
+    auto p = g.add1(op_kind::pow, {g.input("x", {3}), g.weight("e", {})}, {}, "p");
+    g.mark_output(p);
+    const auto train = models::make_training_graph(g, {.optimizer = models::optimizer_kind::sgd});
+    feeds f{{"x", interp::value<double>{-2.0, 0.0, 3.0}}, {"e", interp::value<double>(2.0)}};
+    const auto v = interp::evaluate<double>(train, f);
+    const auto& de = v[train.get_op(updates_by_weight(train).at("e")).inputs[1]];
+    CHECK(de() == doctest::Approx(9.0 * std::log(3.0) / 3.0));  // mean of (4*0, 0, 9 log 3)
 }
 
 TEST_CASE("sgd_update and adam_update against hand-computed steps") {
@@ -349,9 +367,9 @@ TEST_CASE("the gradient rules pick the exact existing ops: matmul's is two matmu
 TEST_CASE("an op without a gradient rule between a weight and the loss is an error naming it") {
     graph::computation_graph fwd("bad");
     auto w = fwd.weight("w", {4});
-    auto e = fwd.add1(op_kind::erf, {w}, {}, "e");
+    auto e = fwd.add1(op_kind::erf_grad, {w, w}, {}, "e");  // a gradient kind: no rule of its own
     fwd.mark_output(fwd.add1(op_kind::relu, {e}, {}, "r"));
-    CHECK_THROWS_WITH_AS(models::make_training_graph(fwd), doctest::Contains("op 'e' (erf)"), error);
+    CHECK_THROWS_WITH_AS(models::make_training_graph(fwd), doctest::Contains("op 'e' (erf_grad)"), error);
     CHECK_THROWS_WITH_AS(models::make_training_graph(fwd), doctest::Contains("no gradient rule"), error);
 
     // the same op with no weight upstream needs no gradient

@@ -64,10 +64,13 @@ std::vector<value<T>> evaluate(const graph::computation_graph& g, const feed_map
             const ops::shape& dims = g.type_of(op.outputs[0]).dims;
             const auto it = feeds.find(op.name);
             if (it == feeds.end())
-                throw error("op " + g.describe(o) + ": no feed given, expected a value of shape " + dims.to_string());
+                throw error("interp", goopt::concat("op ", g.describe(o), ": no feed given"),
+                            goopt::concat("a value of shape ", dims.to_string()));
             if (!detail::same_shape(it->second.shape(), dims))
-                throw error("op " + g.describe(o) + ": feed has shape " + detail::shape_string(it->second.shape()) +
-                            ", expected " + dims.to_string());
+                throw error(
+                    "interp",
+                    goopt::concat("op ", g.describe(o), ": feed has shape ", detail::shape_string(it->second.shape())),
+                    dims.to_string());
             values[op.outputs[0]] = it->second;
             continue;
         }

@@ -112,7 +112,7 @@ public:
     }
     const attr_value& get(attr_id id) const {
         auto it = find(id);
-        if (it == items_.end() || it->first != id) throw error("attribute '" + std::string(name(id)) + "' is missing");
+        if (it == items_.end() || it->first != id) throw error(concat("attribute '", name(id), "' is missing"));
         return it->second;
     }
     std::int64_t get_int(attr_id id) const { return as<std::int64_t>(id); }
@@ -130,8 +130,8 @@ private:
     template <class T> const T& as(attr_id id) const {
         const attr_value& v = get(id);
         if (const T* p = std::get_if<T>(&v)) return *p;
-        throw error("attribute '" + std::string(name(id)) + "' is a " + std::string(name(type_of(v))) +
-                    ", expected a " + std::string(name(type_of(attr_value(T{})))));
+        throw error(concat("attribute '", name(id), "' is a ", name(type_of(v)), ": expected a ",
+                           name(type_of(attr_value(T{})))));
     }
     storage items_;
 };

@@ -8,8 +8,9 @@
 namespace goopt::ops {
 
 /// Operator kinds: TASO's operator set (conv2d ... const_one) and what real models need.
-/// Adding an operator: a value here and its entry in ops::op_table (a static_assert checks that
-/// both agree), and its kernel in interp/kernels.hpp.
+/// Adding an operator: a value here, then its row in each kind table (ops::op_table,
+/// interp::detail::kernel_table, models::detail::gradient_table, subst::detail::modular_table); a
+/// missing row does not compile (ops/kind_table.hpp). README.md, "Adding an op kind".
 enum class op_kind : std::uint8_t {
     // sources: no inputs, the value comes from outside or from the attributes
     input,
@@ -40,6 +41,7 @@ enum class op_kind : std::uint8_t {
     tanh,
     gelu,
     erf,
+    log,
     clip,
     identity,
     // data movement
@@ -68,12 +70,14 @@ enum class op_kind : std::uint8_t {
     sigmoid_grad,
     tanh_grad,
     gelu_grad,
+    erf_grad,
     avgpool2d_grad,
     maxpool2d_grad,
     softmax_grad,
     layernorm_grad,
     batchnorm_grad,
     gather_grad,
+    reduce_max_grad,
     lstm_cell_grad,
     gru_cell_grad,
     sgd_update,

@@ -20,8 +20,8 @@ using output_types = boost::container::small_vector<tensor_type, 2>;
 /// A span over a contiguous container (Boost 1.74's small_vector is not a std::contiguous_range).
 template <class C> std::span<const typename C::value_type> view(const C& c) noexcept { return {c.data(), c.size()}; }
 
-/// Shape (and dtype) inference: throws goopt::error saying what was expected; the graph prefixes
-/// the message with the op's name.
+/// Shape (and dtype) inference: throws goopt::error `<what>: expected <expected>` (or `<what>`);
+/// the caller that names the op (graph, interpreter, importer) prefixes its module and the op.
 using infer_fn = output_types (*)(std::span<const tensor_type> inputs, const attribute_map& attrs);
 /// FLOPs or bytes of memory traffic of one execution of the op.
 using cost_fn = double (*)(std::span<const tensor_type> inputs, std::span<const tensor_type> outputs,

@@ -5,6 +5,7 @@
 /// lists the operator set and the algebraic facts that the substitution generator relies on.
 
 #include <goopt/ops/cost_formulas.hpp>
+#include <goopt/ops/kind_table.hpp>
 #include <goopt/ops/op_spec.hpp>
 #include <goopt/ops/shape_rules.hpp>
 
@@ -65,15 +66,6 @@ inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 
 namespace cf = cost_formulas;
 namespace sr = shape_rules;
 
-/// A function pointer that cannot be null: it is only made from a function reference, and there is
-/// no default. Checking `infer != nullptr` in the consteval check below is not a constant expression
-/// where a function's address may be null (GCC with -fsanitize=undefined or
-/// -fno-delete-null-pointer-checks), so a missing or null function is made a type error instead.
-template <class Fn> struct required_fn {
-    Fn fn;
-    // implicit, so that a row names its functions plainly: detail::sr::conv2d
-    constexpr required_fn(std::remove_pointer_t<Fn>& f) noexcept : fn(&f) {}
-};
 static_assert(!std::is_default_constructible_v<required_fn<infer_fn>> &&
               !std::is_constructible_v<required_fn<infer_fn>, std::nullptr_t> &&
               !std::is_constructible_v<required_fn<cost_fn>, cost_fn>);
@@ -286,6 +278,18 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
          elementwise,
          0,
          "error function"},
+        {op_kind::log,
+         "log",
+         1,
+         1,
+         1,
+         {},
+         detail::sr::unary,
+         detail::cf::per_output<8>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "natural logarithm"},
         {op_kind::clip, "clip", 1, 1, 1, detail::clip_attrs, detail::sr::clip, detail::cf::per_output<2>,
          detail::cf::io_bytes, elementwise, 0, "min(max(x, min), max)"},
         {op_kind::identity,
@@ -435,6 +439,18 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
          elementwise,
          0,
          "(x, dy) -> dy * (Phi(x) + x * phi(x)) (x = gelu's input)"},
+        {op_kind::erf_grad,
+         "erf_grad",
+         2,
+         2,
+         1,
+         {},
+         detail::sr::pointwise_grad,
+         detail::cf::per_output<8>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "(x, dy) -> dy * 2 / sqrt(pi) * exp(-x^2) (x = erf's input)"},
         {op_kind::avgpool2d_grad, "avgpool2d_grad", 1, 1, 1, detail::avgpool_grad_attrs, detail::sr::avgpool2d_grad,
          detail::cf::pool2d_grad, detail::cf::io_bytes, none_property, 0,
          "dy -> dx of avgpool2d, each window's gradient spread evenly over its cells, x's shape in `shape`"},
@@ -452,6 +468,9 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
         {op_kind::gather_grad, "gather_grad", 2, 2, 1, detail::gather_grad_attrs, detail::sr::gather_grad,
          detail::cf::per_last_input<1>, detail::cf::io_bytes, none_property, 0,
          "(indices, dy) -> scatter-add of dy into zeros shaped as the gathered data (`shape`)"},
+        {op_kind::reduce_max_grad, "reduce_max_grad", 2, 2, 1, detail::reduce_attrs, detail::sr::reduce_max_grad,
+         detail::cf::per_input<2>, detail::cf::io_bytes, none_property, 0,
+         "(x, dy) -> dx of reduce_max: each output's gradient to the first element attaining its maximum"},
         {op_kind::lstm_cell_grad,
          "lstm_cell_grad",
          8,

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <ostream>
 #include <span>
 #include <string>
 
@@ -35,7 +36,7 @@ public:
     constexpr std::int64_t back() const noexcept { return dims_[rank_ - 1]; }
 
     constexpr void push_back(std::int64_t d) {
-        if (rank_ == max_rank) throw error("shape: rank exceeds the maximum of " + std::to_string(max_rank));
+        if (rank_ == max_rank) throw error("shape", concat("rank exceeds the maximum of ", max_rank));
         dims_[rank_++] = d;
     }
 
@@ -44,9 +45,9 @@ public:
     constexpr std::int64_t num_elements() const {
         std::int64_t n = 1;
         for (std::int64_t d : *this) {
-            if (d < 0) throw error("shape " + to_string() + ": negative dimension");
+            if (d < 0) throw error(concat("shape ", to_string(), ": negative dimension"));
             if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d)
-                throw error("shape " + to_string() + ": element count overflows 64 bits");
+                throw error(concat("shape ", to_string(), ": element count overflows 64 bits"));
             n *= d;
         }
         return n;
@@ -55,8 +56,7 @@ public:
     /// Axis normalized to [0, rank) from Python-style negative indexing; throws when out of range.
     constexpr std::size_t axis(std::int64_t a) const {
         const auto r = static_cast<std::int64_t>(rank_);
-        if (a < -r || a >= r)
-            throw error("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+        if (a < -r || a >= r) throw error(concat("axis ", a, " is out of range for rank ", r));
         return static_cast<std::size_t>(a < 0 ? a + r : a);
     }
 
@@ -69,6 +69,9 @@ public:
         s += ']';
         return s;
     }
+
+    /// Writes the shape as to_string() does: for messages built with goopt::concat.
+    friend std::ostream& operator<<(std::ostream& o, const shape& s) { return o << s.to_string(); }
 
     friend constexpr bool operator==(const shape& a, const shape& b) noexcept {
         return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
@@ -92,7 +95,7 @@ struct tensor_type {
     std::int64_t bytes() const {
         std::int64_t b = 0;
         if (__builtin_mul_overflow(num_elements(), static_cast<std::int64_t>(size_of(type)), &b))
-            throw error("tensor " + dims.to_string() + ": byte count overflows 64 bits");
+            throw error(concat("tensor ", dims.to_string(), ": byte count overflows 64 bits"));
         return b;
     }
     friend constexpr bool operator==(const tensor_type&, const tensor_type&) = default;

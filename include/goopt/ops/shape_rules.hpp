@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace goopt::ops::shape_rules {
@@ -17,68 +18,76 @@ namespace goopt::ops::shape_rules {
 namespace detail {
 using ints = std::vector<std::int64_t>;
 
-inline std::string str(const ints& v) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        if (i) s += ',';
-        s += std::to_string(v[i]);
+/// An ints attribute written as [a,b,c] when a message is built (and only then).
+struct bracketed {
+    const ints& v;
+    friend std::ostream& operator<<(std::ostream& o, const bracketed& b) {
+        o << '[';
+        for (std::size_t i = 0; i < b.v.size(); ++i) o << (i ? "," : "") << b.v[i];
+        return o << ']';
     }
-    s += ']';
-    return s;
-}
+};
 
-inline void expect(bool ok, const std::string& what) {
-    if (!ok) throw error(what);
+/// Separates a refusal's `<what>` from its `<expected>` in expect's parts.
+struct expecting_t {
+    friend std::ostream& operator<<(std::ostream& o, expecting_t) { return o << ": expected "; }
+};
+inline constexpr expecting_t expecting{};
+
+/// A shape rule's refusal, `<what>` or `<what>: expected <expected>` (the parts after `expecting`).
+/// No module: the caller that names the op (graph, interpreter, importer) puts its own module and the
+/// op's name in front. The parts are streamed only on failure: shape inference runs for every op a
+/// graph adds and the interpreter evaluates, so the success path builds no string.
+template <class... Parts> void expect(bool ok, const Parts&... parts) {
+    if (!ok) [[unlikely]]
+        throw error(goopt::concat(parts...));
 }
 
 /// a + b and a * b on dimensions, with overflow as bad input rather than undefined behaviour.
 inline std::int64_t add(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) throw error("a dimension overflows 64 bits");
+    if (__builtin_add_overflow(a, b, &r)) throw error(std::string("a dimension overflows 64 bits"));
     return r;
 }
 inline std::int64_t mul(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
-    if (__builtin_mul_overflow(a, b, &r)) throw error("a dimension product overflows 64 bits");
+    if (__builtin_mul_overflow(a, b, &r)) throw error(std::string("a dimension product overflows 64 bits"));
     return r;
 }
 
 inline void same_dtype(std::span<const tensor_type> in) {
     for (std::size_t i = 1; i < in.size(); ++i)
-        expect(in[i].type == in[0].type, "input " + std::to_string(i) + " has dtype " + std::string(name(in[i].type)) +
-                                             ", expected " + std::string(name(in[0].type)) + " like input 0");
+        expect(in[i].type == in[0].type, "input ", i, " has dtype ", name(in[i].type), detail::expecting,
+               name(in[0].type), " like input 0");
 }
 
 inline void rank_is(const tensor_type& t, std::size_t r, const char* what) {
-    expect(t.dims.rank() == r,
-           std::string(what) + " has shape " + t.dims.to_string() + ", expected rank " + std::to_string(r));
+    expect(t.dims.rank() == r, what, " has shape ", t.dims, detail::expecting, "rank ", r);
 }
 
 /// Window geometry shared by conv2d and pooling (TensorFlow's SAME / VALID).
 inline std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t s, padding_mode p, const char* axis) {
-    expect(k >= 1 && s >= 1, std::string("window along ") + axis + " needs kernel and stride >= 1");
+    expect(k >= 1 && s >= 1, "window along ", axis, " needs kernel and stride >= 1");
     if (p == padding_mode::same) return add(in, s - 1) / s;
-    expect(in >= k, std::string("VALID window of ") + std::to_string(k) + " does not fit input extent " +
-                        std::to_string(in) + " along " + axis);
+    expect(in >= k, "VALID window of ", k, " does not fit input extent ", in, " along ", axis);
     return (in - k) / s + 1;
 }
 
 inline ints pair_attr(const attribute_map& a, attr_id id) {
     const ints& v = a.get_ints(id);
-    expect(v.size() == 2, "attribute '" + std::string(name(id)) + "' is " + str(v) + ", expected 2 values [h, w]");
+    expect(v.size() == 2, "attribute '", name(id), "' is ", detail::bracketed(v), detail::expecting, "2 values [h, w]");
     return v;
 }
 
 inline padding_mode padding_of(const attribute_map& a) {
     const auto p = a.get_int(attr_id::padding);
-    expect(p == 0 || p == 1, "attribute 'padding' is " + std::to_string(p) + ", expected same (0) or valid (1)");
+    expect(p == 0 || p == 1, "attribute 'padding' is ", p, detail::expecting, "same (0) or valid (1)");
     return static_cast<padding_mode>(p);
 }
 
 inline void check_activation(const attribute_map& a) {
     const auto v = a.get_int(attr_id::activation);
-    expect(v >= 0 && v <= 3,
-           "attribute 'activation' is " + std::to_string(v) + ", expected none/relu/sigmoid/tanh (0-3)");
+    expect(v >= 0 && v <= 3, "attribute 'activation' is ", v, detail::expecting, "none/relu/sigmoid/tanh (0-3)");
 }
 
 /// numpy broadcasting of two shapes.
@@ -88,8 +97,7 @@ inline shape broadcast(const shape& a, const shape& b) {
     for (std::size_t i = 0; i < r; ++i) {
         const std::int64_t da = i + a.rank() >= r ? a[i + a.rank() - r] : 1;
         const std::int64_t db = i + b.rank() >= r ? b[i + b.rank() - r] : 1;
-        expect(da == db || da == 1 || db == 1,
-               "shapes " + a.to_string() + " and " + b.to_string() + " do not broadcast");
+        expect(da == db || da == 1 || db == 1, "shapes ", a, " and ", b, " do not broadcast");
         out.push_back(da == 1 ? db : da);
     }
     return out;
@@ -97,9 +105,9 @@ inline shape broadcast(const shape& a, const shape& b) {
 
 inline shape shape_attr(const attribute_map& a) {
     const ints& v = a.get_ints(attr_id::shape);
-    expect(v.size() <= max_rank, "attribute 'shape' has rank " + std::to_string(v.size()) + ", at most " +
-                                     std::to_string(max_rank) + " supported");
-    for (auto d : v) expect(d >= 1, "attribute 'shape' is " + str(v) + ", expected every dimension >= 1");
+    expect(v.size() <= max_rank, "attribute 'shape' has rank ", v.size(), ", at most ", max_rank, " supported");
+    for (auto d : v)
+        expect(d >= 1, "attribute 'shape' is ", detail::bracketed(v), detail::expecting, "every dimension >= 1");
     shape s{std::span<const std::int64_t>(v)};
     (void)s.num_elements();  // throws on overflow
     return s;
@@ -116,7 +124,7 @@ inline std::vector<std::size_t> reduced_axes(const shape& s, const attribute_map
     std::vector<bool> mark(s.rank(), axes.empty());
     for (auto ax : axes) {
         const auto k = s.axis(ax);
-        expect(!mark[k], "attribute 'axes' " + str(axes) + " names an axis twice");
+        expect(!mark[k], "attribute 'axes' ", detail::bracketed(axes), " names an axis twice");
         mark[k] = true;
     }
     std::vector<std::size_t> out;
@@ -136,22 +144,22 @@ inline output_types source(std::span<const tensor_type>, const attribute_map& a)
 /// Average-pool kernel for a depthwise conv: shape [C, 1, kh, kw].
 inline output_types const_pool(std::span<const tensor_type>, const attribute_map& a) {
     shape s = detail::shape_attr(a);
-    detail::expect(s.rank() == 4 && s[1] == 1, "const_pool shape " + s.to_string() + ", expected [C,1,kh,kw]");
+    detail::expect(s.rank() == 4 && s[1] == 1, "const_pool shape ", s, detail::expecting, "[C,1,kh,kw]");
     return {tensor_type{s, detail::dtype_attr(a)}};
 }
 
 /// Identity conv kernel: shape [C, C, kh, kw] with odd kh, kw so that it has a center.
 inline output_types const_iconv(std::span<const tensor_type>, const attribute_map& a) {
     shape s = detail::shape_attr(a);
-    detail::expect(s.rank() == 4 && s[0] == s[1] && s[2] % 2 == 1 && s[3] % 2 == 1,
-                   "const_iconv shape " + s.to_string() + ", expected [C,C,kh,kw] with odd kh, kw");
+    detail::expect(s.rank() == 4 && s[0] == s[1] && s[2] % 2 == 1 && s[3] % 2 == 1, "const_iconv shape ", s,
+                   detail::expecting, "[C,C,kh,kw] with odd kh, kw");
     return {tensor_type{s, detail::dtype_attr(a)}};
 }
 
 /// Identity matrix: shape [n, n].
 inline output_types const_imm(std::span<const tensor_type>, const attribute_map& a) {
     shape s = detail::shape_attr(a);
-    detail::expect(s.rank() == 2 && s[0] == s[1], "const_imm shape " + s.to_string() + ", expected [n,n]");
+    detail::expect(s.rank() == 2 && s[0] == s[1], "const_imm shape ", s, detail::expecting, "[n,n]");
     return {tensor_type{s, detail::dtype_attr(a)}};
 }
 
@@ -163,14 +171,13 @@ inline output_types conv2d(std::span<const tensor_type> in, const attribute_map&
     detail::rank_is(in[1], 4, "weight");
     const shape& x = in[0].dims;
     const shape& w = in[1].dims;
-    detail::expect(w[1] >= 1 && x[1] % w[1] == 0, "input channels " + std::to_string(x[1]) +
-                                                      " are not a multiple of weight's " + std::to_string(w[1]));
+    detail::expect(w[1] >= 1 && x[1] % w[1] == 0, "input channels ", x[1], " are not a multiple of weight's ", w[1]);
     const std::int64_t groups = x[1] / w[1];
-    detail::expect(w[0] % groups == 0, "output channels " + std::to_string(w[0]) + " are not a multiple of groups " +
-                                           std::to_string(groups));
+    detail::expect(w[0] % groups == 0, "output channels ", w[0], " are not a multiple of groups ", groups);
     const auto st = detail::pair_attr(a, attr_id::stride);
     const auto dl = detail::pair_attr(a, attr_id::dilation);
-    detail::expect(dl[0] >= 1 && dl[1] >= 1, "attribute 'dilation' is " + detail::str(dl) + ", expected values >= 1");
+    detail::expect(dl[0] >= 1 && dl[1] >= 1, "attribute 'dilation' is ", detail::bracketed(dl), detail::expecting,
+                   "values >= 1");
     const auto p = detail::padding_of(a);
     detail::check_activation(a);
     const std::int64_t kh = detail::add(detail::mul(w[2] - 1, dl[0]), 1);
@@ -185,10 +192,8 @@ inline output_types matmul(std::span<const tensor_type> in, const attribute_map&
     detail::same_dtype(in);
     const shape& x = in[0].dims;
     const shape& y = in[1].dims;
-    detail::expect(x.rank() >= 2 && y.rank() >= 2,
-                   "matmul of " + x.to_string() + " and " + y.to_string() + ", expected rank >= 2 on both");
-    detail::expect(x.back() == y[y.rank() - 2],
-                   "matmul of " + x.to_string() + " and " + y.to_string() + ": inner dimensions differ");
+    detail::expect(x.rank() >= 2 && y.rank() >= 2, "matmul of ", x, " and ", y, detail::expecting, "rank >= 2 on both");
+    detail::expect(x.back() == y[y.rank() - 2], "matmul of ", x, " and ", y, ": inner dimensions differ");
     detail::check_activation(a);
     shape bx{std::span<const std::int64_t>(x.begin(), x.rank() - 2)};
     shape by{std::span<const std::int64_t>(y.begin(), y.rank() - 2)};
@@ -207,8 +212,8 @@ inline output_types binary(std::span<const tensor_type> in, const attribute_map&
 /// Multiplication by a scalar tensor (rank 0 or a single element).
 inline output_types smul(std::span<const tensor_type> in, const attribute_map&) {
     detail::same_dtype(in);
-    detail::expect(in[1].dims.num_elements() == 1 && in[1].dims.rank() <= 1,
-                   "smul scalar has shape " + in[1].dims.to_string() + ", expected [] or [1]");
+    detail::expect(in[1].dims.num_elements() == 1 && in[1].dims.rank() <= 1, "smul scalar has shape ", in[1].dims,
+                   detail::expecting, "[] or [1]");
     return {in[0]};
 }
 
@@ -228,12 +233,11 @@ inline output_types transpose(std::span<const tensor_type> in, const attribute_m
         for (std::size_t i = x.rank(); i-- > 0;) out.push_back(x[i]);
         return {tensor_type{out, in[0].type}};
     }
-    detail::expect(perm.size() == x.rank(),
-                   "perm " + detail::str(perm) + " does not match rank " + std::to_string(x.rank()));
+    detail::expect(perm.size() == x.rank(), "perm ", detail::bracketed(perm), " does not match rank ", x.rank());
     std::vector<bool> seen(x.rank(), false);
     for (auto p : perm) {
-        detail::expect(p >= 0 && p < static_cast<std::int64_t>(x.rank()) && !seen[static_cast<std::size_t>(p)],
-                       "perm " + detail::str(perm) + " is not a permutation of the axes");
+        detail::expect(p >= 0 && p < static_cast<std::int64_t>(x.rank()) && !seen[static_cast<std::size_t>(p)], "perm ",
+                       detail::bracketed(perm), " is not a permutation of the axes");
         seen[static_cast<std::size_t>(p)] = true;
         out.push_back(x[static_cast<std::size_t>(p)]);
     }
@@ -246,8 +250,8 @@ inline output_types enlarge(std::span<const tensor_type> in, const attribute_map
     const auto k = detail::pair_attr(a, attr_id::kernel);
     const shape& w = in[0].dims;
     detail::expect(k[0] >= w[2] && k[1] >= w[3] && (k[0] - w[2]) % 2 == 0 && (k[1] - w[3]) % 2 == 0,
-                   "cannot enlarge kernel " + w.to_string() + " to " + detail::str(k) +
-                       ", expected a larger size of the same parity");
+                   "cannot enlarge kernel ", w, " to ", detail::bracketed(k), detail::expecting,
+                   "a larger size of the same parity");
     return {tensor_type{{w[0], w[1], k[0], k[1]}, in[0].type}};
 }
 
@@ -265,7 +269,7 @@ inline output_types pool2d(std::span<const tensor_type> in, const attribute_map&
 
 /// [N, C, spatial...] -> [N, C, 1, ...].
 inline output_types global_avgpool(std::span<const tensor_type> in, const attribute_map&) {
-    detail::expect(in[0].dims.rank() >= 3, "input has shape " + in[0].dims.to_string() + ", expected [N,C,spatial...]");
+    detail::expect(in[0].dims.rank() >= 3, "input has shape ", in[0].dims, detail::expecting, "[N,C,spatial...]");
     shape out = in[0].dims;
     for (std::size_t i = 2; i < out.rank(); ++i) out[i] = 1;
     return {tensor_type{out, in[0].type}};
@@ -279,8 +283,7 @@ inline output_types concat(std::span<const tensor_type> in, const attribute_map&
         const shape& s = in[i].dims;
         bool ok = s.rank() == out.rank();
         for (std::size_t d = 0; ok && d < s.rank(); ++d) ok = d == ax || s[d] == out[d];
-        detail::expect(ok, "input " + std::to_string(i) + " has shape " + s.to_string() + ", expected " +
-                               in[0].dims.to_string() + " except along axis " + std::to_string(ax));
+        detail::expect(ok, "input ", i, " has shape ", s, detail::expecting, in[0].dims, " except along axis ", ax);
         out[ax] = detail::add(out[ax], s[ax]);
     }
     return {tensor_type{out, in[0].type}};
@@ -294,14 +297,14 @@ inline output_types split(std::span<const tensor_type> in, const attribute_map& 
     std::int64_t total = 0;
     output_types out;
     for (auto s : sizes) {
-        detail::expect(s >= 1, "split sizes " + detail::str(sizes) + ", expected every size >= 1");
+        detail::expect(s >= 1, "split sizes ", detail::bracketed(sizes), detail::expecting, "every size >= 1");
         total = detail::add(total, s);
         shape o = x;
         o[ax] = s;
         out.push_back(tensor_type{o, in[0].type});
     }
-    detail::expect(total == x[ax], "split sizes " + detail::str(sizes) + " add up to " + std::to_string(total) +
-                                       ", expected " + std::to_string(x[ax]));
+    detail::expect(total == x[ax], "split sizes ", detail::bracketed(sizes), " add up to ", total, detail::expecting,
+                   x[ax]);
     return out;
 }
 
@@ -313,22 +316,22 @@ inline output_types reshape(std::span<const tensor_type> in, const attribute_map
     int infer_at = -1;
     for (std::size_t i = 0; i < target.size(); ++i) {
         if (target[i] == -1) {
-            detail::expect(infer_at < 0, "reshape target " + detail::str(target) + " has more than one -1");
+            detail::expect(infer_at < 0, "reshape target ", detail::bracketed(target), " has more than one -1");
             infer_at = static_cast<int>(i);
         } else {
-            detail::expect(target[i] >= 1,
-                           "reshape target " + detail::str(target) + ", expected dimensions >= 1 or one -1");
+            detail::expect(target[i] >= 1, "reshape target ", detail::bracketed(target), detail::expecting,
+                           "dimensions >= 1 or one -1");
             known = detail::mul(known, target[i]);
         }
     }
     const std::int64_t n = in[0].dims.num_elements();
     shape out{std::span<const std::int64_t>(target)};
     if (infer_at >= 0) {
-        detail::expect(n % known == 0, "cannot reshape " + in[0].dims.to_string() + " to " + detail::str(target));
+        detail::expect(n % known == 0, "cannot reshape ", in[0].dims, " to ", detail::bracketed(target));
         out[static_cast<std::size_t>(infer_at)] = n / known;
     }
-    detail::expect(out.num_elements() == n, "cannot reshape " + in[0].dims.to_string() + " (" + std::to_string(n) +
-                                                " elements) to " + detail::str(target));
+    detail::expect(out.num_elements() == n, "cannot reshape ", in[0].dims, " (", n, " elements) to ",
+                   detail::bracketed(target));
     return {tensor_type{out, in[0].type}};
 }
 
@@ -336,8 +339,8 @@ inline output_types reshape(std::span<const tensor_type> in, const attribute_map
 inline output_types flatten(std::span<const tensor_type> in, const attribute_map& a) {
     const shape& x = in[0].dims;
     const auto ax = a.get_int(attr_id::axis);
-    detail::expect(ax >= 0 && ax <= static_cast<std::int64_t>(x.rank()),
-                   "flatten axis " + std::to_string(ax) + " is out of range for rank " + std::to_string(x.rank()));
+    detail::expect(ax >= 0 && ax <= static_cast<std::int64_t>(x.rank()), "flatten axis ", ax,
+                   " is out of range for rank ", x.rank());
     std::int64_t outer = 1, inner = 1;
     for (std::size_t i = 0; i < x.rank(); ++i) {
         std::int64_t& part = static_cast<std::int64_t>(i) < ax ? outer : inner;
@@ -349,11 +352,12 @@ inline output_types flatten(std::span<const tensor_type> in, const attribute_map
 inline output_types pad(std::span<const tensor_type> in, const attribute_map& a) {
     const shape& x = in[0].dims;
     const auto& p = a.get_ints(attr_id::pads);
-    detail::expect(p.size() == 2 * x.rank(), "pads " + detail::str(p) + ", expected " + std::to_string(2 * x.rank()) +
-                                                 " values (begins then ends)");
+    detail::expect(p.size() == 2 * x.rank(), "pads ", detail::bracketed(p), detail::expecting, 2 * x.rank(),
+                   " values (begins then ends)");
     shape out = x;
     for (std::size_t i = 0; i < x.rank(); ++i) {
-        detail::expect(p[i] >= 0 && p[i + x.rank()] >= 0, "pads " + detail::str(p) + ", expected non-negative values");
+        detail::expect(p[i] >= 0 && p[i + x.rank()] >= 0, "pads ", detail::bracketed(p), detail::expecting,
+                       "non-negative values");
         out[i] = detail::add(out[i], detail::add(p[i], p[i + x.rank()]));
     }
     return {tensor_type{out, in[0].type}};
@@ -364,14 +368,12 @@ inline output_types slice(std::span<const tensor_type> in, const attribute_map& 
     const shape& x = in[0].dims;
     const auto& b = a.get_ints(attr_id::begin);
     const auto& e = a.get_ints(attr_id::end);
-    detail::expect(b.size() == x.rank() && e.size() == x.rank(),
-                   "slice begin " + detail::str(b) + " / end " + detail::str(e) + ", expected one value per axis of " +
-                       x.to_string());
+    detail::expect(b.size() == x.rank() && e.size() == x.rank(), "slice begin ", detail::bracketed(b), " / end ",
+                   detail::bracketed(e), detail::expecting, "one value per axis of ", x);
     shape out = x;
     for (std::size_t i = 0; i < x.rank(); ++i) {
-        detail::expect(0 <= b[i] && b[i] < e[i] && e[i] <= x[i],
-                       "slice [" + std::to_string(b[i]) + ", " + std::to_string(e[i]) + ") is empty or outside axis " +
-                           std::to_string(i) + " of " + x.to_string());
+        detail::expect(0 <= b[i] && b[i] < e[i] && e[i] <= x[i], "slice [", b[i], ", ", e[i],
+                       ") is empty or outside axis ", i, " of ", x);
         out[i] = e[i] - b[i];
     }
     return {tensor_type{out, in[0].type}};
@@ -380,8 +382,8 @@ inline output_types slice(std::span<const tensor_type> in, const attribute_map& 
 /// data[..., indices, ...] along axis: data.dims[:axis] + indices.dims + data.dims[axis+1:].
 inline output_types gather(std::span<const tensor_type> in, const attribute_map& a) {
     const shape& x = in[0].dims;
-    detail::expect(is_integral(in[1].type),
-                   "gather indices have dtype " + std::string(name(in[1].type)) + ", expected an integer type");
+    detail::expect(is_integral(in[1].type), "gather indices have dtype ", name(in[1].type), detail::expecting,
+                   "an integer type");
     const auto ax = x.axis(a.get_int(attr_id::axis));
     shape out;
     for (std::size_t i = 0; i < ax; ++i) out.push_back(x[i]);
@@ -393,11 +395,10 @@ inline output_types gather(std::span<const tensor_type> in, const attribute_map&
 /// Inference-mode batch normalization: x [N, C, ...], scale/bias/mean/var [C].
 inline output_types batchnorm(std::span<const tensor_type> in, const attribute_map&) {
     detail::same_dtype(in);
-    detail::expect(in[0].dims.rank() >= 2, "input has shape " + in[0].dims.to_string() + ", expected [N,C,...]");
+    detail::expect(in[0].dims.rank() >= 2, "input has shape ", in[0].dims, detail::expecting, "[N,C,...]");
     for (std::size_t i = 1; i < 5; ++i)
-        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input " + std::to_string(i) + " has shape " +
-                                                               in[i].dims.to_string() + ", expected [" +
-                                                               std::to_string(in[0].dims[1]) + "] (channels)");
+        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input ", i, " has shape ", in[i].dims, detail::expecting,
+                       "[", in[0].dims[1], "] (channels)");
     return {in[0]};
 }
 
@@ -413,8 +414,7 @@ inline output_types layernorm(std::span<const tensor_type> in, const attribute_m
     const auto ax = x.axis(a.get_int(attr_id::axis));
     shape norm{std::span<const std::int64_t>(x.begin() + ax, x.rank() - ax)};
     for (std::size_t i = 1; i < 3; ++i)
-        detail::expect(in[i].dims == norm, "input " + std::to_string(i) + " has shape " + in[i].dims.to_string() +
-                                               ", expected " + norm.to_string());
+        detail::expect(in[i].dims == norm, "input ", i, " has shape ", in[i].dims, detail::expecting, norm);
     return {in[0]};
 }
 
@@ -440,9 +440,8 @@ inline output_types lstm_cell(std::span<const tensor_type> in, const attribute_m
     const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1], H4 = detail::mul(4, H);
     detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{B, H} && in[3].dims == shape{I, H4} &&
                        in[4].dims == shape{H, H4} && in[5].dims == shape{H4},
-                   "LSTM operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " c" +
-                       in[2].dims.to_string() + " w" + in[3].dims.to_string() + " u" + in[4].dims.to_string() + " b" +
-                       in[5].dims.to_string() + ", expected x[B,I] h[B,H] c[B,H] w[I,4H] u[H,4H] b[4H]");
+                   "LSTM operands x", in[0].dims, " h", in[1].dims, " c", in[2].dims, " w", in[3].dims, " u",
+                   in[4].dims, " b", in[5].dims, detail::expecting, "x[B,I] h[B,H] c[B,H] w[I,4H] u[H,4H] b[4H]");
     return {in[1], in[2]};
 }
 
@@ -453,9 +452,8 @@ inline output_types gru_cell(std::span<const tensor_type> in, const attribute_ma
     const std::int64_t B = in[0].dims[0], I = in[0].dims[1], H = in[1].dims[1], H3 = detail::mul(3, H);
     detail::expect(in[1].dims == shape{B, H} && in[2].dims == shape{I, H3} && in[3].dims == shape{H, H3} &&
                        in[4].dims == shape{H3},
-                   "GRU operands x" + in[0].dims.to_string() + " h" + in[1].dims.to_string() + " w" +
-                       in[2].dims.to_string() + " u" + in[3].dims.to_string() + " b" + in[4].dims.to_string() +
-                       ", expected x[B,I] h[B,H] w[I,3H] u[H,3H] b[3H]");
+                   "GRU operands x", in[0].dims, " h", in[1].dims, " w", in[2].dims, " u", in[3].dims, " b", in[4].dims,
+                   detail::expecting, "x[B,I] h[B,H] w[I,3H] u[H,3H] b[3H]");
     return {in[1]};
 }
 
@@ -466,12 +464,11 @@ inline output_types gru_cell(std::span<const tensor_type> in, const attribute_ma
 
 namespace detail {
 inline void same_dims(const tensor_type& a, const tensor_type& b, const char* what_a, const char* what_b) {
-    expect(a.dims == b.dims, std::string(what_b) + " has shape " + b.dims.to_string() + ", expected " +
-                                 a.dims.to_string() + " like " + what_a);
+    expect(a.dims == b.dims, what_b, " has shape ", b.dims, detail::expecting, a.dims, " like ", what_a);
 }
 inline void is_scalar(const tensor_type& t, const char* what) {
-    expect(t.dims.num_elements() == 1 && t.dims.rank() <= 1,
-           std::string(what) + " has shape " + t.dims.to_string() + ", expected [] or [1]");
+    expect(t.dims.num_elements() == 1 && t.dims.rank() <= 1, what, " has shape ", t.dims, detail::expecting,
+           "[] or [1]");
 }
 /// The forward op's input as the `shape` attribute records it, with the dtype of the gradient.
 inline tensor_type recorded(const attribute_map& a, dtype t) { return {shape_attr(a), t}; }
@@ -487,8 +484,7 @@ inline attribute_map forward_window_attrs(const attribute_map& a, bool conv) {
     return f;
 }
 inline void forward_gives(const output_types& fwd, const tensor_type& dy) {
-    expect(fwd[0].dims == dy.dims, "incoming gradient has shape " + dy.dims.to_string() +
-                                       ", but the forward op gives " + fwd[0].dims.to_string());
+    expect(fwd[0].dims == dy.dims, "incoming gradient has shape ", dy.dims, ", but the forward op gives ", fwd[0].dims);
 }
 }  // namespace detail
 
@@ -537,6 +533,11 @@ inline output_types avgpool2d_grad(std::span<const tensor_type> in, const attrib
 }
 
 /// maxpool2d_grad(x, dy): the window maximum is found again from x.
+inline output_types reduce_max_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    detail::forward_gives(reduce(in.first(1), a), in[1]);
+    return {in[0]};
+}
 inline output_types maxpool2d_grad(std::span<const tensor_type> in, const attribute_map& a) {
     detail::same_dtype(in);
     detail::forward_gives(pool2d(in.first(1), detail::forward_window_attrs(a, false)), in[1]);

@@ -7,6 +7,7 @@
 
 #include <goopt/error.hpp>
 #include <goopt/ops/attributes.hpp>
+#include <goopt/ops/kind_table.hpp>
 #include <goopt/ops/op_kind.hpp>
 #include <goopt/ops/op_spec.hpp>
 #include <goopt/ops/op_table.hpp>
@@ -94,7 +95,7 @@ template <std::uniform_random_bit_generator Rng> mod_tensor random_mod_tensor(co
 /// relu (as modular::relu, also as a fused activation), transpose, enlarge, avgpool2d (window sum
 /// times the inverse of the covered cell count, as the interpreter divides), concat and split.
 /// @param out the output types that the op's shape rule inferred.
-/// @throws goopt::error for any other op kind or activation.
+/// @throws goopt::error for any other op kind (subst::detail::modular_table says not_enumerated) or activation.
 inline std::vector<mod_tensor> evaluate_modular(ops::op_kind kind, const ops::attribute_map& attrs,
                                                 std::span<const mod_tensor* const> in, const ops::output_types& out);
 
@@ -109,8 +110,7 @@ inline mod_tensor zeros(const ops::shape& s) {
 inline std::uint64_t activate(std::uint64_t x, std::int64_t act) {
     if (act == static_cast<std::int64_t>(ops::activation::none)) return x;
     if (act == static_cast<std::int64_t>(ops::activation::relu)) return modular::relu(x);
-    throw error("fingerprint evaluator: activation " + std::to_string(act) +
-                " is not supported, expected none or relu");
+    throw error("fingerprint", concat("activation ", act, " is not supported"), "none or relu");
 }
 inline index pad_before(index in, index out, index k, index s, std::int64_t padding) {
     if (padding == static_cast<std::int64_t>(ops::padding_mode::valid)) return 0;
@@ -164,8 +164,7 @@ inline mod_tensor conv2d(const mod_tensor& x, const mod_tensor& w, const ops::at
 
 inline mod_tensor matmul(const mod_tensor& x, const mod_tensor& y, std::int64_t act, const ops::shape& od) {
     if (x.dims.rank() != 2 || y.dims.rank() != 2)
-        throw error("fingerprint evaluator: matmul of " + x.dims.to_string() + " and " + y.dims.to_string() +
-                    ", expected rank 2");
+        throw error("fingerprint", concat("matmul of ", x.dims.to_string(), " and ", y.dims.to_string()), "rank 2");
     const index M = x.dims[0], K = x.dims[1], N = y.dims[1];
     mod_tensor r = zeros(od);
     for (index m = 0; m < M; ++m)
@@ -225,116 +224,225 @@ inline mod_tensor avgpool2d(const mod_tensor& x, const ops::attribute_map& a, co
         }
     return r;
 }
+/// What a modular kernel sees of one op.
+struct modular_args {
+    ops::op_kind kind;
+    const ops::attribute_map& attrs;
+    std::span<const mod_tensor* const> in;
+    const ops::output_types& out;
+    const ops::shape& od() const { return out[0].dims; }
+};
+using modular_fn = std::vector<mod_tensor> (*)(const modular_args&);
+
+/// Tag of the kinds outside TASO's subset: the enumerator never generates them, so they have no
+/// exact semantics here (fingerprints of graphs holding them are refused).
+struct not_enumerated_t {};
+inline constexpr not_enumerated_t not_enumerated{};
+
+/// A row's entry: the modular kernel of a kind, or not_enumerated.
+struct modular_semantics {
+    modular_fn fn = nullptr;
+    constexpr modular_semantics(std::vector<mod_tensor> (&f)(const modular_args&)) noexcept : fn(&f) {}
+    constexpr modular_semantics(not_enumerated_t) noexcept {}
+};
+
+inline std::vector<mod_tensor> one(mod_tensor t) {
+    std::vector<mod_tensor> r;
+    r.push_back(std::move(t));
+    return r;
+}
+
+template <class F> std::vector<mod_tensor> elementwise(const modular_args& m, F f) {
+    if (!(m.in[0]->dims == m.in[1]->dims))
+        throw error("fingerprint",
+                    concat(ops::name(m.kind), " of ", m.in[0]->dims.to_string(), " and ", m.in[1]->dims.to_string()),
+                    "equal shapes");
+    mod_tensor r = zeros(m.od());
+    for (std::size_t i = 0; i < r.data.size(); ++i) r.data[i] = f(m.in[0]->data[i], m.in[1]->data[i]);
+    return one(std::move(r));
+}
+
+inline std::vector<mod_tensor> const_one_mod(const modular_args& m) {
+    mod_tensor r = zeros(m.od());
+    std::fill(r.data.begin(), r.data.end(), 1);
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> const_pool_mod(const modular_args& m) {
+    const ops::shape& od = m.od();
+    mod_tensor r = zeros(od);
+    std::fill(r.data.begin(), r.data.end(), modular::inverse(static_cast<std::uint64_t>(od[2] * od[3])));
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> const_iconv_mod(const modular_args& m) {
+    const ops::shape& od = m.od();
+    mod_tensor r = zeros(od);
+    const std::int64_t C = od[0], kh = od[2], kw = od[3];
+    for (std::int64_t c = 0; c < C; ++c)
+        r.data[static_cast<std::size_t>(((c * C + c) * kh + kh / 2) * kw + kw / 2)] = 1;
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> const_imm_mod(const modular_args& m) {
+    const ops::shape& od = m.od();
+    mod_tensor r = zeros(od);
+    for (std::int64_t i = 0; i < od[0]; ++i) r.data[static_cast<std::size_t>(i * od[0] + i)] = 1;
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> conv2d_mod(const modular_args& m) {
+    return one(conv2d(*m.in[0], *m.in[1], m.attrs, m.od()));
+}
+inline std::vector<mod_tensor> matmul_mod(const modular_args& m) {
+    return one(matmul(*m.in[0], *m.in[1], m.attrs.get_int(ops::attr_id::activation), m.od()));
+}
+inline std::vector<mod_tensor> ewadd_mod(const modular_args& m) {
+    return elementwise(m, [](std::uint64_t a, std::uint64_t b) { return modular::add(a, b); });
+}
+inline std::vector<mod_tensor> ewmul_mod(const modular_args& m) {
+    return elementwise(m, [](std::uint64_t a, std::uint64_t b) { return modular::mul(a, b); });
+}
+inline std::vector<mod_tensor> smul_mod(const modular_args& m) {
+    mod_tensor r = *m.in[0];
+    for (auto& v : r.data) v = modular::mul(v, m.in[1]->data[0]);
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> relu_mod(const modular_args& m) {
+    mod_tensor r = *m.in[0];
+    for (auto& v : r.data) v = modular::relu(v);
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> transpose_mod(const modular_args& m) {
+    return one(transpose(*m.in[0], m.attrs.get_ints(ops::attr_id::perm), m.od()));
+}
+inline std::vector<mod_tensor> enlarge_mod(const modular_args& m) {
+    const mod_tensor& w = *m.in[0];
+    const ops::shape& od = m.od();
+    mod_tensor r = zeros(od);
+    const std::int64_t kh = w.dims[2], kw = w.dims[3], KH = od[2], KW = od[3];
+    const std::int64_t top = (KH - kh) / 2, left = (KW - kw) / 2;
+    for (std::int64_t p = 0; p < w.dims[0] * w.dims[1]; ++p)
+        for (std::int64_t i = 0; i < kh; ++i)
+            for (std::int64_t j = 0; j < kw; ++j)
+                r.data[static_cast<std::size_t>((p * KH + top + i) * KW + left + j)] =
+                    w.data[static_cast<std::size_t>((p * kh + i) * kw + j)];
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> avgpool2d_mod(const modular_args& m) {
+    return one(avgpool2d(*m.in[0], m.attrs, m.od()));
+}
+inline std::vector<mod_tensor> concat_mod(const modular_args& m) {
+    const ops::shape& od = m.od();
+    const std::size_t ax = od.axis(m.attrs.get_int(ops::attr_id::axis));
+    const auto [outer, extent, inner] = around(od, ax);
+    (void)extent;
+    mod_tensor r = zeros(od);
+    std::size_t z = 0;
+    for (std::int64_t o = 0; o < outer; ++o)
+        for (const mod_tensor* t : m.in) {
+            const auto chunk = static_cast<std::size_t>(t->dims[ax] * inner);
+            std::copy_n(t->data.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::int64_t>(chunk)), chunk,
+                        r.data.begin() + static_cast<std::ptrdiff_t>(z));
+            z += chunk;
+        }
+    return one(std::move(r));
+}
+inline std::vector<mod_tensor> split_mod(const modular_args& m) {
+    const mod_tensor& x = *m.in[0];
+    const std::size_t ax = x.dims.axis(m.attrs.get_int(ops::attr_id::axis));
+    const auto [outer, extent, inner] = around(x.dims, ax);
+    std::vector<mod_tensor> rs;
+    std::int64_t begin = 0;
+    for (const auto& t : m.out) {
+        mod_tensor r = zeros(t.dims);
+        const std::int64_t len = t.dims[ax];
+        std::size_t z = 0;
+        for (std::int64_t o = 0; o < outer; ++o)
+            for (std::int64_t e = begin; e < begin + len; ++e)
+                for (std::int64_t i = 0; i < inner; ++i)
+                    r.data[z++] = x.data[static_cast<std::size_t>((o * extent + e) * inner + i)];
+        begin += len;
+        rs.push_back(std::move(r));
+    }
+    return rs;
+}
+
+/// The exact semantics of every op kind, indexed by op_kind: TASO's operator subset, which the
+/// substitution generator enumerates, and not_enumerated for the rest.
+inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table = ops::by_kind<modular_semantics>({{
+    {ops::op_kind::input, not_enumerated},
+    {ops::op_kind::weight, not_enumerated},
+    {ops::op_kind::const_pool, const_pool_mod},
+    {ops::op_kind::const_iconv, const_iconv_mod},
+    {ops::op_kind::const_imm, const_imm_mod},
+    {ops::op_kind::const_one, const_one_mod},
+    {ops::op_kind::conv2d, conv2d_mod},
+    {ops::op_kind::matmul, matmul_mod},
+    {ops::op_kind::ewadd, ewadd_mod},
+    {ops::op_kind::ewmul, ewmul_mod},
+    {ops::op_kind::smul, smul_mod},
+    {ops::op_kind::relu, relu_mod},
+    {ops::op_kind::transpose, transpose_mod},
+    {ops::op_kind::enlarge, enlarge_mod},
+    {ops::op_kind::avgpool2d, avgpool2d_mod},
+    {ops::op_kind::maxpool2d, not_enumerated},
+    {ops::op_kind::concat, concat_mod},
+    {ops::op_kind::split, split_mod},
+    {ops::op_kind::sub, not_enumerated},
+    {ops::op_kind::div, not_enumerated},
+    {ops::op_kind::pow, not_enumerated},
+    {ops::op_kind::sqrt, not_enumerated},
+    {ops::op_kind::sigmoid, not_enumerated},
+    {ops::op_kind::tanh, not_enumerated},
+    {ops::op_kind::gelu, not_enumerated},
+    {ops::op_kind::erf, not_enumerated},
+    {ops::op_kind::log, not_enumerated},
+    {ops::op_kind::clip, not_enumerated},
+    {ops::op_kind::identity, not_enumerated},
+    {ops::op_kind::reshape, not_enumerated},
+    {ops::op_kind::flatten, not_enumerated},
+    {ops::op_kind::pad, not_enumerated},
+    {ops::op_kind::slice, not_enumerated},
+    {ops::op_kind::gather, not_enumerated},
+    {ops::op_kind::global_avgpool, not_enumerated},
+    {ops::op_kind::batchnorm, not_enumerated},
+    {ops::op_kind::softmax, not_enumerated},
+    {ops::op_kind::layernorm, not_enumerated},
+    {ops::op_kind::reduce_sum, not_enumerated},
+    {ops::op_kind::reduce_mean, not_enumerated},
+    {ops::op_kind::reduce_max, not_enumerated},
+    {ops::op_kind::lstm_cell, not_enumerated},
+    {ops::op_kind::gru_cell, not_enumerated},
+    {ops::op_kind::const_fill, not_enumerated},
+    {ops::op_kind::add_n, not_enumerated},
+    {ops::op_kind::conv2d_grad_input, not_enumerated},
+    {ops::op_kind::conv2d_grad_weight, not_enumerated},
+    {ops::op_kind::relu_grad, not_enumerated},
+    {ops::op_kind::sigmoid_grad, not_enumerated},
+    {ops::op_kind::tanh_grad, not_enumerated},
+    {ops::op_kind::gelu_grad, not_enumerated},
+    {ops::op_kind::erf_grad, not_enumerated},
+    {ops::op_kind::avgpool2d_grad, not_enumerated},
+    {ops::op_kind::maxpool2d_grad, not_enumerated},
+    {ops::op_kind::softmax_grad, not_enumerated},
+    {ops::op_kind::layernorm_grad, not_enumerated},
+    {ops::op_kind::batchnorm_grad, not_enumerated},
+    {ops::op_kind::gather_grad, not_enumerated},
+    {ops::op_kind::reduce_max_grad, not_enumerated},
+    {ops::op_kind::lstm_cell_grad, not_enumerated},
+    {ops::op_kind::gru_cell_grad, not_enumerated},
+    {ops::op_kind::sgd_update, not_enumerated},
+    {ops::op_kind::adam_update, not_enumerated},
+}});
 }  // namespace detail
+
+inline bool has_modular_semantics(ops::op_kind kind) noexcept {
+    return detail::modular_table[static_cast<std::size_t>(kind)].fn != nullptr;
+}
 
 inline std::vector<mod_tensor> evaluate_modular(ops::op_kind kind, const ops::attribute_map& attrs,
                                                 std::span<const mod_tensor* const> in, const ops::output_types& out) {
-    using ops::attr_id;
-    using ops::op_kind;
-    const ops::shape& od = out[0].dims;
-    auto elementwise = [&](auto f) {
-        if (!(in[0]->dims == in[1]->dims))
-            throw error("fingerprint evaluator: " + std::string(ops::name(kind)) + " of " + in[0]->dims.to_string() +
-                        " and " + in[1]->dims.to_string() + ", expected equal shapes");
-        mod_tensor r = detail::zeros(od);
-        for (std::size_t i = 0; i < r.data.size(); ++i) r.data[i] = f(in[0]->data[i], in[1]->data[i]);
-        return std::vector<mod_tensor>{std::move(r)};
-    };
-    switch (kind) {
-        case op_kind::const_one: {
-            mod_tensor r = detail::zeros(od);
-            std::fill(r.data.begin(), r.data.end(), 1);
-            return {std::move(r)};
-        }
-        case op_kind::const_pool: {
-            mod_tensor r = detail::zeros(od);
-            std::fill(r.data.begin(), r.data.end(), modular::inverse(static_cast<std::uint64_t>(od[2] * od[3])));
-            return {std::move(r)};
-        }
-        case op_kind::const_iconv: {
-            mod_tensor r = detail::zeros(od);
-            const std::int64_t C = od[0], kh = od[2], kw = od[3];
-            for (std::int64_t c = 0; c < C; ++c)
-                r.data[static_cast<std::size_t>(((c * C + c) * kh + kh / 2) * kw + kw / 2)] = 1;
-            return {std::move(r)};
-        }
-        case op_kind::const_imm: {
-            mod_tensor r = detail::zeros(od);
-            for (std::int64_t i = 0; i < od[0]; ++i) r.data[static_cast<std::size_t>(i * od[0] + i)] = 1;
-            return {std::move(r)};
-        }
-        case op_kind::conv2d:
-            return {detail::conv2d(*in[0], *in[1], attrs, od)};
-        case op_kind::matmul:
-            return {detail::matmul(*in[0], *in[1], attrs.get_int(attr_id::activation), od)};
-        case op_kind::ewadd:
-            return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::add(a, b); });
-        case op_kind::ewmul:
-            return elementwise([](std::uint64_t a, std::uint64_t b) { return modular::mul(a, b); });
-        case op_kind::smul: {
-            mod_tensor r = *in[0];
-            for (auto& v : r.data) v = modular::mul(v, in[1]->data[0]);
-            return {std::move(r)};
-        }
-        case op_kind::relu: {
-            mod_tensor r = *in[0];
-            for (auto& v : r.data) v = modular::relu(v);
-            return {std::move(r)};
-        }
-        case op_kind::transpose:
-            return {detail::transpose(*in[0], attrs.get_ints(attr_id::perm), od)};
-        case op_kind::enlarge: {
-            const mod_tensor& w = *in[0];
-            mod_tensor r = detail::zeros(od);
-            const std::int64_t kh = w.dims[2], kw = w.dims[3], KH = od[2], KW = od[3];
-            const std::int64_t top = (KH - kh) / 2, left = (KW - kw) / 2;
-            for (std::int64_t p = 0; p < w.dims[0] * w.dims[1]; ++p)
-                for (std::int64_t i = 0; i < kh; ++i)
-                    for (std::int64_t j = 0; j < kw; ++j)
-                        r.data[static_cast<std::size_t>((p * KH + top + i) * KW + left + j)] =
-                            w.data[static_cast<std::size_t>((p * kh + i) * kw + j)];
-            return {std::move(r)};
-        }
-        case op_kind::avgpool2d:
-            return {detail::avgpool2d(*in[0], attrs, od)};
-        case op_kind::concat: {
-            const std::size_t ax = od.axis(attrs.get_int(attr_id::axis));
-            const auto [outer, extent, inner] = detail::around(od, ax);
-            (void)extent;
-            mod_tensor r = detail::zeros(od);
-            std::size_t z = 0;
-            for (std::int64_t o = 0; o < outer; ++o)
-                for (const mod_tensor* t : in) {
-                    const auto chunk = static_cast<std::size_t>(t->dims[ax] * inner);
-                    std::copy_n(t->data.begin() + static_cast<std::ptrdiff_t>(o * static_cast<std::int64_t>(chunk)),
-                                chunk, r.data.begin() + static_cast<std::ptrdiff_t>(z));
-                    z += chunk;
-                }
-            return {std::move(r)};
-        }
-        case op_kind::split: {
-            const mod_tensor& x = *in[0];
-            const std::size_t ax = x.dims.axis(attrs.get_int(attr_id::axis));
-            const auto [outer, extent, inner] = detail::around(x.dims, ax);
-            std::vector<mod_tensor> rs;
-            std::int64_t begin = 0;
-            for (const auto& t : out) {
-                mod_tensor r = detail::zeros(t.dims);
-                const std::int64_t len = t.dims[ax];
-                std::size_t z = 0;
-                for (std::int64_t o = 0; o < outer; ++o)
-                    for (std::int64_t e = begin; e < begin + len; ++e)
-                        for (std::int64_t i = 0; i < inner; ++i)
-                            r.data[z++] = x.data[static_cast<std::size_t>((o * extent + e) * inner + i)];
-                begin += len;
-                rs.push_back(std::move(r));
-            }
-            return rs;
-        }
-        default:
-            throw error("fingerprint evaluator: op " + std::string(ops::name(kind)) +
-                        " is not supported, expected one of TASO's operators");
-    }
+    const detail::modular_fn fn = detail::modular_table[static_cast<std::size_t>(kind)].fn;
+    if (fn == nullptr)
+        throw error("fingerprint", concat("op ", ops::name(kind), " is not supported"), "one of TASO's operators");
+    return fn(detail::modular_args{kind, attrs, in, out});
 }
 
 }  // namespace goopt::subst
