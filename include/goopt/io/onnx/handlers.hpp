@@ -60,6 +60,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "LSTM", .convert = &i::convert_lstm},
         onnx_handler{.op = "LayerNormalization", .convert = &i::convert_layernorm},
         onnx_handler{.op = "Less", .fold = &i::fold_elementwise, .math = &e::less},
+        onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},
         onnx_handler{.op = "MaxPool", .convert = &i::convert_max_pool},
         onnx_handler{.op = "Mul",
