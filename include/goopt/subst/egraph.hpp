@@ -113,6 +113,23 @@ public:
         return insert(std::move(n), dims);
     }
 
+    /// @brief The class of a source op other than a variable (a filled constant of a rewritten
+    /// graph), whose shape its attributes give; adds the leaf unless an equal one exists.
+    /// @return nullopt when the op is not a source or its shape rule rejects the attributes.
+    std::optional<class_id> add_constant(ops::op_kind kind, std::uint32_t attrs) {
+        e_node n{kind, 0, attrs, {}};
+        if (auto it = memo_.find(n); it != memo_.end()) return find(it->second);
+        const ops::op_spec& s = ops::spec(kind);
+        if (!s.has(ops::source) || kind == ops::op_kind::input) return std::nullopt;
+        try {
+            const auto r = s.infer(std::span<const ops::tensor_type>{}, attrs_.at(attrs));
+            if (r.size() != 1) return std::nullopt;
+            return insert(std::move(n), r[0].dims);
+        } catch (const error&) {
+            return std::nullopt;
+        }
+    }
+
     /// The canonical id of `c`'s class (path compression).
     class_id find(class_id c) {
         class_id r = c;
