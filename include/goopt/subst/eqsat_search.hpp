@@ -33,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -142,16 +143,28 @@ private:
             return;
         }
         const rule_op& ro = r_.source.ops[v.op];
-        const auto nodes = eg_.nodes(c);  // a copy: binding below never adds nodes, but stays safe
-        for (const e_node& n : nodes) {
+        // a class's nodes are sorted by kind, then output index (e_graph::rebuild): only that range;
+        // matching adds no nodes, so the references stay valid
+        const auto& ns = eg_.nodes(c);
+        const auto [first, last] = std::equal_range(
+            ns.begin(), ns.end(), std::pair{ro.kind, v.index}, kind_and_index_less{});
+        for (auto it = first; it != last; ++it) {
+            const e_node& n = *it;
             if (out_->size() >= limit_) return;
-            if (n.kind != ro.kind || n.index != v.index || n.children.size() != ro.inputs.size()) continue;
+            if (n.children.size() != ro.inputs.size()) continue;
             if (bound_[v.op]) {
                 if (same_op(cur_.ops[v.op], n)) next();
                 continue;
             }
             const std::size_t rank = n.children.empty() ? 0 : eg_.shape(n.children[0]).rank();
-            if (!attributes_match(ro.kind, ro.attrs, input_rank_[v.op], eg_.attributes(n.attrs), rank)) continue;
+            const std::uint64_t fit_key = (std::uint64_t{v.op} << 48) ^ (std::uint64_t{rank} << 40) ^ n.attrs;
+            auto fits = attrs_fit_.find(fit_key);
+            if (fits == attrs_fit_.end())
+                fits = attrs_fit_
+                           .emplace(fit_key, attributes_match(ro.kind, ro.attrs, input_rank_[v.op],
+                                                          eg_.attributes(n.attrs), rank))
+                           .first;
+            if (!fits->second) continue;
             e_node key = n;
             key.index = 0;
             cur_.ops[v.op] = std::move(key);
@@ -169,9 +182,17 @@ private:
         match_value(ro.inputs[i], n.children[gi], [&] { match_inputs(ro, n, i + 1, swapped, next); });
     }
 
+    /// Orders e-nodes and (kind, output index) keys by kind, then output index.
+    struct kind_and_index_less {
+        using key = std::pair<ops::op_kind, std::uint16_t>;
+        bool operator()(const e_node& n, const key& k) const { return std::pair{n.kind, n.index} < k; }
+        bool operator()(const key& k, const e_node& n) const { return k < std::pair{n.kind, n.index}; }
+    };
+
     e_graph& eg_;
     const rule& r_;
     const std::vector<std::vector<class_id>>& classes_of_;
+    std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
     std::vector<std::size_t> input_rank_;
     e_match cur_;
     std::vector<bool> bound_;
@@ -199,21 +220,71 @@ public:
         return by;
     }
 
+    /// @brief Records each class's height (the longest path of children below it) in the e-graph
+    /// as it is now (rebuilt), so that would_cycle() skips what lies below the classes it looks for.
+    void measure_heights() {
+        enum : std::uint8_t { fresh, open, done };
+        height_.assign(eg_.num_class_ids(), 0);
+        std::vector<std::uint8_t> state(eg_.num_class_ids(), fresh);
+        struct frame {
+            class_id c;
+            std::size_t node = 0, child = 0;
+        };
+        std::vector<frame> stack;
+        for (class_id root : eg_.classes()) {
+            if (state[root] != fresh) continue;
+            stack.push_back({root});
+            state[root] = open;
+            while (!stack.empty()) {
+                frame& f = stack.back();
+                const auto& ns = eg_.nodes(f.c);
+                if (f.node == ns.size()) {
+                    state[f.c] = done;
+                    const auto h = height_[f.c];
+                    stack.pop_back();
+                    if (!stack.empty()) height_[stack.back().c] = std::max(height_[stack.back().c], h + 1);
+                    continue;
+                }
+                const auto& n = ns[f.node];
+                if (f.child == n.children.size()) {
+                    ++f.node;
+                    f.child = 0;
+                    continue;
+                }
+                const class_id k = eg_.find_const(n.children[f.child++]);
+                if (state[k] == done) {
+                    height_[f.c] = std::max(height_[f.c], height_[k] + 1);
+                } else if (state[k] == fresh) {
+                    state[k] = open;
+                    stack.push_back({k});
+                }  // open: a cycle, whose closing edge is left out
+            }
+        }
+    }
+
     /// Whether a class of `outputs` is reachable from a class of `vars` through children: then a
-    /// target reading `vars` cannot replace `outputs` without a cycle (TENSAT's filter).
+    /// target reading `vars` cannot replace `outputs` without a cycle (TENSAT's filter). Classes
+    /// lower than every output (measure_heights(); merges since may make this miss a path, which
+    /// extraction, refusing every cyclic choice, still catches) are not searched.
     bool would_cycle(std::span<const class_id> vars, std::span<const class_id> outputs) {
         ++epoch_;
         if (seen_.size() < eg_.num_class_ids()) seen_.resize(eg_.num_class_ids(), 0);
+        auto height = [&](class_id c) { return c < height_.size() ? height_[c] : UINT32_MAX; };
+        std::vector<class_id> outs;
+        std::uint32_t lowest = UINT32_MAX;
+        for (auto o : outputs) {
+            outs.push_back(eg_.find(o));
+            lowest = std::min(lowest, height(outs.back()));
+        }
         std::vector<class_id> stack;
         for (auto v : vars) stack.push_back(eg_.find(v));
-        std::vector<class_id> outs;
-        for (auto o : outputs) outs.push_back(eg_.find(o));
         while (!stack.empty()) {
             const class_id c = stack.back();
             stack.pop_back();
             if (seen_[c] == epoch_) continue;
             seen_[c] = epoch_;
             if (std::find(outs.begin(), outs.end(), c) != outs.end()) return true;
+            if (height(c) <= lowest) continue;
             for (const auto& n : eg_.nodes(c))
                 for (auto k : n.children) {
                     const class_id kc = eg_.find(k);
@@ -298,21 +369,29 @@ public:
 
     /// Proves (or, failing that, checks numerically) built-in rule `b` made for graph `x` and adds it.
     bool apply_builtin(const builtin_rewrite& b, const extraction& x) {
-        auto inst = cache_.get(x.graph, b.rule, b.where, limits_);
-        if (!std::holds_alternative<rule>(inst)) {
-            auto checked = numeric_fallback(x.graph, b.rule, b.where,
-                                            rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
-            if (!checked) {
-                ++refused_;
-                return false;
-            }
-            inst = std::move(*checked);
+        // a built-in rule's variables have the shapes it was made at: its text and their shapes
+        // identify what the proof or the numeric check decides, which later rounds meet again
+        std::string key = to_string(b.rule);
+        for (const auto& v : b.rule.variables) key += v.dims.to_string();
+        auto known = builtin_memo_.find(key);
+        if (known == builtin_memo_.end()) {
+            auto inst = cache_.get(x.graph, b.rule, b.where, limits_);
+            std::optional<rule> decided;
+            if (auto* r = std::get_if<rule>(&inst)) decided = std::move(*r);
+            else
+                decided = numeric_fallback(x.graph, b.rule, b.where,
+                                           rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
+            known = builtin_memo_.emplace(std::move(key), std::move(decided)).first;
+        }
+        if (!known->second) {
+            ++refused_;
+            return false;
         }
         std::vector<class_id> vars, outs;
         for (auto t : b.where.variables) vars.push_back(x.class_of_tensor.at(t));
         for (auto v : b.rule.source.outputs)
             outs.push_back(x.class_of_tensor.at(x.graph.get_op(b.where.ops.at(v.op)).outputs.at(v.index)));
-        return add_target(std::get<rule>(inst), vars, outs, to_string(b.rule));
+        return add_target(*known->second, vars, outs, to_string(b.rule));
     }
 
     std::size_t refused() const noexcept { return refused_; }
@@ -324,7 +403,9 @@ private:
     const eqsat_config& config_;
     instantiation_cache cache_;
     instantiation_limits limits_{};
+    std::unordered_map<std::string, std::optional<rule>> builtin_memo_;
     std::vector<std::uint32_t> seen_;
+    std::vector<std::uint32_t> height_;
     std::uint32_t epoch_ = 0;
     std::size_t refused_ = 0, filtered_ = 0;
 };
@@ -363,6 +444,7 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
         }
         ++stats.steps;
         const auto classes_of = sat.kind_index();
+        sat.measure_heights();
         std::bitset<ops::num_op_kinds> present;
         for (std::size_t k = 0; k < classes_of.size(); ++k) present.set(k, !classes_of[k].empty());
         // search first (on the e-graph as the round found it), then apply: Tensat's order
@@ -391,7 +473,7 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
         m.egraph().rebuild();
         if (!changed && !bound) bound = search_bound::converged;
         // the graph the next round's built-ins are made for
-        x = extract(m, cost, device, std::min(saturation_end, clock::now() + (saturation_end - start) / 8));
+        x = extract(m, cost, device, std::min(saturation_end, clock::now() + (saturation_end - start) / 8), &x);
         stats.graphs_seen = m.egraph().num_nodes();
         if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, std::min(x.cost, stats.cost_before),
                                               seconds_since(start)}))
@@ -400,7 +482,7 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
     stats.bound = *bound;
     // the final extraction, with the time left
     if (clock::now() < at(1.0)) {
-        auto final = extract(m, cost, device, at(1.0));
+        auto final = extract(m, cost, device, at(1.0), &x);
         if (final.cost < x.cost) x = std::move(final);
     }
     stats.refused = sat.refused();

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -84,10 +85,12 @@ struct extraction {
 /// switching classes (with sibling outputs) while the DAG's cost drops and `deadline` is ahead.
 /// Ops of the model keep their names, layers and colocation groups; ops added by rewrites get
 /// fresh names and no layer (-1). Every source op of the model is kept.
+/// With `from` (a graph extracted from `m` earlier), its choice is a starting point too, so that
+/// extraction after more rewrites is never worse than before.
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device>
 extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                   std::chrono::steady_clock::time_point deadline);
+                   std::chrono::steady_clock::time_point deadline, const extraction* from = nullptr);
 
 // ---- implementation ----
 
@@ -160,7 +163,7 @@ public:
         class_const_.assign(n, 0);
     }
 
-    extraction run(std::chrono::steady_clock::time_point deadline);
+    extraction run(std::chrono::steady_clock::time_point deadline, const extraction* from);
 
 private:
     using choice_t = std::vector<std::int32_t>;
@@ -168,7 +171,9 @@ private:
     double base_cost(class_id c, const e_node& n);
     void find_constant_classes();
     choice_t greedy_choice() const;
-    choice_t model_choice();
+    /// The choice that gives back graph `g` whose tensors are in classes `class_of` (its op of
+    /// each class the earliest in topological order, so that the choice is acyclic).
+    choice_t choice_of(const graph::computation_graph& g, std::span<const class_id> class_of);
     /// Cost of the DAG `ch` spans from the model's outputs (nullopt: a cycle or a class without a
     /// choice); its classes in post-order go to `order` when given.
     std::optional<double> evaluate(const choice_t& ch, std::vector<class_id>* order = nullptr);
@@ -264,29 +269,33 @@ auto dag_extractor<Cost, Device>::greedy_choice() const -> choice_t {
 }
 
 template <class Cost, device::DeviceModel Device>
-auto dag_extractor<Cost, Device>::model_choice() -> choice_t {
+auto dag_extractor<Cost, Device>::choice_of(const graph::computation_graph& g, std::span<const class_id> class_of)
+    -> choice_t {
     choice_t ch(eg_.num_class_ids(), -1);
-    const auto& g = m_.model();
-    std::vector<std::int32_t> var_of_source(g.num_ops(), -1);
-    for (std::size_t v = 0; v < m_.num_sources(); ++v)
-        var_of_source[m_.source_of(static_cast<std::uint16_t>(v))] = static_cast<std::int32_t>(v);
-    // each class takes the node of the earliest model op computing it: children come earlier
     for (const auto i : graph::topological_order(g)) {
         const auto o = static_cast<graph::op_id>(i);
         const auto& op = g.get_op(o);
         for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-            const class_id c = m_.class_of(op.outputs[k]);
+            const class_id c = eg_.find(class_of[op.outputs[k]]);
             if (ch[c] >= 0) continue;
-            e_node want;
-            if (var_of_source[o] >= 0) {
-                want = e_node{ops::op_kind::input, static_cast<std::uint16_t>(var_of_source[o]), 0, {}};
-            } else {
-                want = e_node{op.kind, static_cast<std::uint16_t>(k), eg_.intern(op.attrs), {}};
-                for (auto t : op.inputs) want.children.push_back(m_.class_of(t));
-            }
             const auto& ns = eg_.nodes(c);
-            for (std::size_t j = 0; j < ns.size(); ++j)
-                if (ns[j] == want) ch[c] = static_cast<std::int32_t>(j);
+            for (std::size_t j = 0; j < ns.size() && ch[c] < 0; ++j) {
+                const e_node& n = ns[j];
+                if (op.spec().has(ops::source)) {
+                    // a variable leaf of this source op, or a constant of its kind and attributes
+                    if (n.is_variable() ? m_.source_of(n.index) == o || m_.model().get_op(m_.source_of(n.index)).name == op.name
+                                        : n.children.empty() && n.kind == op.kind && eg_.attributes(n.attrs) == op.attrs)
+                        ch[c] = static_cast<std::int32_t>(j);
+                    continue;
+                }
+                if (n.kind != op.kind || n.index != k || n.children.size() != op.inputs.size() ||
+                    !(eg_.attributes(n.attrs) == op.attrs))
+                    continue;
+                bool same = true;
+                for (std::size_t a = 0; a < op.inputs.size() && same; ++a)
+                    same = eg_.find(n.children[a]) == eg_.find(class_of[op.inputs[a]]);
+                if (same) ch[c] = static_cast<std::int32_t>(j);
+            }
         }
     }
     return ch;
@@ -336,16 +345,21 @@ std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, 
 }
 
 template <class Cost, device::DeviceModel Device>
-extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_point deadline) {
+extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_point deadline, const extraction* from) {
     choice_t current = greedy_choice();
-    const choice_t model = model_choice();
-    // classes the greedy choice leaves open take the model's node
-    for (class_id c : ids_)
-        if (current[c] < 0) current[c] = model[c];
+    std::vector<class_id> model_classes;
+    for (graph::tensor_id t = 0; t < m_.model().num_tensors(); ++t) model_classes.push_back(m_.class_of(t));
+    std::vector<choice_t> starts{choice_of(m_.model(), model_classes)};
+    if (from) starts.push_back(choice_of(from->graph, from->class_of_tensor));
     auto best = evaluate(current);
-    if (auto own = evaluate(model); own && (!best || *own < *best)) {
-        current = model;
-        best = own;
+    for (auto& s : starts) {
+        // classes a start leaves open take the greedy node
+        for (class_id c : ids_)
+            if (s[c] < 0) s[c] = current[c];
+        if (auto t = evaluate(s); t && (!best || *t < *best)) {
+            current = s;
+            best = t;
+        }
     }
     if (!best) throw error("eqsat_search", "extraction: no acyclic choice", "the model's own graph in its e-graph");
     // local search: switch one class (and the sibling outputs of its new op) while the DAG gets cheaper
@@ -461,8 +475,8 @@ extraction dag_extractor<Cost, Device>::build(const choice_t& ch, const std::vec
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device>
 extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                   std::chrono::steady_clock::time_point deadline) {
-    return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline);
+                   std::chrono::steady_clock::time_point deadline, const extraction* from) {
+    return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from);
 }
 
 }  // namespace goopt::subst
