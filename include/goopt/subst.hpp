@@ -1,16 +1,16 @@
 #pragma once
 /// @file
 /// @brief Umbrella header of the substitution generator (subst/): enumeration, fingerprints,
-/// pruning, float re-check, rules, built-in rules and the searches (TASO's, greedy, equality saturation, optimize()). The JSON rule file is
-/// in io/rule_json.hpp.
+/// pruning, float re-check, rules, built-in rules and the searches (TASO's, greedy, equality saturation, optimize()).
+/// The JSON rule file is in io/rule_json.hpp.
 
 #include <goopt/subst/axioms.hpp>
 #include <goopt/subst/builtin_rules.hpp>
 #include <goopt/subst/check_rule.hpp>
 #include <goopt/subst/egraph.hpp>
 #include <goopt/subst/enumerate_graphs.hpp>
-#include <goopt/subst/equivalence.hpp>
 #include <goopt/subst/eqsat_search.hpp>
+#include <goopt/subst/equivalence.hpp>
 #include <goopt/subst/fingerprint.hpp>
 #include <goopt/subst/generate_rules.hpp>
 #include <goopt/subst/greedy_search.hpp>

@@ -124,8 +124,8 @@ TEST_CASE("eqsat: each bound is reported") {
     CHECK(timed.stats.bound == search_bound::time);
     for (const auto* r : {&one, &small, &stopped, &timed}) check_sound(g, *r);
     // with no rules and no built-ins nothing changes and the rounds saturate at once
-    const auto none = eqsat_search(g, std::vector<rule>{}, cost::roofline_model{}, device::t4,
-                                   {.space = {.use_builtins = false}});
+    const auto none =
+        eqsat_search(g, std::vector<rule>{}, cost::roofline_model{}, device::t4, {.space = {.use_builtins = false}});
     CHECK(none.stats.bound == search_bound::converged);
     CHECK(none.stats.cost_after == none.stats.cost_before);
     CHECK(inference_ops(none.graph) == inference_ops(g));

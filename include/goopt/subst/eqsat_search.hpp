@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,10 @@ struct eqsat_config {
     std::size_t iterations = 4;          ///< rounds of matching and applying every rule
     std::size_t max_nodes = 20000;       ///< stop adding once the e-graph holds this many e-nodes
     std::size_t matches_per_rule = 256;  ///< matches of one rule applied per round
+    /// Passes of the built-in rules per round, each on the graph extracted after the last, while
+    /// that gets cheaper (their chains, a merge then a fusion then a join of split pieces, need one
+    /// graph each).
+    std::size_t builtin_passes = 1;
     /// Share of space.seconds the rounds may take; the rest is left to the final extraction.
     double saturation_share = 0.7;
     rewrite_space space = {};  ///< rules, time limit, built-ins (max_ops_factor and matches_per_rule unused)
@@ -60,8 +65,7 @@ struct eqsat_config {
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
 requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
                                                                   std::span<const rule> rules, const Cost& cost,
-                                                                  const Device& device,
-                                                                  const eqsat_config& config = {},
+                                                                  const Device& device, const eqsat_config& config = {},
                                                                   Visitor&& visitor = {});
 
 // ---- implementation ----
@@ -113,7 +117,15 @@ private:
     void match_output(std::size_t k) {
         if (out_->size() >= limit_) return;
         if (k == r_.source.outputs.size()) {
-            out_->push_back(cur_);
+            // one match per set of e-nodes and of variable classes: the permutations of a symmetric rule
+            // add nothing new
+            std::vector<std::size_t> placed;
+            for (const auto& n : cur_.ops) placed.push_back(e_node_hash{}(n));
+            std::sort(placed.begin(), placed.end());
+            const auto ops_end = placed.size();
+            for (auto v : cur_.variables) placed.push_back(eg_.find(v));
+            std::sort(placed.begin() + static_cast<std::ptrdiff_t>(ops_end), placed.end());
+            if (placements_.insert(std::move(placed)).second) out_->push_back(cur_);
             return;
         }
         const value_ref v = r_.source.outputs[k];
@@ -146,8 +158,8 @@ private:
         // a class's nodes are sorted by kind, then output index (e_graph::rebuild): only that range;
         // matching adds no nodes, so the references stay valid
         const auto& ns = eg_.nodes(c);
-        const auto [first, last] = std::equal_range(
-            ns.begin(), ns.end(), std::pair{ro.kind, v.index}, kind_and_index_less{});
+        const auto [first, last] =
+            std::equal_range(ns.begin(), ns.end(), std::pair{ro.kind, v.index}, kind_and_index_less{});
         for (auto it = first; it != last; ++it) {
             const e_node& n = *it;
             if (out_->size() >= limit_) return;
@@ -162,9 +174,12 @@ private:
             if (fits == attrs_fit_.end())
                 fits = attrs_fit_
                            .emplace(fit_key, attributes_match(ro.kind, ro.attrs, input_rank_[v.op],
-                                                          eg_.attributes(n.attrs), rank))
+                                                              eg_.attributes(n.attrs), rank))
                            .first;
             if (!fits->second) continue;
+            bool taken = false;  // distinct source ops match distinct ops
+            for (std::size_t o = 0; o < bound_.size() && !taken; ++o) taken = bound_[o] && same_op(cur_.ops[o], n);
+            if (taken) continue;
             e_node key = n;
             key.index = 0;
             cur_.ops[v.op] = std::move(key);
@@ -193,6 +208,7 @@ private:
     const rule& r_;
     const std::vector<std::vector<class_id>>& classes_of_;
     std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
+    std::set<std::vector<std::size_t>> placements_;      // the e-nodes of each match recorded (hashes, sorted)
     std::vector<std::size_t> input_rank_;
     e_match cur_;
     std::vector<bool> bound_;
@@ -318,7 +334,8 @@ public:
                 if (!c) return false;
                 outs.push_back(*c);
             } else {
-                const std::size_t n = ro.num_outputs > 0 ? ro.num_outputs : ro.attrs.get_ints(ops::attr_id::sizes).size();
+                const std::size_t n =
+                    ro.num_outputs > 0 ? ro.num_outputs : ro.attrs.get_ints(ops::attr_id::sizes).size();
                 for (std::size_t j = 0; j < n; ++j) {
                     const auto c = eg_.add(ro.kind, attrs, static_cast<std::uint16_t>(j), children);
                     if (!c) return false;
@@ -351,7 +368,8 @@ public:
             for (std::size_t i = 0; i < r.source.ops.size(); ++i) {
                 const rule_op& ro = r.source.ops[i];
                 std::vector<graph::tensor_id> in;
-                for (auto v : ro.inputs) in.push_back(v.is_variable() ? lm.variables.at(v.index) : outs.at(v.op).at(v.index));
+                for (auto v : ro.inputs)
+                    in.push_back(v.is_variable() ? lm.variables.at(v.index) : outs.at(v.op).at(v.index));
                 outs.push_back(local.add(ro.kind, in, eg_.attributes(em.ops[i].attrs), concat("s", i)));
                 lm.ops.push_back(local.producer(outs.back()[0]));
             }
@@ -420,8 +438,8 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto at = [&](double share) {
-        return start + std::chrono::duration_cast<clock::duration>(
-                           std::chrono::duration<double>(share * config.space.seconds));
+        return start +
+               std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share * config.space.seconds));
     };
     const auto saturation_end = at(config.saturation_share);
     const rule_library library(rules, config.space.both_directions);
@@ -463,17 +481,29 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
             else if (clock::now() >= saturation_end) bound = search_bound::time;
             else changed = sat.apply_match(library[k], em, texts[k]) || changed;
         }
-        if (config.space.use_builtins)
+        m.egraph().rebuild();
+        const auto extraction_end = [&] {
+            return std::min(saturation_end, clock::now() + (saturation_end - start) / 8);
+        };
+        x = extract(m, cost, device, extraction_end(), &x);
+        // the built-ins are made for a graph: for the one extracted (builtin_passes)
+        for (std::size_t pass = 0; config.space.use_builtins && pass < config.builtin_passes && !bound; ++pass) {
+            bool added = false;
             for (const auto& b : builtin_rules(x.graph, config.space.builtins)) {
                 if (bound) break;
                 if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
                 else if (clock::now() >= saturation_end) bound = search_bound::time;
-                else changed = sat.apply_builtin(b, x) || changed;
+                else added = sat.apply_builtin(b, x) || added;
             }
-        m.egraph().rebuild();
+            changed = changed || added;
+            if (!added) break;
+            m.egraph().rebuild();
+            auto next = extract(m, cost, device, extraction_end(), &x);
+            const bool cheaper = next.cost < x.cost;
+            x = std::move(next);
+            if (!cheaper) break;
+        }
         if (!changed && !bound) bound = search_bound::converged;
-        // the graph the next round's built-ins are made for
-        x = extract(m, cost, device, std::min(saturation_end, clock::now() + (saturation_end - start) / 8), &x);
         stats.graphs_seen = m.egraph().num_nodes();
         if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, std::min(x.cost, stats.cost_before),
                                               seconds_since(start)}))

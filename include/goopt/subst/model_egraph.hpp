@@ -36,8 +36,7 @@ namespace goopt::subst {
 /// Remembers which rewrite added each op, so that an extracted graph can say which rules it uses.
 class model_egraph {
 public:
-    /// @throws goopt::error when `g` has more than 65535 source ops, or an op its own shape rule
-    /// refuses in the e-graph.
+    /// @throws goopt::error when `g` has more than 65536 source ops.
     explicit model_egraph(const graph::computation_graph& g);
 
     e_graph& egraph() noexcept { return eg_; }
@@ -88,14 +87,13 @@ struct extraction {
 /// With `from` (a graph extracted from `m` earlier), its choice is a starting point too, so that
 /// extraction after more rewrites is never worse than before.
 template <class Cost, device::DeviceModel Device>
-requires cost::CostModel<Cost, Device>
-extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                   std::chrono::steady_clock::time_point deadline, const extraction* from = nullptr);
+requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
+                                                          std::chrono::steady_clock::time_point deadline,
+                                                          const extraction* from = nullptr);
 
 // ---- implementation ----
 
-inline model_egraph::model_egraph(const graph::computation_graph& g)
-    : g_(&g), tensor_class_(g.num_tensors(), 0) {
+inline model_egraph::model_egraph(const graph::computation_graph& g) : g_(&g), tensor_class_(g.num_tensors(), 0) {
     for (const auto i : graph::topological_order(g)) {
         const auto o = static_cast<graph::op_id>(i);
         const auto& op = g.get_op(o);
@@ -111,13 +109,9 @@ inline model_egraph::model_egraph(const graph::computation_graph& g)
         const auto attrs = eg_.intern(op.attrs);
         std::vector<class_id> children;
         for (auto t : op.inputs) children.push_back(tensor_class_[t]);
-        for (std::size_t k = 0; k < op.outputs.size(); ++k) {
-            const auto c = eg_.add(op.kind, attrs, static_cast<std::uint16_t>(k), children);
-            if (!c)
-                throw error("eqsat_search", concat("op ", g.describe(o)),
-                            "an op whose shape rule accepts its inputs");
-            tensor_class_[op.outputs[k]] = *c;
-        }
+        for (std::size_t k = 0; k < op.outputs.size(); ++k)
+            tensor_class_[op.outputs[k]] =
+                eg_.add_known(op.kind, attrs, static_cast<std::uint16_t>(k), children, g.type_of(op.outputs[k]).dims);
     }
     eg_.rebuild();
 }
@@ -132,8 +126,7 @@ namespace detail {
 
 /// The extraction's state: op ids of e-nodes (siblings of one op share one), their costs, and
 /// evaluation of a choice of one e-node per class as the DAG it spans.
-template <class Cost, device::DeviceModel Device>
-class dag_extractor {
+template <class Cost, device::DeviceModel Device> class dag_extractor {
 public:
     static constexpr double infinity = std::numeric_limits<double>::infinity();
 
@@ -148,7 +141,8 @@ public:
             for (const auto& node : ns) {
                 e_node key = node;
                 key.index = 0;
-                const auto [it, fresh] = op_ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(op_cost_.size()));
+                const auto [it, fresh] =
+                    op_ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(op_cost_.size()));
                 if (fresh) {
                     op_cost_.push_back(base_cost(c, node));
                     op_members_.emplace_back();
@@ -160,6 +154,7 @@ public:
         find_constant_classes();
         stamp_.assign(op_cost_.size(), 0);
         class_state_.assign(n, 0);
+        class_epoch_.assign(n, 0);
         class_const_.assign(n, 0);
     }
 
@@ -193,6 +188,7 @@ private:
     std::vector<std::uint32_t> stamp_;
     std::uint32_t epoch_ = 0;
     std::vector<std::uint8_t> class_state_;
+    std::vector<std::uint32_t> class_epoch_;
     std::vector<std::uint8_t> class_const_;
 };
 
@@ -220,15 +216,15 @@ double dag_extractor<Cost, Device>::base_cost(class_id c, const e_node& n) {
     return t;
 }
 
-template <class Cost, device::DeviceModel Device>
-void dag_extractor<Cost, Device>::find_constant_classes() {
+template <class Cost, device::DeviceModel Device> void dag_extractor<Cost, Device>::find_constant_classes() {
     const_class_.assign(eg_.num_class_ids(), false);
     for (bool changed = true; changed;) {
         changed = false;
         for (class_id c : ids_) {
             if (const_class_[c]) continue;
             for (const auto& n : eg_.nodes(c)) {
-                bool all = n.is_variable() ? m_.model().get_op(m_.source_of(n.index)).kind != ops::op_kind::input : true;
+                bool all =
+                    n.is_variable() ? m_.model().get_op(m_.source_of(n.index)).kind != ops::op_kind::input : true;
                 for (auto ch : n.children) all = all && const_class_[eg_.find_const(ch)];
                 if (all) {
                     const_class_[c] = true;
@@ -240,8 +236,7 @@ void dag_extractor<Cost, Device>::find_constant_classes() {
     }
 }
 
-template <class Cost, device::DeviceModel Device>
-auto dag_extractor<Cost, Device>::greedy_choice() const -> choice_t {
+template <class Cost, device::DeviceModel Device> auto dag_extractor<Cost, Device>::greedy_choice() const -> choice_t {
     choice_t ch(eg_.num_class_ids(), -1);
     std::vector<double> best(eg_.num_class_ids(), infinity);
     for (bool changed = true; changed;) {
@@ -283,8 +278,9 @@ auto dag_extractor<Cost, Device>::choice_of(const graph::computation_graph& g, s
                 const e_node& n = ns[j];
                 if (op.spec().has(ops::source)) {
                     // a variable leaf of this source op, or a constant of its kind and attributes
-                    if (n.is_variable() ? m_.source_of(n.index) == o || m_.model().get_op(m_.source_of(n.index)).name == op.name
-                                        : n.children.empty() && n.kind == op.kind && eg_.attributes(n.attrs) == op.attrs)
+                    if (n.is_variable()
+                            ? m_.source_of(n.index) == o || m_.model().get_op(m_.source_of(n.index)).name == op.name
+                            : n.children.empty() && n.kind == op.kind && eg_.attributes(n.attrs) == op.attrs)
                         ch[c] = static_cast<std::int32_t>(j);
                     continue;
                 }
@@ -305,24 +301,29 @@ template <class Cost, device::DeviceModel Device>
 std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, std::vector<class_id>* order) {
     enum : std::uint8_t { fresh, open, done };
     ++epoch_;
-    std::fill(class_state_.begin(), class_state_.end(), fresh);
+    // a class's state is fresh unless stamped in this evaluation (no pass over every class)
+    auto state = [&](class_id c) -> std::uint8_t { return class_epoch_[c] == epoch_ ? class_state_[c] : fresh; };
+    auto set_state = [&](class_id c, std::uint8_t s) {
+        class_epoch_[c] = epoch_;
+        class_state_[c] = s;
+    };
     double total = 0;
     std::vector<std::pair<class_id, std::size_t>> stack;
     const auto& model = m_.model();
     for (auto t : model.outputs()) {
         const class_id root = m_.class_of(t);
-        if (class_state_[root] == done) continue;
+        if (state(root) == done) continue;
         stack.emplace_back(root, 0);
-        class_state_[root] = open;
+        set_state(root, open);
         while (!stack.empty()) {
             auto& [c, next] = stack.back();
             if (ch[c] < 0) return std::nullopt;
             const e_node& n = eg_.nodes(c)[static_cast<std::size_t>(ch[c])];
             if (next < n.children.size()) {
                 const class_id k = eg_.find(n.children[next++]);
-                if (class_state_[k] == open) return std::nullopt;  // a cycle
-                if (class_state_[k] == fresh) {
-                    class_state_[k] = open;
+                if (state(k) == open) return std::nullopt;  // a cycle
+                if (state(k) == fresh) {
+                    set_state(k, open);
                     stack.emplace_back(k, 0);
                 }
                 continue;
@@ -335,7 +336,7 @@ std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, 
                 stamp_[op] = epoch_;
                 if (!weight_only) total += op_cost_[op];
             }
-            class_state_[c] = done;
+            set_state(c, done);
             if (order) order->push_back(c);
             stack.pop_back();
         }
@@ -417,7 +418,8 @@ extraction dag_extractor<Cost, Device>::build(const choice_t& ch, const std::vec
         if (op.spec().has(ops::source)) continue;
         e_node key{op.kind, 0, eg_.intern(op.attrs), {}};
         for (auto t : op.inputs) key.children.push_back(m_.class_of(t));
-        if (auto it = op_ids_.find(key); it != op_ids_.end()) model_op.try_emplace(it->second, static_cast<graph::op_id>(i));
+        if (auto it = op_ids_.find(key); it != op_ids_.end())
+            model_op.try_emplace(it->second, static_cast<graph::op_id>(i));
     }
     std::unordered_map<std::uint32_t, std::size_t> rewrite_of;
     for (const auto& [node, a] : m_.added()) {
@@ -473,9 +475,9 @@ extraction dag_extractor<Cost, Device>::build(const choice_t& ch, const std::vec
 }  // namespace detail
 
 template <class Cost, device::DeviceModel Device>
-requires cost::CostModel<Cost, Device>
-extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                   std::chrono::steady_clock::time_point deadline, const extraction* from) {
+requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
+                                                          std::chrono::steady_clock::time_point deadline,
+                                                          const extraction* from) {
     return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from);
 }
 

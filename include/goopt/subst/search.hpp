@@ -33,13 +33,13 @@ namespace goopt::subst {
 
 /// Why a search stopped.
 enum class search_bound {
-    converged,   ///< nothing left to try: the search ran to its end within every bound
-    budget,      ///< the budget of expanded graphs (TASO) or steps was spent
-    time,        ///< the wall-clock limit
-    graph_size,  ///< a candidate was dropped for having too many ops (the search still ran to its end)
-    queue_size,  ///< the worst candidates were dropped to keep the queue within its limit
-    stopped,     ///< the visitor asked to stop
-    iterations,  ///< equality saturation ran its rounds without saturating
+    converged,     ///< nothing left to try: the search ran to its end within every bound
+    budget,        ///< the budget of expanded graphs (TASO) or steps was spent
+    time,          ///< the wall-clock limit
+    graph_size,    ///< a candidate was dropped for having too many ops (the search still ran to its end)
+    queue_size,    ///< the worst candidates were dropped to keep the queue within its limit
+    stopped,       ///< the visitor asked to stop
+    iterations,    ///< equality saturation ran its rounds without saturating
     e_graph_size,  ///< equality saturation stopped adding at the e-graph's node limit
 };
 
