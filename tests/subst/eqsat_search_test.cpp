@@ -9,11 +9,10 @@
 #include <goopt/graph/validate.hpp>
 #include <goopt/models/nasrnn.hpp>
 #include <goopt/subst.hpp>
-#if defined(GOOPT_RULES_FILE)
-#include <goopt/io/rule_json.hpp>
-#endif
 
 #include <doctest/doctest.h>
+
+#include "shipped_rules.hpp"
 
 #include <string>
 #include <vector>
@@ -23,14 +22,6 @@ using namespace goopt::subst;
 using ops::op_kind;
 
 namespace {
-
-std::vector<rule> shipped_rules() {
-#if defined(GOOPT_RULES_FILE)
-    return io::read_rules_file(GOOPT_RULES_FILE);
-#else
-    return {};
-#endif
-}
 
 /// TASO's README block: a 3x3 and a 1x1 conv of one input, added, relu.
 graph::computation_graph taso_readme_block(std::int64_t channels, std::int64_t side) {

@@ -302,7 +302,9 @@ std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, 
     enum : std::uint8_t { fresh, open, done };
     ++epoch_;
     // a class's state is fresh unless stamped in this evaluation (no pass over every class)
-    auto state = [&](class_id c) -> std::uint8_t { return class_epoch_[c] == epoch_ ? class_state_[c] : fresh; };
+    auto state = [&](class_id c) -> std::uint8_t {
+        return class_epoch_[c] == epoch_ ? class_state_[c] : std::uint8_t{fresh};
+    };
     auto set_state = [&](class_id c, std::uint8_t s) {
         class_epoch_[c] = epoch_;
         class_state_[c] = s;
