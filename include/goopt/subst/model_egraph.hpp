@@ -17,6 +17,7 @@
 #include <goopt/subst/egraph.hpp>
 #include <goopt/subst/inference_cost.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
