@@ -1,10 +1,11 @@
 // superopt: the substitution searches on TASO's inference workloads, side by side.
 //
-//   superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]...
+//   superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... [--search NAME]...
 //
 // For each model (ResNeXt-50, NasNet-A, NasRNN, BERT, Inception-v3, SqueezeNet, ResNet-50), each
-// device preset (T4, V100) and each search (TASO's backtracking search: alpha 1.0, budget 100, as
-// Tensat's TASO baseline; the greedy search): the inference cost (roofline cost model, weight
+// device preset (T4, V100) and each search (by default TASO's backtracking search: alpha 1.0,
+// budget 100, as Tensat's TASO baseline; and equality saturation, eqsat_search's defaults; the
+// greedy search with --search greedy): the inference cost (roofline cost model, weight
 // preprocessing not counted) before and after, the search time, the bound it hit, the rewrites
 // applied, and max_rel_diff: the largest relative output difference (double, interpreter) between
 // a smaller instance of the model and the same search's result on it (full-size evaluation on the
@@ -87,6 +88,7 @@ subst::search_result search(const graph::computation_graph& g, const std::vector
     subst::optimize_config config{.method = method};
     config.greedy.space.seconds = seconds;
     config.taso.space.seconds = seconds;
+    config.eqsat.space.seconds = seconds;
     config.taso.budget = budget;
     config.taso.alpha = 1.0;
     return subst::optimize(g, rules, cost::roofline_model{}, d, config);
@@ -100,6 +102,7 @@ int run(int argc, char** argv) {
     double seconds = 10;
     std::size_t budget = 100;
     std::vector<std::string> only;
+    std::vector<subst::search_method> methods;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -111,14 +114,18 @@ int run(int argc, char** argv) {
         else if (a == "--seconds") seconds = bench::real_value(a, value());
         else if (a == "--budget") budget = bench::count_value(a, value());
         else if (a == "--model") only.push_back(value());
+        else if (a == "--search") methods.push_back(subst::parse_search_method(value()));
         else if (a == "-h" || a == "--help") {
-            std::puts("usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]...");
+            std::puts(
+                "usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... "
+                "[--search taso|eqsat|greedy]...");
             return 0;
         } else bench::unknown_argument(a);
     }
     if (rules_file.empty())
         throw error("flag --rules", "no rule file", "--rules FILE (share/goopt/taso_rules_k3.json)");
     const auto rules = io::read_rules_file(rules_file);
+    if (methods.empty()) methods = {subst::search_method::taso, subst::search_method::eqsat};
     auto models = workloads();
     for (const auto& name : only) {
         bool known = false;
@@ -127,15 +134,17 @@ int run(int argc, char** argv) {
     }
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    std::printf("%-13s %-5s %-7s %6s %6s %10s %10s %7s %8s %-10s %6s %10s\n", "model", "dev", "search", "ops", "after",
+    std::printf("%-13s %-5s %-7s %6s %6s %10s %10s %7s %8s %-12s %6s %10s\n", "model", "dev", "search", "ops", "after",
                 "before_ms", "after_ms", "gain", "seconds", "bound", "rules", "max_rel");
     for (const auto& w : models) {
         if (!only.empty() && std::find(only.begin(), only.end(), w.name) == only.end()) continue;
         const auto g = w.full();
         const auto small = w.small();
         auto row = [&](const auto& device, std::string_view device_name) {
-            for (auto method : {subst::search_method::taso, subst::search_method::greedy}) {
-                const std::string method_name = method == subst::search_method::taso ? "taso" : "greedy";
+            for (auto method : methods) {
+                const std::string method_name = method == subst::search_method::taso    ? "taso"
+                                                : method == subst::search_method::eqsat ? "eqsat"
+                                                                                        : "greedy";
                 const auto r = search(g, rules, device, method, seconds, budget);
                 graph::validate(r.graph);
                 const auto rs = search(small, rules, device, method, seconds, budget);
@@ -154,7 +163,7 @@ int run(int argc, char** argv) {
                                 {"bound_hit", std::string(subst::name(r.stats.bound))},
                                 {"rules_applied", r.stats.rules_applied},
                                 {"max_rel_diff", diff}});
-                std::printf("%-13s %-5s %-7s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-10s %6zu %10.2e\n", w.name.c_str(),
+                std::printf("%-13s %-5s %-7s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e\n", w.name.c_str(),
                             std::string(device_name).c_str(), method_name.c_str(), subst::inference_ops(g),
                             subst::inference_ops(r.graph), r.stats.cost_before * 1e3, r.stats.cost_after * 1e3,
                             100 * gain, r.stats.seconds, std::string(subst::name(r.stats.bound)).c_str(),

@@ -9,11 +9,10 @@
 #include <goopt/models/nasrnn.hpp>
 #include <goopt/models/resnet.hpp>
 #include <goopt/subst.hpp>
-#if defined(GOOPT_RULES_FILE)
-#include <goopt/io/rule_json.hpp>
-#endif
 
 #include <doctest/doctest.h>
+
+#include "shipped_rules.hpp"
 
 #include <random>
 #include <string>
@@ -67,14 +66,6 @@ graph::computation_graph builtin_playground() {
     for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat}) g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
-}
-
-std::vector<rule> shipped_rules() {
-#if defined(GOOPT_RULES_FILE)
-    return io::read_rules_file(GOOPT_RULES_FILE);
-#else
-    return {};
-#endif
 }
 
 void check_optimized(const graph::computation_graph& before, const search_result& r) {

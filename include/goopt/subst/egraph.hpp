@@ -113,6 +113,34 @@ public:
         return insert(std::move(n), dims);
     }
 
+    /// @brief The class of output `out` of `kind` applied to `children`, of shape `dims` known from
+    /// elsewhere (a model graph's own op, whose types the class shapes cannot show, such as a gather
+    /// of integer indices); adds the node unless an equal one exists.
+    class_id add_known(ops::op_kind kind, std::uint32_t attrs, std::uint16_t out, std::span<const class_id> children,
+                       const ops::shape& dims) {
+        e_node n{kind, out, attrs, {}};
+        for (auto c : children) n.children.push_back(find(c));
+        if (auto it = memo_.find(n); it != memo_.end()) return find(it->second);
+        return insert(std::move(n), dims);
+    }
+
+    /// @brief The class of a source op other than a variable (a filled constant of a rewritten
+    /// graph), whose shape its attributes give; adds the leaf unless an equal one exists.
+    /// @return nullopt when the op is not a source or its shape rule rejects the attributes.
+    std::optional<class_id> add_constant(ops::op_kind kind, std::uint32_t attrs) {
+        e_node n{kind, 0, attrs, {}};
+        if (auto it = memo_.find(n); it != memo_.end()) return find(it->second);
+        const ops::op_spec& s = ops::spec(kind);
+        if (!s.has(ops::source) || kind == ops::op_kind::input) return std::nullopt;
+        try {
+            const auto r = s.infer(std::span<const ops::tensor_type>{}, attrs_.at(attrs));
+            if (r.size() != 1) return std::nullopt;
+            return insert(std::move(n), r[0].dims);
+        } catch (const error&) {
+            return std::nullopt;
+        }
+    }
+
     /// The canonical id of `c`'s class (path compression).
     class_id find(class_id c) {
         class_id r = c;

@@ -10,6 +10,7 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
+#include <goopt/subst/eqsat_search.hpp>
 #include <goopt/subst/greedy_search.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/search.hpp>
@@ -26,13 +27,15 @@ namespace goopt::subst {
 enum class search_method {
     greedy,  ///< greedy_search: first improvement with lookahead (the default: fastest, as good on the zoo)
     taso,    ///< taso_search: TASO's cost-ordered backtracking search (the reference)
+    eqsat,   ///< eqsat_search: equality saturation over an e-graph and extraction (Tensat)
 };
 
 /// The method named `text` ("greedy" or "taso"); goopt::error otherwise.
 inline search_method parse_search_method(std::string_view text) {
     if (text == "greedy") return search_method::greedy;
     if (text == "taso") return search_method::taso;
-    throw error("search method '" + std::string(text) + "': expected 'greedy' or 'taso'");
+    if (text == "eqsat") return search_method::eqsat;
+    throw error("parse_search_method", concat("search method '", text, "'"), "'greedy', 'taso' or 'eqsat'");
 }
 
 /// Knobs of optimize(): the method and each method's own knobs.
@@ -40,6 +43,7 @@ struct optimize_config {
     search_method method = search_method::greedy;
     greedy_config greedy = {};
     taso_config taso = {};
+    eqsat_config eqsat = {};
 };
 
 /// @brief The cheapest graph equivalent to `g` that the chosen search finds with `rules` (used in
@@ -90,6 +94,8 @@ requires cost::CostModel<Cost, Device> search_result optimize(const graph::compu
                                                               Visitor&& visitor) {
     auto r = config.method == search_method::taso
                  ? taso_search(g, rules, cost, device, config.taso, std::forward<Visitor>(visitor))
+             : config.method == search_method::eqsat
+                 ? eqsat_search(g, rules, cost, device, config.eqsat, std::forward<Visitor>(visitor))
                  : greedy_search(g, rules, cost, device, config.greedy, std::forward<Visitor>(visitor));
     bool all_layered = true;
     for (const auto& op : g.ops()) all_layered = all_layered && (op.spec().has(ops::source) || op.layer >= 0);

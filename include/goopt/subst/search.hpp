@@ -33,12 +33,14 @@ namespace goopt::subst {
 
 /// Why a search stopped.
 enum class search_bound {
-    converged,   ///< nothing left to try: the search ran to its end within every bound
-    budget,      ///< the budget of expanded graphs (TASO) or steps was spent
-    time,        ///< the wall-clock limit
-    graph_size,  ///< a candidate was dropped for having too many ops (the search still ran to its end)
-    queue_size,  ///< the worst candidates were dropped to keep the queue within its limit
-    stopped,     ///< the visitor asked to stop
+    converged,     ///< nothing left to try: the search ran to its end within every bound
+    budget,        ///< the budget of expanded graphs (TASO) or steps was spent
+    time,          ///< the wall-clock limit
+    graph_size,    ///< a candidate was dropped for having too many ops (the search still ran to its end)
+    queue_size,    ///< the worst candidates were dropped to keep the queue within its limit
+    stopped,       ///< the visitor asked to stop
+    iterations,    ///< equality saturation ran its rounds without saturating
+    e_graph_size,  ///< equality saturation stopped adding at the e-graph's node limit
 };
 
 inline constexpr std::string_view name(search_bound b) noexcept {
@@ -55,6 +57,10 @@ inline constexpr std::string_view name(search_bound b) noexcept {
             return "queue_size";
         case search_bound::stopped:
             return "stopped";
+        case search_bound::iterations:
+            return "iterations";
+        case search_bound::e_graph_size:
+            return "e_graph_size";
     }
     return "?";
 }

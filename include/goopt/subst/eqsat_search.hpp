@@ -1,0 +1,530 @@
+#pragma once
+/// @file
+/// @brief Equality saturation over the e-graph of a model graph: every round matches every rule
+/// of the library (single- and multi-output sources) in the whole e-graph and the built-in rules
+/// in the graph extracted last, adds each proven target to the e-graph and merges it with what it
+/// replaces, so that one e-graph holds every graph reachable by the rewrites so far; a cheap graph
+/// is extracted at the end (subst/model_egraph.hpp). A rewrite whose target would read a value
+/// computed from what it replaces is filtered out (TENSAT's cycle filter). Tensat (MLSys'21) §3-5.
+///
+/// Soundness: every merge is a rule instance proven at the matched shapes (instantiate(), as
+/// apply() proves it), or, for a built-in rule made for the graph at hand, one whose sides agree
+/// on the interpreter at the match (the numeric fallback the other searches use); every graph the
+/// e-graph represents therefore computes what the model does.
+
+#include <goopt/cost/concepts.hpp>
+#include <goopt/device/concepts.hpp>
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/subst/builtin_rules.hpp>
+#include <goopt/subst/egraph.hpp>
+#include <goopt/subst/instantiate.hpp>
+#include <goopt/subst/model_egraph.hpp>
+#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rule.hpp>
+#include <goopt/subst/search.hpp>
+
+#include <algorithm>
+#include <bitset>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace goopt::subst {
+
+/// Knobs of eqsat_search(); Tensat's bounds are a few iterations and some 10^4 e-nodes.
+struct eqsat_config {
+    std::size_t iterations = 4;          ///< rounds of matching and applying every rule
+    std::size_t max_nodes = 20000;       ///< stop adding once the e-graph holds this many e-nodes
+    std::size_t matches_per_rule = 256;  ///< matches of one rule applied per round
+    /// Passes of the built-in rules per round, each on the graph extracted after the last, while
+    /// that gets cheaper (their chains, a merge then a fusion then a join of split pieces, need one
+    /// graph each).
+    std::size_t builtin_passes = 1;
+    /// Share of space.seconds the rounds may take; the rest is left to the final extraction.
+    double saturation_share = 0.7;
+    rewrite_space space = {};  ///< rules, time limit, built-ins (max_ops_factor and matches_per_rule unused)
+};
+
+/// @brief Equality saturation for the cheapest graph equivalent to `g` under `rules` (and the
+/// built-ins), costed by subst::inference_cost under `cost` on `device`.
+/// @param visitor shown the progress after each round (graphs_seen: the e-graph's e-nodes);
+/// returning false stops the rounds (the graph is still extracted).
+/// @return the extracted graph when it is cheaper than `g` (else `g`) and the statistics:
+/// `applied` lists the rewrites whose ops the graph uses (rules_applied counts them); the bound hit
+/// is converged (a round added nothing: saturated), iterations, e_graph_size, time or stopped.
+template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
+requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
+                                                                  std::span<const rule> rules, const Cost& cost,
+                                                                  const Device& device, const eqsat_config& config = {},
+                                                                  Visitor&& visitor = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+/// A match of a rule's source in an e-graph: per source op its e-node (output index 0), per
+/// variable its class, per source output the class it was matched in.
+struct e_match {
+    std::vector<e_node> ops;
+    std::vector<class_id> variables;
+    std::vector<class_id> outputs;
+};
+
+/// Top-down e-matching of one rule's source (every output, joined on shared ops and variables),
+/// over a snapshot of the e-graph: `classes_of[kind]` lists the classes holding a node of `kind`.
+class e_matcher {
+public:
+    e_matcher(e_graph& eg, const rule& r, const std::vector<std::vector<class_id>>& classes_of)
+        : eg_(eg), r_(r), classes_of_(classes_of) {
+        const auto types = side_types(r.source, recorded_types(r));
+        for (const auto& o : r.source.ops)
+            input_rank_.push_back(o.inputs.empty() ? 0
+                                  : o.inputs[0].is_variable()
+                                      ? r.variables.at(o.inputs[0].index).dims.rank()
+                                      : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+        cur_.ops.assign(r.source.ops.size(), e_node{});
+        bound_.assign(r.source.ops.size(), false);
+        cur_.variables.assign(r.variables.size(), unbound);
+        cur_.outputs.assign(r.source.outputs.size(), unbound);
+    }
+
+    void run(std::size_t limit, std::vector<e_match>& out) {
+        limit_ = limit;
+        out_ = &out;
+        match_output(0);
+    }
+
+private:
+    static constexpr class_id unbound = UINT32_MAX;
+
+    bool same_op(const e_node& a, const e_node& b) {
+        if (a.kind != b.kind || a.attrs != b.attrs || a.children.size() != b.children.size()) return false;
+        for (std::size_t i = 0; i < a.children.size(); ++i)
+            if (eg_.find(a.children[i]) != eg_.find(b.children[i])) return false;
+        return true;
+    }
+
+    void match_output(std::size_t k) {
+        if (out_->size() >= limit_) return;
+        if (k == r_.source.outputs.size()) {
+            // one match per set of e-nodes and of variable classes: the permutations of a symmetric rule
+            // add nothing new
+            std::vector<std::size_t> placed;
+            for (const auto& n : cur_.ops) placed.push_back(e_node_hash{}(n));
+            std::sort(placed.begin(), placed.end());
+            const auto ops_end = placed.size();
+            for (auto v : cur_.variables) placed.push_back(eg_.find(v));
+            std::sort(placed.begin() + static_cast<std::ptrdiff_t>(ops_end), placed.end());
+            if (placements_.insert(std::move(placed)).second) out_->push_back(cur_);
+            return;
+        }
+        const value_ref v = r_.source.outputs[k];
+        if (v.is_variable()) return;  // not a well-formed source side
+        const auto kind = static_cast<std::size_t>(r_.source.ops[v.op].kind);
+        for (class_id c : classes_of_[kind]) {
+            if (out_->size() >= limit_) return;
+            cur_.outputs[k] = eg_.find(c);
+            match_value(v, cur_.outputs[k], [&] { match_output(k + 1); });
+        }
+        cur_.outputs[k] = unbound;
+    }
+
+    /// Binds rule value `v` to class `c`, then calls `next`; undoes what it bound.
+    void match_value(value_ref v, class_id c, const std::function<void()>& next) {
+        c = eg_.find(c);
+        if (v.is_variable()) {
+            auto& slot = cur_.variables[v.index];
+            if (slot != unbound) {
+                if (eg_.find(slot) == c) next();
+                return;
+            }
+            if ((eg_.shape(c).rank() == 0) != (r_.variables[v.index].dims.rank() == 0)) return;
+            slot = c;
+            next();
+            slot = unbound;
+            return;
+        }
+        const rule_op& ro = r_.source.ops[v.op];
+        // a class's nodes are sorted by kind, then output index (e_graph::rebuild): only that range;
+        // matching adds no nodes, so the references stay valid
+        const auto& ns = eg_.nodes(c);
+        const auto [first, last] =
+            std::equal_range(ns.begin(), ns.end(), std::pair{ro.kind, v.index}, kind_and_index_less{});
+        for (auto it = first; it != last; ++it) {
+            const e_node& n = *it;
+            if (out_->size() >= limit_) return;
+            if (n.children.size() != ro.inputs.size()) continue;
+            if (bound_[v.op]) {
+                if (same_op(cur_.ops[v.op], n)) next();
+                continue;
+            }
+            const std::size_t rank = n.children.empty() ? 0 : eg_.shape(n.children[0]).rank();
+            const std::uint64_t fit_key = (std::uint64_t{v.op} << 48) ^ (std::uint64_t{rank} << 40) ^ n.attrs;
+            auto fits = attrs_fit_.find(fit_key);
+            if (fits == attrs_fit_.end())
+                fits = attrs_fit_
+                           .emplace(fit_key, attributes_match(ro.kind, ro.attrs, input_rank_[v.op],
+                                                              eg_.attributes(n.attrs), rank))
+                           .first;
+            if (!fits->second) continue;
+            bool taken = false;  // distinct source ops match distinct ops
+            for (std::size_t o = 0; o < bound_.size() && !taken; ++o) taken = bound_[o] && same_op(cur_.ops[o], n);
+            if (taken) continue;
+            e_node key = n;
+            key.index = 0;
+            cur_.ops[v.op] = std::move(key);
+            bound_[v.op] = true;
+            match_inputs(ro, n, 0, false, next);
+            if (ops::spec(ro.kind).has(ops::commutative) && ro.inputs.size() == 2) match_inputs(ro, n, 0, true, next);
+            bound_[v.op] = false;
+        }
+    }
+
+    void match_inputs(const rule_op& ro, const e_node& n, std::size_t i, bool swapped,
+                      const std::function<void()>& next) {
+        if (i == ro.inputs.size()) return next();
+        const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
+        match_value(ro.inputs[i], n.children[gi], [&] { match_inputs(ro, n, i + 1, swapped, next); });
+    }
+
+    /// Orders e-nodes and (kind, output index) keys by kind, then output index.
+    struct kind_and_index_less {
+        using key = std::pair<ops::op_kind, std::uint16_t>;
+        bool operator()(const e_node& n, const key& k) const { return std::pair{n.kind, n.index} < k; }
+        bool operator()(const key& k, const e_node& n) const { return k < std::pair{n.kind, n.index}; }
+    };
+
+    e_graph& eg_;
+    const rule& r_;
+    const std::vector<std::vector<class_id>>& classes_of_;
+    std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
+    std::set<std::vector<std::size_t>> placements_;      // the e-nodes of each match recorded (hashes, sorted)
+    std::vector<std::size_t> input_rank_;
+    e_match cur_;
+    std::vector<bool> bound_;
+    std::size_t limit_ = 0;
+    std::vector<e_match>* out_ = nullptr;
+};
+
+/// The rounds of eqsat_search() on one model e-graph.
+class saturation {
+public:
+    saturation(model_egraph& m, const eqsat_config& config) : m_(m), eg_(m.egraph()), config_(config) {}
+
+    /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt).
+    std::vector<std::vector<class_id>> kind_index() {
+        eg_.rebuild();
+        std::vector<std::vector<class_id>> by(ops::num_op_kinds);
+        for (class_id c : eg_.classes()) {
+            std::size_t last = SIZE_MAX;
+            for (const auto& n : eg_.nodes(c)) {
+                const auto k = static_cast<std::size_t>(n.kind);
+                if (k != last && (by[k].empty() || by[k].back() != c)) by[k].push_back(c);
+                last = k;
+            }
+        }
+        return by;
+    }
+
+    /// @brief Records each class's height (the longest path of children below it) in the e-graph
+    /// as it is now (rebuilt), so that would_cycle() skips what lies below the classes it looks for.
+    void measure_heights() {
+        enum : std::uint8_t { fresh, open, done };
+        height_.assign(eg_.num_class_ids(), 0);
+        std::vector<std::uint8_t> state(eg_.num_class_ids(), fresh);
+        struct frame {
+            class_id c;
+            std::size_t node = 0, child = 0;
+        };
+        std::vector<frame> stack;
+        for (class_id root : eg_.classes()) {
+            if (state[root] != fresh) continue;
+            stack.push_back({root});
+            state[root] = open;
+            while (!stack.empty()) {
+                frame& f = stack.back();
+                const auto& ns = eg_.nodes(f.c);
+                if (f.node == ns.size()) {
+                    state[f.c] = done;
+                    const auto h = height_[f.c];
+                    stack.pop_back();
+                    if (!stack.empty()) height_[stack.back().c] = std::max(height_[stack.back().c], h + 1);
+                    continue;
+                }
+                const auto& n = ns[f.node];
+                if (f.child == n.children.size()) {
+                    ++f.node;
+                    f.child = 0;
+                    continue;
+                }
+                const class_id k = eg_.find_const(n.children[f.child++]);
+                if (state[k] == done) {
+                    height_[f.c] = std::max(height_[f.c], height_[k] + 1);
+                } else if (state[k] == fresh) {
+                    state[k] = open;
+                    stack.push_back({k});
+                }  // open: a cycle, whose closing edge is left out
+            }
+        }
+    }
+
+    /// Whether a class of `outputs` is reachable from a class of `vars` through children: then a
+    /// target reading `vars` cannot replace `outputs` without a cycle (TENSAT's filter). Classes
+    /// lower than every output (measure_heights(); merges since may make this miss a path, which
+    /// extraction, refusing every cyclic choice, still catches) are not searched.
+    bool would_cycle(std::span<const class_id> vars, std::span<const class_id> outputs) {
+        ++epoch_;
+        if (seen_.size() < eg_.num_class_ids()) seen_.resize(eg_.num_class_ids(), 0);
+        auto height = [&](class_id c) { return c < height_.size() ? height_[c] : UINT32_MAX; };
+        std::vector<class_id> outs;
+        std::uint32_t lowest = UINT32_MAX;
+        for (auto o : outputs) {
+            outs.push_back(eg_.find(o));
+            lowest = std::min(lowest, height(outs.back()));
+        }
+        std::vector<class_id> stack;
+        for (auto v : vars) stack.push_back(eg_.find(v));
+        while (!stack.empty()) {
+            const class_id c = stack.back();
+            stack.pop_back();
+            if (seen_[c] == epoch_) continue;
+            seen_[c] = epoch_;
+            if (std::find(outs.begin(), outs.end(), c) != outs.end()) return true;
+            if (height(c) <= lowest) continue;
+            for (const auto& n : eg_.nodes(c))
+                for (auto k : n.children) {
+                    const class_id kc = eg_.find(k);
+                    if (seen_[kc] != epoch_) stack.push_back(kc);
+                }
+        }
+        return false;
+    }
+
+    /// Adds the target of `at` (a rule proven at these shapes) reading the classes `vars` and
+    /// merges its outputs with `outputs`. @return whether the e-graph changed.
+    bool add_target(const rule& at, std::span<const class_id> vars, std::span<const class_id> outputs,
+                    const std::string& text) {
+        if (would_cycle(vars, outputs)) {
+            ++filtered_;
+            return false;
+        }
+        const std::size_t before = eg_.num_class_ids();
+        m_.begin_rewrite(text);
+        std::vector<std::vector<class_id>> vals;
+        auto resolve = [&](value_ref v) -> class_id {
+            return v.is_variable() ? eg_.find(vars[v.index]) : vals.at(v.op).at(v.index);
+        };
+        for (const rule_op& ro : at.target.ops) {
+            const auto attrs = eg_.intern(ro.attrs);
+            std::vector<class_id> children;
+            for (auto v : ro.inputs) children.push_back(resolve(v));
+            std::vector<class_id> outs;
+            if (ro.inputs.empty() && ops::spec(ro.kind).has(ops::source)) {
+                const auto c = eg_.add_constant(ro.kind, attrs);
+                if (!c) return false;
+                outs.push_back(*c);
+            } else {
+                const std::size_t n =
+                    ro.num_outputs > 0 ? ro.num_outputs : ro.attrs.get_ints(ops::attr_id::sizes).size();
+                for (std::size_t j = 0; j < n; ++j) {
+                    const auto c = eg_.add(ro.kind, attrs, static_cast<std::uint16_t>(j), children);
+                    if (!c) return false;
+                    outs.push_back(*c);
+                }
+            }
+            e_node added{ro.kind, 0, attrs, {}};
+            for (auto c : children) added.children.push_back(c);
+            m_.note_added(std::move(added));
+            vals.push_back(std::move(outs));
+        }
+        bool changed = eg_.num_class_ids() != before;
+        for (std::size_t k = 0; k < at.target.outputs.size(); ++k)
+            changed = eg_.merge(outputs[k], resolve(at.target.outputs[k])) || changed;
+        return changed;
+    }
+
+    /// Proves `r` at match `em` (on the small graph the match spans) and adds its target.
+    bool apply_match(const rule& r, const e_match& em, const std::string& text) {
+        for (auto v : em.variables)
+            if (v == UINT32_MAX) return false;
+        graph::computation_graph local("match");
+        match lm;
+        for (std::size_t i = 0; i < r.variables.size(); ++i) {
+            const auto t = local.input(concat("v", i), eg_.shape(em.variables[i]), m_.dtype_of(em.variables[i]));
+            lm.variables.push_back(t);
+        }
+        std::vector<graph::output_ids> outs;
+        try {
+            for (std::size_t i = 0; i < r.source.ops.size(); ++i) {
+                const rule_op& ro = r.source.ops[i];
+                std::vector<graph::tensor_id> in;
+                for (auto v : ro.inputs)
+                    in.push_back(v.is_variable() ? lm.variables.at(v.index) : outs.at(v.op).at(v.index));
+                outs.push_back(local.add(ro.kind, in, eg_.attributes(em.ops[i].attrs), concat("s", i)));
+                lm.ops.push_back(local.producer(outs.back()[0]));
+            }
+        } catch (const error&) {
+            ++refused_;
+            return false;
+        }
+        auto inst = cache_.get(local, r, lm, limits_);
+        if (!std::holds_alternative<rule>(inst)) {
+            ++refused_;
+            return false;
+        }
+        return add_target(std::get<rule>(inst), em.variables, em.outputs, text);
+    }
+
+    /// Proves (or, failing that, checks numerically) built-in rule `b` made for graph `x` and adds it.
+    bool apply_builtin(const builtin_rewrite& b, const extraction& x) {
+        // a built-in rule's variables have the shapes it was made at: its text and their shapes
+        // identify what the proof or the numeric check decides, which later rounds meet again
+        std::string key = to_string(b.rule);
+        for (const auto& v : b.rule.variables) key += v.dims.to_string();
+        auto known = builtin_memo_.find(key);
+        if (known == builtin_memo_.end()) {
+            auto inst = cache_.get(x.graph, b.rule, b.where, limits_);
+            std::optional<rule> decided;
+            if (auto* r = std::get_if<rule>(&inst)) decided = std::move(*r);
+            else
+                decided = numeric_fallback(x.graph, b.rule, b.where,
+                                           rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
+            known = builtin_memo_.emplace(std::move(key), std::move(decided)).first;
+        }
+        if (!known->second) {
+            ++refused_;
+            return false;
+        }
+        std::vector<class_id> vars, outs;
+        for (auto t : b.where.variables) vars.push_back(x.class_of_tensor.at(t));
+        for (auto v : b.rule.source.outputs)
+            outs.push_back(x.class_of_tensor.at(x.graph.get_op(b.where.ops.at(v.op)).outputs.at(v.index)));
+        return add_target(*known->second, vars, outs, to_string(b.rule));
+    }
+
+    std::size_t refused() const noexcept { return refused_; }
+    std::size_t filtered() const noexcept { return filtered_; }
+
+private:
+    model_egraph& m_;
+    e_graph& eg_;
+    const eqsat_config& config_;
+    instantiation_cache cache_;
+    instantiation_limits limits_{};
+    std::unordered_map<std::string, std::optional<rule>> builtin_memo_;
+    std::vector<std::uint32_t> seen_;
+    std::vector<std::uint32_t> height_;
+    std::uint32_t epoch_ = 0;
+    std::size_t refused_ = 0, filtered_ = 0;
+};
+
+}  // namespace detail
+
+template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
+requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
+                                                                  std::span<const rule> rules, const Cost& cost,
+                                                                  const Device& device, const eqsat_config& config,
+                                                                  Visitor&& visitor) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto at = [&](double share) {
+        return start +
+               std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share * config.space.seconds));
+    };
+    const auto saturation_end = at(config.saturation_share);
+    const rule_library library(rules, config.space.both_directions);
+    search_stats stats;
+    stats.cost_before = inference_cost(g, cost, device);
+
+    model_egraph m(g);
+    detail::saturation sat(m, config);
+    // the graph extracted last: the model itself to begin with
+    extraction x{g, std::vector<class_id>(g.num_tensors(), 0), stats.cost_before, {}};
+    for (graph::tensor_id t = 0; t < g.num_tensors(); ++t) x.class_of_tensor[t] = m.class_of(t);
+
+    std::optional<search_bound> bound;
+    std::vector<std::string> texts(library.size());
+    for (std::size_t k = 0; k < library.size(); ++k) texts[k] = to_string(library[k]);
+    while (!bound) {
+        if (stats.steps >= config.iterations) {
+            bound = search_bound::iterations;
+            break;
+        }
+        ++stats.steps;
+        const auto classes_of = sat.kind_index();
+        sat.measure_heights();
+        std::bitset<ops::num_op_kinds> present;
+        for (std::size_t k = 0; k < classes_of.size(); ++k) present.set(k, !classes_of[k].empty());
+        // search first (on the e-graph as the round found it), then apply: Tensat's order
+        std::vector<std::pair<std::size_t, detail::e_match>> found;
+        for (std::size_t k = 0; k < library.size() && !bound; ++k) {
+            if (!library.may_match(k, present)) continue;
+            if (clock::now() >= saturation_end) bound = search_bound::time;
+            std::vector<detail::e_match> ms;
+            detail::e_matcher(m.egraph(), library[k], classes_of).run(config.matches_per_rule, ms);
+            for (auto& em : ms) found.emplace_back(k, std::move(em));
+        }
+        bool changed = false;
+        for (const auto& [k, em] : found) {
+            if (bound) break;
+            if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
+            else if (clock::now() >= saturation_end) bound = search_bound::time;
+            else changed = sat.apply_match(library[k], em, texts[k]) || changed;
+        }
+        m.egraph().rebuild();
+        const auto extraction_end = [&] {
+            return std::min(saturation_end, clock::now() + (saturation_end - start) / 8);
+        };
+        x = extract(m, cost, device, extraction_end(), &x);
+        // the built-ins are made for a graph: for the one extracted (builtin_passes)
+        for (std::size_t pass = 0; config.space.use_builtins && pass < config.builtin_passes && !bound; ++pass) {
+            bool added = false;
+            for (const auto& b : builtin_rules(x.graph, config.space.builtins)) {
+                if (bound) break;
+                if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
+                else if (clock::now() >= saturation_end) bound = search_bound::time;
+                else added = sat.apply_builtin(b, x) || added;
+            }
+            changed = changed || added;
+            if (!added) break;
+            m.egraph().rebuild();
+            auto next = extract(m, cost, device, extraction_end(), &x);
+            const bool cheaper = next.cost < x.cost;
+            x = std::move(next);
+            if (!cheaper) break;
+        }
+        if (!changed && !bound) bound = search_bound::converged;
+        stats.graphs_seen = m.egraph().num_nodes();
+        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, std::min(x.cost, stats.cost_before),
+                                              seconds_since(start)}))
+            bound = bound.value_or(search_bound::stopped);
+    }
+    stats.bound = *bound;
+    // the final extraction, with the time left
+    if (clock::now() < at(1.0)) {
+        auto final = extract(m, cost, device, at(1.0), &x);
+        if (final.cost < x.cost) x = std::move(final);
+    }
+    stats.refused = sat.refused();
+    stats.seconds = seconds_since(start);
+    if (!(x.cost < stats.cost_before)) {
+        stats.cost_after = stats.cost_before;
+        return {g, std::move(stats)};
+    }
+    for (auto a : x.rewrites) stats.applied.push_back(m.rewrite_text(a));
+    stats.rules_applied = stats.applied.size();
+    stats.cost_after = x.cost;
+    return {std::move(x.graph), std::move(stats)};
+}
+
+}  // namespace goopt::subst
