@@ -24,6 +24,7 @@
 #include <goopt/subst/model_egraph.hpp>
 #include <goopt/subst/optimize.hpp>
 #include <goopt/subst/pattern.hpp>
+#include <goopt/subst/pattern_matcher.hpp>
 #include <goopt/subst/prover.hpp>
 #include <goopt/subst/rewrite.hpp>
 #include <goopt/subst/rule.hpp>

@@ -262,7 +262,7 @@ TEST_CASE("axioms: random depth-2 graphs of TASO's world stay sound under satura
 
 namespace detail_test {
 /// Deliberately wrong: relu(ewadd(x,y)) = ewadd(relu(x),relu(y)).
-inline void relu_over_ewadd(matcher& m, class_id c, const e_node& n) {
+inline void relu_over_ewadd(axiom_matcher& m, class_id c, const e_node& n) {
     for (const auto& s : m.g.nodes(n.children[0]))
         if (s.kind == op_kind::ewadd)
             m.emit(c, m.op(op_kind::ewadd, s.attrs,

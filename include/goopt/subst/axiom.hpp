@@ -36,7 +36,7 @@ struct new_op {
 
 /// What one match of an axiom asks for: build ops [first, first + count) of the round's op list in
 /// order, then join `result` with `target`. Plain data: a round may hold millions of them.
-struct rewrite {
+struct axiom_rewrite {
     std::uint16_t axiom = 0;
     class_id target = 0;
     term_ref result = 0;
@@ -46,9 +46,10 @@ struct rewrite {
 
 /// @brief What an axiom sees and writes while matching: the e-graph (read, and its attribute table
 /// extended by intern) and the rewrites of this round, applied after all matching.
-class matcher {
+class axiom_matcher {
 public:
-    matcher(e_graph& graph, std::vector<rewrite>& out, std::vector<new_op>& ops) : g(graph), out_(out), ops_(ops) {
+    axiom_matcher(e_graph& graph, std::vector<axiom_rewrite>& out, std::vector<new_op>& ops)
+        : g(graph), out_(out), ops_(ops) {
         start_ = ops_.size();
     }
 
@@ -78,7 +79,7 @@ public:
     void discard() { ops_.resize(start_); }
 
 private:
-    std::vector<rewrite>& out_;
+    std::vector<axiom_rewrite>& out_;
     std::vector<new_op>& ops_;
     std::size_t start_ = 0;
 };
@@ -89,7 +90,7 @@ struct axiom {
     std::string_view name;
     std::string_view statement;
     std::uint64_t roots;  ///< bit k: applied at e-nodes of ops::op_kind k
-    void (*apply)(matcher&, class_id, const e_node&);
+    void (*apply)(axiom_matcher&, class_id, const e_node&);
 };
 
 static_assert(ops::num_op_kinds <= 64, "axiom::roots is a 64-bit mask of op kinds");
@@ -108,48 +109,48 @@ using ops::attr_id;
 using ops::op_kind;
 using ints = std::vector<std::int64_t>;
 
-inline std::int64_t act(const matcher& m, const e_node& n) { return m.at(n).get_int(attr_id::activation); }
+inline std::int64_t act(const axiom_matcher& m, const e_node& n) { return m.at(n).get_int(attr_id::activation); }
 /// Axis of a concat or split node at class c, normalized to [0, rank).
-inline std::int64_t axis(const matcher& m, const e_node& n, class_id of_input) {
+inline std::int64_t axis(const axiom_matcher& m, const e_node& n, class_id of_input) {
     return static_cast<std::int64_t>(m.g.shape(of_input).axis(m.at(n).get_int(attr_id::axis)));
 }
-inline std::int64_t concat_axis(const matcher& m, const e_node& n, class_id c) {
+inline std::int64_t concat_axis(const axiom_matcher& m, const e_node& n, class_id c) {
     return static_cast<std::int64_t>(m.g.shape(c).axis(m.at(n).get_int(attr_id::axis)));
 }
-inline bool scalar(const matcher& m, class_id c) {
+inline bool scalar(const axiom_matcher& m, class_id c) {
     const auto& s = m.g.shape(c);
     return s.rank() <= 1 && s.num_elements() == 1;
 }
-inline bool same_shape(const matcher& m, class_id a, class_id b) { return m.g.shape(a) == m.g.shape(b); }
+inline bool same_shape(const axiom_matcher& m, class_id a, class_id b) { return m.g.shape(a) == m.g.shape(b); }
 /// The attributes of `n` with the fused activation set to `a`.
-inline std::uint32_t with_activation(matcher& m, const e_node& n, std::int64_t a) {
+inline std::uint32_t with_activation(axiom_matcher& m, const e_node& n, std::int64_t a) {
     ops::attribute_map x = m.at(n);
     x.set(attr_id::activation, a);
     return m.g.intern(x);
 }
-inline std::uint32_t concat_on(matcher& m, std::int64_t axis) {
+inline std::uint32_t concat_on(axiom_matcher& m, std::int64_t axis) {
     return m.attrs(op_kind::concat, {{attr_id::axis, axis}});
 }
 /// Groups = 1: the kernel reads every input channel.
-inline bool dense_conv(const matcher& m, class_id x, class_id w) { return m.g.shape(x)[1] == m.g.shape(w)[1]; }
+inline bool dense_conv(const axiom_matcher& m, class_id x, class_id w) { return m.g.shape(x)[1] == m.g.shape(w)[1]; }
 /// The explicit permutation of a transpose node applied to a value of rank r.
-inline ints perm(const matcher& m, const e_node& n, std::size_t r) {
+inline ints perm(const axiom_matcher& m, const e_node& n, std::size_t r) {
     ints p = m.at(n).get_ints(attr_id::perm);
     if (p.empty())
         for (std::size_t i = r; i-- > 0;) p.push_back(static_cast<std::int64_t>(i));
     return p;
 }
-template <class F> void each(const matcher& m, class_id c, op_kind k, F f) {
+template <class F> void each(const axiom_matcher& m, class_id c, op_kind k, F f) {
     for (const auto& n : m.g.nodes(c))
         if (n.kind == k) f(n);
 }
 
-inline void commute(matcher& m, class_id c, const e_node& n) {
+inline void commute(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.children[0] != n.children[1]) m.emit(c, m.op(n.kind, n.attrs, {n.children[1], n.children[0]}));
 }
 
 /// (x . y) . z = x . (y . z), both ways, for a binary op with its attributes (ewadd, ewmul, concat).
-inline void associate(matcher& m, class_id c, const e_node& n) {
+inline void associate(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.children.size() != 2) return;
     for (const auto& l : m.g.nodes(n.children[0]))
         if (l.kind == n.kind && l.attrs == n.attrs && l.children.size() == 2)

@@ -16,10 +16,10 @@
 
 namespace goopt::subst::detail {
 
-inline void ewadd_assoc(matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
+inline void ewadd_assoc(axiom_matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
 
 /// ewmul(ewadd(x,y),z) = ewadd(ewmul(x,z),ewmul(y,z)).
-inline void ewmul_distrib(matcher& m, class_id c, const e_node& n) {
+inline void ewmul_distrib(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::ewmul) {
         each(m, n.children[0], op_kind::ewadd, [&](const e_node& s) {
             m.emit(c, m.op(op_kind::ewadd, s.attrs,
@@ -37,7 +37,7 @@ inline void ewmul_distrib(matcher& m, class_id c, const e_node& n) {
     }
 }
 
-inline void ewmul_one(matcher& m, class_id c, const e_node& n) {
+inline void ewmul_one(axiom_matcher& m, class_id c, const e_node& n) {
     for (int k = 0; k < 2; ++k)
         each(m, n.children[k], op_kind::const_one, [&](const e_node&) {
             if (same_shape(m, n.children[1 - k], c)) m.emit(c, n.children[1 - k]);
@@ -45,7 +45,7 @@ inline void ewmul_one(matcher& m, class_id c, const e_node& n) {
 }
 
 /// smul(smul(x,s),t) = smul(x,smul(s,t)).
-inline void smul_assoc(matcher& m, class_id c, const e_node& n) {
+inline void smul_assoc(axiom_matcher& m, class_id c, const e_node& n) {
     if (!scalar(m, n.children[1])) return;
     each(m, n.children[0], op_kind::smul, [&](const e_node& l) {
         m.emit(c, m.op(op_kind::smul, n.attrs,
@@ -58,13 +58,13 @@ inline void smul_assoc(matcher& m, class_id c, const e_node& n) {
     });
 }
 
-inline void smul_scalar_comm(matcher& m, class_id c, const e_node& n) {
+inline void smul_scalar_comm(axiom_matcher& m, class_id c, const e_node& n) {
     if (scalar(m, n.children[0]) && same_shape(m, n.children[0], n.children[1])) commute(m, c, n);
 }
 
 /// f(ewadd(x,y), rest) = ewadd(f(x, rest), f(y, rest)) for f linear in input k (activation none
 /// when f has one); at an ewadd of two f's that differ only in input k, the other way.
-inline void linear_in(matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
+inline void linear_in(axiom_matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
     const bool has_act = ops::spec(f).has(ops::fused_activation);
     if (n.kind == f) {
         if (has_act && act(m, n) != 0) return;
@@ -98,7 +98,7 @@ inline void linear_in(matcher& m, class_id c, const e_node& n, op_kind f, std::s
 }
 
 /// f(smul(x,s), rest) = smul(f(x, rest), s) for f linear in input k (activation none).
-inline void scalar_through(matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
+inline void scalar_through(axiom_matcher& m, class_id c, const e_node& n, op_kind f, std::size_t k) {
     const bool has_act = ops::spec(f).has(ops::fused_activation);
     if (n.kind == f) {
         if (has_act && act(m, n) != 0) return;
@@ -122,24 +122,28 @@ inline void scalar_through(matcher& m, class_id c, const e_node& n, op_kind f, s
     });
 }
 
-inline void smul_distrib(matcher& m, class_id c, const e_node& n) {
+inline void smul_distrib(axiom_matcher& m, class_id c, const e_node& n) {
     // smul(., s) is linear in its first input: the ewadd case of linear_in with the scalar fixed
     linear_in(m, c, n, op_kind::smul, 0);
     linear_in(m, c, n, op_kind::smul, 1);
 }
-inline void smul_ewmul(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::ewmul, 0); }
-inline void smul_matmul(matcher& m, class_id c, const e_node& n) {
+inline void smul_ewmul(axiom_matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::ewmul, 0); }
+inline void smul_matmul(axiom_matcher& m, class_id c, const e_node& n) {
     scalar_through(m, c, n, op_kind::matmul, 0);
     scalar_through(m, c, n, op_kind::matmul, 1);
 }
-inline void smul_conv2d(matcher& m, class_id c, const e_node& n) {
+inline void smul_conv2d(axiom_matcher& m, class_id c, const e_node& n) {
     scalar_through(m, c, n, op_kind::conv2d, 0);
     scalar_through(m, c, n, op_kind::conv2d, 1);
 }
-inline void smul_transpose(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::transpose, 0); }
-inline void smul_avgpool(matcher& m, class_id c, const e_node& n) { scalar_through(m, c, n, op_kind::avgpool2d, 0); }
+inline void smul_transpose(axiom_matcher& m, class_id c, const e_node& n) {
+    scalar_through(m, c, n, op_kind::transpose, 0);
+}
+inline void smul_avgpool(axiom_matcher& m, class_id c, const e_node& n) {
+    scalar_through(m, c, n, op_kind::avgpool2d, 0);
+}
 
-inline void transpose_involution(matcher& m, class_id c, const e_node& n) {
+inline void transpose_involution(axiom_matcher& m, class_id c, const e_node& n) {
     const std::size_t r = m.g.shape(c).rank();
     const ints outer = perm(m, n, r);
     each(m, n.children[0], op_kind::transpose, [&](const e_node& t) {
@@ -151,7 +155,7 @@ inline void transpose_involution(matcher& m, class_id c, const e_node& n) {
 }
 
 /// transpose(f(x,y)) = f(transpose(x),transpose(y)) for elementwise f on equal shapes.
-inline void transpose_elementwise(matcher& m, class_id c, const e_node& n, op_kind f) {
+inline void transpose_elementwise(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == op_kind::transpose) {
         each(m, n.children[0], f, [&](const e_node& e) {
             if (!same_shape(m, e.children[0], e.children[1])) return;
@@ -168,24 +172,28 @@ inline void transpose_elementwise(matcher& m, class_id c, const e_node& n, op_ki
         });
     });
 }
-inline void transpose_ewadd(matcher& m, class_id c, const e_node& n) { transpose_elementwise(m, c, n, op_kind::ewadd); }
-inline void transpose_ewmul(matcher& m, class_id c, const e_node& n) { transpose_elementwise(m, c, n, op_kind::ewmul); }
+inline void transpose_ewadd(axiom_matcher& m, class_id c, const e_node& n) {
+    transpose_elementwise(m, c, n, op_kind::ewadd);
+}
+inline void transpose_ewmul(axiom_matcher& m, class_id c, const e_node& n) {
+    transpose_elementwise(m, c, n, op_kind::ewmul);
+}
 
 /// f(g(x)) = g(f(x)) for two unary ops that commute (relu and transpose).
-inline void swap_unary(matcher& m, class_id c, const e_node& n, op_kind other) {
+inline void swap_unary(axiom_matcher& m, class_id c, const e_node& n, op_kind other) {
     each(m, n.children[0], other,
          [&](const e_node& l) { m.emit(c, m.op(l.kind, l.attrs, {m.op(n.kind, n.attrs, {l.children[0]})})); });
 }
-inline void transpose_relu(matcher& m, class_id c, const e_node& n) {
+inline void transpose_relu(axiom_matcher& m, class_id c, const e_node& n) {
     swap_unary(m, c, n, n.kind == op_kind::relu ? op_kind::transpose : op_kind::relu);
 }
 
-inline bool is_matrix_transpose(const matcher& m, const e_node& t, class_id c) {
+inline bool is_matrix_transpose(const axiom_matcher& m, const e_node& t, class_id c) {
     return m.g.shape(c).rank() == 2 && perm(m, t, 2) == ints{1, 0};
 }
 
 /// transpose(matmul(x,y)) = matmul(transpose(y),transpose(x)), rank 2, any fused activation.
-inline void transpose_matmul(matcher& m, class_id c, const e_node& n) {
+inline void transpose_matmul(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::transpose) {
         if (!is_matrix_transpose(m, n, c)) return;
         each(m, n.children[0], op_kind::matmul, [&](const e_node& p) {
@@ -207,7 +215,7 @@ inline void transpose_matmul(matcher& m, class_id c, const e_node& n) {
 }
 
 /// transpose{p}(concat{a}(x,y)) = concat{j}(transpose{p}(x), transpose{p}(y)) with p[j] = a.
-inline void transpose_concat(matcher& m, class_id c, const e_node& n) {
+inline void transpose_concat(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::transpose) {
         const ints p = perm(m, n, m.g.shape(c).rank());
         each(m, n.children[0], op_kind::concat, [&](const e_node& k) {
@@ -234,7 +242,7 @@ inline void transpose_concat(matcher& m, class_id c, const e_node& n) {
     });
 }
 
-inline void transpose_const(matcher& m, class_id c, const e_node& n) {
+inline void transpose_const(axiom_matcher& m, class_id c, const e_node& n) {
     for (const auto& k : m.g.nodes(n.children[0])) {
         if (k.kind == op_kind::const_imm && is_matrix_transpose(m, n, c))
             m.emit(c, m.op(op_kind::const_imm, k.attrs, {}));
@@ -245,7 +253,7 @@ inline void transpose_const(matcher& m, class_id c, const e_node& n) {
     }
 }
 
-inline void matmul_assoc(matcher& m, class_id c, const e_node& n) {
+inline void matmul_assoc(axiom_matcher& m, class_id c, const e_node& n) {
     if (act(m, n) != 0) return;
     each(m, n.children[0], op_kind::matmul, [&](const e_node& l) {
         if (l.attrs == n.attrs)
@@ -259,18 +267,18 @@ inline void matmul_assoc(matcher& m, class_id c, const e_node& n) {
     });
 }
 
-inline void matmul_linear(matcher& m, class_id c, const e_node& n) {
+inline void matmul_linear(axiom_matcher& m, class_id c, const e_node& n) {
     linear_in(m, c, n, op_kind::matmul, 0);
     linear_in(m, c, n, op_kind::matmul, 1);
 }
-inline void conv2d_linear(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_linear(axiom_matcher& m, class_id c, const e_node& n) {
     linear_in(m, c, n, op_kind::conv2d, 0);
     linear_in(m, c, n, op_kind::conv2d, 1);
 }
-inline void avgpool_linear(matcher& m, class_id c, const e_node& n) { linear_in(m, c, n, op_kind::avgpool2d, 0); }
+inline void avgpool_linear(axiom_matcher& m, class_id c, const e_node& n) { linear_in(m, c, n, op_kind::avgpool2d, 0); }
 
 /// f{relu}(...) = relu(f{none}(...)).
-inline void fused_relu(matcher& m, class_id c, const e_node& n, op_kind f) {
+inline void fused_relu(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == f) {
         if (act(m, n) != static_cast<std::int64_t>(ops::activation::relu)) return;
         const std::uint32_t plain = with_activation(m, n, 0);
@@ -286,10 +294,10 @@ inline void fused_relu(matcher& m, class_id c, const e_node& n, op_kind f) {
         else m.emit(c, m.op(f, fused, {p.children[0], p.children[1]}));
     });
 }
-inline void matmul_relu(matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::matmul); }
-inline void conv2d_relu(matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::conv2d); }
+inline void matmul_relu(axiom_matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::matmul); }
+inline void conv2d_relu(axiom_matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::conv2d); }
 
-inline void matmul_imm(matcher& m, class_id c, const e_node& n) {
+inline void matmul_imm(axiom_matcher& m, class_id c, const e_node& n) {
     if (act(m, n) != 0) return;
     each(m, n.children[1], op_kind::const_imm, [&](const e_node&) { m.emit(c, n.children[0]); });
     each(m, n.children[0], op_kind::const_imm, [&](const e_node&) { m.emit(c, n.children[1]); });

@@ -21,7 +21,7 @@ namespace goopt::subst::detail {
 /// Batched matmul [..., M, K] x [..., K, N] (batch prefixes broadcast): rows of the left operand
 /// are rows of the result (axis rank - 2) and columns of the right operand its columns (axis
 /// rank - 1), whatever the ranks; the concatenations of the operands are on their own such axes.
-inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
+inline void matmul_concat_outer(axiom_matcher& m, class_id c, const e_node& n) {
     const auto r = static_cast<std::int64_t>(m.g.shape(c).rank());
     if (r < 2) return;
     auto rank = [&](class_id x) { return static_cast<std::int64_t>(m.g.shape(x).rank()); };
@@ -58,7 +58,7 @@ inline void matmul_concat_outer(matcher& m, class_id c, const e_node& n) {
         });
     });
 }
-inline void matmul_concat_inner(matcher& m, class_id c, const e_node& n) {
+inline void matmul_concat_inner(axiom_matcher& m, class_id c, const e_node& n) {
     if (m.g.shape(c).rank() != 2) return;
     if (n.kind == op_kind::matmul) {
         if (act(m, n) != 0) return;
@@ -86,7 +86,7 @@ inline void matmul_concat_inner(matcher& m, class_id c, const e_node& n) {
 }
 
 /// conv2d(x, concat{0}(w,v)) = concat{1}(conv2d(x,w), conv2d(x,v)), groups 1, any attributes.
-inline void conv2d_concat_out(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_concat_out(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::conv2d) {
         if (!dense_conv(m, n.children[0], n.children[1])) return;
         each(m, n.children[1], op_kind::concat, [&](const e_node& k) {
@@ -110,7 +110,7 @@ inline void conv2d_concat_out(matcher& m, class_id c, const e_node& n) {
 }
 
 /// conv2d(concat{1}(x,y), concat{1}(w,v)) = ewadd(conv2d(x,w), conv2d(y,v)), groups 1, activation none.
-inline void conv2d_concat_in(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_concat_in(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::conv2d) {
         if (act(m, n) != 0) return;
         each(m, n.children[0], op_kind::concat, [&](const e_node& xs) {
@@ -153,7 +153,7 @@ inline bool slices_independent(op_kind f, std::int64_t axis) {
             return false;
     }
 }
-inline void through_concat(matcher& m, class_id c, const e_node& n, op_kind f) {
+inline void through_concat(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == f) {
         each(m, n.children[0], op_kind::concat, [&](const e_node& k) {
             if (k.children.size() != 2 || !slices_independent(f, concat_axis(m, k, n.children[0]))) return;
@@ -179,14 +179,18 @@ inline void through_concat(matcher& m, class_id c, const e_node& n, op_kind f) {
         });
     });
 }
-inline void relu_concat(matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::relu); }
-inline void smul_concat(matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::smul); }
-inline void avgpool_concat(matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::avgpool2d); }
-inline void conv2d_concat_batch(matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::conv2d); }
+inline void relu_concat(axiom_matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::relu); }
+inline void smul_concat(axiom_matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::smul); }
+inline void avgpool_concat(axiom_matcher& m, class_id c, const e_node& n) {
+    through_concat(m, c, n, op_kind::avgpool2d);
+}
+inline void conv2d_concat_batch(axiom_matcher& m, class_id c, const e_node& n) {
+    through_concat(m, c, n, op_kind::conv2d);
+}
 
 /// f(concat{a}(x,y), concat{a}(z,u)) = concat{a}(f(x,z), f(y,u)) for elementwise f, x and z of one
 /// shape and no broadcasting.
-inline void elementwise_concat(matcher& m, class_id c, const e_node& n, op_kind f) {
+inline void elementwise_concat(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == f) {
         if (!same_shape(m, n.children[0], n.children[1])) return;
         each(m, n.children[0], op_kind::concat, [&](const e_node& a) {
@@ -212,13 +216,13 @@ inline void elementwise_concat(matcher& m, class_id c, const e_node& n, op_kind 
         });
     });
 }
-inline void ewadd_concat(matcher& m, class_id c, const e_node& n) { elementwise_concat(m, c, n, op_kind::ewadd); }
-inline void ewmul_concat(matcher& m, class_id c, const e_node& n) { elementwise_concat(m, c, n, op_kind::ewmul); }
+inline void ewadd_concat(axiom_matcher& m, class_id c, const e_node& n) { elementwise_concat(m, c, n, op_kind::ewadd); }
+inline void ewmul_concat(axiom_matcher& m, class_id c, const e_node& n) { elementwise_concat(m, c, n, op_kind::ewmul); }
 
-inline void concat_assoc(matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
+inline void concat_assoc(axiom_matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
 
 /// split{a,[p,q]}(concat{a}(x,y)) = x, y when x has p and y has q along a.
-inline void split_concat(matcher& m, class_id c, const e_node& n) {
+inline void split_concat(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& sizes = m.at(n).get_ints(attr_id::sizes);
     if (sizes.size() != 2) return;
     const auto a = axis(m, n, n.children[0]);
@@ -231,7 +235,7 @@ inline void split_concat(matcher& m, class_id c, const e_node& n) {
 }
 
 /// concat{a}(split{a}(x)#0, split{a}(x)#1) = x for a split into two.
-inline void concat_split(matcher& m, class_id c, const e_node& n) {
+inline void concat_split(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.children.size() != 2) return;
     const auto a = concat_axis(m, n, c);
     each(m, n.children[0], op_kind::split, [&](const e_node& s) {
@@ -244,7 +248,7 @@ inline void concat_split(matcher& m, class_id c, const e_node& n) {
 
 /// conv2d{stride 1, same, dilation 1}(x, enlarge(w)) = conv2d(x, w): the zero ring adds nothing and
 /// SAME padding grows by half the ring on each side, so every tap reads the same input cell.
-inline void conv2d_enlarge(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_enlarge(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     if (at.get_ints(attr_id::stride) != ints{1, 1} || at.get_ints(attr_id::dilation) != ints{1, 1} ||
         at.get_int(attr_id::padding) != static_cast<std::int64_t>(ops::padding_mode::same))
@@ -255,7 +259,7 @@ inline void conv2d_enlarge(matcher& m, class_id c, const e_node& n) {
 }
 
 /// conv2d{stride 1, same, dilation 1, none}(x, const_iconv) = x (groups 1): only the center tap is 1.
-inline void conv2d_iconv(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_iconv(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     if (act(m, n) != 0 || at.get_ints(attr_id::stride) != ints{1, 1} || at.get_ints(attr_id::dilation) != ints{1, 1} ||
         at.get_int(attr_id::padding) != static_cast<std::int64_t>(ops::padding_mode::same) ||
@@ -267,7 +271,7 @@ inline void conv2d_iconv(matcher& m, class_id c, const e_node& n) {
 /// avgpool2d{k, s, valid}(x) = conv2d{s, valid}(x, const_pool[C,1,k]): with VALID windows every
 /// window covers k cells. Not with SAME: our average excludes padding (TensorFlow's
 /// count_include_pad = false), so border windows divide by fewer cells than the kernel's 1/(kh*kw).
-inline void pool_as_conv(matcher& m, class_id c, const e_node& n) {
+inline void pool_as_conv(axiom_matcher& m, class_id c, const e_node& n) {
     const auto valid = static_cast<std::int64_t>(ops::padding_mode::valid);
     if (n.kind == op_kind::avgpool2d) {
         const auto& at = m.at(n);
@@ -298,7 +302,7 @@ inline void pool_as_conv(matcher& m, class_id c, const e_node& n) {
 }
 
 /// conv2d{padding=same}(x,w) = conv2d{padding=valid}(x,w) for a 1x1 kernel: SAME pads nothing then.
-inline void conv2d_pointwise_padding(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_pointwise_padding(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& ws = m.g.shape(n.children[1]);
     if (ws[2] != 1 || ws[3] != 1) return;
     ops::attribute_map other = m.at(n);
@@ -308,7 +312,7 @@ inline void conv2d_pointwise_padding(matcher& m, class_id c, const e_node& n) {
 
 /// avgpool2d(conv2d{stride 1}(x,w)) = conv2d(avgpool2d(x),w) for a 1x1 kernel, groups 1, no
 /// activation on either: mixing channels pixel by pixel commutes with averaging each channel.
-inline void conv2d_pointwise_avgpool(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_pointwise_avgpool(axiom_matcher& m, class_id c, const e_node& n) {
     auto pointwise = [&](const e_node& k) {
         const auto& at = m.at(k);
         const auto& ws = m.g.shape(k.children[1]);
@@ -334,7 +338,7 @@ inline void conv2d_pointwise_avgpool(matcher& m, class_id c, const e_node& n) {
 
 /// concat{a}(concat{b}(x,y), concat{b}(z,u)) = concat{b}(concat{a}(x,z), concat{a}(y,u)) for a != b
 /// when x and z have one extent along b: the two ways to assemble a block matrix.
-inline void concat_interchange(matcher& m, class_id c, const e_node& n) {
+inline void concat_interchange(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.children.size() != 2) return;
     const auto a = concat_axis(m, n, c);
     each(m, n.children[0], op_kind::concat, [&](const e_node& l) {
@@ -355,7 +359,7 @@ inline void concat_interchange(matcher& m, class_id c, const e_node& n) {
 /// conv2d{stride s}(conv2d{stride 1, valid}(x,w), v) = conv2d(conv2d{stride s, valid}(x,w), v) for
 /// a 1x1 v with dilation 1: a strided 1x1 conv keeps every s-th pixel, and keeping every s-th
 /// output of a VALID conv is that conv with stride s (not so for SAME: its padding depends on s).
-inline void conv2d_stride_inward(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_stride_inward(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& vs = m.g.shape(n.children[1]);
     if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} ||
@@ -375,7 +379,7 @@ inline void conv2d_stride_inward(matcher& m, class_id c, const e_node& n) {
 }
 
 /// ewmul(s,t) = smul(s,t) for scalars of one shape.
-inline void ewmul_scalar(matcher& m, class_id c, const e_node& n) {
+inline void ewmul_scalar(axiom_matcher& m, class_id c, const e_node& n) {
     if (scalar(m, n.children[0]) && same_shape(m, n.children[0], n.children[1]))
         m.emit(c, m.op(op_kind::smul, m.attrs(op_kind::smul), {n.children[0], n.children[1]}));
 }
@@ -383,7 +387,7 @@ inline void ewmul_scalar(matcher& m, class_id c, const e_node& n) {
 /// conv2d(concat{1}(x,y), concat{0}(w,v)) = concat{1}(conv2d(x,w), conv2d(y,v)) when the grouped
 /// conv's groups fall whole into x and y: x and y have whole groups of input channels, and w, v
 /// the matching output channels (the shape rule derives groups from the kernel's channels).
-inline void conv2d_concat_groups(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_concat_groups(axiom_matcher& m, class_id c, const e_node& n) {
     auto fits = [&](class_id x, class_id y, class_id w, class_id v) {
         const auto cg = m.g.shape(w)[1];
         if (m.g.shape(v)[1] != cg) return false;
@@ -428,12 +432,12 @@ inline std::int64_t combined_activation(std::int64_t inner, std::int64_t outer) 
     if (outer == 0 || (outer == inner && inner == static_cast<std::int64_t>(ops::activation::relu))) return inner;
     return -1;
 }
-inline bool identity_kernel(const matcher& m, class_id x, class_id w) {
+inline bool identity_kernel(const axiom_matcher& m, class_id x, class_id w) {
     for (const auto& k : m.g.nodes(w))
         if (k.kind == op_kind::const_iconv) return dense_conv(m, x, w);
     return false;
 }
-inline void conv2d_iconv_crop(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_iconv_crop(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto same = static_cast<std::int64_t>(ops::padding_mode::same);
     if (at.get_ints(attr_id::dilation) != ints{1, 1} || !identity_kernel(m, n.children[0], n.children[1])) return;
@@ -467,7 +471,7 @@ inline void conv2d_iconv_crop(matcher& m, class_id c, const e_node& n) {
 
 /// conv2d{act}(relu(x), const_iconv) = conv2d{relu}(x, const_iconv) for act none or relu: the
 /// identity kernel only moves cells (and pads zeros, which relu keeps).
-inline void conv2d_iconv_relu(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_iconv_relu(axiom_matcher& m, class_id c, const e_node& n) {
     if (!identity_kernel(m, n.children[0], n.children[1])) return;
     const auto relu = static_cast<std::int64_t>(ops::activation::relu);
     const auto a = act(m, n);
@@ -483,7 +487,7 @@ inline void conv2d_iconv_relu(matcher& m, class_id c, const e_node& n) {
 /// conv2d{stride=s}(conv2d{padding=p,stride=t}(x,const_iconv), w) = conv2d{padding=p,stride=s*t}(x,enlarge(w))
 /// for a 1x1 w, groups 1, dilation 1, inner activation none, and s = 1 when p is same: the picked
 /// centers are the taps of w enlarged to the identity kernel's size.
-inline void conv2d_iconv_pointwise(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_iconv_pointwise(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& ws = m.g.shape(n.children[1]);
     if (ws[2] != 1 || ws[3] != 1 || at.get_ints(attr_id::dilation) != ints{1, 1} ||
@@ -511,7 +515,7 @@ inline void conv2d_iconv_pointwise(matcher& m, class_id c, const e_node& n) {
 
 /// The other way: conv2d{padding=p,stride=t}(x,enlarge(w)) = conv2d(conv2d{padding=p,stride=t}(x,const_iconv),w)
 /// for a 1x1 w, groups 1, dilation 1 (the identity kernel only where an enlarged 1x1 kernel is).
-inline void conv2d_enlarged_pointwise(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_enlarged_pointwise(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     if (at.get_ints(attr_id::dilation) != ints{1, 1}) return;
     const auto& ks = m.g.shape(n.children[1]);
@@ -532,7 +536,7 @@ inline void conv2d_enlarged_pointwise(matcher& m, class_id c, const e_node& n) {
 /// conv2d{stride=s}(f(A,B), v) = conv2d(f(A_s,B_s), v) for a 1x1 v and f elementwise (ewadd, ewmul,
 /// relu), where A_s is A's stride-1 VALID conv with stride s: a strided 1x1 conv keeps every s-th
 /// pixel, which commutes with elementwise ops (the two-op case is conv2d-stride-inward).
-inline void conv2d_stride_elementwise(matcher& m, class_id c, const e_node& n) {
+inline void conv2d_stride_elementwise(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& at = m.at(n);
     const auto& vs = m.g.shape(n.children[1]);
     if (vs[2] != 1 || vs[3] != 1 || at.get_ints(attr_id::stride) == ints{1, 1} ||
@@ -575,7 +579,7 @@ inline void conv2d_stride_elementwise(matcher& m, class_id c, const e_node& n) {
 
 /// f(enlarge(w), enlarge(v)) = enlarge(f(w,v)) for ewadd and ewmul, and smul(enlarge(w),s) =
 /// enlarge(smul(w,s)): the ring of zeros stays zero.
-inline void enlarge_elementwise(matcher& m, class_id c, const e_node& n) {
+inline void enlarge_elementwise(axiom_matcher& m, class_id c, const e_node& n) {
     if (n.kind == op_kind::enlarge) {
         for (const auto& e : m.g.nodes(n.children[0])) {
             if (e.kind == op_kind::ewadd || e.kind == op_kind::ewmul) {
@@ -605,7 +609,7 @@ inline void enlarge_elementwise(matcher& m, class_id c, const e_node& n) {
     });
 }
 
-inline void relu_idempotent(matcher& m, class_id c, const e_node& n) {
+inline void relu_idempotent(axiom_matcher& m, class_id c, const e_node& n) {
     each(m, n.children[0], op_kind::relu, [&](const e_node&) { m.emit(c, n.children[0]); });
 }
 

@@ -107,7 +107,7 @@ inline std::variant<std::vector<class_id>, std::string> add_side(e_graph& g, con
     return result;
 }
 
-inline std::optional<class_id> build(e_graph& g, const rewrite& rw, const std::vector<new_op>& ops) {
+inline std::optional<class_id> build(e_graph& g, const axiom_rewrite& rw, const std::vector<new_op>& ops) {
     boost::container::small_vector<class_id, 3> made;
     boost::container::small_vector<class_id, 2> in;
     auto ref = [&](term_ref t) { return t >= 0 ? static_cast<class_id>(t) : made[static_cast<std::size_t>(-t - 1)]; };
@@ -129,9 +129,9 @@ inline bool saturate_once(e_graph& g, std::span<const axiom> axiom_set, std::vec
     std::size_t steps = 0;
     auto late = [&] { return ++steps % 256 == 0 && std::chrono::steady_clock::now() > deadline; };
     g.rebuild();
-    std::vector<rewrite> rewrites;
+    std::vector<axiom_rewrite> rewrites;
     std::vector<new_op> new_ops;
-    matcher m(g, rewrites, new_ops);
+    axiom_matcher m(g, rewrites, new_ops);
     // match everything first, so that no node list changes while an axiom reads it
     const auto ids = g.classes();
     for (std::uint16_t a = 0; a < axiom_set.size(); ++a) {
