@@ -37,16 +37,15 @@ int run_train(train_flags& f) {
     }
     const auto cluster = load_cluster(f.cluster);
     progress_line progress(f.quiet);
-    const auto r = pretrain_placement(inputs, cluster, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph,
-                                      progress);
+    const auto r =
+        pretrain_placement(inputs, cluster, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph, progress);
     std::printf("placement policy pre-trained on %zu graphs on %s: %zu PPO updates, %zu samples, %.1f s; seed %llu\n",
                 inputs.size(), cluster.description().c_str(), r.updates, r.samples, r.seconds,
                 static_cast<unsigned long long>(f.seed));
     std::printf("%-20s %8s %14s\n", "graph", "ops", "best sampled");
     for (std::size_t k = 0; k < inputs.size(); ++k)
         std::printf("%-20s %8zu %14s%s\n", inputs[k].name.c_str(), inputs[k].graph.num_ops(),
-                    format_seconds(r.best[k].step_time).c_str(),
-                    r.best[k].oom ? " OOM" : "");
+                    format_seconds(r.best[k].step_time).c_str(), r.best[k].oom ? " OOM" : "");
     std::printf("wrote %s (use it with: goopt optimize --checkpoint %s --cluster %s ...)\n", f.checkpoint_out.c_str(),
                 f.checkpoint_out.c_str(), cluster.description().c_str());
     return 0;
