@@ -3,11 +3,7 @@
 // --checkpoint` starts from, on these graphs or new ones, for the same device count.
 #include "cli.hpp"
 
-#include <goopt/io/graph_json.hpp>
-#include <goopt/models/zoo.hpp>
-
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 namespace goopt::cli {
@@ -26,15 +22,8 @@ struct train_flags {
 int run_train(train_flags& f) {
     f.limits.start = std::chrono::steady_clock::now();
     std::vector<loaded_graph> inputs;
-    for (const auto& name : f.models) {
-        const auto e = models::find_workload(name);
-        inputs.push_back({e.build(), e.name, e.family, e.training});
-    }
-    for (const auto& file : f.graphs) {
-        loaded_graph g{io::read_graph_file(file), "", "", false};
-        g.name = g.graph.name().empty() ? std::filesystem::path(file).filename().string() : g.graph.name();
-        inputs.push_back(std::move(g));
-    }
+    for (const auto& name : f.models) inputs.push_back(load_graph({.model = name}));
+    for (const auto& file : f.graphs) inputs.push_back(load_graph({.graph_file = file}));
     const auto cluster = load_cluster(f.cluster);
     progress_line progress(f.quiet);
     const auto r =
