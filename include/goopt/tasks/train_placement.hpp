@@ -11,6 +11,7 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/tasks/placement.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
