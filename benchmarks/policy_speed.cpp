@@ -156,8 +156,13 @@ int run(int argc, char** argv) {
     std::cout << "Eigen float GEMM 2048^3: " << peak << " GFLOP/s (" << Eigen::nbThreads() << " threads)\n";
 
     std::optional<std::string> python;
-    // next to this source file (CMake passes absolute source paths, so __FILE__ finds it)
-    if (script.empty()) script = std::filesystem::path(__FILE__).parent_path() / "policy_speed_torch.py";
+    // next to this source file. CMake passes absolute source paths, but ccache with CCACHE_BASEDIR
+    // makes __FILE__ relative to the compiler's working directory, the folder of this executable.
+    if (script.empty()) {
+        script = std::filesystem::path(__FILE__).parent_path() / "policy_speed_torch.py";
+        std::error_code ec;
+        if (script.is_relative()) script = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / script;
+    }
     if (torch) {
         python = find_torch_python();
         if (!python)

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ command add_import_command(CLI::App& root);
 command add_generate_rules_command(CLI::App& root);
 command add_simulate_command(CLI::App& root);
 command add_optimize_command(CLI::App& root);
+command add_superopt_command(CLI::App& root);
+command add_train_command(CLI::App& root);
 
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {
@@ -52,9 +55,16 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec);
 cluster_type load_cluster(const std::string& spec_or_file);
 
-/// Result files: the decision document read by `simulate` (goopt.decisions, or the "decisions" of a
-/// goopt.result) and its JSON form.
-decisions read_decisions_file(const std::string& path, const graph::computation_graph& g);
+/// A decision document read by `simulate`: the decisions and, for a goopt.result written after
+/// substitution, the rewritten graph they were made for (their op indices are that graph's).
+struct decision_file {
+    decisions chosen;
+    std::optional<graph::computation_graph> graph;  ///< empty: the decisions index the given graph
+};
+
+/// Result files: the decision document read by `simulate` (goopt.decisions, or the "decisions" and
+/// "graph" of a goopt.result) and its JSON form. `given` is the graph named on the command line.
+decision_file read_decisions_file(const std::string& path, const graph::computation_graph& given);
 nlohmann::ordered_json decisions_to_json(const decisions& d);
 
 /// "12.345 ms", "1.2 GiB"

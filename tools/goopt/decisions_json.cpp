@@ -3,10 +3,12 @@
 //    "placement": [device of op 0, op 1, ...],      // required, one per op, in the graph's op order
 //    "priorities": [priority of op 0, ...],         // optional: list scheduling, larger runs first
 //    "fusion_groups": [group of op 0, ...]}         // optional: ops with one id >= 0 run fused; -1 alone
-// A goopt.result file (what `goopt optimize --out` writes) is read through its "decisions".
+// A goopt.result file (what `goopt optimize --out` writes) is read through its "decisions", and
+// through its "graph" when substitution rewrote the graph the decisions were made for.
 #include "cli.hpp"
 
 #include <goopt/io/cluster_json.hpp>
+#include <goopt/io/graph_json.hpp>
 
 #include <cmath>
 
@@ -17,19 +19,16 @@ namespace {
 template <class T, class Check>
 std::vector<T> read_list(const nlohmann::json& j, const std::string& source, const char* key, std::size_t n,
                          std::string_view expected, Check check) {
-    const std::string where = source + ": /" + key;
     const auto& v = j.at(key);
     if (!v.is_array())
-        throw error(where + ": is " + io::detail::describe(v) + ", expected an array of " + std::string(expected));
+        throw error(source, concat("/", key, ": is ", io::detail::describe(v)), concat("an array of ", expected));
     if (v.size() != n)
-        throw error(where + ": has " + std::to_string(v.size()) + " entries, expected one per op (" +
-                    std::to_string(n) + ")");
+        throw error(source, concat("/", key, ": has ", v.size(), " entries"), concat("one per op (", n, ")"));
     std::vector<T> out;
     out.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
         const auto& x = v[i];
-        if (!x.is_number() || !check(x))
-            throw error(where + "/" + std::to_string(i) + ": is " + x.dump() + ", expected " + std::string(expected));
+        if (!x.is_number() || !check(x)) throw error(source, concat("/", key, "/", i, ": is ", x.dump()), expected);
         out.push_back(x.get<T>());
     }
     return out;
@@ -37,13 +36,24 @@ std::vector<T> read_list(const nlohmann::json& j, const std::string& source, con
 
 }  // namespace
 
-decisions read_decisions_file(const std::string& path, const graph::computation_graph& g) {
+decision_file read_decisions_file(const std::string& path, const graph::computation_graph& given) {
     nlohmann::json j = io::detail::parse_json_text(io::detail::read_text_file(path, "decisions"), path);
     std::string source = path;
+    decision_file out;
     if (j.is_object() && j.contains("format") && j["format"] == "goopt.result") {
         io::detail::check_header(j, path, "goopt.result");
+        if (j.contains("graph") && !j["graph"].is_null()) {
+            // written after substitution: the decisions index the ops of this graph, not the given one's
+            const auto& before = j.contains("ops_before_substitution") ? j["ops_before_substitution"] : j["ops"];
+            if (before.is_number_unsigned() && before.get<std::size_t>() != given.num_ops())
+                throw error(path,
+                            concat("/ops_before_substitution: the result was made for a graph of ", before.dump(),
+                                   " ops, the graph given has ", given.num_ops()),
+                            "the graph that 'goopt optimize' read");
+            out.graph = io::graph_from_json(j["graph"], path, "/graph");
+        }
         if (!j.contains("decisions") || !j["decisions"].is_object())
-            throw error(path + ": /decisions: missing, expected the decisions object of a goopt.result");
+            throw error(path, "/decisions: missing", "the decisions object of a goopt.result");
         j = nlohmann::json(j["decisions"]);
         source = path + ": /decisions";
     } else {
@@ -52,10 +62,11 @@ decisions read_decisions_file(const std::string& path, const graph::computation_
     for (const auto& [key, value] : j.items())
         if (key != "format" && key != "version" && key != "method" && key != "placement" && key != "priorities" &&
             key != "fusion_groups")
-            throw error(source + ": unknown key \"" + key + "\", expected placement, priorities or fusion_groups");
-    if (!j.contains("placement")) throw error(source + ": /placement: missing, expected a device index per op");
+            throw error(source, concat("unknown key \"", key, "\""), "placement, priorities or fusion_groups");
+    if (!j.contains("placement")) throw error(source, "/placement: missing", "a device index per op");
+    const graph::computation_graph& g = out.graph ? *out.graph : given;
     const std::size_t n = g.num_ops();
-    decisions d;
+    decisions& d = out.chosen;
     d.placement = read_list<sim::device_id>(
         j, source, "placement", n, "a device index (an integer >= 0)", [](const nlohmann::json& x) {
             return x.is_number_unsigned() || (x.is_number_integer() && x.get<std::int64_t>() >= 0);
@@ -68,7 +79,7 @@ decisions read_decisions_file(const std::string& path, const graph::computation_
             j, source, "fusion_groups", n, "a group id (an integer >= -1)", [](const nlohmann::json& x) {
                 return x.is_number_integer() && x.get<std::int64_t>() >= -1 && x.get<std::int64_t>() <= INT32_MAX;
             });
-    return d;
+    return out;
 }
 
 nlohmann::ordered_json decisions_to_json(const decisions& d) {

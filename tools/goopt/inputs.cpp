@@ -25,8 +25,7 @@ std::int64_t positive_integer(std::string_view flag, std::string_view whole, std
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || v < 1)
-        throw error(std::string(flag) + " " + std::string(whole) + ": '" + std::string(text) +
-                    "' is not a positive integer");
+        throw error(concat(flag, " ", whole), concat("'", text, "' is not a positive integer"));
     return v;
 }
 
@@ -34,7 +33,7 @@ std::int64_t positive_integer(std::string_view flag, std::string_view whole, std
 std::pair<std::string, std::string> binding(std::string_view flag, const std::string& text, std::string_view form) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-        throw error(std::string(flag) + " " + text + ": expected " + std::string(form));
+        throw error(concat(flag, " ", text), "no name and value around '='", form);
     return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
@@ -86,16 +85,15 @@ graph::computation_graph import_onnx_file(const std::string& file, const std::ve
 #else
     (void)dims;
     (void)input_shapes;
-    throw error(file +
-                ": this goopt was built without ONNX import (install libonnx-dev and libprotobuf-dev, "
-                "then rebuild)");
+    throw error(file, "this goopt was built without ONNX import",
+                "a goopt built with libonnx-dev and libprotobuf-dev installed");
 #endif
 }
 
 loaded_graph load_graph(const graph_source& source) {
     if (!source.model.empty()) {
         if (!source.dims.empty() || !source.input_shapes.empty())
-            throw error("--dim and --input-shape apply to --onnx files, not to --model " + source.model);
+            throw error("--dim/--input-shape", concat("given with --model ", source.model), "an --onnx file to bind");
         const auto e = models::find_workload(source.model);
         return {e.build(), e.name, e.family, e.training};
     }
@@ -107,7 +105,7 @@ loaded_graph load_graph(const graph_source& source) {
         return r;
     }
     if (!source.dims.empty() || !source.input_shapes.empty())
-        throw error("--dim and --input-shape apply to --onnx files only");
+        throw error("--dim/--input-shape", concat("given with --graph ", source.graph_file), "an --onnx file to bind");
     loaded_graph r{io::read_graph_file(source.graph_file), "", "", false};
     r.name = r.graph.name().empty() ? std::filesystem::path(source.graph_file).filename().string() : r.graph.name();
     return r;
@@ -159,9 +157,9 @@ void progress_line::clear() {
 }
 
 error missing_capability(std::string_view task, std::string_view capability) {
-    return error("task '" + std::string(task) + "' needs " + std::string(capability) +
-                 ", which this build of goopt does not have yet; leave it out of --tasks (the default runs " +
-                 "every available task)");
+    return error("--tasks",
+                 concat("task '", task, "' needs ", capability, ", which this build of goopt does not have yet"),
+                 "it left out of --tasks (the default runs every available task)");
 }
 
 std::string format_seconds(double s) {

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string(goopt::version_string));
     std::vector<goopt::cli::command> commands;
     commands.push_back(goopt::cli::add_optimize_command(app));
+    commands.push_back(goopt::cli::add_superopt_command(app));
+    commands.push_back(goopt::cli::add_train_command(app));
     commands.push_back(goopt::cli::add_models_command(app));
     commands.push_back(goopt::cli::add_simulate_command(app));
     commands.push_back(goopt::cli::add_import_command(app));

@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/graph_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
 
@@ -93,18 +94,16 @@ nlohmann::ordered_json method_json(const method_result& m, double reference) {
 
 int run_optimize(optimize_flags& f) {
     // a checkpoint with only non-learned tasks asked for is a usage mistake, whatever this build has
-    if (!f.checkpoint.empty() && !f.tasks.empty() &&
-        std::none_of(f.tasks.begin(), f.tasks.end(), [](const std::string& t) { return t != "substitution"; }))
-        throw error("--checkpoint " + f.checkpoint +
-                    ": a pre-trained policy needs a learned task (placement, "
-                    "scheduling or fusion), and none of the tasks to run is one");
+    auto learned = [](const std::vector<std::string>& ts) {
+        return std::any_of(ts.begin(), ts.end(), [](const std::string& t) { return t != "substitution"; });
+    };
+    const auto no_learned_task = [&] {
+        return error(concat("--checkpoint ", f.checkpoint), "none of the tasks to run learns a policy",
+                     "a learned task (placement, scheduling or fusion) to start from the pre-trained policy");
+    };
+    if (!f.checkpoint.empty() && !f.tasks.empty() && !learned(f.tasks)) throw no_learned_task();
     const auto tasks = tasks_to_run(f);
-    const bool learned =
-        std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return t != "substitution"; });
-    if (!f.checkpoint.empty() && !learned)
-        throw error("--checkpoint " + f.checkpoint +
-                    ": a pre-trained policy needs a learned task (placement, "
-                    "scheduling or fusion), and none of the tasks to run is one");
+    if (!f.checkpoint.empty() && !learned(tasks)) throw no_learned_task();
     f.limits.start = std::chrono::steady_clock::now();
     progress_line progress(f.quiet);
     loaded_graph input = load_graph(f.source);
@@ -114,7 +113,8 @@ int run_optimize(optimize_flags& f) {
     // Substitution is a graph-to-graph stage: everything after it runs on the rewritten graph, and
     // the original graph's default (one device, FIFO) stays in the table as the reference.
     std::vector<method_result> methods;
-    if (std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end()) {
+    const bool substituted = std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end();
+    if (substituted) {
         simulator_type before(input.graph, cluster);
         method_result original{
             "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
@@ -204,6 +204,9 @@ int run_optimize(optimize_flags& f) {
             {"best", winner.name},
             {"best_baseline", methods[best_baseline].name},
             {"decisions", d},
+            // after substitution the decisions index the rewritten graph's ops: it travels with them
+            {"graph", substituted ? nlohmann::ordered_json::parse(io::to_json_string(input.graph))
+                                  : nlohmann::ordered_json(nullptr)},
             {"training_curve", curved ? curve_json(*curved) : nlohmann::ordered_json(nullptr)}};
         io::atomic_write(f.out, j.dump(1) + "\n");
     }
@@ -216,7 +219,9 @@ int run_optimize(optimize_flags& f) {
                                 .fusion = winner.chosen.fusion});
     }
     if (!f.curve.empty()) {
-        if (!curved) throw error("--curve " + f.curve + ": no method with a curve ran");
+        if (!curved)
+            throw error(concat("--curve ", f.curve), "no method with a curve ran",
+                        "an iterative method among those run");
         std::vector<io::curve_point> points;
         for (const auto& p : curved->curve)
             points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,6 +118,16 @@ graph::computation_graph optimize_substitution(const optimize_context& ctx);
 /// PPO-trained placement (GO, NeurIPS'20): device per op.
 task_status placement_status();
 method_result optimize_placement(const optimize_context& ctx);
+/// One placement policy pre-trained across graphs (`goopt train`), for optimize_placement to start
+/// from (optimize_context::checkpoint): the network of optimize_placement, written to `checkpoint`.
+struct pretrain_summary {
+    std::vector<sim::simulation_result> best;  ///< per graph, the best decision sampled on it
+    std::size_t updates = 0, samples = 0;
+    double seconds = 0;
+};
+pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const cluster_type& cluster,
+                                    const budget& limits, std::uint64_t seed, const std::string& checkpoint,
+                                    std::size_t updates_per_graph, progress_line& progress);
 /// PPO-trained scheduling: priority per op.
 task_status scheduling_status();
 method_result optimize_scheduling(const optimize_context& ctx);

@@ -14,22 +14,27 @@ namespace goopt::cli {
 
 task_status placement_status() { return {true, "the PPO-trained placement policy (rl/, tasks/)"}; }
 
+namespace {
+
+/// The settings of benchmarks/placement (README "Learned placement"): a narrower network than GO's,
+/// a larger learning rate, 16 samples per update on both cores. `goopt train` uses the same network,
+/// so that its checkpoints fit.
+tasks::placement_config settings(std::size_t updates) {
+    return {.ppo = {.updates = updates, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2},
+            .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
+            .task = {.schedule = tasks::ready_order::critical_path},
+            .progress = {.status = rl::status_mode::never}};
+}
+
+}  // namespace
+
 method_result optimize_placement(const optimize_context& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
-    tasks::placement_config config{
-        // settings of benchmarks/placement (README "Learned placement"): a narrower network than
-        // GO's, a larger learning rate, 16 samples per update on both cores
-        .ppo = {.updates = ctx.limits.steps,
-                .samples_per_update = 16,
-                .learning_rate = 1e-3,
-                .threads = 2,
-                .imitation_steps = 100},
-        .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
-        .task = {.schedule = tasks::ready_order::critical_path},
-        .warm_start = baselines::m_etf(s).placement,
-        .checkpoint = ctx.checkpoint,
-        .resume = !ctx.checkpoint.empty() && std::filesystem::exists(ctx.checkpoint)};
+    auto config = settings(ctx.limits.steps);
+    config.ppo.imitation_steps = 100;
+    config.warm_start = baselines::m_etf(s).placement;
+    config.pretrained = ctx.checkpoint;  // read only: the pre-trained policy stays as it is
     method_result out{"ppo_placement",
                       "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities",
                       {},
@@ -48,11 +53,13 @@ method_result optimize_placement(const optimize_context& ctx) {
             sum += o.step_time;
             ++in_update;
         }
-        bool on_update(const rl::update_stats& st) {
-            out.curve.push_back({st.update, st.samples, best, in_update ? sum / static_cast<double>(in_update) : 0});
+        std::size_t updates = 0, samples = 0;  // this run's (a pre-trained policy's counters go on)
+        bool on_update(const rl::update_stats&) {
+            samples += in_update;
+            out.curve.push_back({++updates, samples, best, in_update ? sum / static_cast<double>(in_update) : 0});
             sum = 0;
             in_update = 0;
-            ctx.progress.update("ppo_placement", st.update, ctx.limits.steps, "updates");
+            ctx.progress.update("ppo_placement", updates, ctx.limits.steps, "updates");
             return ctx.limits.time_left();
         }
     } v{ctx, out};
@@ -62,6 +69,33 @@ method_result optimize_placement(const optimize_context& ctx) {
     out.chosen = r.best.decision;
     out.result = r.best.result;
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const cluster_type& cluster,
+                                    const budget& limits, std::uint64_t seed, const std::string& checkpoint,
+                                    std::size_t updates_per_graph, progress_line& progress) {
+    auto config = settings(limits.steps);
+    config.checkpoint = checkpoint;
+    std::vector<graph::computation_graph> graphs;
+    for (const auto& in : inputs) graphs.push_back(in.graph);
+    struct visitor {
+        const budget& limits;
+        progress_line& line;
+        std::size_t updates = 0;
+        void on_sample(std::span<const int>,
+                       const tasks::placement_task<device::device_spec, cost::roofline_model>::outcome&) {}
+        bool on_update(const rl::update_stats& st) {
+            line.update("train", st.update, limits.steps, "updates");
+            return limits.time_left();
+        }
+    } v{limits, progress};
+    std::mt19937_64 rng(seed);
+    const auto r = tasks::pretrain_placement(std::span<const graph::computation_graph>(graphs), cluster,
+                                             cost::roofline_model{}, config, updates_per_graph, rng, v);
+    progress.clear();
+    pretrain_summary out{{}, r.updates, r.samples, r.seconds};
+    for (const auto& b : r.best) out.best.push_back(b.result);
     return out;
 }
 

@@ -1,7 +1,11 @@
 # ctest cases of the goopt program: runs PROGRAM with ARGS ("@@"-separated) and checks its exit
 # status (STATUS), that its output matches EXPECTED (stdout on success, stderr on failure), and that
 # a failure says so in exactly one line on stderr.
-#   cmake -DPROGRAM=... -DSTATUS=N -DEXPECTED=regex -DARGS=a@@b@@c -P run_case.cmake
+# RULES, when given, is the rule library the program finds (GOOPT_RULES_FILE in its environment).
+#   cmake -DPROGRAM=... -DSTATUS=N -DEXPECTED=regex -DARGS=a@@b@@c [-DRULES=file] -P run_case.cmake
+if(DEFINED RULES)
+  set(ENV{GOOPT_RULES_FILE} "${RULES}")
+endif()
 string(REPLACE "@@" ";" args "${ARGS}")
 execute_process(COMMAND "${PROGRAM}" ${args} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT status STREQUAL STATUS)

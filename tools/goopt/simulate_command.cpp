@@ -18,9 +18,15 @@ struct simulate_flags {
 };
 
 int run_simulate(const simulate_flags& f) {
-    const auto input = load_graph(f.source);
+    auto input = load_graph(f.source);
     const auto cluster = load_cluster(f.cluster);
-    const auto d = read_decisions_file(f.decisions_file, input.graph);
+    auto file = read_decisions_file(f.decisions_file, input.graph);
+    const auto& d = file.chosen;
+    if (file.graph) {
+        std::printf("%s: scored on the graph after substitution stored in %s (%zu ops, %zu before)\n",
+                    input.name.c_str(), f.decisions_file.c_str(), file.graph->num_ops(), input.graph.num_ops());
+        input.graph = std::move(*file.graph);
+    }
     simulator_type s(input.graph, cluster);
     const auto r = s.run(d.placement, {.priorities = d.priorities, .fusion = d.fusion, .record_trace = !f.svg.empty()});
     std::printf("%s (%zu ops) on %s: step time %s%s, %zu transfers (%s)\n", input.name.c_str(), input.graph.num_ops(),

@@ -157,6 +157,18 @@ public:
     /// The number of updates to run in total (e.g. raised before resuming a finished run).
     void set_updates(std::size_t n) noexcept { c_.updates = n; }
 
+    /// @brief Trains on another environment of the same type from now on (one policy across graphs,
+    /// or a pre-trained policy on a new graph): the network, Adam's moments and the counters carry
+    /// over; the reward baseline and the warm start, which belong to one environment, start again.
+    void set_environment(Env& env) {
+        env_ = &env;
+        env_->set_workers(std::min(c_.threads, c_.samples_per_update));
+        imitation_.clear();
+        imitation_done_ = 0;
+        average_ = 0;
+        average_set_ = false;
+    }
+
 private:
     template <std::uniform_random_bit_generator Rng> void imitate(Rng& rng);
     void step(double loss) {

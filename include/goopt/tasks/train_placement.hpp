@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// @brief Learned device placement in one call: the GO policy trained by PPO on the placement task
-/// of one graph (GO-one, NeurIPS'20 §4), with an optional warm start and checkpoints.
+/// of one graph (GO-one, NeurIPS'20 §4), with an optional warm start and checkpoints; and one policy
+/// pre-trained across graphs (GO's generalization setting, NeurIPS'20 §5.3) to start from.
 
 #include <goopt/error.hpp>
 #include <goopt/nn/go_policy.hpp>
@@ -10,10 +11,13 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/tasks/placement.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +38,11 @@ struct placement_config {
     std::size_t checkpoint_every = 0;
     /// Continue from `checkpoint` (it must exist and match: see rl::ppo::load_checkpoint).
     bool resume = false;
+    /// A pre-trained policy to start from (a checkpoint of pretrain_placement or train_placement for
+    /// as many devices and the same network shape): its weights and Adam's moments, then the warm
+    /// start (if any) and `ppo.updates` more updates on this graph, drawn from the caller's generator.
+    /// Empty: freshly initialized weights.
+    std::filesystem::path pretrained = {};
     rl::progress_config progress = {};
 };
 
@@ -45,6 +54,23 @@ struct placement_result {
     std::size_t samples = 0;      ///< decisions simulated in total
     double seconds = 0;           ///< wall time of this call
 };
+
+/// What pretrain_placement returns.
+struct pretrain_result {
+    std::vector<sim::scored_decision> best;  ///< per graph, the best decision sampled on it
+    std::size_t updates = 0;                 ///< PPO updates done, over all graphs
+    std::size_t samples = 0;                 ///< decisions simulated, over all graphs
+    double seconds = 0;
+};
+
+namespace detail {
+/// Fits in memory first, then the shorter step; a decision the simulator refused loses.
+template <class Outcome> bool better_outcome(const Outcome& a, const Outcome& b) {
+    if (a.valid != b.valid) return a.valid;
+    if (a.oom != b.oom) return !a.oom;
+    return a.step_time < b.step_time;
+}
+}  // namespace detail
 
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
 /// sampled, with its simulation. Randomness comes from `rng` alone: the network's initial weights,
@@ -61,6 +87,8 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     const auto t0 = std::chrono::steady_clock::now();
     if (config.resume && config.checkpoint.empty())
         throw error("tasks::train_placement", "resume without a checkpoint path", "a checkpoint path");
+    if (config.resume && !config.pretrained.empty())
+        throw error("tasks::train_placement", "both resume and a pre-trained policy are asked for", "one of them");
     if (!config.warm_start.empty() && config.ppo.imitation_steps == 0)
         throw error("tasks::train_placement", "a warm-start placement is given but ppo.imitation_steps is 0",
                     "ppo.imitation_steps >= 1 with a warm start");
@@ -69,6 +97,13 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     pc.task_choices = {c.num_devices()};
     nn::go_policy<float> net(pc, rng);
     rl::ppo<placement_task<D, Cost>> trainer(task, net, config.ppo);
+    if (!config.pretrained.empty()) {
+        const Rng own = rng;  // the weights come from the file, the randomness from the caller
+        trainer.load_checkpoint(config.pretrained, rng);
+        rng = own;
+        trainer.set_environment(task);
+        trainer.set_updates(trainer.updates_done() + config.ppo.updates);
+    }
     if (!config.warm_start.empty()) {
         task.simulator().check_placement(config.warm_start);
         trainer.set_imitation_target(task.actions_of(config.warm_start));
@@ -80,11 +115,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     std::vector<int> best_actions;
     typename placement_task<D, Cost>::outcome best{};
     std::size_t best_sample = 0;
-    auto better = [](const auto& a, const auto& b) {
-        if (a.valid != b.valid) return a.valid;
-        if (a.oom != b.oom) return !a.oom;
-        return a.step_time < b.step_time;
-    };
+    auto better = [](const auto& a, const auto& b) { return detail::better_outcome(a, b); };
     // the caller's state in a checkpoint: the best sample so far
     auto pack = [&] {
         std::string s;
@@ -124,7 +155,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         best_sample = at;
     }
     rl::progress_config progress = config.progress;
-    progress.total_updates = config.ppo.updates;
+    progress.total_updates = trainer.config().updates;
     progress.append = progress.append || config.resume;
     rl::progress_reporter reporter(progress);
     struct watcher {
@@ -166,6 +197,83 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     if (!best_actions.empty()) {
         r.best.decision = task.decide(best_actions);
         r.best.result = sim::run(task.simulator(), r.best.decision);
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+/// @brief Pre-trains one GO policy to place the ops of every graph of `graphs` on `c` (GO's
+/// generalization setting, NeurIPS'20 §5.3): PPO updates visit the graphs in turn,
+/// `updates_per_graph` at a time, until `config.ppo.updates` in all; the network and Adam's moments
+/// are shared, the reward baseline is each graph's own. Writes the policy to `config.checkpoint`
+/// (required, atomically) after every round over the graphs and at the end; train_placement starts
+/// from it with `placement_config::pretrained`. Randomness comes from `rng` alone.
+/// `config.warm_start`, `config.resume` and `config.progress` are not used (a warm start belongs to
+/// one graph): they must be left empty, false and as they are.
+/// @param visitor an rl::PpoVisitor over placement_task outcomes; its on_update may stop the run.
+/// @throws goopt::error for no graph, no checkpoint path, a warm start, or a bad configuration.
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
+          class Visitor = rl::null_visitor>
+requires rl::SerializableRng<Rng> pretrain_result pretrain_placement(std::span<const graph::computation_graph> graphs,
+                                                                     const device::cluster<D>& c, const Cost& cost,
+                                                                     const placement_config& config,
+                                                                     std::size_t updates_per_graph, Rng& rng,
+                                                                     Visitor&& visitor = {}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr std::string_view who = "tasks::pretrain_placement";
+    if (graphs.empty()) throw error(who, "no graph given", "at least one graph");
+    if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
+    if (!config.warm_start.empty() || config.ppo.imitation_steps > 0 || config.resume)
+        throw error(who, "a warm start or resume is asked for", "neither: they belong to one graph");
+    if (updates_per_graph == 0) throw error(who, "updates_per_graph is 0", "at least 1");
+    using task_type = placement_task<D, Cost>;
+    std::vector<std::unique_ptr<task_type>> tasks;
+    for (const auto& g : graphs) tasks.push_back(std::make_unique<task_type>(g, c, cost, config.task));
+    nn::policy_config pc = config.policy;
+    pc.task_choices = {c.num_devices()};
+    nn::go_policy<float> net(pc, rng);
+    rl::ppo<task_type> trainer(*tasks.front(), net, config.ppo);
+
+    struct best_of {
+        std::vector<int> actions;
+        typename task_type::outcome top{};
+    };
+    std::vector<best_of> best(graphs.size());
+    struct watcher {
+        best_of* now;
+        Visitor& user;
+        bool stopped = false;
+        void on_sample(std::span<const int> a, const typename task_type::outcome& o) {
+            if (now->actions.empty() || detail::better_outcome(o, now->top)) {
+                now->actions.assign(a.begin(), a.end());
+                now->top = o;
+            }
+            user.on_sample(a, o);
+        }
+        bool on_update(const rl::update_stats& s) {
+            stopped = !user.on_update(s);
+            return !stopped;
+        }
+    } w{best.data(), visitor};
+    for (std::size_t k = 0; !w.stopped && trainer.updates_done() < config.ppo.updates; k = (k + 1) % tasks.size()) {
+        trainer.set_environment(*tasks[k]);
+        trainer.set_updates(std::min(config.ppo.updates, trainer.updates_done() + updates_per_graph));
+        w.now = &best[k];
+        trainer.train(rng, w);
+        if (k + 1 == tasks.size()) trainer.save_checkpoint(config.checkpoint, rng);
+    }
+    trainer.save_checkpoint(config.checkpoint, rng);
+
+    pretrain_result r;
+    r.updates = trainer.updates_done();
+    r.samples = trainer.samples_done();
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+        sim::scored_decision d;
+        if (!best[k].actions.empty()) {
+            d.decision = tasks[k]->decide(best[k].actions);
+            d.result = sim::run(tasks[k]->simulator(), d.decision);
+        }
+        r.best.push_back(std::move(d));
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

@@ -1,0 +1,147 @@
+// `goopt superopt`: substitution search alone (TASO SOSP'19, TENSAT MLSys'21). A graph and a rule
+// library in, the cheapest equivalent graph the search finds out, costed by the roofline model of
+// one device preset; the result is checked on the interpreter against the original where that is
+// cheap enough.
+#include "cli.hpp"
+
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/graph_json.hpp>
+#include <goopt/io/rule_json.hpp>
+#include <goopt/subst/equivalence.hpp>
+#include <goopt/subst/optimize.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+namespace goopt::cli {
+
+namespace {
+
+struct superopt_flags {
+    graph_source source;
+    std::string rules, device = "V100", method = "greedy", out;
+    double seconds = 10;
+    double check_flops = 2e9;
+    bool quiet = false;
+};
+
+double total_flops(const graph::computation_graph& g) {
+    double flops = 0;
+    for (graph::op_id v = 0; v < g.num_ops(); ++v) flops += g.flops(v);
+    return flops;
+}
+
+/// The rule file to read: --rules, else the default library; a missing one says how to make it.
+std::filesystem::path rules_path(const superopt_flags& f) {
+    std::filesystem::path path;
+    if (!f.rules.empty()) path = f.rules;
+    else {
+        try {
+            path = io::default_rules_file();
+        } catch (const error&) {
+            throw error("goopt superopt", "no rule library in this build",
+                        "--rules FILE (make one with 'goopt generate-rules --out rules.json')");
+        }
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw error("goopt superopt", concat("no rule file at ", path.string()),
+                    "--rules FILE (make one with 'goopt generate-rules --out rules.json')");
+    return path;
+}
+
+int run_superopt(const superopt_flags& f) {
+    const auto path = rules_path(f);
+    const auto rules = io::read_rules_file(path);
+    const auto input = load_graph(f.source);
+    const auto preset = device::find_preset(f.device);
+    if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
+    const device::device_spec dev = device::describe(*preset);
+
+    subst::optimize_config config{.method = subst::parse_search_method(f.method)};
+    config.greedy.space.seconds = f.seconds;
+    config.taso.space.seconds = f.seconds;
+    progress_line progress(f.quiet);
+    struct visitor {
+        progress_line& line;
+        double seconds;
+        bool progress(const subst::search_progress& p) {
+            line.update(concat("superopt (best ", format_seconds(p.best_cost), ", ", p.graphs_seen, " graphs)"),
+                        static_cast<std::size_t>(p.seconds), static_cast<std::size_t>(seconds), "s");
+            return true;
+        }
+    } v{progress, f.seconds};
+    auto r = subst::optimize(input.graph, rules, cost::roofline_model{}, dev, config, v);
+    progress.clear();
+    graph::validate(r.graph);
+    const auto& s = r.stats;
+
+    std::printf("%s: %zu rules from %s, %s search on %s, at most %s\n", input.name.c_str(), rules.size(),
+                path.string().c_str(), f.method.c_str(), std::string(preset->label).c_str(),
+                format_seconds(f.seconds).c_str());
+    std::printf("%-8s %8s %14s\n", "graph", "ops", "inference cost");
+    std::printf("%-8s %8zu %14s\n", "before", input.graph.num_ops(), format_seconds(s.cost_before).c_str());
+    std::printf("%-8s %8zu %14s\n", "after", r.graph.num_ops(), format_seconds(s.cost_after).c_str());
+    std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
+                s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
+                std::string(subst::name(s.bound)).c_str());
+
+    // the interpreter runs in double; graphs over the FLOP limit would take minutes
+    const double flops = total_flops(input.graph);
+    if (f.check_flops > 0 && flops <= f.check_flops) {
+        const double diff = subst::max_relative_difference(input.graph, r.graph);
+        std::printf("interpreter check: max relative output difference %.3g%s\n", diff,
+                    diff <= 1e-6 ? " (equivalent)" : "");
+        if (!(diff <= 1e-6))
+            throw error("goopt superopt",
+                        concat("the optimized graph's outputs differ from the original's by ", diff, " (relative)"),
+                        "at most 1e-6; please report this graph");
+    } else {
+        std::printf("interpreter check: skipped (%.2f GFLOPs, over --check-flops %.2f GFLOPs)\n", flops * 1e-9,
+                    f.check_flops * 1e-9);
+    }
+    if (!f.out.empty()) {
+        io::write_graph_file(f.out, r.graph);
+        std::printf("wrote %s\n", f.out.c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+command add_superopt_command(CLI::App& root) {
+    auto flags = std::make_shared<superopt_flags>();
+    auto* app = root.add_subcommand("superopt",
+                                    "Substitution search only: rewrite a graph into a cheaper equivalent one "
+                                    "with a rule library, and write it");
+    flags->source.add_flags(*app);
+    app->add_option("--rules", flags->rules, "The rule library (default: the one of this build or installation)")
+        ->type_name("FILE.json");
+    std::vector<std::string> names;
+    for (const auto* p : device::presets) names.emplace_back(p->label);
+    app->add_option("--device", flags->device, "The device preset whose roofline cost the search minimizes")
+        ->check(CLI::IsMember(names, CLI::ignore_case))
+        ->capture_default_str();
+    app->add_option("--method", flags->method, "The search: greedy (first improvement) or taso (backtracking)")
+        ->check(CLI::IsMember({"greedy", "taso"}))
+        ->capture_default_str();
+    app->add_option("--time", flags->seconds, "Wall-time limit of the search in seconds")
+        ->check(CLI::Range(0.01, 1e6))
+        ->type_name("SECONDS")
+        ->capture_default_str();
+    app->add_option("--check-flops", flags->check_flops,
+                    "Check the result on the interpreter against the original when the graph has at most this many "
+                    "FLOPs (0: never)")
+        ->check(CLI::Range(0.0, 1e15))
+        ->capture_default_str();
+    app->add_option("-o,--out", flags->out, "Write the optimized graph (goopt.graph JSON, atomically)")
+        ->type_name("FILE.json");
+    app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
+    return {app, [flags] { return run_superopt(*flags); }};
+}
+
+}  // namespace goopt::cli

@@ -1,0 +1,79 @@
+// `goopt train`: pre-trains one placement policy across several graphs on a cluster (GO's
+// generalization setting, NeurIPS'20 §5.3) and writes it to a checkpoint that `goopt optimize
+// --checkpoint` starts from, on these graphs or new ones, for the same device count.
+#include "cli.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace goopt::cli {
+
+namespace {
+
+struct train_flags {
+    std::vector<std::string> models, graphs;
+    std::string cluster, checkpoint_out;
+    budget limits{.steps = 100};
+    std::size_t updates_per_graph = 1;
+    std::uint64_t seed = 1;
+    bool quiet = false;
+};
+
+int run_train(train_flags& f) {
+    f.limits.start = std::chrono::steady_clock::now();
+    std::vector<loaded_graph> inputs;
+    for (const auto& name : f.models) inputs.push_back(load_graph({.model = name}));
+    for (const auto& file : f.graphs) inputs.push_back(load_graph({.graph_file = file}));
+    const auto cluster = load_cluster(f.cluster);
+    progress_line progress(f.quiet);
+    const auto r =
+        pretrain_placement(inputs, cluster, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph, progress);
+    std::printf("placement policy pre-trained on %zu graphs on %s: %zu PPO updates, %zu samples, %.1f s; seed %llu\n",
+                inputs.size(), cluster.description().c_str(), r.updates, r.samples, r.seconds,
+                static_cast<unsigned long long>(f.seed));
+    std::printf("%-20s %8s %14s\n", "graph", "ops", "best sampled");
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        std::printf("%-20s %8zu %14s%s\n", inputs[k].name.c_str(), inputs[k].graph.num_ops(),
+                    format_seconds(r.best[k].step_time).c_str(), r.best[k].oom ? " OOM" : "");
+    std::printf("wrote %s (use it with: goopt optimize --checkpoint %s --cluster %s ...)\n", f.checkpoint_out.c_str(),
+                f.checkpoint_out.c_str(), cluster.description().c_str());
+    return 0;
+}
+
+}  // namespace
+
+command add_train_command(CLI::App& root) {
+    auto flags = std::make_shared<train_flags>();
+    auto* app = root.add_subcommand("train",
+                                    "Pre-train one placement policy across several graphs on a cluster, to a "
+                                    "checkpoint that 'goopt optimize --checkpoint' starts from");
+    auto* group = app->add_option_group("graphs", "The graphs to train on (at least one)");
+    group->add_option("--models", flags->models, "Built-in graphs, comma-separated (see 'goopt models')")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("NAME,...");
+    group->add_option("--graph", flags->graphs, "A graph in goopt's JSON format (repeatable)")
+        ->allow_extra_args(false)
+        ->type_name("FILE.json");
+    group->require_option(1, 2);
+    add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
+    app->add_option("--steps", flags->limits.steps, "PPO updates in all, over every graph")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+        ->capture_default_str();
+    app->add_option("--updates-per-graph", flags->updates_per_graph, "Updates on one graph before the next one's")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+        ->capture_default_str();
+    app->add_option("--time", flags->limits.seconds, "Wall-time budget in seconds (0: none)")
+        ->check(CLI::Range(0.0, 1e9))
+        ->type_name("SECONDS")
+        ->capture_default_str();
+    app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same policy)")
+        ->capture_default_str();
+    app->add_option("--checkpoint-out", flags->checkpoint_out, "Where the policy goes (written atomically)")
+        ->type_name("FILE")
+        ->required();
+    app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
+    return {app, [flags] { return run_train(*flags); }};
+}
+
+}  // namespace goopt::cli
