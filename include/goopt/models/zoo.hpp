@@ -85,9 +85,7 @@ inline zoo_entry find_workload(const std::string& name) {
         if (e.name == name) return e;
         known += concat(known.empty() ? "" : ", ", e.name);
     }
-    // wording pinned by the command-line test `unknown_model` (tools/goopt/CMakeLists.txt); the one form
-    // (models::find_workload: ...: expected one of ...) waits for that test to change with it
-    throw error(concat("unknown model '", name, "' (known: ", known, ")"));
+    throw error("models::find_workload", concat("unknown model '", name, "'"), concat("one of ", known));
 }
 
 }  // namespace goopt::models
