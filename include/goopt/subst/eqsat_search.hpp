@@ -21,6 +21,7 @@
 #include <goopt/subst/egraph.hpp>
 #include <goopt/subst/instantiate.hpp>
 #include <goopt/subst/model_egraph.hpp>
+#include <goopt/subst/pattern_matcher.hpp>
 #include <goopt/subst/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/search.hpp>
@@ -86,12 +87,7 @@ class e_matcher {
 public:
     e_matcher(e_graph& eg, const rule& r, const std::vector<std::vector<class_id>>& classes_of)
         : eg_(eg), r_(r), classes_of_(classes_of) {
-        const auto types = side_types(r.source, recorded_types(r));
-        for (const auto& o : r.source.ops)
-            input_rank_.push_back(o.inputs.empty() ? 0
-                                  : o.inputs[0].is_variable()
-                                      ? r.variables.at(o.inputs[0].index).dims.rank()
-                                      : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+        input_rank_ = subst::detail::source_input_ranks(r);
         cur_.ops.assign(r.source.ops.size(), e_node{});
         bound_.assign(r.source.ops.size(), false);
         cur_.variables.assign(r.variables.size(), unbound);

@@ -18,6 +18,19 @@
 
 namespace goopt::subst::detail {
 
+/// Rank of each source op's first input at the rule's recorded shapes: the matcher's anchor for
+/// counting axes from the end. @throws goopt::error when the source does not build at those shapes.
+inline std::vector<std::size_t> source_input_ranks(const rule& r) {
+    const auto types = side_types(r.source, recorded_types(r));
+    std::vector<std::size_t> ranks;
+    ranks.reserve(r.source.ops.size());
+    for (const auto& o : r.source.ops)
+        ranks.push_back(o.inputs.empty()            ? 0
+                        : o.inputs[0].is_variable() ? r.variables.at(o.inputs[0].index).dims.rank()
+                                                    : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+    return ranks;
+}
+
 /// A non-owning reference to a `void()` callable, two pointers wide: the matcher's continuations.
 /// Not a template parameter, because each level's continuation wraps the one before (bind_inputs
 /// calls bind with a lambda over its own continuation), which would instantiate without end; not

@@ -112,12 +112,7 @@ inline std::vector<match> find_matches(const graph::computation_graph& g, const 
     if (r.source.outputs.empty() || limit == 0) return out;
     std::vector<std::size_t> input_rank;
     try {
-        const auto types = side_types(r.source, recorded_types(r));
-        for (const auto& o : r.source.ops)
-            input_rank.push_back(o.inputs.empty() ? 0
-                                 : o.inputs[0].is_variable()
-                                     ? r.variables.at(o.inputs[0].index).dims.rank()
-                                     : types.at(o.inputs[0].op).at(o.inputs[0].index).dims.rank());
+        input_rank = detail::source_input_ranks(r);
     } catch (const error& e) {
         throw error(concat("rule '", to_string(r), "': the source does not build at the recorded shapes: ", e.what()));
     }
