@@ -211,7 +211,7 @@ const std::vector<bad_example>& bad_examples() {
          {f32({1, 6, 8, 8}), f32({4, 6, 3, 3})},
          {{A::axis, std::int64_t(0)}},
          "unknown attribute 'axis'"},
-        {op_kind::conv2d, {f32({1, 6, 8, 8})}, {}, "has 1 inputs, expected 2"},
+        {op_kind::conv2d, {f32({1, 6, 8, 8})}, {}, "has 1 inputs: expected 2"},
         {op_kind::conv2d, {f32({1, 6, 8, 8}), f32({4, 6, 3, 3})}, {{A::dilation, ints{0, 1}}}, "expected values >= 1"},
         {op_kind::matmul, {f32({8, 64}), f32({32, 64})}, {}, "inner dimensions differ"},
         {op_kind::matmul, {f32({64}), f32({64, 2})}, {}, "rank >= 2"},

@@ -213,6 +213,9 @@ TEST_CASE("pretrain_placement: one policy across graphs; train_placement starts 
     const auto cl = device::parse_cluster("2xV100:nvlink");
     const auto ckpt = std::filesystem::temp_directory_path() / "goopt_pretrain.ckpt";
     auto cfg = small(30);
+    // at small()'s 3e-3 a quarter of the seeds settle on a half-spread placement of `pair` within 30
+    // updates; at 1e-3 seeds 1-8 all reach its optimum (0.70 of one device, by brute force)
+    cfg.ppo.learning_rate = 1e-3;
     cfg.checkpoint = ckpt;
     std::mt19937_64 r1(5);
     const auto pre = tasks::pretrain_placement(std::span<const graph::computation_graph>(graphs), cl,

@@ -65,6 +65,7 @@ int run_superopt(const superopt_flags& f) {
     subst::optimize_config config{.method = subst::parse_search_method(f.method)};
     config.greedy.space.seconds = f.seconds;
     config.taso.space.seconds = f.seconds;
+    config.eqsat.space.seconds = f.seconds;
     progress_line progress(f.quiet);
     struct visitor {
         progress_line& line;
@@ -126,8 +127,9 @@ command add_superopt_command(CLI::App& root) {
     app->add_option("--device", flags->device, "The device preset whose roofline cost the search minimizes")
         ->check(CLI::IsMember(names, CLI::ignore_case))
         ->capture_default_str();
-    app->add_option("--method", flags->method, "The search: greedy (first improvement) or taso (backtracking)")
-        ->check(CLI::IsMember({"greedy", "taso"}))
+    app->add_option("--method", flags->method,
+                    "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")
+        ->check(CLI::IsMember({"greedy", "taso", "eqsat"}))
         ->capture_default_str();
     app->add_option("--time", flags->seconds, "Wall-time limit of the search in seconds")
         ->check(CLI::Range(0.01, 1e6))

@@ -434,7 +434,7 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     get(choices, "the number of choices");
     if (choices != env_->num_choices())
         throw error(where, concat("made for ", choices, " choices per node (devices)"),
-                    concat(env_->num_choices(), ", as this run has"));
+                    concat(env_->num_choices(), " (the devices of this run)"));
     get(updates, "the update count");
     get(samples, "the sample count");
     get(imitation, "the warm-start count");

@@ -124,7 +124,7 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
         y = add1(max_pool ? ops::op_kind::maxpool2d : ops::op_kind::avgpool2d, {in},
                  {{attr_id::kernel, kernel}, {attr_id::stride, stride}, {attr_id::padding, padding}}, name);
     }
-    const ops::shape& yd = g_.type_of(y).dims;
+    [[maybe_unused]] const ops::shape& yd = g_.type_of(y).dims;  // read by the assertion only
     GOOPT_ASSERT(yd[2] == out[0] && yd[3] == out[1]);
     bind(n, 0, y);
 }
