@@ -20,6 +20,7 @@ using ints = std::vector<std::int64_t>;
 
 /// An ints attribute written as [a,b,c] when a message is built (and only then).
 struct bracketed {
+    explicit bracketed(const ints& values) : v(values) {}  // a constructor: clang 14 lacks paren-init of aggregates
     const ints& v;
     friend std::ostream& operator<<(std::ostream& o, const bracketed& b) {
         o << '[';
