@@ -34,8 +34,8 @@ command add_train_command(CLI::App& root);
 
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {
-    std::string model, graph_file, onnx_file;
-    std::vector<std::string> dims, input_shapes;
+    std::string model{}, graph_file{}, onnx_file{};  // ({}: one source named by a designated initializer)
+    std::vector<std::string> dims{}, input_shapes{};
 
     /// Declares the flags on `app`; exactly one of --model, --graph, --onnx is required (else a
     /// usage error).
