@@ -17,7 +17,8 @@ using ops::attr_id;
 using ops::op_kind;
 using ints = std::vector<std::int64_t>;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace gradient_kernels_test {
 
 constexpr std::int64_t valid = 1;
 
@@ -48,8 +49,6 @@ struct bench {
 };
 
 const std::vector<double> image3{1, 2, 3, 4, 5, 6, 7, 8, 9};
-
-}  // namespace
 
 TEST_CASE("add_n and the pointwise gradients") {
     bench b;
@@ -140,3 +139,5 @@ TEST_CASE("erf_grad, reduce_max_grad (ties to the first maximum) and log") {
     auto dall = b.in({1, 1}, {4});
     b.check(b.g.add1(op_kind::reduce_max_grad, {m, dall}), {0, 0, 0, 4, 0, 0});
 }
+
+}  // namespace gradient_kernels_test

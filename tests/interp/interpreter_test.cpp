@@ -18,7 +18,8 @@ using ops::attr_id;
 using ops::op_kind;
 using ints = std::vector<std::int64_t>;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace interpreter_test {
 
 constexpr std::int64_t valid = 1;
 
@@ -57,8 +58,6 @@ graph::computation_graph small_net() {
     g.mark_output(c);
     return g;
 }
-
-}  // namespace
 
 TEST_CASE("a missing feed is an error naming the op and the expected shape") {
     graph::computation_graph g;
@@ -270,3 +269,5 @@ TEST_CASE("a ResNet basic block at 56x56x64 evaluates") {
     CHECK(dims_of(y) == ints{1, 64, 56, 56});
     CHECK(std::all_of(y.storage().begin(), y.storage().end(), [](double v) { return std::isfinite(v) && v >= 0; }));
 }
+
+}  // namespace interpreter_test

@@ -18,7 +18,8 @@ using ops::op_kind;
 using ints = std::vector<std::int64_t>;
 using feeds = interp::feed_map<double>;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace kernels_test {
 
 constexpr std::int64_t same = 0, valid = 1;
 constexpr std::int64_t relu = 1, sigmoid = 2, tanh_act = 3;
@@ -80,8 +81,6 @@ xt::xarray<double> binary(op_kind k, const xt::xarray<double>& a, const xt::xarr
     auto z = g.add1(k, {x, y});
     return eval(g, z, {{"a", a}, {"b", b}});
 }
-
-}  // namespace
 
 // ---- sources
 
@@ -568,3 +567,5 @@ TEST_CASE("evaluate_op refuses input values whose shapes are not the graph's") {
     const std::vector<const xt::xarray<double>*> none;
     CHECK_THROWS_AS(interp::evaluate_op<double>(g, g.producer(x), none), error);
 }
+
+}  // namespace kernels_test

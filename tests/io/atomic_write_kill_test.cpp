@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -80,11 +82,6 @@ std::optional<std::uint64_t> version_in(const std::string& data) {
     if (h != fnv1a(data.data(), data.size() - 8)) return std::nullopt;
     if (data != contents_of(v)) return std::nullopt;  // the checksum could only be fooled on purpose; be exact
     return v;
-}
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 #if !defined(_WIN32)
@@ -237,7 +234,7 @@ TEST_CASE(
             CHECK(returned == 0);  // absent only before any write finished
             CHECK(on_disk == 0);
         } else {
-            const auto got = version_in(slurp(target));
+            const auto got = version_in(goopt::test::slurp(target));
             REQUIRE_MESSAGE(got.has_value(), "the target is not one complete version after a kill");
             // a write that returned is never lost; at most the one in flight (renamed, not yet
             // reported) is newer; with none finished this round, the old file or the first new one
@@ -269,7 +266,7 @@ TEST_CASE(
     // the leftovers do not get in the way: a new writer replaces the target, and removing them by
     // hand (what a caller does when it knows no writer runs) leaves only the target
     goopt::io::atomic_write(target, contents_of(on_disk + 1));
-    CHECK(version_in(slurp(target)) == on_disk + 1);
+    CHECK(version_in(goopt::test::slurp(target)) == on_disk + 1);
     for (const auto& e : fs::directory_iterator(dir))
         if (temporary_owner(e.path().filename().string(), name) >= 0) fs::remove(e.path());
     std::vector<std::string> left;

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -17,26 +19,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-struct temp_dir {
-    fs::path path;
-    temp_dir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("goopt_atomic_write_test_" + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::vector<std::string> entries(const fs::path& dir) {
     std::vector<std::string> out;
@@ -54,22 +36,19 @@ std::string error_of(const fs::path& target, const std::string& contents) {
     return {};
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-#define CHECK_HAS(text, part) CHECK_MESSAGE(has(text, part), text)
-
 }  // namespace
 
 TEST_CASE("atomic_write creates and replaces a file, leaving no temporary") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_atomic_write_test_"};
     const fs::path target = dir.path / "out.json";
     goopt::io::atomic_write(target, "first");
-    CHECK(slurp(target) == "first");
+    CHECK(goopt::test::slurp(target) == "first");
     CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
 
     fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
     const std::string big(1 << 20, 'x');
     goopt::io::atomic_write(target, big);
-    CHECK(slurp(target) == big);
+    CHECK(goopt::test::slurp(target) == big);
     CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
 #if !defined(_WIN32)
     // the replaced file keeps the permissions of the one it replaced
@@ -80,7 +59,7 @@ TEST_CASE("atomic_write creates and replaces a file, leaving no temporary") {
 }
 
 TEST_CASE("atomic_write steps over a temporary left by a killed writer that had the same pid") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_atomic_write_test_"};
     const fs::path target = dir.path / "out.json";
     // the next names this process would use, taken by leftovers of an earlier process of this pid
     const fs::path probe = goopt::io::detail::temporary_path_for(target);
@@ -91,12 +70,12 @@ TEST_CASE("atomic_write steps over a temporary left by a killed writer that had 
         std::ofstream(dir.path / (stem.substr(0, dot + 1) + std::to_string(k))) << "left over";
     }
     goopt::io::atomic_write(target, "new contents");
-    CHECK(slurp(target) == "new contents");
+    CHECK(goopt::test::slurp(target) == "new contents");
     CHECK(entries(dir.path).size() == 6);  // the five leftovers are not touched
 }
 
 TEST_CASE("atomic_write into a directory that does not exist fails and leaves nothing") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_atomic_write_test_"};
     const fs::path target = dir.path / "no_such_dir" / "out.json";
     const auto m = error_of(target, "data");
     CHECK_HAS(m, "cannot write '" + target.string() + "'");
@@ -105,7 +84,7 @@ TEST_CASE("atomic_write into a directory that does not exist fails and leaves no
 }
 
 TEST_CASE("atomic_write that cannot replace the target leaves the target as it was") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_atomic_write_test_"};
     SUBCASE("the target is a directory") {
         const fs::path target = dir.path / "sub";
         fs::create_directory(target);
@@ -140,7 +119,7 @@ TEST_CASE("atomic_write that cannot replace the target leaves the target as it w
         std::signal(SIGXFSZ, previous);
         CHECK_HAS(m, "cannot write '" + target.string() + "': writing temporary file");
         CHECK_HAS(m, "File too large");
-        CHECK(slurp(target) == "old contents");
+        CHECK(goopt::test::slurp(target) == "old contents");
         CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
     }
 #endif

@@ -2,16 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace {
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-#define CHECK_HAS(text, part) CHECK_MESSAGE(has(text, part), part)
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("dot: every op a node, every input an edge, outputs marked") {
     using goopt::ops::attr_id;
@@ -61,7 +58,7 @@ TEST_CASE("dot: names are escaped for DOT strings") {
     const std::string dot = goopt::io::to_dot(g);
     CHECK_HAS(dot, R"(digraph "say \"hi\"" {)");
     CHECK_HAS(dot, R"(op0 [label="a\"b\\c\ninput\nf32[2]")");
-    CHECK(!has(dot, "a\"b"));  // no raw quote inside a label
+    CHECK(!goopt::test::contains(dot, "a\"b"));  // no raw quote inside a label
     CHECK(goopt::io::detail::dot_escape("two\nlines") == "two\\nlines");
     goopt::graph::computation_graph unnamed;
     CHECK(goopt::io::to_dot(unnamed).rfind("digraph \"graph\" {", 0) == 0);

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -116,23 +118,6 @@ std::string error_of(const std::string& text) {
     return {};
 }
 
-bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
-
-#define CHECK_HAS(msg, part) CHECK_MESSAGE(has(msg, part), msg)
-
-struct temp_dir {
-    std::filesystem::path path;
-    temp_dir() {
-        std::random_device rd;
-        path = std::filesystem::temp_directory_path() / ("goopt_graph_json_test_" + std::to_string(rd()));
-        std::filesystem::create_directories(path);
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-};
-
 const std::string x_in = R"({"name": "x", "op": "input", "shape": [2, 3]})";
 
 }  // namespace
@@ -205,7 +190,7 @@ TEST_CASE("graph JSON: an embedded graph reports places below its pointer") {
 }
 
 TEST_CASE("graph JSON: files round trip through write_graph_file and read_graph_file") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_graph_json_test_"};
     const computation_graph g = coverage_graph();
     const auto path = dir.path / "g.json";
     goopt::io::write_graph_file(path, g);
@@ -282,7 +267,7 @@ TEST_CASE("graph JSON errors: the document") {
     SUBCASE("invalid JSON gives nlohmann's byte position") {
         const auto m = error_of(R"({"format": "goopt.graph",, "version": 1})");
         CHECK_HAS(m, "invalid JSON at byte 26");
-        CHECK(!has(m, "[json.exception"));
+        CHECK(!goopt::test::contains(m, "[json.exception"));
     }
     SUBCASE("a truncated file") {
         const std::string full = goopt::io::to_json_string(coverage_graph());
@@ -334,7 +319,7 @@ TEST_CASE("graph JSON errors: one op") {
     SUBCASE("unknown op kind: named, nothing else listed") {
         const auto m = error_of(doc(x_in + R"(, {"name": "c", "op": "conv", "inputs": ["x"]})"));
         CHECK_HAS(m, "/ops/1/op: op 'c': unknown op kind 'conv'");
-        CHECK(!has(m, "conv2d"));
+        CHECK(!goopt::test::contains(m, "conv2d"));
     }
     SUBCASE("unknown key in an op") {
         CHECK_HAS(error_of(doc(R"({"name": "x", "op": "input", "shape": [2], "attr": {}})")),
@@ -435,9 +420,10 @@ TEST_CASE("graph JSON errors: references and structure") {
                                                {"name": "d", "op": "relu", "inputs": ["c"]})"));
         CHECK_HAS(m, "/ops: the ops form a cycle: ");
         // the cycle is a -> b -> c -> a, from whichever op it is entered
-        CHECK((has(m, "'a' -> 'b' -> 'c' -> 'a'") || has(m, "'b' -> 'c' -> 'a' -> 'b'") ||
-               has(m, "'c' -> 'a' -> 'b' -> 'c'")));
-        CHECK(!has(m, "'d'"));
+        CHECK((goopt::test::contains(m, "'a' -> 'b' -> 'c' -> 'a'") ||
+               goopt::test::contains(m, "'b' -> 'c' -> 'a' -> 'b'") ||
+               goopt::test::contains(m, "'c' -> 'a' -> 'b' -> 'c'")));
+        CHECK(!goopt::test::contains(m, "'d'"));
         CHECK_HAS(error_of(doc(R"({"name": "self", "op": "relu", "inputs": ["self"]})")), "cycle: 'self' -> 'self'");
     }
     SUBCASE("an output naming nothing") {
@@ -509,7 +495,7 @@ TEST_CASE("graph JSON: damaged files raise goopt::error and nothing else") {
 }
 
 TEST_CASE("graph JSON: files that cannot be read, graphs that cannot be written") {
-    temp_dir dir;
+    goopt::test::temp_dir dir{"goopt_graph_json_test_"};
     const auto missing = dir.path / "missing.json";
     try {
         goopt::io::read_graph_file(missing);

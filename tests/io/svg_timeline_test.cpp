@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <regex>
 #include <string>
 
@@ -11,12 +13,6 @@ using namespace goopt;
 using ops::op_kind;
 
 namespace {
-
-std::size_t count(const std::string& text, const std::string& part) {
-    std::size_t n = 0;
-    for (std::size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + part.size())) ++n;
-    return n;
-}
 
 /// Sum of data-ops over the boxes of one class ("op", "agg", "transfer", "agg-transfer").
 std::size_t events_drawn(const std::string& svg, const std::string& cls) {
@@ -57,19 +53,19 @@ TEST_CASE("svg timeline: a row per device and link, a box per op, axis, step mar
     p[6] = 0;  // the second chain starts on device 0: one transfer to device 1
     const auto r = s.run(p);
     const std::string svg = io::svg_timeline(g, cl, r);
-    CHECK(count(svg, "<g class=\"row\" data-kind=\"device\"") == 2);
-    CHECK(count(svg, "<g class=\"row\" data-kind=\"link\"") == cl.num_links());
-    CHECK(count(svg, "<rect class=\"op\" data-ops=\"1\"") == 10);  // wide enough: no aggregates
-    CHECK(count(svg, "class=\"agg\"") == 0);
+    CHECK(goopt::test::count_of(svg, "<g class=\"row\" data-kind=\"device\"") == 2);
+    CHECK(goopt::test::count_of(svg, "<g class=\"row\" data-kind=\"link\"") == cl.num_links());
+    CHECK(goopt::test::count_of(svg, "<rect class=\"op\" data-ops=\"1\"") == 10);  // wide enough: no aggregates
+    CHECK(goopt::test::count_of(svg, "class=\"agg\"") == 0);
     CHECK(events_drawn(svg, "transfer") == r.transfers.size());
     CHECK(r.transfers.size() == 1);
-    CHECK(count(svg, "<g class=\"step-time\">") == 1);
+    CHECK(goopt::test::count_of(svg, "<g class=\"step-time\">") == 1);
     CHECK(svg.find(">step " + io::detail::svg_time(r.step_time) + "</text>") != std::string::npos);
     // the legend names both kinds and transfers
     CHECK(svg.find(">relu</text>") != std::string::npos);
     CHECK(svg.find(">sigmoid</text>") != std::string::npos);
     CHECK(svg.find(">transfer</text>") != std::string::npos);
-    CHECK(count(svg, "<g class=\"axis\">") == 1);
+    CHECK(goopt::test::count_of(svg, "<g class=\"axis\">") == 1);
     CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
 }
 
@@ -81,9 +77,9 @@ TEST_CASE("svg timeline: fused groups are one outlined box") {
     const sim::fusion_groups f{-1, 1, 1, 1, -1};  // relu, sigmoid, relu fused; the last sigmoid alone
     const auto r = s.run(p, {.fusion = f});
     const std::string svg = io::svg_timeline(g, cl, r, {.fusion = f});
-    CHECK(count(svg, "<rect class=\"op\" data-ops=\"3\"") == 1);
-    CHECK(count(svg, "stroke=\"#000\" stroke-width=\"1.2\"") == 1);
-    CHECK(count(svg, "<rect class=\"op\" data-ops=\"1\"") == 1);
+    CHECK(goopt::test::count_of(svg, "<rect class=\"op\" data-ops=\"3\"") == 1);
+    CHECK(goopt::test::count_of(svg, "stroke=\"#000\" stroke-width=\"1.2\"") == 1);
+    CHECK(goopt::test::count_of(svg, "<rect class=\"op\" data-ops=\"1\"") == 1);
     CHECK(svg.find("fused group 1: 3 ops") != std::string::npos);
 }
 
@@ -95,16 +91,17 @@ TEST_CASE("svg timeline: 60,000 ops stay readable (small boxes aggregated, every
     const auto r = s.run(round_robin(g, width, depth, 8));
     const std::string svg = io::svg_timeline(g, cl, r);
     CHECK(events_drawn(svg, "op") + events_drawn(svg, "agg") == width * depth);
-    CHECK(count(svg, "class=\"agg\"") > 0);
+    CHECK(goopt::test::count_of(svg, "class=\"agg\"") > 0);
     // x lives on device 0: one transfer to each other device; only the 7 busy links of 56 get a row
     CHECK(r.transfers.size() == 7);
     CHECK(events_drawn(svg, "transfer") + events_drawn(svg, "agg-transfer") == 7);
-    CHECK(count(svg, "<g class=\"row\" data-kind=\"device\"") == 8);
-    CHECK(count(svg, "<g class=\"row\" data-kind=\"link\"") == 7);
+    CHECK(goopt::test::count_of(svg, "<g class=\"row\" data-kind=\"device\"") == 8);
+    CHECK(goopt::test::count_of(svg, "<g class=\"row\" data-kind=\"link\"") == 7);
     CHECK(svg.find("49 idle links not shown") != std::string::npos);
     // bounded by the pixels, not the ops: per row at most width/min_box_width boxes + width/aggregate_width
     const io::svg_timeline_options o;
     const std::size_t bound = 8 * static_cast<std::size_t>(o.width / o.min_box_width + o.width / o.aggregate_width + 2);
-    CHECK(count(svg, "<rect class=\"op\"") + count(svg, "<rect class=\"agg\"") <= bound);
+    CHECK(goopt::test::count_of(svg, "<rect class=\"op\"") + goopt::test::count_of(svg, "<rect class=\"agg\"") <=
+          bound);
     CHECK(svg.size() < 2'000'000);
 }

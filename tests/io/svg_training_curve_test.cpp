@@ -2,19 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cmath>
 #include <string>
 #include <vector>
 
 using namespace goopt;
 
-namespace {
-std::size_t count(const std::string& text, const std::string& part) {
-    std::size_t n = 0;
-    for (std::size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + part.size())) ++n;
-    return n;
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("svg training curve: best and mean polylines, a line per baseline, legend") {
     std::vector<io::curve_point> curve;
@@ -22,13 +18,13 @@ TEST_CASE("svg training curve: best and mean polylines, a line per baseline, leg
     const std::vector<io::reference_line> lines{{"single_device", 0.012}, {"heft", 0.007}};
     const std::string svg = io::svg_training_curve(curve, lines, {.title = "gnmt2 <ppo>"});
     CHECK(svg.rfind("<svg ", 0) == 0);
-    CHECK(count(svg, "<polyline class=\"best\"") == 1);
-    CHECK(count(svg, "<polyline class=\"mean\"") == 1);
+    CHECK(goopt::test::count_of(svg, "<polyline class=\"best\"") == 1);
+    CHECK(goopt::test::count_of(svg, "<polyline class=\"mean\"") == 1);
     // one vertex per update on each polyline
     const auto best = svg.find("<polyline class=\"best\"");
     const auto points = svg.substr(svg.find("points=\"", best), svg.find("\"/>", best) - svg.find("points=\"", best));
-    CHECK(count(points, ",") == curve.size());
-    CHECK(count(svg, "<g class=\"baseline\">") == 2);
+    CHECK(goopt::test::count_of(points, ",") == curve.size());
+    CHECK(goopt::test::count_of(svg, "<g class=\"baseline\">") == 2);
     CHECK(svg.find(">heft 7.000 ms</text>") != std::string::npos);
     CHECK(svg.find("gnmt2 &lt;ppo&gt;") != std::string::npos);
     CHECK(svg.find("best so far") != std::string::npos);

@@ -23,7 +23,8 @@
 using namespace goopt;
 using ops::op_kind;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace go_workloads_test {
 
 std::map<op_kind, std::size_t> kinds(const graph::computation_graph& g) {
     std::map<op_kind, std::size_t> n;
@@ -65,8 +66,6 @@ ops::shape output_shape(const graph::computation_graph& g) {
     REQUIRE(g.outputs().size() == 1);
     return g.type_of(g.outputs()[0]).dims;
 }
-
-}  // namespace
 
 TEST_CASE("lstm_step: 15 elementwise pieces that compute the composite lstm_cell with forget bias 1") {
     graph::computation_graph g;
@@ -394,3 +393,5 @@ TEST_CASE("amoebanet: AmoebaNet-A cells, separable convs as depthwise + 1x1, sha
     CHECK(output_shape(d) == ops::shape{64, 1000});
     CHECK(kinds(d).at(op_kind::ewadd) == 22 * 5 + 1);
 }
+
+}  // namespace go_workloads_test

@@ -11,7 +11,8 @@
 using namespace goopt;
 using ops::op_kind;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace inception_v3_test {
 
 std::map<op_kind, int> kinds_of(const graph::computation_graph& g) {
     std::map<op_kind, int> n;
@@ -24,8 +25,6 @@ ops::shape output_shape(const graph::computation_graph& g, const std::string& op
     REQUIRE_MESSAGE(v.has_value(), "no op named " << op);
     return g.type_of(g.get_op(*v).outputs[0]).dims;
 }
-
-}  // namespace
 
 TEST_CASE("inception_v3: op counts per kind, derived by hand") {
     const auto g = models::inception_v3();
@@ -105,3 +104,5 @@ TEST_CASE("inception_v3: the config changes the graph") {
     CHECK_THROWS_AS(models::inception_v3({.image = 74}), error);
     CHECK_THROWS_AS(models::inception_v3({.channel_divisor = 3}), error);
 }
+
+}  // namespace inception_v3_test

@@ -11,7 +11,8 @@
 using namespace goopt;
 using ops::op_kind;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace resnet_test {
 
 std::map<op_kind, int> count_kinds(const graph::computation_graph& g) {
     std::map<op_kind, int> n;
@@ -46,8 +47,6 @@ ops::shape shape_of(const graph::computation_graph& g, const std::string& op) {
     REQUIRE_MESSAGE(v.has_value(), "no op named " << op);
     return g.type_of(g.get_op(*v).outputs[0]).dims;
 }
-
-}  // namespace
 
 TEST_CASE("resnet50: op counts per kind, derived by hand") {
     const auto g = models::resnet50();
@@ -161,3 +160,5 @@ TEST_CASE("resnext50_32x4d: grouped 3x3 convs, torchvision's 25,028,904 paramete
     CHECK(b2.type_of(b2.get_op(*b2.find("layer1.0.conv2.weight")).outputs[0]).dims == ops::shape{128, 4, 3, 3});
     CHECK(b2.type_of(b2.outputs()[0]).dims == ops::shape{2, 1000});
 }
+
+}  // namespace resnet_test

@@ -22,7 +22,8 @@
 using namespace goopt;
 using ops::op_kind;
 
-namespace {
+// (a named namespace around the whole file: the module's test files compile as one translation unit)
+namespace taso_models_test {
 
 std::map<op_kind, int> kinds(const graph::computation_graph& g) {
     std::map<op_kind, int> n;
@@ -74,8 +75,6 @@ std::vector<interp::value<float>> run_checked(const graph::computation_graph& g,
     }
     return out;
 }
-
-}  // namespace
 
 TEST_CASE("squeezenet 1.1: op counts, torchvision's 1,235,496 parameters, 0.35 GMACs, shapes") {
     const auto g = models::squeezenet();
@@ -282,3 +281,5 @@ TEST_CASE("nasrnn: TASO's unshared graph equals the shared-weight RNN when every
     b = run_checked(unshared, copied);
     CHECK_FALSE(xt::allclose(a[0], b[0], 1e-5, 1e-6));
 }
+
+}  // namespace taso_models_test

@@ -15,6 +15,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <unistd.h>
 #include <cstring>
 #include <filesystem>
@@ -42,11 +44,6 @@ template <class S> std::string grad_bytes(const nn::parameter_list<S>& ps) {
     for (const auto* p : ps)
         b.append(reinterpret_cast<const char*>(p->grad.data()), static_cast<std::size_t>(p->grad.size()) * sizeof(S));
     return b;
-}
-
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// Everything one seeded run produces.
@@ -86,7 +83,7 @@ run_record seeded_run(std::uint64_t seed, const nn::graph_features<float>& f, in
     r.final_values = value_bytes(ps);
     r.final_grads = grad_bytes(ps);
     nn::save_parameters(ps, file);
-    r.file = slurp(file);
+    r.file = goopt::test::slurp(file);
     return r;
 }
 

@@ -20,7 +20,7 @@ using ops::op_kind;
 
 namespace {
 
-nn::matrix<double> random_matrix(Eigen::Index r, Eigen::Index c, std::mt19937_64& rng) {
+nn::matrix<double> random_weights(Eigen::Index r, Eigen::Index c, std::mt19937_64& rng) {
     std::normal_distribution<double> d(0, 1);
     nn::matrix<double> m(r, c);
     for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = d(rng);
@@ -65,9 +65,9 @@ TEST_CASE("go_policy: whole-policy backward matches finite differences (double, 
     auto ps = pol.parameters();
     // the feature-modulation weights start at zero (gate = 1); move them so their gradient is checked
     for (auto* p : ps)
-        if (p->name.rfind("modulation", 0) == 0) p->value = random_matrix(p->value.rows(), p->value.cols(), rng) * 0.3;
+        if (p->name.rfind("modulation", 0) == 0) p->value = random_weights(p->value.rows(), p->value.cols(), rng) * 0.3;
     const std::vector<std::vector<int>> actions{{0, 1, 2, 0, 1, 2, 2, 1, 0}};
-    const std::vector<nn::matrix<double>> r{random_matrix(9, 3, rng), random_matrix(9, 2, rng)};
+    const std::vector<nn::matrix<double>> r{random_weights(9, 3, rng), random_weights(9, 2, rng)};
     const double c = 0.7;
     auto loss = [&] {
         const auto out = pol.evaluate(f, actions);

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <unistd.h>
 #include <cmath>
 #include <filesystem>
@@ -23,11 +25,6 @@ using ops::op_kind;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string value_bytes(const nn::parameter_list<float>& ps) {
     std::string b;
@@ -114,7 +111,7 @@ TEST_CASE("training_guard: NaN loss at step 6 -> error names step 6, memory and 
     CHECK_MESSAGE(msg.find("nan") != std::string::npos, msg);
     CHECK_MESSAGE(msg.find("state of step 5") != std::string::npos, msg);
     CHECK(value_bytes(t.ps) == at5);
-    CHECK(slurp(ckpt) == slurp(good_copy));
+    CHECK(goopt::test::slurp(ckpt) == goopt::test::slurp(good_copy));
     CHECK(guard.steps() == 5);
     for (const auto* p : t.ps) CHECK(p->grad.isZero(0));
 
@@ -130,7 +127,7 @@ TEST_CASE("training_guard: NaN loss at step 6 -> error names step 6, memory and 
     CHECK(t.opt.steps() == 6);
     CHECK(value_bytes(t.ps) == value_bytes(ref.ps));
     CHECK(value_bytes(t.ps) != at5);
-    CHECK(slurp(ckpt) != slurp(good_copy));  // the good step 6 was saved
+    CHECK(goopt::test::slurp(ckpt) != goopt::test::slurp(good_copy));  // the good step 6 was saved
 }
 
 TEST_CASE("training_guard: an Inf gradient names the parameter tensor and the element") {
@@ -150,7 +147,7 @@ TEST_CASE("training_guard: an Inf gradient names the parameter tensor and the el
                            "' is not finite (element (0, 1) is -inf)") != std::string::npos,
                   msg);
     CHECK(value_bytes(t.ps) == at3);
-    CHECK(slurp(ckpt) == slurp(good_copy));
+    CHECK(goopt::test::slurp(ckpt) == goopt::test::slurp(good_copy));
     CHECK(t.opt.steps() == 3);
 }
 
@@ -193,7 +190,7 @@ TEST_CASE("training_guard: with a checkpoint every 3 steps, a NaN at step 8 roll
     CHECK_MESSAGE(msg.find("step 8: the gradient of parameter '" + t.ps.back()->name + "'") != std::string::npos, msg);
     CHECK_MESSAGE(msg.find("of step 6, saved in '" + ckpt.string() + "'") != std::string::npos, msg);
     CHECK(value_bytes(t.ps) == at6);
-    CHECK(slurp(ckpt) == slurp(good_copy));
+    CHECK(goopt::test::slurp(ckpt) == goopt::test::slurp(good_copy));
     CHECK(guard.steps() == 6);
     // Adam had taken step 7 since the checkpoint: its moments and step count are step 6's again,
     // so redoing step 7 matches an undisturbed run of 7 steps

@@ -23,7 +23,7 @@ using ops::op_kind;
 
 namespace {
 
-const std::filesystem::path data_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
+const std::filesystem::path exports_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
 
 /// Whether a weight is one of the PyTorch module's parameters ("layers.0.q.bias"), not a constant the
 /// exporter named ("/layers.0/Constant_output_0", "onnx::MatMul_171") or a top-level one.
@@ -45,7 +45,7 @@ bool is_pow_exponent(const graph::computation_graph& g, graph::op_id w) {
 /// with a PyTorch parameter name, holding a '.') were checked.
 template <class Value>
 std::size_t check_imported_training(const std::string& file, const std::string& input, Value value_of) {
-    const io::onnx_model m = io::import_onnx(data_dir / file);
+    const io::onnx_model m = io::import_onnx(exports_dir / file);
     const graph::computation_graph& fwd = m.graph;
     const auto train = models::make_training_graph(fwd, {.optimizer = models::optimizer_kind::sgd});
     graph::validate(train);
@@ -93,7 +93,7 @@ std::size_t check_imported_training(const std::string& file, const std::string& 
 }  // namespace
 
 TEST_CASE("a BERT-style encoder exported at opset 13 trains: its gradients match finite differences") {
-    const io::onnx_model m = io::import_onnx(data_dir / "bert_tiny.onnx");
+    const io::onnx_model m = io::import_onnx(exports_dir / "bert_tiny.onnx");
     CHECK(m.graph.ops_of_kind(op_kind::pow).size() == 4);  // two decomposed LayerNorms per layer
     CHECK(m.graph.ops_of_kind(op_kind::erf).size() == 2);  // exact GELU
     // embedding, and per layer 4 attention biases, 2 LayerNorms, 2 FFN biases (the exporter names
@@ -103,7 +103,7 @@ TEST_CASE("a BERT-style encoder exported at opset 13 trains: its gradients match
 }
 
 TEST_CASE("a ViT-style classifier exported at opset 13 trains: its gradients match finite differences") {
-    const io::onnx_model m = io::import_onnx(data_dir / "vit_tiny.onnx");
+    const io::onnx_model m = io::import_onnx(exports_dir / "vit_tiny.onnx");
     CHECK(m.graph.ops_of_kind(op_kind::conv2d).size() == 1);  // the patch embedding
     CHECK(m.graph.ops_of_kind(op_kind::pow).size() == 3);
     // patch embedding, 9 of the encoder layer, final LayerNorm, head

@@ -68,8 +68,10 @@ inline void write_dot(std::ostream& out, const graph::computation_graph& g) {
         const graph::op& x = g.get_op(o);
         for (graph::tensor_id t : x.inputs) {
             const graph::tensor& in = g.get_tensor(t);
-            std::string label = ops::to_string(in.type);
-            if (g.get_op(in.producer).outputs.size() > 1) label = ":" + std::to_string(in.index) + " " + label;
+            std::string label;  // (appended piece by piece: GCC 12 warns falsely on "..." + std::string&&)
+            if (g.get_op(in.producer).outputs.size() > 1)
+                label.append(":").append(std::to_string(in.index)).append(" ");
+            label += ops::to_string(in.type);
             out << "  " << detail::dot_node(in.producer) << " -> " << detail::dot_node(o) << " [label=\"" << label
                 << "\"];\n";
         }
