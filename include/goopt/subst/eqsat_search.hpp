@@ -84,13 +84,15 @@ struct e_match {
 };
 
 /// Top-down e-matching of one rule's source (every output, joined on shared ops and variables),
-/// over a snapshot of the e-graph: `classes_of[kind]` lists the classes holding a node of `kind`.
+/// over a snapshot of the e-graph: `classes_of[kind]` lists the classes holding a node of `kind`,
+/// `kinds_of[c]` the kinds of class c's nodes.
 class e_matcher {
 public:
+    using kind_set = std::bitset<ops::num_op_kinds>;
     /// `input_rank`: source_input_ranks(r), which depends on the rule only.
     e_matcher(e_graph& eg, const rule& r, const std::vector<std::vector<class_id>>& classes_of,
-              std::span<const std::size_t> input_rank)
-        : eg_(eg), r_(r), classes_of_(classes_of), input_rank_(input_rank) {
+              std::span<const kind_set> kinds_of, std::span<const std::size_t> input_rank)
+        : eg_(eg), r_(r), classes_of_(classes_of), kinds_of_(kinds_of), input_rank_(input_rank) {
         cur_.ops.assign(r.source.ops.size(), e_node{});
         bound_.assign(r.source.ops.size(), false);
         cur_.variables.assign(r.variables.size(), unbound);
@@ -167,6 +169,7 @@ private:
                 if (same_op(cur_.ops[v.op], n)) next();
                 continue;
             }
+            if (!children_may_match(ro, n)) continue;
             const std::size_t rank = n.children.empty() ? 0 : eg_.shape(n.children[0]).rank();
             const std::uint64_t fit_key = (std::uint64_t{v.op} << 48) ^ (std::uint64_t{rank} << 40) ^ n.attrs;
             auto fits = attrs_fit_.find(fit_key);
@@ -189,6 +192,24 @@ private:
         }
     }
 
+    /// Whether every input of `ro` that is an op may match the child of `n` in its place: the
+    /// child's class holds a node of that op's kind (in either order for a commutative op). A
+    /// cheap test that spares most candidates the attribute check and the descent.
+    bool children_may_match(const rule_op& ro, const e_node& n) const {
+        auto fits = [&](bool swapped) {
+            for (std::size_t i = 0; i < ro.inputs.size(); ++i) {
+                const value_ref in = ro.inputs[i];
+                if (in.is_variable()) continue;
+                const class_id child = eg_.find_const(n.children[swapped ? ro.inputs.size() - 1 - i : i]);
+                if (child >= kinds_of_.size() ||
+                    !kinds_of_[child].test(static_cast<std::size_t>(r_.source.ops[in.op].kind)))
+                    return false;
+            }
+            return true;
+        };
+        return fits(false) || (ops::spec(ro.kind).has(ops::commutative) && ro.inputs.size() == 2 && fits(true));
+    }
+
     void match_inputs(const rule_op& ro, const e_node& n, std::size_t i, bool swapped, continuation next) {
         if (i == ro.inputs.size()) return next();
         const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
@@ -205,6 +226,7 @@ private:
     e_graph& eg_;
     const rule& r_;
     const std::vector<std::vector<class_id>>& classes_of_;
+    std::span<const kind_set> kinds_of_;
     std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
     std::set<std::vector<std::size_t>> placements_;      // the e-nodes of each match recorded (hashes, sorted)
     std::span<const std::size_t> input_rank_;
@@ -219,20 +241,25 @@ class saturation {
 public:
     saturation(model_egraph& m, const eqsat_config& config) : m_(m), eg_(m.egraph()), config_(config) {}
 
-    /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt).
+    /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt); the kinds of
+    /// each class's nodes go to kinds_of().
     std::vector<std::vector<class_id>> kind_index() {
         eg_.rebuild();
         std::vector<std::vector<class_id>> by(ops::num_op_kinds);
+        kinds_of_.assign(eg_.num_class_ids(), {});
         for (class_id c : eg_.classes()) {
             std::size_t last = SIZE_MAX;
             for (const auto& n : eg_.nodes(c)) {
                 const auto k = static_cast<std::size_t>(n.kind);
+                kinds_of_[c].set(k);
                 if (k != last && (by[k].empty() || by[k].back() != c)) by[k].push_back(c);
                 last = k;
             }
         }
         return by;
     }
+    /// Per class id, the kinds of its nodes when kind_index() last ran.
+    std::span<const e_matcher::kind_set> kinds_of() const noexcept { return kinds_of_; }
 
     /// @brief Records each class's height (the longest path of children below it) in the e-graph
     /// as it is now (rebuilt), so that would_cycle() skips what lies below the classes it looks for.
@@ -510,6 +537,7 @@ private:
         proven_;                              // apply_match's proofs
     std::set<std::vector<class_id>> merged_;  // matmul groups merged (input, weights, outputs)
     std::vector<std::uint32_t> seen_;
+    std::vector<e_matcher::kind_set> kinds_of_;
     std::vector<std::uint32_t> height_;
     std::uint32_t epoch_ = 0;
     std::size_t refused_ = 0, filtered_ = 0;
@@ -559,7 +587,8 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
             if (clock::now() >= saturation_end) bound = search_bound::time;
             if (!input_ranks[k]) input_ranks[k] = subst::detail::source_input_ranks(library[k]);
             std::vector<detail::e_match> ms;
-            detail::e_matcher(m.egraph(), library[k], classes_of, *input_ranks[k]).run(config.matches_per_rule, ms);
+            detail::e_matcher(m.egraph(), library[k], classes_of, sat.kinds_of(), *input_ranks[k])
+                .run(config.matches_per_rule, ms);
             for (auto& em : ms) found.emplace_back(k, std::move(em));
         }
         bool changed = false;
