@@ -97,6 +97,25 @@ TEST_CASE("eqsat: a small NasRNN gets cheaper, keeps its values, names and sourc
     CHECK(kept == sources);
 }
 
+TEST_CASE("eqsat: every step's parallel matmuls of a NasRNN are merged, at sizes of its own") {
+    // per step eight matmuls of x and eight of h: the merges are matched in the e-graph itself, so
+    // that the extraction can take every group merged at once; step 0's h0 is a weight, so its
+    // matmuls are weight preprocessing and the optimum runs one matmul in step 0 and two after
+    for (auto [batch, hidden] : {std::pair{3, 12}, std::pair{2, 20}}) {
+        CAPTURE(hidden);
+        const auto g = models::nasrnn({.batch = batch, .hidden = hidden, .steps = 3});
+        for (const auto& rules : {std::vector<rule>{}, shipped_rules()}) {
+            const auto r = eqsat_search(g, rules, cost::roofline_model{}, device::t4);
+            check_sound(g, r);
+            const auto preprocessing = weight_only(r.graph);
+            std::size_t matmuls = 0;
+            for (graph::op_id o = 0; o < r.graph.num_ops(); ++o)
+                matmuls += r.graph.get_op(o).kind == op_kind::matmul && !preprocessing[o];
+            CHECK(matmuls == 5);
+        }
+    }
+}
+
 TEST_CASE("eqsat: each bound is reported") {
     const auto g = models::nasrnn({.hidden = 8, .steps = 2});
     const auto rules = shipped_rules();

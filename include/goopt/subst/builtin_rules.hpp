@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -56,6 +57,12 @@ struct builtin_rewrite {
 /// (so that a search applies it there without searching for it), in a deterministic order. Every
 /// rule's variables have the shapes of the graph tensors they are bound to.
 inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts = {});
+
+/// @brief The merge of parallel matmuls of one input: matmul(x0, w_i) for each i =>
+/// split(matmul(x0, concat(w_0..w_n-1)))#i, for x0 of shape `x`, matrices `weights` and the
+/// matmuls' attributes `attrs` (variables x0, w0, ..., in that order).
+inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> weights,
+                              const ops::attribute_map& attrs);
 
 // ---- implementation ----
 
@@ -306,7 +313,6 @@ inline void conv_merge_rules(const graph::computation_graph& g, const builtin_op
 
 inline void matmul_merge_rules(const graph::computation_graph& g, const builtin_options& opts, rule_set& out) {
     using K = ops::op_kind;
-    using A = ops::attr_id;
     // matmuls by (input, activation) whose weight is a matrix
     const auto preprocessing = weight_only(g);  // merging ops on weights only gains nothing
     std::map<std::pair<graph::tensor_id, std::int64_t>, std::vector<graph::op_id>> by_input;
@@ -324,30 +330,13 @@ inline void matmul_merge_rules(const graph::computation_graph& g, const builtin_
         const auto& xd = g.type_of(key.first).dims;
         const auto& attrs = g.get_op(mms[0]).attrs;
         for (const auto& set : sets) {
-            rule r;
-            r.variables.push_back({"x0", xd});
-            side_builder s{r.source};
-            side_builder t{r.target};
-            std::vector<value_ref> ws;
-            std::vector<std::int64_t> sizes;
-            for (std::size_t i = 0; i < set.size(); ++i) {
-                const auto& w = g.type_of(g.get_op(set[i]).inputs[1]).dims;
-                r.variables.push_back({numbered("w", i), w, true});
-                const auto v = var(static_cast<std::uint16_t>(i + 1));
-                r.source.outputs.push_back(s.add(K::matmul, attrs, {var(0), v}));
-                ws.push_back(v);
-                sizes.push_back(w[1]);
-            }
-            const auto cat = t.add(K::concat, attrs_of({{A::axis, std::int64_t{1}}}), ws);
-            const auto y = t.add(K::matmul, attrs, {var(0), cat});
-            const auto sp =
-                t.add(K::split, attrs_of({{A::axis, static_cast<std::int64_t>(xd.rank()) - 1}, {A::sizes, sizes}}), {y},
-                      static_cast<std::uint16_t>(set.size()));
+            std::vector<ops::shape> ws;
             std::vector<graph::tensor_id> vars{key.first};
-            for (auto o : set) vars.push_back(g.get_op(o).inputs[1]);
-            for (std::size_t i = 0; i < set.size(); ++i)
-                r.target.outputs.push_back(side_builder::out(sp, static_cast<std::uint16_t>(i)));
-            out.add(std::move(r), set, std::move(vars));
+            for (auto o : set) {
+                ws.push_back(g.type_of(g.get_op(o).inputs[1]).dims);
+                vars.push_back(g.get_op(o).inputs[1]);
+            }
+            out.add(matmul_merge_rule(xd, ws, attrs), set, std::move(vars));
         }
     }
 }
@@ -520,6 +509,34 @@ inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& o
 }
 
 }  // namespace detail
+
+inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> weights,
+                              const ops::attribute_map& attrs) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    using detail::side_builder;
+    rule r;
+    r.variables.push_back({"x0", x});
+    side_builder s{r.source};
+    side_builder t{r.target};
+    std::vector<value_ref> ws;
+    std::vector<std::int64_t> sizes;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        r.variables.push_back({detail::numbered("w", i), weights[i], true});
+        const auto v = detail::var(static_cast<std::uint16_t>(i + 1));
+        r.source.outputs.push_back(s.add(K::matmul, attrs, {detail::var(0), v}));
+        ws.push_back(v);
+        sizes.push_back(weights[i][1]);
+    }
+    const auto cat = t.add(K::concat, detail::attrs_of({{A::axis, std::int64_t{1}}}), ws);
+    const auto y = t.add(K::matmul, attrs, {detail::var(0), cat});
+    const auto sp =
+        t.add(K::split, detail::attrs_of({{A::axis, static_cast<std::int64_t>(x.rank()) - 1}, {A::sizes, sizes}}), {y},
+              static_cast<std::uint16_t>(weights.size()));
+    for (std::size_t i = 0; i < weights.size(); ++i)
+        r.target.outputs.push_back(side_builder::out(sp, static_cast<std::uint16_t>(i)));
+    return r;
+}
 
 inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts) {
     detail::rule_set out;

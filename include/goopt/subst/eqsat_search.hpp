@@ -26,11 +26,13 @@
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/search.hpp>
 
+#include <boost/container_hash/hash.hpp>
+
 #include <algorithm>
 #include <bitset>
 #include <chrono>
 #include <cstdint>
-#include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -82,12 +84,15 @@ struct e_match {
 };
 
 /// Top-down e-matching of one rule's source (every output, joined on shared ops and variables),
-/// over a snapshot of the e-graph: `classes_of[kind]` lists the classes holding a node of `kind`.
+/// over a snapshot of the e-graph: `classes_of[kind]` lists the classes holding a node of `kind`,
+/// `kinds_of[c]` the kinds of class c's nodes.
 class e_matcher {
 public:
-    e_matcher(e_graph& eg, const rule& r, const std::vector<std::vector<class_id>>& classes_of)
-        : eg_(eg), r_(r), classes_of_(classes_of) {
-        input_rank_ = subst::detail::source_input_ranks(r);
+    using kind_set = std::bitset<ops::num_op_kinds>;
+    /// `input_rank`: source_input_ranks(r), which depends on the rule only.
+    e_matcher(e_graph& eg, const rule& r, const std::vector<std::vector<class_id>>& classes_of,
+              std::span<const kind_set> kinds_of, std::span<const std::size_t> input_rank)
+        : eg_(eg), r_(r), classes_of_(classes_of), kinds_of_(kinds_of), input_rank_(input_rank) {
         cur_.ops.assign(r.source.ops.size(), e_node{});
         bound_.assign(r.source.ops.size(), false);
         cur_.variables.assign(r.variables.size(), unbound);
@@ -136,7 +141,7 @@ private:
     }
 
     /// Binds rule value `v` to class `c`, then calls `next`; undoes what it bound.
-    void match_value(value_ref v, class_id c, const std::function<void()>& next) {
+    void match_value(value_ref v, class_id c, continuation next) {
         c = eg_.find(c);
         if (v.is_variable()) {
             auto& slot = cur_.variables[v.index];
@@ -164,6 +169,7 @@ private:
                 if (same_op(cur_.ops[v.op], n)) next();
                 continue;
             }
+            if (!children_may_match(ro, n)) continue;
             const std::size_t rank = n.children.empty() ? 0 : eg_.shape(n.children[0]).rank();
             const std::uint64_t fit_key = (std::uint64_t{v.op} << 48) ^ (std::uint64_t{rank} << 40) ^ n.attrs;
             auto fits = attrs_fit_.find(fit_key);
@@ -186,8 +192,25 @@ private:
         }
     }
 
-    void match_inputs(const rule_op& ro, const e_node& n, std::size_t i, bool swapped,
-                      const std::function<void()>& next) {
+    /// Whether every input of `ro` that is an op may match the child of `n` in its place: the
+    /// child's class holds a node of that op's kind (in either order for a commutative op). A
+    /// cheap test that spares most candidates the attribute check and the descent.
+    bool children_may_match(const rule_op& ro, const e_node& n) const {
+        auto fits = [&](bool swapped) {
+            for (std::size_t i = 0; i < ro.inputs.size(); ++i) {
+                const value_ref in = ro.inputs[i];
+                if (in.is_variable()) continue;
+                const class_id child = eg_.find_const(n.children[swapped ? ro.inputs.size() - 1 - i : i]);
+                if (child >= kinds_of_.size() ||
+                    !kinds_of_[child].test(static_cast<std::size_t>(r_.source.ops[in.op].kind)))
+                    return false;
+            }
+            return true;
+        };
+        return fits(false) || (ops::spec(ro.kind).has(ops::commutative) && ro.inputs.size() == 2 && fits(true));
+    }
+
+    void match_inputs(const rule_op& ro, const e_node& n, std::size_t i, bool swapped, continuation next) {
         if (i == ro.inputs.size()) return next();
         const std::size_t gi = swapped ? ro.inputs.size() - 1 - i : i;
         match_value(ro.inputs[i], n.children[gi], [&] { match_inputs(ro, n, i + 1, swapped, next); });
@@ -203,9 +226,10 @@ private:
     e_graph& eg_;
     const rule& r_;
     const std::vector<std::vector<class_id>>& classes_of_;
+    std::span<const kind_set> kinds_of_;
     std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
     std::set<std::vector<std::size_t>> placements_;      // the e-nodes of each match recorded (hashes, sorted)
-    std::vector<std::size_t> input_rank_;
+    std::span<const std::size_t> input_rank_;
     e_match cur_;
     std::vector<bool> bound_;
     std::size_t limit_ = 0;
@@ -217,20 +241,25 @@ class saturation {
 public:
     saturation(model_egraph& m, const eqsat_config& config) : m_(m), eg_(m.egraph()), config_(config) {}
 
-    /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt).
+    /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt); the kinds of
+    /// each class's nodes go to kinds_of().
     std::vector<std::vector<class_id>> kind_index() {
         eg_.rebuild();
         std::vector<std::vector<class_id>> by(ops::num_op_kinds);
+        kinds_of_.assign(eg_.num_class_ids(), {});
         for (class_id c : eg_.classes()) {
             std::size_t last = SIZE_MAX;
             for (const auto& n : eg_.nodes(c)) {
                 const auto k = static_cast<std::size_t>(n.kind);
+                kinds_of_[c].set(k);
                 if (k != last && (by[k].empty() || by[k].back() != c)) by[k].push_back(c);
                 last = k;
             }
         }
         return by;
     }
+    /// Per class id, the kinds of its nodes when kind_index() last ran.
+    std::span<const e_matcher::kind_set> kinds_of() const noexcept { return kinds_of_; }
 
     /// @brief Records each class's height (the longest path of children below it) in the e-graph
     /// as it is now (rebuilt), so that would_cycle() skips what lies below the classes it looks for.
@@ -349,55 +378,40 @@ public:
         return changed;
     }
 
-    /// Proves `r` at match `em` (on the small graph the match spans) and adds its target.
-    bool apply_match(const rule& r, const e_match& em, const std::string& text) {
-        for (auto v : em.variables)
+    /// Proves rule `r` (number `id` of the library) at match `em`, on the small graph the match
+    /// spans, and adds its target. The proof is remembered per rule, attributes of the matched
+    /// ops and shapes and types of the variables: all it depends on, and far cheaper to look up
+    /// than to build that graph and the rule's text for instantiation_cache again.
+    bool apply_match(const rule& r, std::size_t id, const e_match& em, const std::string& text) {
+        std::vector<std::int64_t> key{static_cast<std::int64_t>(id)};
+        for (const auto& n : em.ops) key.push_back(n.attrs);
+        for (auto v : em.variables) {
             if (v == UINT32_MAX) return false;
-        graph::computation_graph local("match");
-        match lm;
-        for (std::size_t i = 0; i < r.variables.size(); ++i) {
-            const auto t = local.input(concat("v", i), eg_.shape(em.variables[i]), m_.dtype_of(em.variables[i]));
-            lm.variables.push_back(t);
+            const auto& dims = eg_.shape(v);
+            key.push_back(static_cast<std::int64_t>(m_.dtype_of(v)));
+            key.push_back(static_cast<std::int64_t>(dims.rank()));
+            for (std::size_t d = 0; d < dims.rank(); ++d) key.push_back(dims[d]);
         }
-        std::vector<graph::output_ids> outs;
-        try {
-            for (std::size_t i = 0; i < r.source.ops.size(); ++i) {
-                const rule_op& ro = r.source.ops[i];
-                std::vector<graph::tensor_id> in;
-                for (auto v : ro.inputs)
-                    in.push_back(v.is_variable() ? lm.variables.at(v.index) : outs.at(v.op).at(v.index));
-                outs.push_back(local.add(ro.kind, in, eg_.attributes(em.ops[i].attrs), concat("s", i)));
-                lm.ops.push_back(local.producer(outs.back()[0]));
+        auto known = proven_.find(key);
+        if (known == proven_.end()) {
+            std::optional<rule> decided;
+            if (auto local = spanned(r, em)) {
+                auto inst = cache_.get(local->first, r, local->second, limits_);
+                if (auto* proven = std::get_if<rule>(&inst)) decided = std::move(*proven);
             }
-        } catch (const error&) {
+            known = proven_.emplace(std::move(key), std::move(decided)).first;
+        }
+        if (!known->second) {
             ++refused_;
             return false;
         }
-        auto inst = cache_.get(local, r, lm, limits_);
-        if (!std::holds_alternative<rule>(inst)) {
-            ++refused_;
-            return false;
-        }
-        return add_target(std::get<rule>(inst), em.variables, em.outputs, text);
+        return add_target(*known->second, em.variables, em.outputs, text);
     }
 
     /// Proves (or, failing that, checks numerically) built-in rule `b` made for graph `x` and adds it.
     bool apply_builtin(const builtin_rewrite& b, const extraction& x) {
-        // a built-in rule's variables have the shapes it was made at: its text and their shapes
-        // identify what the proof or the numeric check decides, which later rounds meet again
-        std::string key = to_string(b.rule);
-        for (const auto& v : b.rule.variables) key += v.dims.to_string();
-        auto known = builtin_memo_.find(key);
-        if (known == builtin_memo_.end()) {
-            auto inst = cache_.get(x.graph, b.rule, b.where, limits_);
-            std::optional<rule> decided;
-            if (auto* r = std::get_if<rule>(&inst)) decided = std::move(*r);
-            else
-                decided = numeric_fallback(x.graph, b.rule, b.where,
-                                           rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
-            known = builtin_memo_.emplace(std::move(key), std::move(decided)).first;
-        }
-        if (!known->second) {
+        const auto& decided = decide_builtin(x.graph, b.rule, b.where);
+        if (!decided) {
             ++refused_;
             return false;
         }
@@ -405,20 +419,125 @@ public:
         for (auto t : b.where.variables) vars.push_back(x.class_of_tensor.at(t));
         for (auto v : b.rule.source.outputs)
             outs.push_back(x.class_of_tensor.at(x.graph.get_op(b.where.ops.at(v.op)).outputs.at(v.index)));
-        return add_target(*known->second, vars, outs, to_string(b.rule));
+        return add_target(*decided, vars, outs, to_string(b.rule));
+    }
+
+    /// @brief TASO's merge of parallel matmuls (builtin_options::merge_matmuls) as a rule of the
+    /// e-graph itself: per class x and attributes, the matmuls reading x with a model weight matrix
+    /// (one per class, in class order, up to max_group at a time) become one matmul of their
+    /// concatenated weights and its split. Matched in the whole e-graph, not in one extracted
+    /// graph, so that the extraction can choose every group merged at once (NasRNN's eight
+    /// matmuls of x and of h per step). Checked as a built-in is. @return whether the e-graph changed.
+    bool merge_parallel_matmuls() {
+        eg_.rebuild();
+        const auto constant = m_.constant_classes();
+        auto model_weight = [&](class_id w) {
+            const auto& ns = eg_.nodes(w);
+            return eg_.shape(w).rank() == 2 &&
+                   std::any_of(ns.begin(), ns.end(), [](const e_node& n) { return n.is_variable(); });
+        };
+        // (input class, attributes) -> the classes computing a matmul of it, and the matmul's weight
+        std::map<std::pair<class_id, std::uint32_t>, std::vector<std::pair<class_id, class_id>>> groups;
+        for (class_id c : eg_.classes())
+            for (const auto& n : eg_.nodes(c)) {
+                if (n.kind != ops::op_kind::matmul || n.children.size() != 2) continue;
+                const class_id x = eg_.find(n.children[0]), w = eg_.find(n.children[1]);
+                // a matmul of weights only is weight preprocessing: merging it gains nothing
+                if (constant[x] || !model_weight(w)) continue;
+                auto& members = groups[{x, n.attrs}];
+                if (members.empty() || members.back().first != c) members.emplace_back(c, w);
+            }
+        bool changed = false;
+        const std::size_t group = std::max<std::size_t>(config_.space.builtins.max_group, 2);
+        for (const auto& [key, members] : groups)
+            for (std::size_t first = 0; first + 1 < members.size(); first += group) {
+                if (eg_.num_nodes() >= config_.max_nodes) return changed;
+                const std::size_t n = std::min(group, members.size() - first);
+                e_match em;
+                em.variables.push_back(key.first);
+                std::vector<ops::shape> weights;
+                for (std::size_t i = first; i < first + n; ++i) {
+                    em.ops.push_back(e_node{ops::op_kind::matmul, 0, key.second, {key.first, members[i].second}});
+                    em.variables.push_back(members[i].second);
+                    em.outputs.push_back(members[i].first);
+                    weights.push_back(eg_.shape(members[i].second));
+                }
+                std::vector<class_id> placed = em.variables;
+                placed.insert(placed.end(), em.outputs.begin(), em.outputs.end());
+                if (!merged_.insert(std::move(placed)).second) continue;  // merged in an earlier round
+                const rule r = matmul_merge_rule(eg_.shape(key.first), weights, eg_.attributes(key.second));
+                auto local = spanned(r, em);
+                const auto* decided = local ? &decide_builtin(local->first, r, local->second) : nullptr;
+                if (!decided || !*decided) {
+                    ++refused_;
+                    continue;
+                }
+                changed = add_target(**decided, em.variables, em.outputs, to_string(r)) || changed;
+            }
+        return changed;
     }
 
     std::size_t refused() const noexcept { return refused_; }
     std::size_t filtered() const noexcept { return filtered_; }
 
 private:
+    /// The small graph match `em` of `r` spans (its variables as inputs) and the match in it;
+    /// nullopt when a variable is unbound or an op does not build there.
+    std::optional<std::pair<graph::computation_graph, match>> spanned(const rule& r, const e_match& em) {
+        for (auto v : em.variables)
+            if (v == UINT32_MAX) return std::nullopt;
+        std::pair<graph::computation_graph, match> local{graph::computation_graph("match"), match{}};
+        auto& [lg, lm] = local;
+        for (std::size_t i = 0; i < r.variables.size(); ++i)
+            lm.variables.push_back(
+                lg.input(concat("v", i), eg_.shape(em.variables.at(i)), m_.dtype_of(em.variables.at(i))));
+        std::vector<graph::output_ids> outs;
+        try {
+            for (std::size_t i = 0; i < r.source.ops.size(); ++i) {
+                const rule_op& ro = r.source.ops[i];
+                std::vector<graph::tensor_id> in;
+                for (auto v : ro.inputs)
+                    in.push_back(v.is_variable() ? lm.variables.at(v.index) : outs.at(v.op).at(v.index));
+                outs.push_back(lg.add(ro.kind, in, eg_.attributes(em.ops.at(i).attrs), concat("s", i)));
+                lm.ops.push_back(lg.producer(outs.back()[0]));
+            }
+        } catch (const error&) {
+            return std::nullopt;
+        }
+        return local;
+    }
+
+    /// @brief Built-in rule `r` at match `m` of graph `g` proven, or, failing that, checked on the
+    /// interpreter (the numeric fallback of subst::apply); nullopt when neither. Remembered per
+    /// rule text and variable shapes (a built-in rule's variables have the shapes it was made at),
+    /// which later rounds meet again.
+    const std::optional<rule>& decide_builtin(const graph::computation_graph& g, const rule& r, const match& m) {
+        std::string key = to_string(r);
+        for (const auto& v : r.variables) key += v.dims.to_string();
+        auto known = builtin_memo_.find(key);
+        if (known == builtin_memo_.end()) {
+            auto inst = cache_.get(g, r, m, limits_);
+            std::optional<rule> decided;
+            if (auto* proven = std::get_if<rule>(&inst)) decided = std::move(*proven);
+            else
+                decided =
+                    numeric_fallback(g, r, m, rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
+            known = builtin_memo_.emplace(std::move(key), std::move(decided)).first;
+        }
+        return known->second;
+    }
+
     model_egraph& m_;
     e_graph& eg_;
     const eqsat_config& config_;
     instantiation_cache cache_;
     instantiation_limits limits_{};
     std::unordered_map<std::string, std::optional<rule>> builtin_memo_;
+    std::unordered_map<std::vector<std::int64_t>, std::optional<rule>, boost::hash<std::vector<std::int64_t>>>
+        proven_;                              // apply_match's proofs
+    std::set<std::vector<class_id>> merged_;  // matmul groups merged (input, weights, outputs)
     std::vector<std::uint32_t> seen_;
+    std::vector<e_matcher::kind_set> kinds_of_;
     std::vector<std::uint32_t> height_;
     std::uint32_t epoch_ = 0;
     std::size_t refused_ = 0, filtered_ = 0;
@@ -449,8 +568,8 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
     for (graph::tensor_id t = 0; t < g.num_tensors(); ++t) x.class_of_tensor[t] = m.class_of(t);
 
     std::optional<search_bound> bound;
-    std::vector<std::string> texts(library.size());
-    for (std::size_t k = 0; k < library.size(); ++k) texts[k] = to_string(library[k]);
+    std::vector<std::string> texts(library.size());  // each rule's text, made when first applied
+    std::vector<std::optional<std::vector<std::size_t>>> input_ranks(library.size());  // made when first matched
     while (!bound) {
         if (stats.steps >= config.iterations) {
             bound = search_bound::iterations;
@@ -466,8 +585,10 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
         for (std::size_t k = 0; k < library.size() && !bound; ++k) {
             if (!library.may_match(k, present)) continue;
             if (clock::now() >= saturation_end) bound = search_bound::time;
+            if (!input_ranks[k]) input_ranks[k] = subst::detail::source_input_ranks(library[k]);
             std::vector<detail::e_match> ms;
-            detail::e_matcher(m.egraph(), library[k], classes_of).run(config.matches_per_rule, ms);
+            detail::e_matcher(m.egraph(), library[k], classes_of, sat.kinds_of(), *input_ranks[k])
+                .run(config.matches_per_rule, ms);
             for (auto& em : ms) found.emplace_back(k, std::move(em));
         }
         bool changed = false;
@@ -475,8 +596,13 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
             if (bound) break;
             if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
             else if (clock::now() >= saturation_end) bound = search_bound::time;
-            else changed = sat.apply_match(library[k], em, texts[k]) || changed;
+            else {
+                if (texts[k].empty()) texts[k] = to_string(library[k]);
+                changed = sat.apply_match(library[k], k, em, texts[k]) || changed;
+            }
         }
+        if (!bound && config.space.use_builtins && config.space.builtins.merge_matmuls)
+            changed = sat.merge_parallel_matmuls() || changed;
         m.egraph().rebuild();
         const auto extraction_end = [&] {
             return std::min(saturation_end, clock::now() + (saturation_end - start) / 8);

@@ -50,6 +50,10 @@ public:
     std::size_t num_sources() const noexcept { return sources_.size(); }
     /// The element type of class `c`'s values where a variable leaf says it (f32 otherwise).
     ops::dtype dtype_of(class_id c) const;
+    /// @brief Per class id, whether the class has a term reading no model input (weights and
+    /// constants only): weight preprocessing, which inference does not run. For the e-graph as it
+    /// is (rebuild it first).
+    std::vector<bool> constant_classes() const;
 
     /// @brief Starts recording a rewrite (the rule's text): ops added until the next call are its.
     void begin_rewrite(std::string rule_text) { applications_.push_back(std::move(rule_text)); }
@@ -123,6 +127,27 @@ inline ops::dtype model_egraph::dtype_of(class_id c) const {
     return ops::dtype::f32;
 }
 
+inline std::vector<bool> model_egraph::constant_classes() const {
+    const auto ids = eg_.classes();
+    std::vector<bool> constant(eg_.num_class_ids(), false);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (class_id c : ids) {
+            if (constant[c]) continue;
+            for (const auto& n : eg_.nodes(c)) {
+                bool all = n.is_variable() ? g_->get_op(sources_.at(n.index)).kind != ops::op_kind::input : true;
+                for (auto ch : n.children) all = all && constant[eg_.find_const(ch)];
+                if (all) {
+                    constant[c] = true;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    return constant;
+}
+
 namespace detail {
 
 /// The extraction's state: op ids of e-nodes (siblings of one op share one), their costs, and
@@ -152,7 +177,7 @@ public:
                 op_members_[it->second].emplace_back(c, static_cast<std::uint32_t>(op_of_[c].size() - 1));
             }
         }
-        find_constant_classes();
+        const_class_ = m_.constant_classes();
         stamp_.assign(op_cost_.size(), 0);
         class_state_.assign(n, 0);
         class_epoch_.assign(n, 0);
@@ -165,7 +190,6 @@ private:
     using choice_t = std::vector<std::int32_t>;
 
     double base_cost(class_id c, const e_node& n);
-    void find_constant_classes();
     choice_t greedy_choice() const;
     /// The choice that gives back graph `g` whose tensors are in classes `class_of` (its op of
     /// each class the earliest in topological order, so that the choice is acyclic).
@@ -215,26 +239,6 @@ double dag_extractor<Cost, Device>::base_cost(class_id c, const e_node& n) {
     (void)c;
     cost_memo_.emplace(std::move(key), t);
     return t;
-}
-
-template <class Cost, device::DeviceModel Device> void dag_extractor<Cost, Device>::find_constant_classes() {
-    const_class_.assign(eg_.num_class_ids(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (class_id c : ids_) {
-            if (const_class_[c]) continue;
-            for (const auto& n : eg_.nodes(c)) {
-                bool all =
-                    n.is_variable() ? m_.model().get_op(m_.source_of(n.index)).kind != ops::op_kind::input : true;
-                for (auto ch : n.children) all = all && const_class_[eg_.find_const(ch)];
-                if (all) {
-                    const_class_[c] = true;
-                    changed = true;
-                    break;
-                }
-            }
-        }
-    }
 }
 
 template <class Cost, device::DeviceModel Device> auto dag_extractor<Cost, Device>::greedy_choice() const -> choice_t {
