@@ -3,7 +3,7 @@
 //
 //   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]
 //             [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01] [--seed 1]
-//             [--no-warm] [--no-pure] [--fifo] [--progress]
+//             [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]
 //
 // Each row: the heuristics' step times (single device FIFO, expert, METIS when built with it, HEFT
 // with its rank priorities, critical path on the expert placement, Baechi's m-TOPO, m-ETF, m-SCT),
@@ -11,7 +11,8 @@
 // heuristic that fits in memory, with that heuristic's own decision as the incumbent, so it is never
 // returned worse). Both keep the best of the samples and of the policy's mode after each update
 // ("go_from", "go_warm_from": incumbent, sample or mode). --progress: a status line per update on
-// stderr. Learned placements are scored with critical-path priorities
+// stderr; --metrics: every training's updates as JSON lines (rl::progress_reporter) in one file.
+// Learned placements are scored with critical-path priorities
 // computed for each sampled placement (as HEFT's placement comes with its ranks); --fifo scores them
 // under FIFO ready queues instead (GO's placement task). Step times are simulated on n x V100 with
 // NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
@@ -64,7 +65,8 @@ const char* source_name(goopt::tasks::best_source s) {
 }
 
 int run(int argc, char** argv) {
-    std::string out, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train", counts_text = "2,4,8";
+    std::string out, metrics, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train",
+                              counts_text = "2,4,8";
     std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
     std::uint64_t seed = 1;
     double lr = 1e-4, entropy = 0.01;
@@ -90,11 +92,12 @@ int run(int argc, char** argv) {
         else if (a == "--no-pure") pure = false;
         else if (a == "--fifo") fifo = true;
         else if (a == "--progress") progress = true;
+        else if (a == "--metrics") metrics = value();
         else if (a == "-h" || a == "--help") {
             std::puts(
                 "usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
                 "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
-                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo] [--progress]");
+                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]");
             return 0;
         } else goopt::bench::unknown_argument(a);
     }
@@ -104,6 +107,7 @@ int run(int argc, char** argv) {
     const auto names = split(graphs_text);
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as rnnlm2,gnmt2");
 
+    if (!metrics.empty()) goopt::io::atomic_write(metrics, "");  // each training appends to it
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf(
         "simulated step time in ms on n x V100:nvlink (* = out of memory); go: PPO %zu updates x %zu samples, hidden "
@@ -168,7 +172,9 @@ int run(int argc, char** argv) {
                 .policy =
                     {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
                 .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path},
-                .progress = {.status = progress ? goopt::rl::status_mode::always : goopt::rl::status_mode::never}};
+                .progress = {.metrics = metrics,
+                             .append = true,
+                             .status = progress ? goopt::rl::status_mode::always : goopt::rl::status_mode::never}};
             auto train = [&](bool with_warm, const char* key) {
                 auto c = cfg;
                 if (with_warm) {

@@ -86,7 +86,8 @@ inline constexpr std::uint32_t checkpoint_format_version = 1;
 /// results land by index, so any thread count gives the same numbers); advantages are rewards
 /// minus the baseline, divided by the rewards' spread; then `epochs` passes over shuffled
 /// minibatches minimize the clipped surrogate minus the entropy bonus plus the value loss, each
-/// step through Adam with gradient clipping, guarded against NaN.
+/// step through Adam with gradient clipping, guarded against NaN. The first step reuses the
+/// sampling forward pass (same parameters), so Net::backward must follow the latest evaluate.
 ///
 /// The probability ratio is taken per node (each node's action is a factor of the decision, all
 /// sharing the sample's advantage) rather than for the whole decision: the product of 60,000 node
@@ -319,7 +320,9 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         for (std::size_t b0 = 0; b0 < K; b0 += c_.minibatch) {
             const std::size_t b1 = std::min(K, b0 + c_.minibatch), m = b1 - b0;
             nn::zero_grad(ps_);
-            auto out = net_->evaluate(obs, {});
+            // the first step's parameters are those the samples were drawn with: its forward pass is
+            // the sampling one, whose activations the network still holds for backward
+            auto out = epoch == 0 && b0 == 0 ? std::move(first) : net_->evaluate(obs, {});
             const nn::matrix<double> lp = detail::log_probs(out.logits.at(0));
             // probabilities once per step, not once per sample (std::exp: the same bits as per term)
             const nn::matrix<double> p = lp.unaryExpr([](double x) { return std::exp(x); });
