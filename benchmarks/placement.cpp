@@ -3,17 +3,21 @@
 //
 //   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]
 //             [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01] [--seed 1]
-//             [--no-warm] [--no-pure] [--fifo]
+//             [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]
 //
 // Each row: the heuristics' step times (single device FIFO, expert, METIS when built with it, HEFT
 // with its rank priorities, critical path on the expert placement, Baechi's m-TOPO, m-ETF, m-SCT),
 // then go (pure PPO from random weights) and go_warm (PPO after imitating the placement of the best
-// heuristic that fits in memory). Learned placements are scored with critical-path priorities
+// heuristic that fits in memory, with that heuristic's own decision as the incumbent, so it is never
+// returned worse). Both keep the best of the samples and of the policy's mode after each update
+// ("go_from", "go_warm_from": incumbent, sample or mode). --progress: a status line per update on
+// stderr; --metrics: every training's updates as JSON lines (rl::progress_reporter) in one file.
+// Learned placements are scored with critical-path priorities
 // computed for each sampled placement (as HEFT's placement comes with its ranks); --fifo scores them
 // under FIFO ready queues instead (GO's placement task). Step times are simulated on n x V100 with
 // NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
 // "metis_ms", "heft_ms", "critical_path_ms", "m_topo_ms", "m_etf_ms", "m_sct_ms", "go_ms",
-// "go_warm_ms", "go_oom", "go_warm_oom", "best_heuristic", "samples", "updates", "seconds",
+// "go_warm_ms", "go_oom", "go_warm_oom", "go_from", "go_warm_from", "best_heuristic", "samples", "updates", "seconds",
 // "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
 // of memory.
 #include "benchmark_main.hpp"
@@ -46,12 +50,27 @@ std::vector<std::string> split(const std::string& text) {
     return r;
 }
 
+const char* source_name(goopt::tasks::best_source s) {
+    switch (s) {
+        case goopt::tasks::best_source::incumbent:
+            return "incumbent";
+        case goopt::tasks::best_source::sample:
+            return "sample";
+        case goopt::tasks::best_source::mode:
+            return "mode";
+        case goopt::tasks::best_source::none:
+            break;
+    }
+    return "none";
+}
+
 int run(int argc, char** argv) {
-    std::string out, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train", counts_text = "2,4,8";
+    std::string out, metrics, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train",
+                              counts_text = "2,4,8";
     std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
     std::uint64_t seed = 1;
     double lr = 1e-4, entropy = 0.01;
-    bool warm = true, pure = true, fifo = false;
+    bool warm = true, pure = true, fifo = false, progress = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -72,11 +91,13 @@ int run(int argc, char** argv) {
         else if (a == "--no-warm") warm = false;
         else if (a == "--no-pure") pure = false;
         else if (a == "--fifo") fifo = true;
+        else if (a == "--progress") progress = true;
+        else if (a == "--metrics") metrics = value();
         else if (a == "-h" || a == "--help") {
             std::puts(
                 "usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
                 "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
-                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo]");
+                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]");
             return 0;
         } else goopt::bench::unknown_argument(a);
     }
@@ -86,6 +107,7 @@ int run(int argc, char** argv) {
     const auto names = split(graphs_text);
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as rnnlm2,gnmt2");
 
+    if (!metrics.empty()) goopt::io::atomic_write(metrics, "");  // each training appends to it
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf(
         "simulated step time in ms on n x V100:nvlink (* = out of memory); go: PPO %zu updates x %zu samples, hidden "
@@ -103,15 +125,15 @@ int run(int argc, char** argv) {
             nlohmann::ordered_json row{{"graph", name}, {"nodes", g.num_ops()}, {"devices", n}};
             std::printf("%-20s %2zu", name.c_str(), n);
             std::vector<std::string> oom;
-            goopt::sim::placement best_fit;
+            goopt::sim::decision best_fit;
             double best_fit_ms = 0;
             std::string best_name;
             auto report = [&](const char* key, const std::string& what, const goopt::sim::decision& d) {
                 const auto r = goopt::sim::run(s, d);
                 row[key] = r.step_time * 1e3;
                 if (r.oom) oom.push_back(what);
-                else if (best_fit.empty() || r.step_time * 1e3 < best_fit_ms) {
-                    best_fit = d.placement;
+                else if (best_fit.placement.empty() || r.step_time * 1e3 < best_fit_ms) {
+                    best_fit = d;
                     best_fit_ms = r.step_time * 1e3;
                     best_name = what;
                 }
@@ -150,17 +172,21 @@ int run(int argc, char** argv) {
                 .policy =
                     {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
                 .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path},
-                .progress = {.status = goopt::rl::status_mode::never}};
+                .progress = {.metrics = metrics,
+                             .append = true,
+                             .status = progress ? goopt::rl::status_mode::always : goopt::rl::status_mode::never}};
             auto train = [&](bool with_warm, const char* key) {
                 auto c = cfg;
                 if (with_warm) {
-                    c.warm_start = best_fit;
+                    c.warm_start = best_fit.placement;
+                    c.incumbent = best_fit;  // the heuristic's own decision: never returned worse
                     c.ppo.imitation_steps = imitation;
                 }
                 std::mt19937_64 rng(seed);
                 const auto r = goopt::tasks::train_placement(g, cl, goopt::cost::roofline_model{}, c, rng);
                 row[std::string(key) + "_ms"] = r.best.result.step_time * 1e3;
                 row[std::string(key) + "_oom"] = r.best.result.oom;
+                row[std::string(key) + "_from"] = source_name(r.best_from);
                 std::printf(" %8.2f%c", r.best.result.step_time * 1e3, r.best.result.oom ? '*' : ' ');
                 std::fflush(stdout);
                 return r;
@@ -174,7 +200,7 @@ int run(int argc, char** argv) {
                 row["updates_per_s"] = static_cast<double>(r.updates) / r.seconds;
                 secs += r.seconds;
             } else std::printf(" %9s", "-");
-            if (warm && !best_fit.empty()) {
+            if (warm && !best_fit.placement.empty()) {
                 const auto r = train(true, "go_warm");
                 row["warm_seconds"] = r.seconds;
                 row["warm_samples"] = r.samples;

@@ -88,18 +88,30 @@ TEST_CASE("PPO reaches the optimum of a contextual bandit from a fixed seed (bot
         auto cfg = bandit_config;
         cfg.baseline = base;
         rl::ppo<bandit, linear_net> trainer(env, net, cfg);
-        double last = 0;
+        double last = 0, mode = 0, stats_mode = 0;
+        std::size_t modes = 0;
         struct v_t {
-            double& last;
+            double &last, &mode, &stats_mode;
+            std::size_t& modes;
             void on_sample(std::span<const int>, const bandit::outcome&) {}
+            void on_mode(std::span<const int> a, const bandit::outcome& o) {
+                CHECK(a.size() == bandit::nodes);
+                mode = o.reward;
+                ++modes;
+            }
             bool on_update(const rl::update_stats& s) {
                 last = s.mean_reward;
+                stats_mode = s.mode_reward;
                 return true;
             }
-        } v{last};
+        } v{last, mode, stats_mode, modes};
         trainer.train(rng, v);
         CHECK(trainer.updates_done() == 120);
-        CHECK(last > 0.95);  // a uniform policy earns 0.47
+        CHECK(trainer.samples_done() == 120 * 16);  // the modes are evaluated, not counted as samples
+        CHECK(last > 0.95);                         // a uniform policy earns 0.47
+        CHECK(modes == 120);                        // the mode is evaluated once per update
+        CHECK(mode == 1.0);                         // and is the optimum at the end
+        CHECK(stats_mode == mode);
         bandit::observation all;
         all.x = nn::matrix<double>::Identity(bandit::contexts, bandit::contexts);
         const auto greedy = nn::argmax_rows(net.evaluate(all, {}).logits[0]);

@@ -67,7 +67,9 @@ public:
         for_new_sources(o, [&](std::uint32_t u) { b += bytes_[u]; });
         return b;
     }
-    bool fits(graph::op_id o, sim::device_id d) const { return used_[d] + need(o) <= capacity_[d]; }
+    bool fits(graph::op_id o, sim::device_id d) const { return fits_bytes(need(o), d); }
+    /// Whether `bytes` more fit on d (need(o) is the same on every device: compute it once).
+    bool fits_bytes(double bytes, sim::device_id d) const { return used_[d] + bytes <= capacity_[d]; }
     /// The device with the most room left (the fallback when `o` fits nowhere).
     sim::device_id roomiest() const {
         sim::device_id best = 0;
@@ -193,10 +195,11 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     // earliest start of o and the device giving it
     auto best_start = [&](graph::op_id o) -> std::pair<double, sim::device_id> {
         const auto fixed = m.device_of(o);
+        const double bytes = fixed == baechi_memory::unplaced ? m.need(o) : 0;
         double best = inf;
         sim::device_id at = baechi_memory::unplaced;
         for (sim::device_id d = 0; d < nd; ++d) {
-            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits(o, d)) continue;
+            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits_bytes(bytes, d)) continue;
             const double st = std::max(free_at[d], arrival(o, d));
             if (st < best) best = st, at = d;
         }

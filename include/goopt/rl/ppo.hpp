@@ -36,6 +36,7 @@ struct update_stats {
     std::size_t samples = 0;  ///< decisions evaluated so far
     double mean_reward = 0;
     double best_reward = 0;    ///< best of this update's samples
+    double mode_reward = 0;    ///< reward of the policy's mode (ppo_config::evaluate_mode; else 0)
     double entropy = 0;        ///< mean per-node entropy before the update
     double clip_fraction = 0;  ///< share of node ratios outside the clip window in the last epoch
     double loss = 0;           ///< last minibatch's loss
@@ -46,12 +47,18 @@ struct update_stats {
 /// @code
 ///   v.on_sample(actions, outcome)   // std::span<const int>, const Env::outcome&
 ///   v.on_update(stats) -> bool      // rl::update_stats
+///   v.on_mode(actions, outcome)     // optional: the policy's mode, after the update's samples
 /// @endcode
 template <class V, class Outcome>
 concept PpoVisitor = requires(V& v, std::span<const int> a, const Outcome& o, const update_stats& s) {
     v.on_sample(a, o);
     { v.on_update(s) } -> std::convertible_to<bool>;
 };
+
+/// Tells `v` about the policy's mode if it has an on_mode (the hook is optional).
+template <class V, class Outcome> void notify_mode(V& v, std::span<const int> actions, const Outcome& o) {
+    if constexpr (requires { v.on_mode(actions, o); }) v.on_mode(actions, o);
+}
 
 /// The visitor that watches nothing.
 struct null_visitor {
@@ -74,11 +81,13 @@ inline constexpr std::uint32_t checkpoint_format_version = 1;
 /// observation, the sampled actions and their old log-probabilities.
 ///
 /// One update: a forward pass gives per-node logits; `samples_per_update` action vectors are drawn
-/// from them (with the caller's Rng, in order) and evaluated on `threads` worker threads (sample s
-/// on worker s mod threads; results land by sample index, so any thread count gives the same
-/// numbers); advantages are rewards minus the baseline, divided by the rewards' spread; then
-/// `epochs` passes over shuffled minibatches minimize the clipped surrogate minus the entropy bonus
-/// plus the value loss, each step through Adam with gradient clipping, guarded against NaN.
+/// from them (with the caller's Rng, in order) and evaluated, with the mode (argmax per node) after
+/// them when `evaluate_mode`, on `threads` worker threads (decision s on worker s mod threads;
+/// results land by index, so any thread count gives the same numbers); advantages are rewards
+/// minus the baseline, divided by the rewards' spread; then `epochs` passes over shuffled
+/// minibatches minimize the clipped surrogate minus the entropy bonus plus the value loss, each
+/// step through Adam with gradient clipping, guarded against NaN. The first step reuses the
+/// sampling forward pass (same parameters), so Net::backward must follow the latest evaluate.
 ///
 /// The probability ratio is taken per node (each node's action is a factor of the decision, all
 /// sharing the sample's advantage) rather than for the whole decision: the product of 60,000 node
@@ -255,12 +264,14 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
 
     std::vector<std::vector<int>> actions(K);
     for (auto& a : actions) a = nn::sample_rows(logits, rng);
-    std::vector<outcome> outs(K);
+    if (c_.evaluate_mode) actions.push_back(nn::argmax_rows(logits));  // evaluated last, not trained on
+    const std::size_t E = actions.size();
+    std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
     std::vector<std::exception_ptr> failed(T);
     auto work = [&](std::size_t w) {
         try {
-            for (std::size_t s = w; s < K; s += T) outs[s] = env_->evaluate(obs, actions[s], w);
+            for (std::size_t s = w; s < E; s += T) outs[s] = env_->evaluate(obs, actions[s], w);
         } catch (...) {
             failed[w] = std::current_exception();
         }
@@ -277,6 +288,10 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
         r[s] = static_cast<double>(outs[s].reward);
+    }
+    if (c_.evaluate_mode) {
+        st.mode_reward = static_cast<double>(outs[K].reward);
+        notify_mode(visitor, std::span<const int>(actions[K]), outs[K]);
     }
     samples_ += K;
     const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(K);
@@ -305,8 +320,12 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         for (std::size_t b0 = 0; b0 < K; b0 += c_.minibatch) {
             const std::size_t b1 = std::min(K, b0 + c_.minibatch), m = b1 - b0;
             nn::zero_grad(ps_);
-            auto out = net_->evaluate(obs, {});
+            // the first step's parameters are those the samples were drawn with: its forward pass is
+            // the sampling one, whose activations the network still holds for backward
+            auto out = epoch == 0 && b0 == 0 ? std::move(first) : net_->evaluate(obs, {});
             const nn::matrix<double> lp = detail::log_probs(out.logits.at(0));
+            // probabilities once per step, not once per sample (std::exp: the same bits as per term)
+            const nn::matrix<double> p = lp.unaryExpr([](double x) { return std::exp(x); });
             nn::matrix<double> d =
                 nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
             double loss = 0;
@@ -325,19 +344,18 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
                     if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
                         const double g = w * A * ratio;
                         for (std::size_t j = 0; j < k_choices; ++j)
-                            d(ii, static_cast<Eigen::Index>(j)) += g * std::exp(lp(ii, static_cast<Eigen::Index>(j)));
+                            d(ii, static_cast<Eigen::Index>(j)) += g * p(ii, static_cast<Eigen::Index>(j));
                         d(ii, a) -= g;
                     }
                 }
                 // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H)
                 double H = 0;
                 for (std::size_t j = 0; j < k_choices; ++j)
-                    H -= std::exp(lp(ii, static_cast<Eigen::Index>(j))) * lp(ii, static_cast<Eigen::Index>(j));
+                    H -= p(ii, static_cast<Eigen::Index>(j)) * lp(ii, static_cast<Eigen::Index>(j));
                 loss -= c_.entropy_coef * H / static_cast<double>(n_active);
                 for (std::size_t j = 0; j < k_choices; ++j) {
                     const auto jj = static_cast<Eigen::Index>(j);
-                    d(ii, jj) +=
-                        c_.entropy_coef / static_cast<double>(n_active) * std::exp(lp(ii, jj)) * (lp(ii, jj) + H);
+                    d(ii, jj) += c_.entropy_coef / static_cast<double>(n_active) * p(ii, jj) * (lp(ii, jj) + H);
                 }
             }
             double dv = 0;

@@ -64,9 +64,10 @@ public:
             char buf[512];
             std::snprintf(buf, sizeof buf,
                           "{\"update\": %zu, \"samples\": %zu, \"mean_reward\": %.9g, \"best_reward\": %.9g, "
-                          "\"entropy\": %.9g, \"clip_fraction\": %.6g, \"loss\": %.9g, \"seconds\": %.6g",
-                          s.update, s.samples, s.mean_reward, s.best_reward, s.entropy, s.clip_fraction, s.loss,
-                          elapsed);
+                          "\"mode_reward\": %.9g, \"entropy\": %.9g, \"clip_fraction\": %.6g, \"loss\": %.9g, "
+                          "\"seconds\": %.6g",
+                          s.update, s.samples, s.mean_reward, s.best_reward, s.mode_reward, s.entropy, s.clip_fraction,
+                          s.loss, elapsed);
             out_ << buf;
             for (const auto& [k, v] : extra) {
                 std::snprintf(buf, sizeof buf, ", \"%s\": %.9g", k, v);

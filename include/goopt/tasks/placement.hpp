@@ -124,8 +124,7 @@ public:
     outcome evaluate(const observation&, std::span<const int> actions, std::size_t worker) {
         outcome out;
         try {
-            const sim::simulation_result r = score(decide(actions), worker);
-            out = {.reward = reward(r), .step_time = r.step_time, .oom = r.oom, .valid = true};
+            out = outcome_of(score(decide(actions), worker));
         } catch (const error&) {
             out = {.reward = config_.invalid_reward, .step_time = 0, .oom = false, .valid = false};
         }
@@ -149,6 +148,12 @@ public:
                             concat("a device of the cluster (0..", c_->num_devices() - 1, ")"));
             d.placement[o] = static_cast<sim::device_id>(a);
         }
+        return decision_of(std::move(d.placement));
+    }
+    /// The decision this task makes of placement `p`: `p` with the priorities of the configured
+    /// ready order (none for FIFO).
+    sim::decision decision_of(sim::placement p) const {
+        sim::decision d{.placement = std::move(p), .priorities = {}, .fusion = {}};
         if (config_.schedule == ready_order::critical_path)
             d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
         return d;
@@ -164,6 +169,11 @@ public:
             v -= config_.oom_penalty * (1 + over);
         }
         return v;
+    }
+
+    /// The outcome (reward, step time, memory) of a simulated decision.
+    outcome outcome_of(const sim::simulation_result& r) const {
+        return {.reward = reward(r), .step_time = r.step_time, .oom = r.oom, .valid = true};
     }
 
     /// The actions that give `p` (each deciding op's device): the warm start's imitation target.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -32,6 +33,11 @@ struct placement_config {
     /// Decision to imitate before PPO (for ppo.imitation_steps steps), e.g. the best heuristic's;
     /// empty: no warm start.
     sim::placement warm_start = {};
+    /// A decision scored before training and kept as the best seen until a sample or mode beats it,
+    /// so that training never returns worse: give the imitated heuristic's own decision (with its
+    /// priorities) to never lose to it. Default with a warm start: the warm-start placement under
+    /// the task's schedule (placement_task::decision_of); without one: none.
+    std::optional<sim::decision> incumbent = {};
     /// Checkpoint file; empty: none. Written every `checkpoint_every` updates (0: at the end only) and
     /// at the end, atomically.
     std::filesystem::path checkpoint = {};
@@ -46,13 +52,24 @@ struct placement_config {
     rl::progress_config progress = {};
 };
 
+/// Where the best decision of a training came from.
+enum class best_source : std::uint8_t {
+    none,       ///< nothing evaluated
+    incumbent,  ///< placement_config::incumbent (or the warm start's placement), never beaten
+    sample,     ///< a sampled decision
+    mode,       ///< the policy's mode (most likely device per op) after some update
+};
+
 /// What train_placement returns.
 struct placement_result {
-    sim::scored_decision best;    ///< the best decision sampled (fits in memory first, then step time)
-    std::size_t best_sample = 0;  ///< 1-based index of the sample that found it
-    std::size_t updates = 0;      ///< PPO updates done in total (with those before a resume)
-    std::size_t samples = 0;      ///< decisions simulated in total
-    double seconds = 0;           ///< wall time of this call
+    sim::scored_decision best;  ///< the best decision seen (fits in memory first, then step time)
+    best_source best_from = best_source::none;
+    /// 1-based index of the sample that found it (best_from == sample), or of the update whose mode
+    /// it is (mode); 0 otherwise.
+    std::size_t best_sample = 0;
+    std::size_t updates = 0;  ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;  ///< decisions simulated in total
+    double seconds = 0;       ///< wall time of this call
 };
 
 /// What pretrain_placement returns.
@@ -73,9 +90,10 @@ template <class Outcome> bool better_outcome(const Outcome& a, const Outcome& b)
 }  // namespace detail
 
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
-/// sampled, with its simulation. Randomness comes from `rng` alone: the network's initial weights,
-/// every sampled decision and minibatch order, so the same seed gives the same result on any
-/// `config.ppo.threads`, and a run resumed from its checkpoint ends exactly as an uninterrupted one.
+/// saw (the incumbent, a sample or the policy's mode at some update), with its simulation.
+/// Randomness comes from `rng` alone: the network's initial weights, every sampled decision and
+/// minibatch order, so the same seed gives the same result on any `config.ppo.threads`, and a run
+/// resumed from its checkpoint ends exactly as an uninterrupted one.
 /// @param visitor an rl::PpoVisitor over placement_task outcomes (progress, early stop).
 /// @throws goopt::error for a bad configuration, graph or cluster, or an unusable checkpoint.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
@@ -112,11 +130,19 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                     "a warm-start placement to imitate");
     }
 
-    std::vector<int> best_actions;
+    std::vector<int> best_actions;  // of a sample or mode (best_from sample or mode)
     typename placement_task<D, Cost>::outcome best{};
     std::size_t best_sample = 0;
+    best_source best_from = best_source::none;
+    std::optional<sim::decision> incumbent = config.incumbent;
+    if (!incumbent && !config.warm_start.empty()) incumbent = task.decision_of(config.warm_start);
+    if (incumbent) {  // scored first: a malformed incumbent is an error here, not a lost sample
+        task.simulator().check_placement(incumbent->placement);
+        best = task.outcome_of(task.score(*incumbent, 0));
+        best_from = best_source::incumbent;
+    }
     auto better = [](const auto& a, const auto& b) { return detail::better_outcome(a, b); };
-    // the caller's state in a checkpoint: the best sample so far
+    // the caller's state in a checkpoint: the best decision so far
     auto pack = [&] {
         std::string s;
         rl::detail::put(s, static_cast<std::uint64_t>(best_actions.size()));
@@ -126,6 +152,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         rl::detail::put(s, static_cast<std::uint8_t>(best.oom));
         rl::detail::put(s, static_cast<std::uint8_t>(best.valid));
         rl::detail::put(s, static_cast<std::uint64_t>(best_sample));
+        rl::detail::put(s, static_cast<std::uint8_t>(best_from));
         return s;
     };
     if (config.resume) {
@@ -136,7 +163,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         std::memcpy(&len, s.data(), 8);
         if (len != 0 && len != g.num_ops())
             throw error(where, concat("made for a graph of ", len, " ops"), concat(g.num_ops(), ", as this graph has"));
-        const std::size_t record = 8 + 8 + 1 + 1 + 8;  // reward, step time, oom, valid, sample
+        const std::size_t record = 8 + 8 + 1 + 1 + 8 + 1;  // reward, step time, oom, valid, sample, source
         if (s.size() != 8 + len * sizeof(int) + record)
             throw error(where, concat("the best decision record has ", s.size(), " bytes"),
                         concat(8 + len * sizeof(int) + record, " bytes"));
@@ -144,15 +171,23 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         const char* p = s.data() + 8;
         std::memcpy(best_actions.data(), p, len * sizeof(int));
         p += len * sizeof(int);
-        std::uint8_t oom = 0, valid = 0;
+        std::uint8_t oom = 0, valid = 0, from = 0;
         std::memcpy(&best.reward, p, 8);
         std::memcpy(&best.step_time, p + 8, 8);
         std::memcpy(&oom, p + 16, 1);
         std::memcpy(&valid, p + 17, 1);
         std::memcpy(&at, p + 18, 8);
+        std::memcpy(&from, p + 26, 1);
+        const auto src = static_cast<best_source>(from);
+        const bool has_actions = src == best_source::sample || src == best_source::mode;
+        if (from > static_cast<std::uint8_t>(best_source::mode) || has_actions != (len != 0) ||
+            (src == best_source::incumbent && !incumbent))
+            throw error(where, concat("a best decision of source ", int{from}, " with ", len, " actions"),
+                        "a sample's or mode's actions, or the incumbent (warm start) this run is given");
         best.oom = oom != 0;
         best.valid = valid != 0;
         best_sample = at;
+        best_from = static_cast<best_source>(from);
     }
     rl::progress_config progress = config.progress;
     progress.total_updates = trainer.config().updates;
@@ -162,6 +197,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         decltype(best_actions)& actions;
         decltype(best)& top;
         std::size_t& top_sample;
+        best_source& top_from;
         decltype(better)& is_better;
         std::size_t sample;
         rl::progress_reporter& out;
@@ -170,14 +206,22 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
         const placement_config& cfg;
         decltype(pack)& state;
         Rng& rng;
-        void on_sample(std::span<const int> a, const typename placement_task<D, Cost>::outcome& o) {
-            ++sample;
-            if (actions.empty() || is_better(o, top)) {
+        void consider(std::span<const int> a, const typename placement_task<D, Cost>::outcome& o, best_source from,
+                      std::size_t index) {
+            if (top_from == best_source::none || is_better(o, top)) {
                 actions.assign(a.begin(), a.end());
                 top = o;
-                top_sample = sample;
+                top_sample = index;
+                top_from = from;
             }
+        }
+        void on_sample(std::span<const int> a, const typename placement_task<D, Cost>::outcome& o) {
+            consider(a, o, best_source::sample, ++sample);
             user.on_sample(a, o);
+        }
+        void on_mode(std::span<const int> a, const typename placement_task<D, Cost>::outcome& o) {
+            consider(a, o, best_source::mode, ppo.updates_done() + 1);  // during that update
+            rl::notify_mode(user, a, o);
         }
         bool on_update(const rl::update_stats& s) {
             out.report(s, "best ms", top.step_time * 1e3,
@@ -186,7 +230,9 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                 ppo.save_checkpoint(cfg.checkpoint, rng, state());
             return user.on_update(s);
         }
-    } w{best_actions, best, best_sample, better, trainer.samples_done(), reporter, visitor, trainer, config, pack, rng};
+    };
+    watcher w{best_actions, best,    best_sample, best_from, better, trainer.samples_done(),
+              reporter,     visitor, trainer,     config,    pack,   rng};
     trainer.train(rng, w);
     if (!config.checkpoint.empty()) trainer.save_checkpoint(config.checkpoint, rng, pack());
 
@@ -194,10 +240,10 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     r.updates = trainer.updates_done();
     r.samples = trainer.samples_done();
     r.best_sample = best_sample;
-    if (!best_actions.empty()) {
-        r.best.decision = task.decide(best_actions);
-        r.best.result = sim::run(task.simulator(), r.best.decision);
-    }
+    r.best_from = best_from;
+    if (best_from == best_source::incumbent) r.best.decision = *incumbent;
+    else if (best_from != best_source::none) r.best.decision = task.decide(best_actions);
+    if (best_from != best_source::none) r.best.result = sim::run(task.simulator(), r.best.decision);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
@@ -208,8 +254,9 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
 /// are shared, the reward baseline is each graph's own. Writes the policy to `config.checkpoint`
 /// (required, atomically) after every round over the graphs and at the end; train_placement starts
 /// from it with `placement_config::pretrained`. Randomness comes from `rng` alone.
-/// `config.warm_start`, `config.resume` and `config.progress` are not used (a warm start belongs to
-/// one graph): they must be left empty, false and as they are.
+/// `config.warm_start`, `config.incumbent`, `config.resume` and `config.progress` are not used (a
+/// warm start belongs to one graph): they must be left empty, false and as they are. The best per
+/// graph is taken over samples and modes.
 /// @param visitor an rl::PpoVisitor over placement_task outcomes; its on_update may stop the run.
 /// @throws goopt::error for no graph, no checkpoint path, a warm start, or a bad configuration.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
@@ -223,8 +270,8 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement(std::span<c
     constexpr std::string_view who = "tasks::pretrain_placement";
     if (graphs.empty()) throw error(who, "no graph given", "at least one graph");
     if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
-    if (!config.warm_start.empty() || config.ppo.imitation_steps > 0 || config.resume)
-        throw error(who, "a warm start or resume is asked for", "neither: they belong to one graph");
+    if (!config.warm_start.empty() || config.incumbent || config.ppo.imitation_steps > 0 || config.resume)
+        throw error(who, "a warm start, incumbent or resume is asked for", "none: they belong to one graph");
     if (updates_per_graph == 0) throw error(who, "updates_per_graph is 0", "at least 1");
     using task_type = placement_task<D, Cost>;
     std::vector<std::unique_ptr<task_type>> tasks;
@@ -244,11 +291,18 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement(std::span<c
         Visitor& user;
         bool stopped = false;
         void on_sample(std::span<const int> a, const typename task_type::outcome& o) {
+            keep(a, o);
+            user.on_sample(a, o);
+        }
+        void on_mode(std::span<const int> a, const typename task_type::outcome& o) {
+            keep(a, o);
+            rl::notify_mode(user, a, o);
+        }
+        void keep(std::span<const int> a, const typename task_type::outcome& o) {
             if (now->actions.empty() || detail::better_outcome(o, now->top)) {
                 now->actions.assign(a.begin(), a.end());
                 now->top = o;
             }
-            user.on_sample(a, o);
         }
         bool on_update(const rl::update_stats& s) {
             stopped = !user.on_update(s);
