@@ -164,6 +164,8 @@ int run_optimize(optimize_flags& f) {
                 format_seconds(winner.result.step_time).c_str(), ratio(reference, winner.result.step_time),
                 methods.front().name.c_str(), ratio(methods[best_baseline].result.step_time, winner.result.step_time),
                 methods[best_baseline].name.c_str());
+    for (const auto& m : methods)
+        if (!m.note.empty()) std::printf("%s: %s\n", m.name.c_str(), m.note.c_str());
     std::vector<std::string> left_out;
     for (const char* t : all_tasks)
         if (std::find(tasks.begin(), tasks.end(), t) == tasks.end() && !status_of(t).available)

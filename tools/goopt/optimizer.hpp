@@ -54,6 +54,7 @@ struct method_result {
     double seconds = 0;              ///< time the method took to decide
     std::vector<curve_point> curve;  ///< iterative methods only
     std::string curve_unit = {};     ///< what one curve point is: "PPO update (16 rollouts)", ...
+    std::string note = {};           ///< printed under the table when not empty (e.g. what the result is)
 };
 
 /// Budget of the iterative methods: rounds (PPO updates, search rounds) and wall time.

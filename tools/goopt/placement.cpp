@@ -1,6 +1,7 @@
 // Hook of `--tasks placement`: the GO policy trained by PPO on this graph (GO-one, NeurIPS'20 §4),
 // a device per op scored with critical-path list scheduling, warm-started by imitating Baechi's
-// m-ETF placement (memory-aware, so the policy starts from a decision that fits).
+// m-ETF placement (memory-aware, so the policy starts from a decision that fits), or started from a
+// pre-trained policy (--checkpoint); m-ETF's decision is the incumbent either way.
 #include "optimizer.hpp"
 
 #include <goopt/baselines/baechi.hpp>
@@ -32,11 +33,18 @@ method_result optimize_placement(const optimize_context& ctx) {
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
     auto config = settings(ctx.limits.steps);
-    config.ppo.imitation_steps = 100;
-    config.warm_start = baselines::m_etf(s).placement;
-    config.pretrained = ctx.checkpoint;  // read only: the pre-trained policy stays as it is
+    const sim::decision metf = baselines::m_etf(s);
+    if (ctx.checkpoint.empty()) {  // a fresh policy first imitates m-ETF
+        config.ppo.imitation_steps = 100;
+        config.warm_start = metf.placement;
+    } else {  // a pre-trained policy is the start itself: imitation would overwrite what it learned
+        config.pretrained = ctx.checkpoint;  // read only: the pre-trained policy stays as it is
+    }
+    config.incumbent = metf;  // m-ETF's own decision is kept until PPO beats it: never worse than it
     method_result out{"ppo_placement",
-                      "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities",
+                      ctx.checkpoint.empty()
+                          ? "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities"
+                          : "GO policy pre-trained, then trained by PPO on this graph, critical-path priorities",
                       {},
                       {},
                       0,
@@ -68,6 +76,8 @@ method_result optimize_placement(const optimize_context& ctx) {
     ctx.progress.clear();
     out.chosen = r.best.decision;
     out.result = r.best.result;
+    if (r.best_from == tasks::best_source::incumbent)
+        out.note = "no placement PPO sampled beat m-ETF's decision, so ppo_placement is that decision";
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }
