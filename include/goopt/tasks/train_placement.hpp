@@ -169,7 +169,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                         concat(8 + len * sizeof(int) + record, " bytes"));
         best_actions.resize(len);
         const char* p = s.data() + 8;
-        std::memcpy(best_actions.data(), p, len * sizeof(int));
+        if (len != 0) std::memcpy(best_actions.data(), p, len * sizeof(int));  // (no null pointer to memcpy)
         p += len * sizeof(int);
         std::uint8_t oom = 0, valid = 0, from = 0;
         std::memcpy(&best.reward, p, 8);
