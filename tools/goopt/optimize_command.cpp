@@ -131,8 +131,13 @@ int run_optimize(optimize_flags& f) {
     const std::size_t first_baseline = methods.size();
     for (auto& b : baselines) methods.push_back(std::move(b));
     const std::size_t first_learned = methods.size();
+    // m-ETF's decision starts the learned placement (a copy: `methods` grows below)
+    const auto metf = std::find_if(methods.begin() + static_cast<std::ptrdiff_t>(first_baseline), methods.end(),
+                                   [](const method_result& m) { return m.name == "m_etf"; });
+    if (metf == methods.end()) throw error("goopt optimize", "no m_etf baseline", "run_baselines to include m_etf");
+    const decisions metf_decision = metf->chosen;
     for (const auto& t : tasks) {
-        if (t == "placement") methods.push_back(optimize_placement(ctx));
+        if (t == "placement") methods.push_back(optimize_placement(ctx, metf_decision));
         else if (t == "scheduling") methods.push_back(optimize_scheduling(ctx));
         else if (t == "fusion") methods.push_back(optimize_fusion(ctx));
     }

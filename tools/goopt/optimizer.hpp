@@ -116,9 +116,10 @@ struct task_status {
 /// Substitution search (TASO SOSP'19 / TENSAT MLSys'21): a cheaper equivalent graph.
 task_status substitution_status();
 graph::computation_graph optimize_substitution(const optimize_context& ctx);
-/// PPO-trained placement (GO, NeurIPS'20): device per op.
+/// PPO-trained placement (GO, NeurIPS'20): device per op, started from `m_etf`, Baechi's m-ETF
+/// decision as the baselines made it (imitated by a fresh policy, and the incumbent either way).
 task_status placement_status();
-method_result optimize_placement(const optimize_context& ctx);
+method_result optimize_placement(const optimize_context& ctx, const decisions& m_etf);
 /// One placement policy pre-trained across graphs (`goopt train`), for optimize_placement to start
 /// from (optimize_context::checkpoint): the network of optimize_placement, written to `checkpoint`.
 struct pretrain_summary {

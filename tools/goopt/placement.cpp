@@ -4,7 +4,6 @@
 // pre-trained policy (--checkpoint); m-ETF's decision is the incumbent either way.
 #include "optimizer.hpp"
 
-#include <goopt/baselines/baechi.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/tasks/train_placement.hpp>
 
@@ -29,11 +28,10 @@ tasks::placement_config settings(std::size_t updates) {
 
 }  // namespace
 
-method_result optimize_placement(const optimize_context& ctx) {
+method_result optimize_placement(const optimize_context& ctx, const decisions& metf) {
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
     auto config = settings(ctx.limits.steps);
-    const sim::decision metf = baselines::m_etf(s);
     if (ctx.checkpoint.empty()) {  // a fresh policy first imitates m-ETF
         config.ppo.imitation_steps = 100;
         config.warm_start = metf.placement;

@@ -34,9 +34,10 @@ struct ppo_config {
     std::size_t imitation_steps = 0;        ///< warm start: cross-entropy steps towards a given decision
     double imitation_learning_rate = 1e-3;  ///< Adam's rate during the warm start
     /// Also evaluate the policy's mode (the most likely action of every node) once per update, beside
-    /// the samples: it is a decision the policy makes, and on thousands of nodes far better than a
-    /// sample, which draws every node's action independently. It goes to the visitor's optional
-    /// on_mode, takes no part in the loss and draws nothing from the generator.
+    /// the samples: it is a decision the policy makes, which a sample drawing every node's action
+    /// independently almost never reproduces (not always a better one: README "Learned placement").
+    /// It goes to the visitor's optional on_mode, takes no part in the loss and draws nothing from
+    /// the generator.
     bool evaluate_mode = true;
 };
 
