@@ -227,6 +227,29 @@ TEST_CASE("matmul: plain, batched with broadcast prefixes, fused relu") {
     }
 }
 
+TEST_CASE("conv2d_bias and matmul_bias: the product, plus the broadcast addend, then the activation") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {1, 1, 3, 3});
+    const auto k = g.input("k", {2, 1, 1, 1});
+    const auto c = g.input("c", {2, 1, 1});
+    const auto y = g.add1(op_kind::conv2d_bias, {x, k, c}, {{attr_id::activation, relu}});
+    const feeds f{{"x", image3()}, {"k", tensor({2, 1, 1, 1}, {1, -1})}, {"c", tensor({2, 1, 1}, {-5, 8})}};
+    // channel 0: relu(x - 5), channel 1: relu(-x + 8)
+    check_value(eval(g, y, f), {1, 2, 3, 3}, {0, 0, 0, 0, 0, 1, 2, 3, 4, 7, 6, 5, 4, 3, 2, 1, 0, 0});
+    graph::computation_graph m;
+    const auto a = m.input("a", {2, 2});
+    const auto w = m.input("w", {2, 2});
+    const auto r = m.input("r", {2, 2});  // a residual: the addend has the output's shape
+    const auto z = m.add1(op_kind::matmul_bias, {a, w, r}, {{attr_id::activation, std::int64_t(4)}});
+    const feeds f2{{"a", tensor({2, 2}, {1, 2, 3, 4})},
+                   {"w", tensor({2, 2}, {1, 0, 0, 1})},
+                   {"r", tensor({2, 2}, {-1, -2, 0, -4})}};
+    const auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
+    check_value(eval(m, z, f2), {2, 2}, {gelu(0), gelu(0), gelu(3), gelu(0)});
+    // an addend that would grow the output is refused by the shape rule
+    CHECK_THROWS_AS(m.add1(op_kind::matmul_bias, {a, w, m.input("big", {3, 2, 2})}, {}), error);
+}
+
 TEST_CASE("ewadd: numpy broadcasting") {
     check_value(binary(op_kind::ewadd, tensor({2, 3}, {1, 2, 3, 4, 5, 6}), tensor({3}, {10, 20, 30})), {2, 3},
                 {11, 22, 33, 14, 25, 36});

@@ -226,6 +226,23 @@ TEST_CASE("gradients of pow / erf / clip / reduce_max / log / add_n (ONNX import
     CHECK(de() == doctest::Approx(9.0 * std::log(3.0) / 3.0));  // mean of (4*0, 0, 9 log 3)
 }
 
+TEST_CASE("gradients of the fused kernels (what substitution search makes) match finite differences") {
+    // conv2d_bias with a per-channel bias and relu, with a residual addend and gelu (whose gradient
+    // recomputes the pre-activation); matmul_bias with a bias row and sigmoid, and with gelu
+    graph::computation_graph g("fused");
+    const auto x = g.input("x", {2, 3, 5, 5});
+    const auto c1 = g.add1(op_kind::conv2d_bias, {x, g.weight("k1", {4, 3, 3, 3}), g.weight("b1", {4, 1, 1})},
+                           {{attr_id::activation, std::int64_t(1)}}, "conv1");
+    const auto c2 = g.add1(op_kind::conv2d_bias, {c1, g.weight("k2", {4, 4, 1, 1}), c1},
+                           {{attr_id::activation, std::int64_t(4)}}, "conv2");
+    const auto h = g.add1(op_kind::reshape, {c2}, {{attr_id::shape, ints{2, 100}}}, "flat");
+    const auto m1 = g.add1(op_kind::matmul_bias, {h, g.weight("u1", {100, 6}), g.weight("c1", {6})},
+                           {{attr_id::activation, std::int64_t(2)}}, "fc1");
+    g.mark_output(g.add1(op_kind::matmul_bias, {m1, g.weight("u2", {6, 3}), g.weight("c2", {1, 3})},
+                         {{attr_id::activation, std::int64_t(4)}}, "fc2"));
+    check_gradients(g, 7);
+}
+
 TEST_CASE("sgd_update and adam_update against hand-computed steps") {
     graph::computation_graph g;
     auto w = g.input("w", {3}), grad = g.input("g", {3}), m = g.input("m", {3}), v = g.input("v", {3});

@@ -124,6 +124,12 @@ const std::vector<example>& examples() {
          {},
          {f32({8, 16}), f32({8, 16})}},
         {op_kind::gru_cell, {f32({8, 32}), f32({8, 16}), f32({32, 48}), f32({16, 48}), f32({48})}, {}, {f32({8, 16})}},
+        // fused kernels: a per-channel bias, a residual of the output's shape
+        {op_kind::conv2d_bias, {f32({1, 4, 8, 8}), f32({6, 4, 3, 3}), f32({6, 1, 1})}, {}, {f32({1, 6, 8, 8})}},
+        {op_kind::matmul_bias,
+         {f32({5, 7}), f32({7, 3}), f32({5, 3})},
+         {{A::activation, std::int64_t(4)}},
+         {f32({5, 3})}},
         // gradients and optimizer updates (training graphs)
         {op_kind::const_fill, {}, {{A::shape, ints{}}, {A::value, 0.5}}, {f32({})}},
         {op_kind::add_n, {f32({2, 3}), f32({2, 3}), f32({2, 3})}, {}, {f32({2, 3})}},
@@ -253,6 +259,13 @@ const std::vector<bad_example>& bad_examples() {
          {},
          "w[I,4H]"},
         {op_kind::gru_cell, {f32({8, 32}), f32({8, 16}), f32({32, 48}), f32({16, 48}), f32({47})}, {}, "b[3H]"},
+        // a per-channel bias laid out [C] broadcasts along the width, not the channels
+        {op_kind::conv2d_bias, {f32({1, 4, 8, 8}), f32({6, 4, 3, 3}), f32({6})}, {}, "does not broadcast"},
+        {op_kind::matmul_bias, {f32({5, 7}), f32({7, 3}), f32({2, 5, 3})}, {}, "does not broadcast"},
+        {op_kind::matmul,
+         {f32({5, 7}), f32({7, 3})},
+         {{A::activation, std::int64_t(5)}},
+         "none/relu/sigmoid/tanh/gelu"},
         // a gradient op must agree with its forward op
         {op_kind::conv2d_grad_input,
          {f32({1, 8, 4, 4}), f32({8, 2, 3, 3})},

@@ -1,4 +1,6 @@
+#include <goopt/graph/builder.hpp>
 #include <goopt/subst/axioms.hpp>
+#include <goopt/subst/builtin_rules.hpp>
 #include <goopt/subst/check_rule.hpp>
 #include <goopt/subst/egraph.hpp>
 #include <goopt/subst/enumerate_graphs.hpp>
@@ -76,7 +78,9 @@ private:
         }
         const std::string w = word();
         if (id == attr_id::padding) return std::int64_t{w == "valid" ? 1 : 0};
-        if (id == attr_id::activation) return std::int64_t{w == "relu" ? 1 : 0};
+        if (id == attr_id::activation)
+            for (std::int64_t a = 0; a < ops::num_activations; ++a)
+                if (ops::name(static_cast<ops::activation>(a)) == w) return a;
         return std::int64_t{std::stoll(w)};
     }
     value_ref read_term() {
@@ -209,6 +213,12 @@ constexpr std::array axiom_examples{
     "concat{axis=1}(split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))#0,split{axis=1,sizes=[4,4]}(concat{axis=1}(x0,x1))"
     "#1)",
     "conv2d(a0,ewmul(enlarge{kernel=[3,3]}(w2),enlarge{kernel=[3,3]}(w2)))",
+    // the fused kernels, inference batchnorm and the activations that commute with concat
+    "matmul_bias{activation=gelu}(x0,x1,x2)",
+    "conv2d_bias{activation=sigmoid}(a0,w0,a1)",
+    "batchnorm(conv2d(a0,w0),const_one{shape=[3]}(),const_one{shape=[3]}(),const_one{shape=[3]}(),"
+    "const_one{shape=[3]}())",
+    "tanh(concat{axis=0}(x0,x1))",
 };
 
 }  // namespace
@@ -315,6 +325,37 @@ TEST_CASE("prover: well-known identities are proven") {
     CHECK(
         proves("matmul(x0,x1), matmul(x0,x2) => split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#0, "
                "split{axis=1,sizes=[4,4]}(matmul(x0,concat{axis=1}(x1,x2)))#1"));
+}
+
+TEST_CASE("prover: the fused kernels and the batchnorm fold are proven at any size") {
+    // addend and activation fused into the product: what the built-ins rewrite to
+    CHECK(proves("ewadd(matmul(x0,x1),x2) => matmul_bias(x0,x1,x2)"));
+    CHECK(proves("ewadd(conv2d(a0,w0),a1) => conv2d_bias(a0,w0,a1)"));
+    CHECK(proves("relu(conv2d_bias(a0,w0,a1)) => conv2d_bias{activation=relu}(a0,w0,a1)"));
+    CHECK(proves("gelu(matmul_bias(x0,x1,x2)) => matmul_bias{activation=gelu}(x0,x1,x2)"));
+    CHECK(proves("relu(ewadd(conv2d(a0,w0),a1)) => conv2d_bias{activation=relu}(a0,w0,a1)"));
+    CHECK(
+        proves("sigmoid(concat{axis=1}(conv2d(a0,w0),conv2d(a0,w1))) => "
+               "concat{axis=1}(conv2d{activation=sigmoid}(a0,w0),conv2d{activation=sigmoid}(a0,w1))"));
+    // an activation is not another one, and a fused addend is not dropped
+    CHECK_FALSE(proves("tanh(matmul_bias(x0,x1,x2)) => matmul_bias{activation=sigmoid}(x0,x1,x2)"));
+    CHECK_FALSE(proves("matmul_bias(x0,x1,x2) => matmul(x0,x1)"));
+    // the batchnorm fold of a conv at a size far past the numeric check (64 channels, 56x56)
+    graph::computation_graph g;
+    graph::builder b(g);
+    const auto x = b.input("x", {1, 64, 56, 56});
+    const auto y = b.conv2d(x, b.weight("w", {64, 64, 3, 3}));
+    g.mark_output(
+        b.batchnorm(y, b.weight("s", {64}), b.weight("b", {64}), b.weight("m", {64}), b.weight("v", {64}), 1e-5, "bn"));
+    std::size_t folds = 0;
+    for (const auto& br : builtin_rules(g))
+        if (br.rule.source.ops.back().kind == op_kind::batchnorm) {
+            ++folds;
+            const auto p = prove(br.rule);
+            CHECK_MESSAGE(p.proven, p.reason);
+            CHECK(br.rule.target.ops.back().kind == op_kind::conv2d_bias);
+        }
+    CHECK(folds == 1);
 }
 
 TEST_CASE("prover: identities that take several axiom applications") {

@@ -167,14 +167,15 @@ ops::attr_value graph_reader<Json>::attribute(const Json& v, const ops::attr_spe
         case ops::attr_id::activation:
             if (v.is_string()) {
                 const std::string& s = v.template get_ref<const typename Json::string_t&>();
-                for (std::int64_t a = 0; a < 4; ++a)
+                for (std::int64_t a = 0; a < ops::num_activations; ++a)
                     if (ops::name(static_cast<ops::activation>(a)) == s) return a;
                 fail(place, concat("unknown activation ", quote(s)),
-                     "\"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+                     "\"none\", \"relu\", \"sigmoid\", \"tanh\" or \"gelu\" (or 0-4)");
             } else {
                 const auto a = integer(v, place);
-                if (a < 0 || a > 3)
-                    fail(place, concat("activation ", a), "\"none\", \"relu\", \"sigmoid\" or \"tanh\" (or 0-3)");
+                if (a < 0 || a >= ops::num_activations)
+                    fail(place, concat("activation ", a),
+                         "\"none\", \"relu\", \"sigmoid\", \"tanh\" or \"gelu\" (or 0-4)");
                 return a;
             }
         case ops::attr_id::dtype:

@@ -28,7 +28,7 @@ template <class Json> Json attribute_json(ops::attr_id id, const ops::attr_value
     if (const auto* i = std::get_if<std::int64_t>(&v)) {
         if (id == ops::attr_id::padding && (*i == 0 || *i == 1))
             return Json(ops::name(static_cast<ops::padding_mode>(*i)));
-        if (id == ops::attr_id::activation && *i >= 0 && *i <= 3)
+        if (id == ops::attr_id::activation && *i >= 0 && *i < ops::num_activations)
             return Json(ops::name(static_cast<ops::activation>(*i)));
         if (id == ops::attr_id::dtype && *i >= 0 && *i < static_cast<std::int64_t>(ops::num_dtypes))
             return Json(ops::name(static_cast<ops::dtype>(*i)));

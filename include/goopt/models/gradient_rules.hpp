@@ -92,6 +92,8 @@ public:
                 return add1(op_kind::sigmoid_grad, {y, dy});
             case ops::activation::tanh:
                 return add1(op_kind::tanh_grad, {y, dy});
+            case ops::activation::gelu:
+                break;  // needs the pre-activation: see fused_gradient
         }
         return dy;
     }
@@ -174,9 +176,28 @@ struct gradient_rule {
 
 // ---- the rules, in op_kind order
 
+/// The gradient at the input of a fused activation of op `s` (conv2d, matmul or their _bias forms).
+/// relu, sigmoid and tanh have theirs from the output; gelu's needs the pre-activation, which the
+/// fused op does not keep, so the product is computed once more without the activation.
+inline tensor_id fused_gradient(grad_site& s) {
+    const auto act = s.attrs().get_int(attr_id::activation);
+    if (static_cast<ops::activation>(act) != ops::activation::gelu) return s.b.through_activation(s.y(), s.g(), act);
+    auto plain = s.attrs();
+    plain.set(attr_id::activation, std::int64_t{0});
+    const tensor_id pre = s.op.inputs.size() == 3 ? s.b.add1(s.op.kind, {s.in(0), s.in(1), s.in(2)}, plain)
+                                                  : s.b.add1(s.op.kind, {s.in(0), s.in(1)}, plain);
+    return s.b.add1(op_kind::gelu_grad, {pre, s.g()});
+}
+
+/// The addend's gradient of conv2d_bias / matmul_bias: dz summed back to its broadcast shape.
+inline void addend_gradient(grad_site& s, tensor_id dz) {
+    if (s.need.size() > 2 && s.need[2]) s.give(2, s.b.unbroadcast(dz, s.in_dims(2)));
+}
+
 inline void conv2d_rule(grad_site& s) {
     const auto& a = s.attrs();
-    const tensor_id dz = s.b.through_activation(s.y(), s.g(), a.get_int(attr_id::activation));
+    const tensor_id dz = fused_gradient(s);
+    addend_gradient(s, dz);
     const auto attrs_for = [&](std::size_t i) {
         return ops::attribute_map{{attr_id::stride, a.get(attr_id::stride)},
                                   {attr_id::padding, a.get(attr_id::padding)},
@@ -189,7 +210,8 @@ inline void conv2d_rule(grad_site& s) {
 
 inline void matmul_rule(grad_site& s) {
     auto& b = s.b;
-    const tensor_id dz = b.through_activation(s.y(), s.g(), s.attrs().get_int(attr_id::activation));
+    const tensor_id dz = fused_gradient(s);
+    addend_gradient(s, dz);
     for (std::size_t i = 0; i < 2; ++i) {
         if (!s.need[i]) continue;
         // dx = dz w^T, dw = x^T dz
@@ -489,6 +511,8 @@ inline constexpr std::array<gradient_rule, ops::num_op_kinds> gradient_table = o
     // recurrent cells
     {op_kind::lstm_cell, lstm_cell_rule},
     {op_kind::gru_cell, gru_cell_rule},
+    {op_kind::conv2d_bias, conv2d_rule},
+    {op_kind::matmul_bias, matmul_rule},
     // gradients and optimizer updates
     {op_kind::const_fill, no_gradient},
     {op_kind::add_n, add_n_rule},

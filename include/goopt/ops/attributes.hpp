@@ -59,11 +59,12 @@ constexpr std::optional<attr_id> parse_attr_id(std::string_view s) noexcept {
 /// Padding of convolution and pooling windows, as TASO and TensorFlow define them.
 enum class padding_mode : std::int64_t { same = 0, valid = 1 };
 /// Activation fused into the op that produces a tensor (TASO fuses relu into conv and matmul).
-enum class activation : std::int64_t { none = 0, relu = 1, sigmoid = 2, tanh = 3 };
+enum class activation : std::int64_t { none = 0, relu = 1, sigmoid = 2, tanh = 3, gelu = 4 };
+inline constexpr std::int64_t num_activations = 5;
 
 constexpr std::string_view name(padding_mode p) noexcept { return p == padding_mode::same ? "same" : "valid"; }
 constexpr std::string_view name(activation a) noexcept {
-    constexpr std::string_view n[] = {"none", "relu", "sigmoid", "tanh"};
+    constexpr std::string_view n[] = {"none", "relu", "sigmoid", "tanh", "gelu"};
     return n[static_cast<std::size_t>(a)];
 }
 

@@ -49,6 +49,14 @@ inline double matmul(std::span<const tensor_type> in, std::span<const tensor_typ
     return detail::elements(out[0]) * (2.0 * k + act);
 }
 
+/// conv2d_bias, matmul_bias: the product's FLOPs plus one add per output for the addend.
+inline double conv2d_bias(std::span<const tensor_type> in, std::span<const tensor_type> out, const attribute_map& a) {
+    return conv2d(in, out, a) + detail::elements(out[0]);
+}
+inline double matmul_bias(std::span<const tensor_type> in, std::span<const tensor_type> out, const attribute_map& a) {
+    return matmul(in, out, a) + detail::elements(out[0]);
+}
+
 /// Pooling: one op per window element per output.
 inline double pool2d(std::span<const tensor_type>, std::span<const tensor_type> out, const attribute_map& a) {
     const auto& k = a.get_ints(attr_id::kernel);

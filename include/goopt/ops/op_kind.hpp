@@ -61,6 +61,9 @@ enum class op_kind : std::uint8_t {
     // recurrent cells as composites (gate order i, f, g, o for LSTM; r, z, n for GRU)
     lstm_cell,
     gru_cell,
+    // fused kernels that substitution search makes (conv / matmul with a bias or residual epilogue)
+    conv2d_bias,
+    matmul_bias,
     // gradients and optimizer updates (training graphs)
     const_fill,
     add_n,

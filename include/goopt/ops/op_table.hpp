@@ -369,6 +369,14 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
          none_property,
          0,
          "GRU step (x, h, w, u, b) -> h', gates r, z, n"},
+        // ---- fused kernels (substitution search makes them; cuDNN's conv-bias-activation, cuBLASLt's
+        // bias epilogue and GEMM's beta * C)
+        {op_kind::conv2d_bias, "conv2d_bias", 3, 3, 1, detail::conv_attrs, detail::sr::conv2d_bias,
+         detail::cf::conv2d_bias, detail::cf::io_bytes, fused_activation, 0,
+         "act(conv2d(x, w) + c), c broadcast to the output: a per-channel bias or a residual"},
+        {op_kind::matmul_bias, "matmul_bias", 3, 3, 1, detail::matmul_attrs, detail::sr::matmul_bias,
+         detail::cf::matmul_bias, detail::cf::io_bytes, fused_activation, 0,
+         "act(matmul(x, w) + c), c broadcast to the output: a bias row or a residual"},
         // ---- gradients and optimizer updates (training graphs)
         {op_kind::const_fill, "const_fill", 0, 0, 1, detail::fill_attrs, detail::sr::source, detail::cf::zero,
          detail::cf::output_bytes, source | constant, 0,

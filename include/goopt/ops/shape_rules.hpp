@@ -88,7 +88,7 @@ inline padding_mode padding_of(const attribute_map& a) {
 
 inline void check_activation(const attribute_map& a) {
     const auto v = a.get_int(attr_id::activation);
-    expect(v >= 0 && v <= 3, "attribute 'activation' is ", v, detail::expecting, "none/relu/sigmoid/tanh (0-3)");
+    expect(v >= 0 && v <= 4, "attribute 'activation' is ", v, detail::expecting, "none/relu/sigmoid/tanh/gelu (0-4)");
 }
 
 /// numpy broadcasting of two shapes.
@@ -456,6 +456,34 @@ inline output_types gru_cell(std::span<const tensor_type> in, const attribute_ma
                    "GRU operands x", in[0].dims, " h", in[1].dims, " w", in[2].dims, " u", in[3].dims, " b", in[4].dims,
                    detail::expecting, "x[B,I] h[B,H] w[I,3H] u[H,3H] b[3H]");
     return {in[1]};
+}
+
+/// The addend of a fused epilogue (conv2d_bias, matmul_bias): input 2 must broadcast to the
+/// output `out` without growing it (numpy rules), as a per-channel bias or a residual does.
+namespace detail {
+inline void epilogue_addend(const tensor_type& c, const tensor_type& out, const char* op) {
+    expect(c.type == out.type, op, "'s addend has dtype ", name(c.type), detail::expecting, name(out.type));
+    bool fits = c.dims.rank() <= out.dims.rank();
+    for (std::size_t i = 0; fits && i < c.dims.rank(); ++i) {
+        const std::int64_t d = c.dims[c.dims.rank() - 1 - i];
+        fits = d == 1 || d == out.dims[out.dims.rank() - 1 - i];
+    }
+    expect(fits, op, "'s addend ", c.dims, " does not broadcast to its output ", out.dims);
+}
+}  // namespace detail
+
+/// conv2d_bias(x, w, c) = act(conv2d(x, w) + c): conv2d's shape, c broadcast to it.
+inline output_types conv2d_bias(std::span<const tensor_type> in, const attribute_map& a) {
+    auto out = conv2d(in.first(2), a);
+    detail::epilogue_addend(in[2], out[0], "conv2d_bias");
+    return out;
+}
+
+/// matmul_bias(x, w, c) = act(matmul(x, w) + c): matmul's shape, c broadcast to it.
+inline output_types matmul_bias(std::span<const tensor_type> in, const attribute_map& a) {
+    auto out = matmul(in.first(2), a);
+    detail::epilogue_addend(in[2], out[0], "matmul_bias");
+    return out;
 }
 
 // ---- gradients and optimizer updates (training graphs)

@@ -30,8 +30,8 @@ struct new_op {
     ops::op_kind kind{};
     std::uint32_t attrs = 0;
     std::uint16_t out = 0;
-    std::uint8_t arity = 0;  ///< inputs used: the axioms build ops of at most two inputs
-    std::array<term_ref, 2> inputs{};
+    std::uint8_t arity = 0;  ///< inputs used: the axioms build ops of at most three inputs
+    std::array<term_ref, 3> inputs{};
 };
 
 /// What one match of an axiom asks for: build ops [first, first + count) of the round's op list in
@@ -63,7 +63,7 @@ public:
     const ops::attribute_map& at(const e_node& n) const { return g.attributes(n.attrs); }
     /// An op of the rewrite being built; its inputs are classes or earlier ops of the same rewrite.
     term_ref op(ops::op_kind k, std::uint32_t attrs, std::initializer_list<term_ref> in, std::uint16_t out = 0) {
-        GOOPT_ASSERT(in.size() <= 2);
+        GOOPT_ASSERT(in.size() <= 3);
         new_op o{k, attrs, out, static_cast<std::uint8_t>(in.size()), {}};
         std::copy(in.begin(), in.end(), o.inputs.begin());
         ops_.push_back(o);
@@ -86,19 +86,27 @@ private:
 
 /// One axiom: `statement` holds for every value of its pattern variables that satisfies the
 /// condition after `when`; `apply` adds its consequences at an e-node of a kind in `roots`.
+/// A set of op kinds as a constexpr bit mask (std::bitset's setters are not constexpr in C++20).
+struct kind_mask {
+    std::array<std::uint64_t, 2> words{};
+    constexpr bool has(ops::op_kind k) const noexcept {
+        const auto i = static_cast<unsigned>(k);
+        return (words[i / 64] >> (i % 64) & 1u) != 0;
+    }
+};
+static_assert(ops::num_op_kinds <= 128, "kind_mask holds 128 op kinds");
+
 struct axiom {
     std::string_view name;
     std::string_view statement;
-    std::uint64_t roots;  ///< bit k: applied at e-nodes of ops::op_kind k
+    kind_mask roots;  ///< applied at e-nodes of these op kinds
     void (*apply)(axiom_matcher&, class_id, const e_node&);
 };
 
-static_assert(ops::num_op_kinds <= 64, "axiom::roots is a 64-bit mask of op kinds");
-
 /// The root-kind mask of some op kinds.
-constexpr std::uint64_t kinds_mask(std::initializer_list<ops::op_kind> ks) noexcept {
-    std::uint64_t m = 0;
-    for (auto k : ks) m |= std::uint64_t{1} << static_cast<unsigned>(k);
+constexpr kind_mask kinds_mask(std::initializer_list<ops::op_kind> ks) noexcept {
+    kind_mask m;
+    for (auto k : ks) m.words[static_cast<unsigned>(k) / 64] |= std::uint64_t{1} << (static_cast<unsigned>(k) % 64);
     return m;
 }
 

@@ -277,25 +277,130 @@ inline void conv2d_linear(axiom_matcher& m, class_id c, const e_node& n) {
 }
 inline void avgpool_linear(axiom_matcher& m, class_id c, const e_node& n) { linear_in(m, c, n, op_kind::avgpool2d, 0); }
 
-/// f{relu}(...) = relu(f{none}(...)).
-inline void fused_relu(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
+/// The op kind that applies fused activation `a` on its own (relu, sigmoid, tanh, gelu); input for none.
+inline op_kind activation_op(std::int64_t a) {
+    switch (static_cast<ops::activation>(a)) {
+        case ops::activation::relu:
+            return op_kind::relu;
+        case ops::activation::sigmoid:
+            return op_kind::sigmoid;
+        case ops::activation::tanh:
+            return op_kind::tanh;
+        case ops::activation::gelu:
+            return op_kind::gelu;
+        case ops::activation::none:
+            break;
+    }
+    return op_kind::input;
+}
+/// The fused activation an op kind applies on its own; 0 (none) for every other kind.
+inline std::int64_t activation_of_op(op_kind k) {
+    for (std::int64_t a = 1; a <= static_cast<std::int64_t>(ops::activation::gelu); ++a)
+        if (activation_op(a) == k) return a;
+    return 0;
+}
+/// `f` with attributes `attrs` over the children of `n` (one to three of them).
+inline term_ref over_children(axiom_matcher& m, op_kind f, std::uint32_t attrs, const e_node& n) {
+    if (n.children.size() == 1) return m.op(f, attrs, {n.children[0]});
+    if (n.children.size() == 2) return m.op(f, attrs, {n.children[0], n.children[1]});
+    return m.op(f, attrs, {n.children[0], n.children[1], n.children[2]});
+}
+
+/// f{act}(...) = act(f{none}(...)) for every fused activation: what the attribute means.
+inline void fused_activation(axiom_matcher& m, class_id c, const e_node& n, op_kind f) {
     if (n.kind == f) {
-        if (act(m, n) != static_cast<std::int64_t>(ops::activation::relu)) return;
-        const std::uint32_t plain = with_activation(m, n, 0);
-        if (n.children.size() == 1)
-            m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0]})}));
-        else m.emit(c, m.op(op_kind::relu, m.attrs(op_kind::relu), {m.op(f, plain, {n.children[0], n.children[1]})}));
+        const op_kind k = activation_op(act(m, n));
+        if (k == op_kind::input) return;
+        m.emit(c, m.op(k, m.attrs(k), {over_children(m, f, with_activation(m, n, 0), n)}));
         return;
     }
+    const std::int64_t a = activation_of_op(n.kind);
+    if (a == 0 || n.attrs != m.attrs(n.kind)) return;
     each(m, n.children[0], f, [&](const e_node& p) {
-        if (act(m, p) != 0) return;
-        const std::uint32_t fused = with_activation(m, p, static_cast<std::int64_t>(ops::activation::relu));
-        if (p.children.size() == 1) m.emit(c, m.op(f, fused, {p.children[0]}));
-        else m.emit(c, m.op(f, fused, {p.children[0], p.children[1]}));
+        if (act(m, p) == 0) m.emit(c, over_children(m, f, with_activation(m, p, a), p));
     });
 }
-inline void matmul_relu(axiom_matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::matmul); }
-inline void conv2d_relu(axiom_matcher& m, class_id c, const e_node& n) { fused_relu(m, c, n, op_kind::conv2d); }
+inline void matmul_activation(axiom_matcher& m, class_id c, const e_node& n) {
+    fused_activation(m, c, n, op_kind::matmul);
+}
+inline void conv2d_activation(axiom_matcher& m, class_id c, const e_node& n) {
+    fused_activation(m, c, n, op_kind::conv2d);
+}
+inline void matmul_bias_activation(axiom_matcher& m, class_id c, const e_node& n) {
+    fused_activation(m, c, n, op_kind::matmul_bias);
+}
+inline void conv2d_bias_activation(axiom_matcher& m, class_id c, const e_node& n) {
+    fused_activation(m, c, n, op_kind::conv2d_bias);
+}
+
+/// f_bias{none}(x,w,c) = ewadd(f{none}(x,w),c), c broadcast to the product (the shape rule's
+/// condition): what the fused addend means. One direction suffices: both sides of a rule are in
+/// the e-graph, and the fused side unfolds onto the other.
+inline void addend_definition(axiom_matcher& m, class_id c, const e_node& n, op_kind plain) {
+    if (act(m, n) != 0 || n.children.size() != 3) return;
+    m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd),
+                   {m.op(plain, n.attrs, {n.children[0], n.children[1]}), n.children[2]}));
+}
+inline void conv2d_bias_definition(axiom_matcher& m, class_id c, const e_node& n) {
+    addend_definition(m, c, n, op_kind::conv2d);
+}
+inline void matmul_bias_definition(axiom_matcher& m, class_id c, const e_node& n) {
+    addend_definition(m, c, n, op_kind::matmul);
+}
+
+/// k = s / sqrt(v + eps) of a batchnorm over [C] parameters, and k as [C,1,1].
+inline term_ref batchnorm_factor(axiom_matcher& m, class_id s, class_id v, double eps) {
+    const term_ref e =
+        m.op(op_kind::const_fill, m.attrs(op_kind::const_fill, {{attr_id::shape, ints{1}}, {attr_id::value, eps}}), {});
+    return m.op(
+        op_kind::div, m.attrs(op_kind::div),
+        {s, m.op(op_kind::sqrt, m.attrs(op_kind::sqrt), {m.op(op_kind::ewadd, m.attrs(op_kind::ewadd), {v, e})})});
+}
+inline std::uint32_t channel_column(axiom_matcher& m, std::int64_t channels) {
+    return m.attrs(op_kind::reshape, {{attr_id::shape, ints{channels, 1, 1}}});
+}
+
+/// batchnorm(y,s,b,mu,v) = ewadd(ewmul(y, reshape(k,[C,1,1])), reshape(sub(b, ewmul(mu,k)),[C,1,1]))
+/// with k = s / sqrt(v + eps), for y [N,C,H,W] and parameters [C]: inference batchnorm as the
+/// per-channel affine map it is (the fold of a batchnorm into a conv rests on it).
+inline void batchnorm_affine(axiom_matcher& m, class_id c, const e_node& n) {
+    const auto& y = m.g.shape(n.children[0]);
+    if (y.rank() != 4) return;
+    const ops::shape per_channel{y[1]};
+    for (std::size_t i = 1; i < 5; ++i)
+        if (!(m.g.shape(n.children[i]) == per_channel)) return;
+    const term_ref k = batchnorm_factor(m, n.children[1], n.children[4], m.at(n).get_real(attr_id::epsilon));
+    const std::uint32_t column = channel_column(m, y[1]);
+    const term_ref scaled =
+        m.op(op_kind::ewmul, m.attrs(op_kind::ewmul), {n.children[0], m.op(op_kind::reshape, column, {k})});
+    const term_ref shift = m.op(op_kind::sub, m.attrs(op_kind::sub),
+                                {n.children[2], m.op(op_kind::ewmul, m.attrs(op_kind::ewmul), {n.children[3], k})});
+    m.emit(c, m.op(op_kind::ewadd, m.attrs(op_kind::ewadd), {scaled, m.op(op_kind::reshape, column, {shift})}));
+}
+
+/// ewmul(conv2d(x,w), reshape(k,[O,1,1])) = conv2d(x, w scaled per output channel by k), the
+/// scaled kernel written transpose{3,0,1,2}(ewmul(transpose{1,2,3,0}(w), k)), for k [O], activation
+/// none: output channel o of a convolution is linear in filter o alone.
+inline void conv2d_channel_scale(axiom_matcher& m, class_id c, const e_node& n) {
+    for (int side = 0; side < 2; ++side)
+        each(m, n.children[side], op_kind::conv2d, [&](const e_node& cv) {
+            if (act(m, cv) != 0) return;
+            const auto& w = m.g.shape(cv.children[1]);
+            if (w.rank() != 4) return;
+            each(m, n.children[1 - side], op_kind::reshape, [&](const e_node& r) {
+                if (!(m.g.shape(r.children[0]) == ops::shape{w[0]}) ||
+                    !(m.g.shape(n.children[1 - side]) == ops::shape{w[0], 1, 1}))
+                    return;
+                const term_ref wt =
+                    m.op(op_kind::transpose, m.attrs(op_kind::transpose, {{attr_id::perm, ints{1, 2, 3, 0}}}),
+                         {cv.children[1]});
+                const term_ref ws =
+                    m.op(op_kind::transpose, m.attrs(op_kind::transpose, {{attr_id::perm, ints{3, 0, 1, 2}}}),
+                         {m.op(op_kind::ewmul, m.attrs(op_kind::ewmul), {wt, r.children[0]})});
+                m.emit(c, m.op(op_kind::conv2d, cv.attrs, {cv.children[0], ws}));
+            });
+        });
+}
 
 inline void matmul_imm(axiom_matcher& m, class_id c, const e_node& n) {
     if (act(m, n) != 0) return;

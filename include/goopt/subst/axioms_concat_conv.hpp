@@ -143,6 +143,9 @@ inline void conv2d_concat_in(axiom_matcher& m, class_id c, const e_node& n) {
 inline bool slices_independent(op_kind f, std::int64_t axis) {
     switch (f) {
         case op_kind::relu:
+        case op_kind::sigmoid:
+        case op_kind::tanh:
+        case op_kind::gelu:
         case op_kind::smul:
             return true;
         case op_kind::avgpool2d:
@@ -180,6 +183,11 @@ inline void through_concat(axiom_matcher& m, class_id c, const e_node& n, op_kin
     });
 }
 inline void relu_concat(axiom_matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::relu); }
+/// sigmoid, tanh and gelu are elementwise as relu is: each commutes with concat.
+inline void activation_concat(axiom_matcher& m, class_id c, const e_node& n) {
+    for (op_kind f : {op_kind::sigmoid, op_kind::tanh, op_kind::gelu})
+        if (n.kind == f || n.kind == op_kind::concat) through_concat(m, c, n, f);
+}
 inline void smul_concat(axiom_matcher& m, class_id c, const e_node& n) { through_concat(m, c, n, op_kind::smul); }
 inline void avgpool_concat(axiom_matcher& m, class_id c, const e_node& n) {
     through_concat(m, c, n, op_kind::avgpool2d);

@@ -35,8 +35,9 @@ namespace goopt::subst {
 
 /// Which families builtin_rules() instantiates (all by default).
 struct builtin_options {
-    bool activation_fusion = true;  ///< act(conv2d|matmul(x,w)) => conv2d|matmul{activation=act}(x,w)
-    bool batchnorm_fold = true;     ///< batchnorm(conv2d(x,w),s,b,m,v) => ewadd(conv2d(x,w'),b')
+    bool activation_fusion = true;  ///< act(p(x,w[,c])) => p{activation=act}(x,w[,c]), p a product
+    bool batchnorm_fold = true;     ///< batchnorm(conv2d(x,w),s,b,m,v) => conv2d_bias(x,w',b')
+    bool addend_fusion = true;      ///< ewadd(conv2d|matmul(x,w),c) => conv2d_bias|matmul_bias(x,w,c)
     bool merge_convs = true;    ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
     bool sum_convs = true;      ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
     bool merge_matmuls = true;  ///< matmuls of one input => split(matmul(x, concat(weights)))
@@ -114,28 +115,137 @@ inline std::int64_t activation_for(ops::op_kind k) {
             return static_cast<std::int64_t>(ops::activation::sigmoid);
         case ops::op_kind::tanh:
             return static_cast<std::int64_t>(ops::activation::tanh);
+        case ops::op_kind::gelu:
+            return static_cast<std::int64_t>(ops::activation::gelu);
         default:
             return 0;
     }
 }
 
+/// Whether `k` is a product with a fused epilogue (activation, and for the _bias kinds an addend).
+inline bool fusable_product(ops::op_kind k) {
+    return k == ops::op_kind::conv2d || k == ops::op_kind::matmul || k == ops::op_kind::conv2d_bias ||
+           k == ops::op_kind::matmul_bias;
+}
+
+/// The product's inputs as rule variables x0, w0 (marked a kernel) and, for the _bias kinds, c0.
+inline void product_variables(const graph::computation_graph& g, const graph::op& op, rule& r) {
+    const char* names[] = {"x0", "w0", "c0"};
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+        r.variables.push_back({names[i], g.type_of(op.inputs[i]).dims, i == 1});
+}
+
+inline std::vector<value_ref> product_inputs(const graph::op& op) {
+    std::vector<value_ref> in;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) in.push_back(var(static_cast<std::uint16_t>(i)));
+    return in;
+}
+
 inline void activation_rules(const graph::computation_graph& g, rule_set& out) {
     for (const auto& op : g.ops()) {
-        if ((op.kind != ops::op_kind::conv2d && op.kind != ops::op_kind::matmul) || activation_of(op) != 0) continue;
+        if (!fusable_product(op.kind) || activation_of(op) != 0) continue;
         for (const auto& u : g.get_tensor(op.outputs[0]).uses) {
             const auto& a = g.get_op(u.op);
             const auto act = activation_for(a.kind);
             if (act == 0) continue;
             rule r;
-            r.variables = {{"x0", g.type_of(op.inputs[0]).dims}, {"w0", g.type_of(op.inputs[1]).dims, true}};
+            product_variables(g, op, r);
             side_builder s{r.source};
-            const auto k = s.add(op.kind, op.attrs, {var(0), var(1)});
+            const auto k = s.add(op.kind, op.attrs, product_inputs(op));
             r.source.outputs = {s.add(a.kind, a.attrs, {k})};
             side_builder t{r.target};
             auto fused = op.attrs;
             fused.set(ops::attr_id::activation, act);
-            r.target.outputs = {t.add(op.kind, fused, {var(0), var(1)})};
-            out.add(std::move(r), {g.producer(op.outputs[0]), u.op}, {op.inputs[0], op.inputs[1]});
+            r.target.outputs = {t.add(op.kind, fused, product_inputs(op))};
+            out.add(std::move(r), {g.producer(op.outputs[0]), u.op},
+                    std::vector<graph::tensor_id>(op.inputs.begin(), op.inputs.end()));
+        }
+    }
+}
+
+/// act(concat(p_1(...), ..., p_n(...))) => concat(p_1{act}(...), ..., p_n{act}(...)) for products
+/// p_i without an activation: the activation moved into the kernels that feed a concat
+/// (SqueezeNet's fire modules, Inception's blocks), one kernel less.
+inline void activation_concat_rules(const graph::computation_graph& g, rule_set& out) {
+    for (const auto& a : g.ops()) {
+        const auto act = activation_for(a.kind);
+        if (act == 0) continue;
+        const auto cat = g.producer(a.inputs[0]);
+        const auto& cc = g.get_op(cat);
+        if (cc.kind != ops::op_kind::concat) continue;
+        bool all = true;
+        for (auto t : cc.inputs) {
+            const auto& p = g.get_op(g.producer(t));
+            all = all && fusable_product(p.kind) && activation_of(p) == 0 && g.get_tensor(t).uses.size() == 1;
+        }
+        if (!all) continue;
+        rule r;
+        std::vector<graph::tensor_id> vars;
+        auto variable = [&](graph::tensor_id t, bool kernel) {
+            for (std::size_t i = 0; i < vars.size(); ++i)
+                if (vars[i] == t) return var(static_cast<std::uint16_t>(i));
+            vars.push_back(t);
+            r.variables.push_back({numbered("v", vars.size() - 1), g.type_of(t).dims, kernel});
+            return var(static_cast<std::uint16_t>(vars.size() - 1));
+        };
+        side_builder s{r.source};
+        side_builder t{r.target};
+        std::vector<value_ref> plain, fused;
+        std::vector<graph::op_id> ops_matched;
+        for (auto in : cc.inputs) {
+            const auto po = g.producer(in);
+            const auto& p = g.get_op(po);
+            std::vector<value_ref> args;
+            for (std::size_t i = 0; i < p.inputs.size(); ++i) args.push_back(variable(p.inputs[i], i == 1));
+            plain.push_back(s.add(p.kind, p.attrs, args));
+            auto with = p.attrs;
+            with.set(ops::attr_id::activation, act);
+            fused.push_back(t.add(p.kind, with, args));
+            ops_matched.push_back(po);
+        }
+        r.source.outputs = {s.add(a.kind, a.attrs, {s.add(ops::op_kind::concat, cc.attrs, plain)})};
+        r.target.outputs = {t.add(ops::op_kind::concat, cc.attrs, fused)};
+        ops_matched.push_back(cat);
+        ops_matched.push_back(g.producer(a.outputs[0]));
+        out.add(std::move(r), std::move(ops_matched), std::move(vars));
+    }
+}
+
+/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
+inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
+    if (c.rank() > out.rank()) return false;
+    for (std::size_t i = 0; i < c.rank(); ++i) {
+        const auto d = c[c.rank() - 1 - i];
+        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
+    }
+    return true;
+}
+
+/// ewadd(conv2d|matmul(x,w), c) => conv2d_bias|matmul_bias(x,w,c), activation none, c broadcast to
+/// the product's output: a bias (or a residual) added in the product's epilogue, one kernel instead
+/// of two (cuDNN's conv-bias-activation, cuBLASLt's bias epilogue, GEMM's beta * C).
+inline void addend_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    for (const auto& add : g.ops()) {
+        if (add.kind != K::ewadd) continue;
+        for (std::size_t side = 0; side < 2; ++side) {
+            const auto p = g.producer(add.inputs[side]);
+            const auto& op = g.get_op(p);
+            if ((op.kind != K::conv2d && op.kind != K::matmul) || activation_of(op) != 0) continue;
+            const graph::tensor_id c = add.inputs[1 - side];
+            const auto& od = g.type_of(op.outputs[0]).dims;
+            if (!fits_addend(g.type_of(c).dims, od) || add.inputs[0] == add.inputs[1]) continue;
+            rule r;
+            product_variables(g, op, r);  // x0, w0
+            r.variables.push_back({"c0", g.type_of(c).dims});
+            side_builder s{r.source};
+            const auto y = s.add(op.kind, op.attrs, {var(0), var(1)});
+            r.source.outputs = {side == 0 ? s.add(K::ewadd, add.attrs, {y, var(2)})
+                                          : s.add(K::ewadd, add.attrs, {var(2), y})};
+            side_builder t{r.target};
+            r.target.outputs = {
+                t.add(op.kind == K::conv2d ? K::conv2d_bias : K::matmul_bias, op.attrs, {var(0), var(1), var(2)})};
+            out.add(std::move(r), {p, g.producer(add.outputs[0])}, {op.inputs[0], op.inputs[1], c});
         }
     }
 }
@@ -166,10 +276,9 @@ inline void batchnorm_rules(const graph::computation_graph& g, rule_set& out) {
         const auto wt = t.add(K::transpose, attrs_of({{A::perm, std::vector<std::int64_t>{1, 2, 3, 0}}}), {var(1)});
         const auto ws = t.add(K::transpose, attrs_of({{A::perm, std::vector<std::int64_t>{3, 0, 1, 2}}}),
                               {t.add(K::ewmul, {}, {wt, k})});
-        const auto y2 = t.add(K::conv2d, c.attrs, {var(0), ws});
         const auto b = t.add(K::sub, {}, {var(3), t.add(K::ewmul, {}, {var(4), k})});
         const auto b3 = t.add(K::reshape, attrs_of({{A::shape, std::vector<std::int64_t>{o, 1, 1}}}), {b});
-        r.target.outputs = {t.add(K::ewadd, {}, {y2, b3})};
+        r.target.outputs = {t.add(K::conv2d_bias, c.attrs, {var(0), ws, b3})};
         out.add(std::move(r), {conv, g.producer(bn.outputs[0])},
                 {c.inputs[0], c.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]});
     }
@@ -540,8 +649,12 @@ inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> w
 
 inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts) {
     detail::rule_set out;
-    if (opts.activation_fusion) detail::activation_rules(g, out);
+    if (opts.activation_fusion) {
+        detail::activation_rules(g, out);
+        detail::activation_concat_rules(g, out);
+    }
     if (opts.batchnorm_fold) detail::batchnorm_rules(g, out);
+    if (opts.addend_fusion) detail::addend_rules(g, out);
     if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
     if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);

@@ -95,9 +95,11 @@ public:
         for (auto c : children) n.children.push_back(find(c));
         if (auto it = memo_.find(n); it != memo_.end()) return find(it->second);
         const ops::op_spec& s = ops::spec(kind);
+        if (kind == ops::op_kind::input || kind == ops::op_kind::weight)
+            return std::nullopt;  // inputs and weights are variables here, not ops
         if (s.has(ops::source) && kind != ops::op_kind::const_pool && kind != ops::op_kind::const_iconv &&
             kind != ops::op_kind::const_imm && kind != ops::op_kind::const_one)
-            return std::nullopt;  // inputs and weights are variables here, not ops
+            return children.empty() ? add_constant(kind, attrs) : std::nullopt;  // a filled constant
         if (children.size() < s.min_inputs || (s.max_inputs != ops::variadic && children.size() > s.max_inputs))
             return std::nullopt;
         boost::container::small_vector<ops::tensor_type, 2> types;

@@ -410,6 +410,8 @@ inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table 
     {ops::op_kind::reduce_max, not_enumerated},
     {ops::op_kind::lstm_cell, not_enumerated},
     {ops::op_kind::gru_cell, not_enumerated},
+    {ops::op_kind::conv2d_bias, not_enumerated},
+    {ops::op_kind::matmul_bias, not_enumerated},
     {ops::op_kind::const_fill, not_enumerated},
     {ops::op_kind::add_n, not_enumerated},
     {ops::op_kind::conv2d_grad_input, not_enumerated},

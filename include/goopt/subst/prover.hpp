@@ -87,7 +87,7 @@ inline std::variant<std::vector<class_id>, std::string> add_side(e_graph& g, con
             if (!c) return std::string(which) + " op " + std::to_string(i) + " reads a value that does not exist";
             in.push_back(*c);
         }
-        const std::uint32_t a = g.intern(o.attrs);
+        const std::uint32_t a = g.intern(with_defaults(o.kind, o.attrs));  // as the axioms write attributes
         std::vector<class_id> res;
         for (std::uint16_t k = 0; k < o.num_outputs; ++k) {
             auto c = g.add(o.kind, a, k, in);
@@ -139,7 +139,7 @@ inline bool saturate_once(e_graph& g, std::span<const axiom> axiom_set, std::vec
         const axiom& ax = axiom_set[a];
         for (class_id c : ids)
             for (const e_node& n : g.nodes(c))
-                if (ax.roots >> static_cast<unsigned>(n.kind) & 1u) {
+                if (ax.roots.has(n.kind)) {
                     ax.apply(m, c, n);
                     m.discard();
                     if (late()) {

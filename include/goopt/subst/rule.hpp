@@ -106,7 +106,7 @@ inline std::string attributes_text(ops::op_kind k, const ops::attribute_map& att
         s += std::string(ops::name(id)) + "=";
         if (const auto* i = std::get_if<std::int64_t>(&v)) {
             if (id == ops::attr_id::padding && (*i == 0 || *i == 1)) s += ops::name(static_cast<ops::padding_mode>(*i));
-            else if (id == ops::attr_id::activation && *i >= 0 && *i <= 3)
+            else if (id == ops::attr_id::activation && *i >= 0 && *i < ops::num_activations)
                 s += ops::name(static_cast<ops::activation>(*i));
             else s += std::to_string(*i);
         } else if (const auto* d = std::get_if<double>(&v)) {

@@ -17,6 +17,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <numbers>
 #include <span>
 #include <string>
 #include <string_view>
@@ -164,10 +165,16 @@ template <std::floating_point T> T apply_activation(T x, std::int64_t act) {
             return T(1) / (T(1) + std::exp(-x));
         case ops::activation::tanh:
             return std::tanh(x);
+        case ops::activation::gelu:
+            return x * T(0.5) * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>));
     }
     GOOPT_ASSERT(false && "activation checked by shape inference");
     return x;
 }
+
+/// The epilogue of a fused product (conv2d_bias, matmul_bias): input `i` added, broadcast to the
+/// result, then the fused activation. For the plain ops (no input `i`) only the activation.
+template <std::floating_point T> void epilogue(value<T>& r, const kernel_args<T>& a, std::size_t i);
 
 template <std::floating_point T> void activate(value<T>& v, std::int64_t act) {
     if (static_cast<ops::activation>(act) == ops::activation::none) return;
@@ -237,6 +244,16 @@ template <std::floating_point T> std::vector<value<T>> one(value<T> v) {
     std::vector<value<T>> out;
     out.push_back(std::move(v));
     return out;
+}
+
+template <std::floating_point T> void epilogue(value<T>& r, const kernel_args<T>& a, std::size_t i) {
+    if (a.op.inputs.size() > i) {
+        const auto off = broadcast_offsets(a.out_dims(), a.in_dims(i));
+        const T* c = a.data(i);
+        T* y = r.data();
+        for (std::size_t e = 0; e < off.size(); ++e) y[e] += c[off[e]];
+    }
+    activate(r, a.attrs().get_int(ops::attr_id::activation));
 }
 
 }  // namespace detail

@@ -33,7 +33,7 @@ template <std::floating_point T> value<T> matmul(const kernel_args<T>& a) {
     for (std::size_t b = 0; b < xo.size(); ++b)
         gemm_acc(a.data(0) + xo[b] * M * K, a.data(1) + yo[b] * K * N, r.data() + static_cast<index>(b) * M * N, M, K,
                  N);
-    activate(r, a.attrs().get_int(ops::attr_id::activation));
+    epilogue(r, a, 2);
     return r;
 }
 

@@ -44,7 +44,7 @@ template <std::floating_point T> value<T> conv2d(const kernel_args<T>& a) {
                 }
             }
         }
-    activate(r, a.attrs().get_int(attr_id::activation));
+    epilogue(r, a, 2);
     return r;
 }
 

@@ -82,6 +82,9 @@ inline constexpr std::array<ops::required_fn<kernel_fn<T>>, ops::num_op_kinds> k
         // recurrent cells
         {ops::op_kind::lstm_cell, lstm_cell<T>},
         {ops::op_kind::gru_cell, single<T, gru_cell<T>>},
+        // fused kernels: the product's kernel applies the addend, then the activation
+        {ops::op_kind::conv2d_bias, single<T, conv2d<T>>},
+        {ops::op_kind::matmul_bias, single<T, matmul<T>>},
         // gradients and optimizer updates
         {ops::op_kind::const_fill, single<T, const_fill<T>>},
         {ops::op_kind::add_n, single<T, add_n<T>>},
