@@ -71,7 +71,10 @@ graph::computation_graph builtin_playground() {
     const auto fire = b.relu(b.concat(expands, 1));
     const auto fused = b.unary(
         op_kind::tanh, b.add1(op_kind::conv2d_bias, {z, b.weight("k6", {2, 3, 1, 1}), b.weight("c6", {2, 1, 1})}, {}));
-    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused}) g.mark_output(t);
+    const auto residual =
+        b.ewadd(b.add1(op_kind::conv2d_bias, {z, b.weight("k7", {3, 3, 1, 1}), b.weight("c7", {3, 1, 1})}, {}),
+                b.input("z2", {1, 3, 4, 4}));
+    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual}) g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
 }
@@ -116,6 +119,7 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     CHECK(has("ewadd(conv2d(x0,w0),c0) => conv2d_bias(x0,w0,c0)"));
     CHECK(has("ewadd(matmul(x0,w0),c0) => matmul_bias(x0,w0,c0)"));
     CHECK(has("tanh(conv2d_bias(x0,w0,c0)) => conv2d_bias{activation=tanh}(x0,w0,c0)"));
+    CHECK(has("ewadd(conv2d_bias(x0,w0,c0),r0) => conv2d_bias(x0,w0,ewadd(c0,r0))"));
     CHECK(
         has("relu(concat{axis=1}(conv2d(v0,v1),conv2d(v0,v2))) => "
             "concat{axis=1}(conv2d{activation=relu}(v0,v1),conv2d{activation=relu}(v0,v2))"));

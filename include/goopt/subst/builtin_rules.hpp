@@ -37,7 +37,8 @@ namespace goopt::subst {
 struct builtin_options {
     bool activation_fusion = true;  ///< act(p(x,w[,c])) => p{activation=act}(x,w[,c]), p a product
     bool batchnorm_fold = true;     ///< batchnorm(conv2d(x,w),s,b,m,v) => conv2d_bias(x,w',b')
-    bool addend_fusion = true;      ///< ewadd(conv2d|matmul(x,w),c) => conv2d_bias|matmul_bias(x,w,c)
+    bool addend_fusion = true;      ///< ewadd(conv2d|matmul(x,w),c) => conv2d_bias|matmul_bias(x,w,c);
+                                    ///< ewadd(p(x,w,c),r) => p(x,w,ewadd(c,r)) for those two
     bool merge_convs = true;    ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
     bool sum_convs = true;      ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
     bool merge_matmuls = true;  ///< matmuls of one input => split(matmul(x, concat(weights)))
@@ -163,6 +164,45 @@ inline void activation_rules(const graph::computation_graph& g, rule_set& out) {
     }
 }
 
+/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
+inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
+    if (c.rank() > out.rank()) return false;
+    for (std::size_t i = 0; i < c.rank(); ++i) {
+        const auto d = c[c.rank() - 1 - i];
+        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
+    }
+    return true;
+}
+
+/// ewadd(p(x,w,c), r) => p(x,w,ewadd(c,r)) for p conv2d_bias or matmul_bias without an activation
+/// and r broadcast to its output: a second addend (a residual after a folded bias) joins the first,
+/// so that the activation after it can be fused as well (ResNet's relu(conv + bias + shortcut)).
+inline void addend_join_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    for (const auto& add : g.ops()) {
+        if (add.kind != K::ewadd || add.inputs[0] == add.inputs[1]) continue;
+        for (std::size_t side = 0; side < 2; ++side) {
+            const auto p = g.producer(add.inputs[side]);
+            const auto& op = g.get_op(p);
+            if ((op.kind != K::conv2d_bias && op.kind != K::matmul_bias) || activation_of(op) != 0) continue;
+            const graph::tensor_id r = add.inputs[1 - side];
+            const auto& od = g.type_of(op.outputs[0]).dims;
+            if (!fits_addend(g.type_of(r).dims, od)) continue;
+            rule x;
+            product_variables(g, op, x);  // x0, w0, c0
+            x.variables.push_back({"r0", g.type_of(r).dims});
+            side_builder s{x.source};
+            const auto y = s.add(op.kind, op.attrs, {var(0), var(1), var(2)});
+            x.source.outputs = {side == 0 ? s.add(K::ewadd, add.attrs, {y, var(3)})
+                                          : s.add(K::ewadd, add.attrs, {var(3), y})};
+            side_builder t{x.target};
+            x.target.outputs = {
+                t.add(op.kind, op.attrs, {var(0), var(1), t.add(K::ewadd, add.attrs, {var(2), var(3)})})};
+            out.add(std::move(x), {p, g.producer(add.outputs[0])}, {op.inputs[0], op.inputs[1], op.inputs[2], r});
+        }
+    }
+}
+
 /// act(concat(p_1(...), ..., p_n(...))) => concat(p_1{act}(...), ..., p_n{act}(...)) for products
 /// p_i without an activation: the activation moved into the kernels that feed a concat
 /// (SqueezeNet's fire modules, Inception's blocks), one kernel less.
@@ -209,16 +249,6 @@ inline void activation_concat_rules(const graph::computation_graph& g, rule_set&
         ops_matched.push_back(g.producer(a.outputs[0]));
         out.add(std::move(r), std::move(ops_matched), std::move(vars));
     }
-}
-
-/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
-inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
-    if (c.rank() > out.rank()) return false;
-    for (std::size_t i = 0; i < c.rank(); ++i) {
-        const auto d = c[c.rank() - 1 - i];
-        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
-    }
-    return true;
 }
 
 /// ewadd(conv2d|matmul(x,w), c) => conv2d_bias|matmul_bias(x,w,c), activation none, c broadcast to
@@ -654,7 +684,10 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
         detail::activation_concat_rules(g, out);
     }
     if (opts.batchnorm_fold) detail::batchnorm_rules(g, out);
-    if (opts.addend_fusion) detail::addend_rules(g, out);
+    if (opts.addend_fusion) {
+        detail::addend_rules(g, out);
+        detail::addend_join_rules(g, out);
+    }
     if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
     if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
