@@ -41,6 +41,7 @@ enum class search_bound {
     stopped,       ///< the visitor asked to stop
     iterations,    ///< equality saturation ran its rounds without saturating
     e_graph_size,  ///< equality saturation stopped adding at the e-graph's node limit
+    plateau,       ///< equality saturation stopped: a round made the extracted graph too little cheaper
 };
 
 inline constexpr std::string_view name(search_bound b) noexcept {
@@ -61,6 +62,8 @@ inline constexpr std::string_view name(search_bound b) noexcept {
             return "iterations";
         case search_bound::e_graph_size:
             return "e_graph_size";
+        case search_bound::plateau:
+            return "plateau";
     }
     return "?";
 }
