@@ -74,7 +74,12 @@ graph::computation_graph builtin_playground() {
     const auto residual =
         b.ewadd(b.add1(op_kind::conv2d_bias, {z, b.weight("k7", {3, 3, 1, 1}), b.weight("c7", {3, 1, 1})}, {}),
                 b.input("z2", {1, 3, 4, 4}));
-    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual}) g.mark_output(t);
+    // one weight matrix applied to two inputs (an RNN's input projection at two time steps)
+    const auto v = b.weight("v", {6, 4});
+    const auto t1 = b.matmul(b.input("p1", {2, 6}), v);
+    const auto t2 = b.matmul(b.input("p2", {3, 6}), v);
+    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual, t1, t2})
+        g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
 }
@@ -102,9 +107,9 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
         // the families the axioms cover are also proven (batchnorm, const_fill and the joins of
         // split pieces are checked on the interpreter only)
         const auto text = to_string(r);
-        for (const char* proven :
-             {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "batchnorm{", "ewadd(matmul", "tanh(conv2d_bias",
-              "relu(concat{axis=1}(conv2d", "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>"})
+        for (const char* proven : {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "batchnorm{", "ewadd(matmul",
+                                   "tanh(conv2d_bias", "relu(concat{axis=1}(conv2d", "matmul(x0,w0), matmul(x1,w0) =>",
+                                   "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>"})
             if (text.rfind(proven, 0) == 0) CHECK_MESSAGE(prove(r).proven, text);
     }
     auto has = [&](const std::string& part) {
@@ -120,6 +125,7 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     CHECK(has("ewadd(matmul(x0,w0),c0) => matmul_bias(x0,w0,c0)"));
     CHECK(has("tanh(conv2d_bias(x0,w0,c0)) => conv2d_bias{activation=tanh}(x0,w0,c0)"));
     CHECK(has("ewadd(conv2d_bias(x0,w0,c0),r0) => conv2d_bias(x0,w0,ewadd(c0,r0))"));
+    CHECK(has("matmul(x0,w0), matmul(x1,w0) => split{axis=0,sizes=[2,3]}(matmul(concat{axis=0}(x0,x1),w0))#0"));
     CHECK(
         has("relu(concat{axis=1}(conv2d(v0,v1),conv2d(v0,v2))) => "
             "concat{axis=1}(conv2d{activation=relu}(v0,v1),conv2d{activation=relu}(v0,v2))"));

@@ -42,6 +42,7 @@ struct builtin_options {
     bool merge_convs = true;    ///< convs of one input => split(conv(x, concat(kernels))), enlarging smaller kernels
     bool sum_convs = true;      ///< ewadd(conv(x,w1),conv(x,w2)) => conv(x, ewadd(w1, enlarge(w2)))
     bool merge_matmuls = true;  ///< matmuls of one input => split(matmul(x, concat(weights)))
+    bool batch_matmuls = true;  ///< matmuls of one weight => split(matmul(concat(inputs), w)), rank 2
     bool merge_elementwise = true;  ///< f(split(a)#i, split(b)#i) for every i => split(f(a,b))#i
     bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i =>
                                     ///< split(f(a, concat(w)))#i
@@ -480,6 +481,56 @@ inline void matmul_merge_rules(const graph::computation_graph& g, const builtin_
     }
 }
 
+/// matmul(x_i, w) for several inputs x_i [m_i, k] of one weight matrix w =>
+/// split{axis=0}(matmul(concat{axis=0}(x_0..x_n-1), w))#i: the products of one weight batched into
+/// one GEMM that reads w once (an RNN's input projections over its time steps, as cuDNN's RNNs
+/// compute them). Only for inputs of rank 2, so that the row split is a view.
+inline void shared_weight_rules(const graph::computation_graph& g, const builtin_options& opts, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    const auto preprocessing = weight_only(g);
+    std::map<std::pair<graph::tensor_id, std::int64_t>, std::vector<graph::op_id>> by_weight;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto& m = g.get_op(o);
+        if (m.kind != K::matmul || preprocessing[o] || g.type_of(m.inputs[0]).dims.rank() != 2 ||
+            g.type_of(m.inputs[1]).dims.rank() != 2 || !preprocessing[g.producer(m.inputs[1])])
+            continue;
+        by_weight[{m.inputs[1], activation_of(m)}].push_back(o);
+    }
+    for (const auto& [key, mms] : by_weight) {
+        if (mms.size() < 2) continue;
+        std::vector<std::vector<graph::op_id>> sets;
+        sets.emplace_back(mms.begin(), mms.begin() + static_cast<std::ptrdiff_t>(std::min(mms.size(), opts.max_group)));
+        for (std::size_t i = 0; i + 1 < mms.size() && mms.size() > 2; ++i) sets.push_back({mms[i], mms[i + 1]});
+        const auto& attrs = g.get_op(mms[0]).attrs;
+        for (const auto& set : sets) {
+            rule r;
+            side_builder s{r.source};
+            side_builder t{r.target};
+            std::vector<value_ref> xs;
+            std::vector<std::int64_t> rows;
+            std::vector<graph::tensor_id> vars;
+            const auto w = var(static_cast<std::uint16_t>(set.size()));
+            for (std::size_t i = 0; i < set.size(); ++i) {
+                const auto x = g.get_op(set[i]).inputs[0];
+                r.variables.push_back({numbered("x", i), g.type_of(x).dims});
+                vars.push_back(x);
+                xs.push_back(var(static_cast<std::uint16_t>(i)));
+                rows.push_back(g.type_of(x).dims[0]);
+                r.source.outputs.push_back(s.add(K::matmul, attrs, {xs.back(), w}));
+            }
+            r.variables.push_back({"w0", g.type_of(key.first).dims, true});
+            vars.push_back(key.first);
+            const auto y = t.add(K::matmul, attrs, {t.add(K::concat, attrs_of({{A::axis, std::int64_t{0}}}), xs), w});
+            const auto sp = t.add(K::split, attrs_of({{A::axis, std::int64_t{0}}, {A::sizes, rows}}), {y},
+                                  static_cast<std::uint16_t>(set.size()));
+            for (std::size_t i = 0; i < set.size(); ++i)
+                r.target.outputs.push_back(side_builder::out(sp, static_cast<std::uint16_t>(i)));
+            out.add(std::move(r), set, std::move(vars));
+        }
+    }
+}
+
 /// f(split(a)#i, split(b)#i) for every output i of two equal splits => split(f(a, b))#i: the
 /// elementwise ops a merge leaves behind, joined again.
 inline void elementwise_merge_rules(const graph::computation_graph& g, rule_set& out) {
@@ -690,6 +741,7 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     }
     if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
     if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
+    if (opts.batch_matmuls) detail::shared_weight_rules(g, opts, out);
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
     if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
     if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
