@@ -165,45 +165,6 @@ inline void activation_rules(const graph::computation_graph& g, rule_set& out) {
     }
 }
 
-/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
-inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
-    if (c.rank() > out.rank()) return false;
-    for (std::size_t i = 0; i < c.rank(); ++i) {
-        const auto d = c[c.rank() - 1 - i];
-        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
-    }
-    return true;
-}
-
-/// ewadd(p(x,w,c), r) => p(x,w,ewadd(c,r)) for p conv2d_bias or matmul_bias without an activation
-/// and r broadcast to its output: a second addend (a residual after a folded bias) joins the first,
-/// so that the activation after it can be fused as well (ResNet's relu(conv + bias + shortcut)).
-inline void addend_join_rules(const graph::computation_graph& g, rule_set& out) {
-    using K = ops::op_kind;
-    for (const auto& add : g.ops()) {
-        if (add.kind != K::ewadd || add.inputs[0] == add.inputs[1]) continue;
-        for (std::size_t side = 0; side < 2; ++side) {
-            const auto p = g.producer(add.inputs[side]);
-            const auto& op = g.get_op(p);
-            if ((op.kind != K::conv2d_bias && op.kind != K::matmul_bias) || activation_of(op) != 0) continue;
-            const graph::tensor_id r = add.inputs[1 - side];
-            const auto& od = g.type_of(op.outputs[0]).dims;
-            if (!fits_addend(g.type_of(r).dims, od)) continue;
-            rule x;
-            product_variables(g, op, x);  // x0, w0, c0
-            x.variables.push_back({"r0", g.type_of(r).dims});
-            side_builder s{x.source};
-            const auto y = s.add(op.kind, op.attrs, {var(0), var(1), var(2)});
-            x.source.outputs = {side == 0 ? s.add(K::ewadd, add.attrs, {y, var(3)})
-                                          : s.add(K::ewadd, add.attrs, {var(3), y})};
-            side_builder t{x.target};
-            x.target.outputs = {
-                t.add(op.kind, op.attrs, {var(0), var(1), t.add(K::ewadd, add.attrs, {var(2), var(3)})})};
-            out.add(std::move(x), {p, g.producer(add.outputs[0])}, {op.inputs[0], op.inputs[1], op.inputs[2], r});
-        }
-    }
-}
-
 /// act(concat(p_1(...), ..., p_n(...))) => concat(p_1{act}(...), ..., p_n{act}(...)) for products
 /// p_i without an activation: the activation moved into the kernels that feed a concat
 /// (SqueezeNet's fire modules, Inception's blocks), one kernel less.
@@ -252,31 +213,48 @@ inline void activation_concat_rules(const graph::computation_graph& g, rule_set&
     }
 }
 
+/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
+inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
+    if (c.rank() > out.rank()) return false;
+    for (std::size_t i = 0; i < c.rank(); ++i) {
+        const auto d = c[c.rank() - 1 - i];
+        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
+    }
+    return true;
+}
+
 /// ewadd(conv2d|matmul(x,w), c) => conv2d_bias|matmul_bias(x,w,c), activation none, c broadcast to
 /// the product's output: a bias (or a residual) added in the product's epilogue, one kernel instead
-/// of two (cuDNN's conv-bias-activation, cuBLASLt's bias epilogue, GEMM's beta * C).
+/// of two (cuDNN's conv-bias-activation, cuBLASLt's bias epilogue, GEMM's beta * C). And for the
+/// fused kinds, ewadd(p(x,w,c), r) => p(x,w,ewadd(c,r)): a second addend (a residual after a folded
+/// bias) joins the first, so that the activation after it fuses as well (ResNet's relu(conv + bias
+/// + shortcut)).
 inline void addend_rules(const graph::computation_graph& g, rule_set& out) {
     using K = ops::op_kind;
     for (const auto& add : g.ops()) {
-        if (add.kind != K::ewadd) continue;
+        if (add.kind != K::ewadd || add.inputs[0] == add.inputs[1]) continue;
         for (std::size_t side = 0; side < 2; ++side) {
             const auto p = g.producer(add.inputs[side]);
             const auto& op = g.get_op(p);
-            if ((op.kind != K::conv2d && op.kind != K::matmul) || activation_of(op) != 0) continue;
+            if (!fusable_product(op.kind) || activation_of(op) != 0) continue;
             const graph::tensor_id c = add.inputs[1 - side];
-            const auto& od = g.type_of(op.outputs[0]).dims;
-            if (!fits_addend(g.type_of(c).dims, od) || add.inputs[0] == add.inputs[1]) continue;
+            if (!fits_addend(g.type_of(c).dims, g.type_of(op.outputs[0]).dims)) continue;
+            const bool fused = op.inputs.size() == 3;  // join a second addend into the first
             rule r;
-            product_variables(g, op, r);  // x0, w0
-            r.variables.push_back({"c0", g.type_of(c).dims});
+            product_variables(g, op, r);  // x0, w0 (and c0 for the fused kinds)
+            r.variables.push_back({fused ? "r0" : "c0", g.type_of(c).dims});
+            const auto addend = var(static_cast<std::uint16_t>(op.inputs.size()));
             side_builder s{r.source};
-            const auto y = s.add(op.kind, op.attrs, {var(0), var(1)});
-            r.source.outputs = {side == 0 ? s.add(K::ewadd, add.attrs, {y, var(2)})
-                                          : s.add(K::ewadd, add.attrs, {var(2), y})};
+            const auto y = s.add(op.kind, op.attrs, product_inputs(op));
+            r.source.outputs = {side == 0 ? s.add(K::ewadd, add.attrs, {y, addend})
+                                          : s.add(K::ewadd, add.attrs, {addend, y})};
             side_builder t{r.target};
-            r.target.outputs = {
-                t.add(op.kind == K::conv2d ? K::conv2d_bias : K::matmul_bias, op.attrs, {var(0), var(1), var(2)})};
-            out.add(std::move(r), {p, g.producer(add.outputs[0])}, {op.inputs[0], op.inputs[1], c});
+            const auto kind = op.kind == K::conv2d ? K::conv2d_bias : op.kind == K::matmul ? K::matmul_bias : op.kind;
+            const auto sum = fused ? t.add(K::ewadd, add.attrs, {var(2), addend}) : addend;
+            r.target.outputs = {t.add(kind, op.attrs, {var(0), var(1), sum})};
+            std::vector<graph::tensor_id> vars(op.inputs.begin(), op.inputs.end());
+            vars.push_back(c);
+            out.add(std::move(r), {p, g.producer(add.outputs[0])}, std::move(vars));
         }
     }
 }
@@ -735,10 +713,7 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
         detail::activation_concat_rules(g, out);
     }
     if (opts.batchnorm_fold) detail::batchnorm_rules(g, out);
-    if (opts.addend_fusion) {
-        detail::addend_rules(g, out);
-        detail::addend_join_rules(g, out);
-    }
+    if (opts.addend_fusion) detail::addend_rules(g, out);
     if (opts.merge_convs || opts.sum_convs) detail::conv_merge_rules(g, opts, out);
     if (opts.merge_matmuls) detail::matmul_merge_rules(g, opts, out);
     if (opts.batch_matmuls) detail::shared_weight_rules(g, opts, out);
