@@ -88,7 +88,8 @@ inline padding_mode padding_of(const attribute_map& a) {
 
 inline void check_activation(const attribute_map& a) {
     const auto v = a.get_int(attr_id::activation);
-    expect(v >= 0 && v <= 4, "attribute 'activation' is ", v, detail::expecting, "none/relu/sigmoid/tanh/gelu (0-4)");
+    expect(v >= 0 && v < num_activations, "attribute 'activation' is ", v, detail::expecting,
+           "none/relu/sigmoid/tanh/gelu (0-4)");
 }
 
 /// numpy broadcasting of two shapes.

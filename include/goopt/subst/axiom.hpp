@@ -84,8 +84,6 @@ private:
     std::size_t start_ = 0;
 };
 
-/// One axiom: `statement` holds for every value of its pattern variables that satisfies the
-/// condition after `when`; `apply` adds its consequences at an e-node of a kind in `roots`.
 /// A set of op kinds as a constexpr bit mask (std::bitset's setters are not constexpr in C++20).
 struct kind_mask {
     std::array<std::uint64_t, 2> words{};
@@ -96,6 +94,8 @@ struct kind_mask {
 };
 static_assert(ops::num_op_kinds <= 128, "kind_mask holds 128 op kinds");
 
+/// One axiom: `statement` holds for every value of its pattern variables that satisfies the
+/// condition after `when`; `apply` adds its consequences at an e-node of a kind in `roots`.
 struct axiom {
     std::string_view name;
     std::string_view statement;

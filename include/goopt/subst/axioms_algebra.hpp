@@ -348,7 +348,7 @@ inline void matmul_bias_definition(axiom_matcher& m, class_id c, const e_node& n
     addend_definition(m, c, n, op_kind::matmul);
 }
 
-/// k = s / sqrt(v + eps) of a batchnorm over [C] parameters, and k as [C,1,1].
+/// k = s / sqrt(v + eps) of a batchnorm over [C] parameters (the fold's per-channel factor).
 inline term_ref batchnorm_factor(axiom_matcher& m, class_id s, class_id v, double eps) {
     const term_ref e =
         m.op(op_kind::const_fill, m.attrs(op_kind::const_fill, {{attr_id::shape, ints{1}}, {attr_id::value, eps}}), {});
@@ -356,6 +356,7 @@ inline term_ref batchnorm_factor(axiom_matcher& m, class_id s, class_id v, doubl
         op_kind::div, m.attrs(op_kind::div),
         {s, m.op(op_kind::sqrt, m.attrs(op_kind::sqrt), {m.op(op_kind::ewadd, m.attrs(op_kind::ewadd), {v, e})})});
 }
+/// The attributes of a reshape of [C] to [C,1,1], which broadcasts along an NCHW tensor's channels.
 inline std::uint32_t channel_column(axiom_matcher& m, std::int64_t channels) {
     return m.attrs(op_kind::reshape, {{attr_id::shape, ints{channels, 1, 1}}});
 }
