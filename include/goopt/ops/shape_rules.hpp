@@ -459,17 +459,21 @@ inline output_types gru_cell(std::span<const tensor_type> in, const attribute_ma
     return {in[1]};
 }
 
-/// The addend of a fused epilogue (conv2d_bias, matmul_bias): input 2 must broadcast to the
-/// output `out` without growing it (numpy rules), as a per-channel bias or a residual does.
+/// Whether `c` broadcasts to `out` without growing it (numpy rules): the condition on the addend
+/// of a fused epilogue (conv2d_bias, matmul_bias), as a per-channel bias or a residual meets it.
+inline bool broadcasts_to(const shape& c, const shape& out) {
+    if (c.rank() > out.rank()) return false;
+    for (std::size_t i = 0; i < c.rank(); ++i) {
+        const std::int64_t d = c[c.rank() - 1 - i];
+        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
+    }
+    return true;
+}
+
 namespace detail {
 inline void epilogue_addend(const tensor_type& c, const tensor_type& out, const char* op) {
     expect(c.type == out.type, op, "'s addend has dtype ", name(c.type), detail::expecting, name(out.type));
-    bool fits = c.dims.rank() <= out.dims.rank();
-    for (std::size_t i = 0; fits && i < c.dims.rank(); ++i) {
-        const std::int64_t d = c.dims[c.dims.rank() - 1 - i];
-        fits = d == 1 || d == out.dims[out.dims.rank() - 1 - i];
-    }
-    expect(fits, op, "'s addend ", c.dims, " does not broadcast to its output ", out.dims);
+    expect(broadcasts_to(c.dims, out.dims), op, "'s addend ", c.dims, " does not broadcast to its output ", out.dims);
 }
 }  // namespace detail
 

@@ -213,16 +213,6 @@ inline void activation_concat_rules(const graph::computation_graph& g, rule_set&
     }
 }
 
-/// Whether `c` broadcasts to `out` without growing it (the addend condition of the _bias kinds).
-inline bool fits_addend(const ops::shape& c, const ops::shape& out) {
-    if (c.rank() > out.rank()) return false;
-    for (std::size_t i = 0; i < c.rank(); ++i) {
-        const auto d = c[c.rank() - 1 - i];
-        if (d != 1 && d != out[out.rank() - 1 - i]) return false;
-    }
-    return true;
-}
-
 /// ewadd(conv2d|matmul(x,w), c) => conv2d_bias|matmul_bias(x,w,c), activation none, c broadcast to
 /// the product's output: a bias (or a residual) added in the product's epilogue, one kernel instead
 /// of two (cuDNN's conv-bias-activation, cuBLASLt's bias epilogue, GEMM's beta * C). And for the
@@ -238,7 +228,7 @@ inline void addend_rules(const graph::computation_graph& g, rule_set& out) {
             const auto& op = g.get_op(p);
             if (!fusable_product(op.kind) || activation_of(op) != 0) continue;
             const graph::tensor_id c = add.inputs[1 - side];
-            if (!fits_addend(g.type_of(c).dims, g.type_of(op.outputs[0]).dims)) continue;
+            if (!ops::shape_rules::broadcasts_to(g.type_of(c).dims, g.type_of(op.outputs[0]).dims)) continue;
             const bool fused = op.inputs.size() == 3;  // join a second addend into the first
             rule r;
             product_variables(g, op, r);  // x0, w0 (and c0 for the fused kinds)
