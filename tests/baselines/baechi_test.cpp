@@ -3,6 +3,8 @@
 #include <goopt/baselines.hpp>
 #include <goopt/cost.hpp>
 #include <goopt/device.hpp>
+#include <goopt/models/rnnlm.hpp>
+#include <goopt/models/training_graph.hpp>
 #include <goopt/sim.hpp>
 
 #include <doctest/doctest.h>
@@ -40,13 +42,20 @@ TEST_CASE("Baechi placers: colocation kept and every device within its memory wh
         const double cap = total / nd * 1.25;  // fits, but not on fewer than 4 devices
         const auto cl = small_memory(nd, cap);
         sim::simulator s(g, cl);
-        for (const auto& d : {baselines::m_topo(s), baselines::m_etf(s), baselines::m_sct(s)}) {
+        // Baechi's own estimate (every output held for the whole step) is kept as planned
+        const baselines::baechi_config whole{.memory = baselines::baechi_memory_model::whole_step, .verify_rounds = 0};
+        for (const auto& d : {baselines::m_topo(s, whole), baselines::m_etf(s, whole), baselines::m_sct(s, whole)}) {
             CHECK_NOTHROW(s.check_placement(d.placement));
             const auto use = estimated_use(g, d.placement, nd);
             for (double u : use) CHECK(u <= cap);
             const auto r = sim::run(s, d);
             CHECK_FALSE(r.oom);
             CHECK(r.step_time > 0);
+        }
+        // the planned lifetimes, checked on the simulator, fit as well
+        for (const auto& d : {baselines::m_topo(s), baselines::m_etf(s), baselines::m_sct(s)}) {
+            CHECK_NOTHROW(s.check_placement(d.placement));
+            CHECK_FALSE(sim::run(s, d).oom);
         }
         // HEFT ignores memory; on a roomy cluster m-ETF is a fair list scheduler too
         const auto roomy = small_memory(nd, 1e12);
@@ -92,4 +101,44 @@ TEST_CASE("Baechi placers: too little memory everywhere still gives a valid plac
         CHECK(sim::run(s, d).oom);
     }
     CHECK_THROWS_AS(baselines::m_etf(s, {.memory_fraction = 0}), error);
+}
+
+TEST_CASE("Baechi placers: planned lifetimes place a training graph whose outputs do not all fit at once") {
+    // A 2-layer LSTM language model's training step: 10.1 MB of outputs in all, against 2 x 4 MB. The
+    // whole-step estimate overfills both devices and falls back to the roomiest one; the planned
+    // lifetimes (an activation lives until its gradient has read it) still choose by start time.
+    const auto g = models::make_training_graph(
+        models::rnnlm({.batch = 8, .steps = 6, .layers = 2, .hidden = 64, .embedding = 64, .vocab = 500}));
+    const auto cl = small_memory(2, 4e6);
+    sim::simulator s(g, cl);
+    REQUIRE(baselines::baechi_memory(s, {}).total_bytes() > 2 * 4e6);
+    const baselines::baechi_config whole{.memory = baselines::baechi_memory_model::whole_step, .verify_rounds = 0};
+    for (const auto& [planned, old] : {std::pair{baselines::m_etf(s), baselines::m_etf(s, whole)},
+                                       std::pair{baselines::m_sct(s), baselines::m_sct(s, whole)}}) {
+        const auto r = sim::run(s, planned);
+        CHECK_FALSE(r.oom);
+        for (std::size_t d = 0; d < 2; ++d) CHECK(static_cast<double>(r.peak_memory[d]) <= 4e6);
+        CHECK(r.step_time < sim::run(s, old).step_time);
+    }
+}
+
+TEST_CASE("Baechi placers: a plan the simulator finds over memory is planned again, and the best plan returned") {
+    // Too little memory for any plan: every round overflows, and the placers still return a valid
+    // placement, no slower than their first plan's (the rounds keep the best).
+    std::mt19937_64 rng(5);
+    const auto g = goopt_test::random_dag(rng, 10, 6);
+    double total = 0;
+    for (op_id o = 0; o < g.num_ops(); ++o)
+        for (graph::tensor_id t : g.get_op(o).outputs) total += static_cast<double>(g.type_of(t).bytes());
+    const auto cl = small_memory(3, total / 6);
+    sim::simulator s(g, cl);
+    for (std::size_t rounds : {0, 1, 3}) {
+        const baselines::baechi_config c{.verify_rounds = rounds};
+        const auto first = sim::run(s, baselines::m_etf(s, {.verify_rounds = 0}));
+        const auto d = baselines::m_etf(s, c);
+        CHECK_NOTHROW(s.check_placement(d.placement));
+        const auto r = sim::run(s, d);
+        CHECK((r.oom <= first.oom));
+        if (r.oom == first.oom) CHECK(r.step_time <= first.step_time);
+    }
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -20,11 +21,30 @@
 
 namespace goopt::baselines {
 
+/// How m-ETF and m-SCT estimate the memory a device holds while they place ops.
+enum class baechi_memory_model : std::uint8_t {
+    /// Baechi's own: every output held for the whole step. Safe, but on a training graph whose
+    /// activations do not all fit at once (GNMT: 101 GB of outputs against 4 x 16 GB) every op
+    /// soon fits nowhere, and the fallback to the roomiest device ignores memory.
+    whole_step,
+    /// The lifetimes of the schedule being planned, as the simulator counts them: weights from the
+    /// start; an output from its op's start until its last consumer's planned finish; a copy of a
+    /// tensor on each other device that reads it, for as long. Graph outputs stay to the end.
+    planned,
+};
+
 /// Knobs shared by the three placers.
 struct baechi_config {
     /// Share of each device's capacity the placers may fill with their memory estimate. Baechi
     /// reserves headroom the same way (its estimate leaves out allocator fragmentation).
     double memory_fraction = 1.0;
+    /// The estimate of m-ETF and m-SCT. m-TOPO plans no start times and always uses whole_step.
+    baechi_memory_model memory = baechi_memory_model::planned;
+    /// The simulator checks each placement; where a device overflows (the run departs from the
+    /// plan, or the estimate misses), the placer plans again with that device's budget shrunk by
+    /// the overflow's ratio, this many times at most, and returns the best plan (within memory
+    /// first, then the faster step).
+    std::size_t verify_rounds = 3;
 };
 
 /// @brief Baechi's memory estimate and the units it places: an op's memory is the bytes of its
@@ -32,10 +52,15 @@ struct baechi_config {
 /// conservative training-graph assumption: activations live until the backward pass). A unit is a
 /// colocation group, or an op outside every group; source ops (inputs, weights) are placed with the
 /// first op that reads them, as the other baselines do, and count against that device then.
+/// With baechi_memory_model::planned, a unit's bytes are its weights only (persistent), and the
+/// other outputs and the copies of tensors read on other devices live from the op's placement
+/// until the planned finish of the tensor's last consumer (advance() moves the planning clock).
 class baechi_memory {
 public:
     template <device::DeviceModel D, cost::CostModel<D> Cost>
-    baechi_memory(const sim::simulator<D, Cost>& s, const baechi_config& c) : g_(&s.graph()) {
+    baechi_memory(const sim::simulator<D, Cost>& s, const baechi_config& c,
+                  baechi_memory_model model = baechi_memory_model::whole_step, std::span<const double> scale = {})
+        : g_(&s.graph()), planned_(model == baechi_memory_model::planned) {
         const auto& g = s.graph();
         const std::size_t n = g.num_ops(), nd = s.cluster().num_devices();
         if (!(c.memory_fraction > 0)) throw error("baechi", concat("memory_fraction is ", c.memory_fraction), "> 0");
@@ -48,40 +73,76 @@ public:
             if (unit_[o] == bytes_.size()) bytes_.push_back(0);
             double b = 0;
             for (graph::tensor_id t : g.get_op(o).outputs) b += static_cast<double>(g.type_of(t).bytes());
-            bytes_[unit_[o]] += b;
+            bytes_[unit_[o]] += !planned_ || g.get_op(o).kind == ops::op_kind::weight ? b : 0;
             total_ += b;
         }
         device_.assign(bytes_.size(), unplaced);
         for (std::size_t d = 0; d < nd; ++d)
-            capacity_.push_back(c.memory_fraction * static_cast<double>(s.cluster().device(d).mem_capacity()));
+            capacity_.push_back(c.memory_fraction * (scale.empty() ? 1.0 : scale[d]) *
+                                static_cast<double>(s.cluster().device(d).mem_capacity()));
         used_.assign(nd, 0);
+        live_.assign(nd, 0);
+        if (!planned_) return;
+        const std::size_t nt = g.num_tensors();
+        pending_.assign(nt, 0);
+        last_use_.assign(nt, 0);
+        holders_.assign(nt, {});
+        keep_.assign(nt, 0);
+        for (graph::tensor_id t : g.outputs()) keep_[t] = 1;
+        for (graph::tensor_id t = 0; t < nt; ++t) for_inputs_once(t, [&](graph::op_id) { ++pending_[t]; });
+        reserve_.assign(bytes_.size(), 0);
+        members_left_.assign(bytes_.size(), 0);
+        reserved_.assign(nd, 0);
+        for (graph::op_id o = 0; o < n; ++o) {
+            if (is_source(o)) continue;
+            double working = 0;  // what o holds while it runs: its inputs and its outputs
+            for_distinct_inputs(o, [&](graph::tensor_id t) { working += bytes_of(t); });
+            for (graph::tensor_id t : g.get_op(o).outputs) working += bytes_of(t);
+            reserve_[unit_[o]] = std::max(reserve_[unit_[o]], working);
+            ++members_left_[unit_[o]];
+        }
     }
 
     static constexpr sim::device_id unplaced = ~sim::device_id{0};
     bool is_source(graph::op_id o) const { return g_->get_op(o).spec().has(ops::source); }
     /// The device of o's unit, or unplaced.
     sim::device_id device_of(graph::op_id o) const { return device_[unit_[o]]; }
-    /// Bytes that placing `o` now would add to a device: its unit and its unplaced source inputs' units.
+    /// Bytes that placing `o` now would add to any device: its unit and its unplaced source inputs'
+    /// units (with the planned model, what placing it on a given device adds on top: see need(o, d)).
     double need(graph::op_id o) const {
-        double b = device_of(o) == unplaced ? bytes_[unit_[o]] : 0;
-        for_new_sources(o, [&](std::uint32_t u) { b += bytes_[u]; });
+        double b = device_of(o) == unplaced ? unit_need(unit_[o]) : 0;
+        for_new_sources(o, [&](std::uint32_t u) { b += unit_need(u); });
         return b;
     }
-    bool fits(graph::op_id o, sim::device_id d) const { return fits_bytes(need(o), d); }
-    /// Whether `bytes` more fit on d (need(o) is the same on every device: compute it once).
-    bool fits_bytes(double bytes, sim::device_id d) const { return used_[d] + bytes <= capacity_[d]; }
+    /// Bytes that placing `o` on `d` now would add there.
+    double need(graph::op_id o, sim::device_id d) const { return need(o) + (planned_ ? transient(o, d) : 0); }
+    bool fits(graph::op_id o, sim::device_id d) const { return fits_bytes(need(o, d), d); }
+    /// Whether `bytes` more fit on d.
+    bool fits_bytes(double bytes, sim::device_id d) const { return in_use(d) + bytes <= capacity_[d]; }
     /// The device with the most room left (the fallback when `o` fits nowhere).
     sim::device_id roomiest() const {
         sim::device_id best = 0;
         for (sim::device_id d = 1; d < used_.size(); ++d)
-            if (capacity_[d] - used_[d] > capacity_[best] - used_[best]) best = d;
+            if (capacity_[d] - in_use(d) > capacity_[best] - in_use(best)) best = d;
         return best;
     }
-    /// Puts o's unit and its unplaced source inputs' units on d.
-    void place(graph::op_id o, sim::device_id d) {
+    /// Puts o's unit and its unplaced source inputs' units on d; with the planned model, o's outputs
+    /// and its inputs' copies on d live until their last consumer's `finish`.
+    void place(graph::op_id o, sim::device_id d, double finish = 0) {
+        if (planned_) hold(o, d, finish);
         for_new_sources(o, [&](std::uint32_t u) { take(u, d); });
         if (device_of(o) == unplaced) take(unit_[o], d);
+        if (planned_ && --members_left_[unit_[o]] == 0) reserved_[d] -= reserve_[unit_[o]];
     }
+    /// Moves the planning clock to `now`: tensors whose last consumer finishes by then are freed.
+    void advance(double now) {
+        while (!frees_.empty() && frees_.top().time <= now) {
+            live_[frees_.top().device] -= frees_.top().bytes;
+            frees_.pop();
+        }
+    }
+    /// The bytes the estimate holds on `d` now.
+    double in_use(sim::device_id d) const { return used_[d] + (planned_ ? live_[d] + reserved_[d] : 0); }
     /// Sources no op reads (and any op left over) go to device 0; then the placement of every op.
     sim::placement placement() {
         sim::placement p(g_->num_ops());
@@ -96,6 +157,62 @@ public:
     double capacity(sim::device_id d) const { return capacity_[d]; }
 
 private:
+    double bytes_of(graph::tensor_id t) const { return static_cast<double>(g_->type_of(t).bytes()); }
+    bool is_weight(graph::tensor_id t) const { return g_->get_op(g_->producer(t)).kind == ops::op_kind::weight; }
+    bool holds(graph::tensor_id t, sim::device_id d) const {
+        return std::find(holders_[t].begin(), holders_[t].end(), d) != holders_[t].end();
+    }
+    /// Calls f(consumer) once per distinct op reading t.
+    template <class F> void for_inputs_once(graph::tensor_id t, F&& f) const {
+        const auto& uses = g_->get_tensor(t).uses;
+        for (std::size_t i = 0; i < uses.size(); ++i) {
+            bool seen = false;
+            for (std::size_t j = 0; j < i && !seen; ++j) seen = uses[j].op == uses[i].op;
+            if (!seen) f(uses[i].op);
+        }
+    }
+    /// Calls f(t) once per distinct input tensor of o.
+    template <class F> void for_distinct_inputs(graph::op_id o, F&& f) const {
+        const auto& in = g_->get_op(o).inputs;
+        for (std::size_t i = 0; i < in.size(); ++i)
+            if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(i), in[i]) ==
+                in.begin() + static_cast<std::ptrdiff_t>(i))
+                f(in[i]);
+    }
+    /// Planned model: the non-persistent bytes placing o on d adds there (its outputs, the sources it
+    /// brings along, copies of inputs that live on other devices).
+    double transient(graph::op_id o, sim::device_id d) const {
+        double b = 0;
+        for (graph::tensor_id t : g_->get_op(o).outputs)
+            if (!is_weight(t)) b += bytes_of(t);
+        for_distinct_inputs(o, [&](graph::tensor_id t) {
+            const sim::device_id home = device_of(g_->producer(t));
+            if (home == unplaced ? !is_weight(t) : home != d && !holds(t, d)) b += bytes_of(t);
+        });
+        return b;
+    }
+    void hold(graph::op_id o, sim::device_id d, double finish) {
+        for (graph::tensor_id t : g_->get_op(o).outputs)
+            if (!is_weight(t) && !holds(t, d)) {
+                live_[d] += bytes_of(t);
+                holders_[t].push_back(d);
+                if (pending_[t] == 0 && !keep_[t]) release(t, finish);
+            }
+        for_distinct_inputs(o, [&](graph::tensor_id t) {
+            const sim::device_id home = device_of(g_->producer(t));
+            if ((home == unplaced ? !is_weight(t) : home != d) && !holds(t, d)) {
+                live_[d] += bytes_of(t);
+                holders_[t].push_back(d);
+            }
+            last_use_[t] = std::max(last_use_[t], finish);
+            if (--pending_[t] == 0 && !keep_[t]) release(t, last_use_[t]);
+        });
+    }
+    /// Every copy of t is freed at `time` (a weight's own copy is persistent and not among them).
+    void release(graph::tensor_id t, double time) {
+        for (sim::device_id h : holders_[t]) frees_.push({time, h, bytes_of(t)});
+    }
+
     template <class F> void for_new_sources(graph::op_id o, F&& f) const {
         const auto own = unit_[o];
         const auto& in = g_->get_op(o).inputs;
@@ -109,9 +226,11 @@ private:
             if (!seen) f(u);
         }
     }
+    double unit_need(std::uint32_t u) const { return bytes_[u] + (planned_ ? reserve_[u] : 0); }
     void take(std::uint32_t u, sim::device_id d) {
         device_[u] = d;
         used_[d] += bytes_[u];
+        if (planned_) reserved_[d] += reserve_[u];
     }
 
     const graph::computation_graph* g_;
@@ -120,15 +239,65 @@ private:
     std::vector<sim::device_id> device_;
     std::vector<double> capacity_, used_;
     double total_ = 0;
+    // the planned model's lifetimes
+    struct freeing {
+        double time;
+        sim::device_id device;
+        double bytes;
+        bool operator>(const freeing& b) const { return time > b.time; }
+    };
+    bool planned_ = false;
+    std::vector<std::uint32_t> pending_;                // per tensor: consumers not placed yet
+    std::vector<double> last_use_;                      // per tensor: latest planned finish of a placed consumer
+    std::vector<std::vector<sim::device_id>> holders_;  // per tensor: devices holding a transient copy
+    std::vector<std::uint8_t> keep_;                    // per tensor: a graph output (stays to the end)
+    std::vector<double> live_;
+    // A unit placed with its first op fixes the device of its later members (a weight's gradient
+    // sum and update): it reserves there the largest working set (inputs and outputs) among its
+    // ops until the last of them is placed. GNMT's softmax weight gradient sums one partial
+    // gradient per time step, 9 GB at once on 2 layers, which must not find its device full.
+    std::vector<double> reserve_, reserved_;
+    std::vector<std::uint32_t> members_left_;
+    std::priority_queue<freeing, std::vector<freeing>, std::greater<>> frees_;
 };
 
-/// @brief m-TOPO: ops in topological order fill device 0 up to an even share of the graph's memory
-/// estimate (never past its capacity), then device 1, and so on; an op whose unit is already placed
-/// follows it. Baechi §4.1. FIFO scheduling (no priorities), as Baechi measures it on TensorFlow.
+namespace detail {
+
+/// Plans a placement with `plan(scale)` (per-device budget multipliers, 1 to start) and checks it on
+/// the simulator; where a device overflows, shrinks its multiplier by capacity / peak and plans
+/// again, config.verify_rounds times at most. Returns the best plan seen: within memory first, then
+/// the shorter step.
+template <device::DeviceModel D, cost::CostModel<D> Cost, class Plan>
+sim::decision verified(const sim::simulator<D, Cost>& s, const baechi_config& config, Plan&& plan) {
+    const std::size_t nd = s.cluster().num_devices();
+    std::vector<double> scale(nd, 1.0);
+    sim::simulator<D, Cost> check(s.graph(), s.cluster(), s.cost_model());  // run() is not const
+    sim::decision best;
+    bool best_oom = true;
+    double best_step = 0;
+    for (std::size_t round = 0; round <= config.verify_rounds; ++round) {
+        sim::decision d = plan(std::span<const double>(scale));
+        const auto r = sim::run(check, d);
+        if (round == 0 || (best_oom && !r.oom) || (best_oom == r.oom && r.step_time < best_step)) {
+            best = std::move(d);
+            best_oom = r.oom;
+            best_step = r.step_time;
+        }
+        if (!r.oom) break;
+        for (std::size_t k = 0; k < nd; ++k) {
+            const double cap = static_cast<double>(s.cluster().device(k).mem_capacity());
+            if (static_cast<double>(r.peak_memory[k]) > cap) scale[k] *= cap / static_cast<double>(r.peak_memory[k]);
+        }
+    }
+    return best;
+}
+
+/// One m-TOPO plan under per-device budget multipliers `scale`.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
-sim::decision m_topo(const sim::simulator<D, Cost>& s, const baechi_config& config = {}) {
+sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config& config,
+                          std::span<const double> scale) {
     const auto& g = s.graph();
-    baechi_memory m(s, config);
+    baechi_memory m(s, config, baechi_memory_model::whole_step, scale);
     const auto nd = static_cast<sim::device_id>(s.cluster().num_devices());
     const double share = m.total_bytes() / static_cast<double>(nd);
     sim::device_id d = 0;
@@ -152,8 +321,6 @@ sim::decision m_topo(const sim::simulator<D, Cost>& s, const baechi_config& conf
     return {.placement = m.placement(), .priorities = {}, .fusion = {}};
 }
 
-namespace detail {
-
 /// The list scheduler behind m-ETF and m-SCT: repeatedly the ready op that can start earliest goes
 /// to the device where it starts earliest, among the devices where it fits (its unit's device when
 /// that is already placed; the roomiest device when it fits nowhere). `prefer(o, d, start)` may name
@@ -161,12 +328,13 @@ namespace detail {
 /// Ready ops sit in a heap keyed by their earliest start, recomputed lazily when popped (device free
 /// times only grow, so a popped key that grew goes back), which keeps 60k-op graphs to a second.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Prefer>
-sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi_config& config, Prefer&& prefer) {
+sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi_config& config,
+                                  std::span<const double> scale, Prefer&& prefer) {
     const auto& g = s.graph();
     const auto& c = s.cluster();
     const std::size_t n = g.num_ops();
     const auto nd = static_cast<sim::device_id>(c.num_devices());
-    baechi_memory m(s, config);
+    baechi_memory m(s, config, config.memory, scale);
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);
@@ -195,11 +363,10 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     // earliest start of o and the device giving it
     auto best_start = [&](graph::op_id o) -> std::pair<double, sim::device_id> {
         const auto fixed = m.device_of(o);
-        const double bytes = fixed == baechi_memory::unplaced ? m.need(o) : 0;
         double best = inf;
         sim::device_id at = baechi_memory::unplaced;
         for (sim::device_id d = 0; d < nd; ++d) {
-            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits_bytes(bytes, d)) continue;
+            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits(o, d)) continue;
             const double st = std::max(free_at[d], arrival(o, d));
             if (st < best) best = st, at = d;
         }
@@ -217,6 +384,7 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     while (!ready.empty()) {
         const auto [key, p, o] = ready.top();
         ready.pop();
+        m.advance(key);  // what the plan frees before o can start (key <= its start)
         auto [st, d] = best_start(o);
         if (st == inf)
             throw error("baechi", concat("op ", g.describe(o), " has no device its inputs can reach"),
@@ -231,10 +399,10 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
                 d = q;
                 st = std::max(free_at[q], arrival(o, q));
             }
-        m.place(o, d);
         dev[o] = d;
         start[o] = st;
         finish[o] = st + s.op_time(o, d);
+        m.place(o, d, finish[o]);
         free_at[d] = finish[o];
         for (graph::op_id q : g.successors(o))
             if (!m.is_source(q) && --waiting[q] == 0) release(q);
@@ -247,12 +415,24 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
 
 }  // namespace detail
 
+/// @brief m-TOPO: ops in topological order fill device 0 up to an even share of the graph's memory
+/// estimate (never past its capacity), then device 1, and so on; an op whose unit is already placed
+/// follows it. Baechi §4.1. FIFO scheduling (no priorities), as Baechi measures it on TensorFlow.
+/// Checked on the simulator (baechi_config::verify_rounds).
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+sim::decision m_topo(const sim::simulator<D, Cost>& s, const baechi_config& config = {}) {
+    return detail::verified(s, config,
+                            [&](std::span<const double> scale) { return detail::m_topo_plan(s, config, scale); });
+}
+
 /// @brief m-ETF: earliest task first under memory limits (Baechi §4.2; ETF is Hwang et al., SIAM J.
 /// Comput. 1989). Priorities are the planned start times (earlier first), so the simulator's ready
 /// queues follow the plan.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 sim::decision m_etf(const sim::simulator<D, Cost>& s, const baechi_config& config = {}) {
-    return detail::earliest_task_first(s, config, [](auto...) { return baechi_memory::unplaced; });
+    return detail::verified(s, config, [&](std::span<const double> scale) {
+        return detail::earliest_task_first(s, config, scale, [](auto...) { return baechi_memory::unplaced; });
+    });
 }
 
 /// @brief m-SCT: ETF that keeps an op with its favourite parent (Baechi §4.3, after Hanen and
@@ -298,14 +478,17 @@ sim::decision m_sct(const sim::simulator<D, Cost>& s, const baechi_config& confi
             fav_parent[e.to] = e.from;
             saved[e.to] = e.time;
         }
-    return detail::earliest_task_first(
-        s, config,
-        [&](graph::op_id o, sim::device_id best, double best_st, const auto& dev, auto&& arrival, const auto& free_at) {
-            const graph::op_id p = fav_parent[o];
-            if (p == none || dev[p] == baechi_memory::unplaced || dev[p] == best) return baechi_memory::unplaced;
-            const sim::device_id d = dev[p];
-            return std::max(free_at[d], arrival(o, d)) <= best_st + saved[o] ? d : baechi_memory::unplaced;
-        });
+    return detail::verified(s, config, [&](std::span<const double> scale) {
+        return detail::earliest_task_first(
+            s, config, scale,
+            [&](graph::op_id o, sim::device_id best, double best_st, const auto& dev, auto&& arrival,
+                const auto& free_at) {
+                const graph::op_id p = fav_parent[o];
+                if (p == none || dev[p] == baechi_memory::unplaced || dev[p] == best) return baechi_memory::unplaced;
+                const sim::device_id d = dev[p];
+                return std::max(free_at[d], arrival(o, d)) <= best_st + saved[o] ? d : baechi_memory::unplaced;
+            });
+    });
 }
 
 }  // namespace goopt::baselines
