@@ -255,7 +255,8 @@ private:
     // A unit placed with its first op fixes the device of its later members (a weight's gradient
     // sum and update): it reserves there the largest working set (inputs and outputs) among its
     // ops until the last of them is placed. GNMT's softmax weight gradient sums one partial
-    // gradient per time step, 9 GB at once on 2 layers, which must not find its device full.
+    // gradient per decoder step (80 x 1024 x 32000 floats, 10.5 GB at once), which must not find
+    // its device full.
     std::vector<double> reserve_, reserved_;
     std::vector<std::uint32_t> members_left_;
     std::priority_queue<freeing, std::vector<freeing>, std::greater<>> frees_;
