@@ -114,8 +114,12 @@ public:
         for_new_sources(o, [&](std::uint32_t u) { b += unit_need(u); });
         return b;
     }
-    /// Bytes that placing `o` on `d` now would add there.
-    double need(graph::op_id o, sim::device_id d) const { return need(o) + (planned_ ? transient(o, d) : 0); }
+    /// Bytes that placing `o` on `d` now would add there, given `shared` = need(o) (the same on
+    /// every device: a caller trying every device computes it once).
+    double need(graph::op_id o, sim::device_id d, double shared) const {
+        return shared + (planned_ ? transient(o, d) : 0);
+    }
+    double need(graph::op_id o, sim::device_id d) const { return need(o, d, need(o)); }
     bool fits(graph::op_id o, sim::device_id d) const { return fits_bytes(need(o, d), d); }
     /// Whether `bytes` more fit on d.
     bool fits_bytes(double bytes, sim::device_id d) const { return in_use(d) + bytes <= capacity_[d]; }
@@ -365,10 +369,11 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     // earliest start of o and the device giving it
     auto best_start = [&](graph::op_id o) -> std::pair<double, sim::device_id> {
         const auto fixed = m.device_of(o);
+        const double shared = fixed == baechi_memory::unplaced ? m.need(o) : 0;
         double best = inf;
         sim::device_id at = baechi_memory::unplaced;
         for (sim::device_id d = 0; d < nd; ++d) {
-            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits(o, d)) continue;
+            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits_bytes(m.need(o, d, shared), d)) continue;
             const double st = std::max(free_at[d], arrival(o, d));
             if (st < best) best = st, at = d;
         }
