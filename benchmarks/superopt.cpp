@@ -2,6 +2,9 @@
 //
 //   superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... [--search NAME]...
 //
+// --search: taso, eqsat, greedy, or eqsat-ilp (equality saturation whose final extraction goes on
+// with Tensat's ILP, solved by CBC, within the same time limit; only where built with goopt::cbc).
+//
 // For each model (ResNeXt-50, NasNet-A, NasRNN, BERT, Inception-v3, SqueezeNet, ResNet-50), each
 // device preset (T4, V100) and each search (by default TASO's backtracking search: alpha 1.0,
 // budget 100, as Tensat's TASO baseline; and equality saturation, eqsat_search's defaults; the
@@ -26,12 +29,16 @@
 #include <goopt/models/resnet.hpp>
 #include <goopt/models/squeezenet.hpp>
 #include <goopt/subst.hpp>
+#if defined(GOOPT_HAS_CBC)
+#include <goopt/subst/ilp_extraction.hpp>
+#endif
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,15 +89,47 @@ std::vector<workload> workloads() {
     };
 }
 
+/// A search of the benchmark: one of subst's methods, or eqsat with the ILP extraction.
+struct search_choice {
+    std::string name;
+    subst::search_method method = subst::search_method::eqsat;
+    bool ilp = false;
+};
+
+search_choice parse_search(const std::string& name) {
+    if (name == "eqsat-ilp") {
+#if defined(GOOPT_HAS_CBC)
+        return {name, subst::search_method::eqsat, true};
+#else
+        throw error("flag --search", "'eqsat-ilp': this build has no CBC (goopt::cbc)",
+                    "taso, eqsat or greedy, or a build with coinor-libcbc-dev");
+#endif
+    }
+    return {name, subst::parse_search_method(name), false};
+}
+
+#if defined(GOOPT_HAS_CBC)
+using ilp_report_ptr = std::shared_ptr<subst::ilp_report>;
+#else
+using ilp_report_ptr = std::shared_ptr<int>;  // no ILP in this build
+#endif
+
 template <class Device>
 subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
-                            subst::search_method method, double seconds, std::size_t budget) {
-    subst::optimize_config config{.method = method};
+                            const search_choice& method, double seconds, std::size_t budget,
+                            const ilp_report_ptr& report) {
+    subst::optimize_config config{.method = method.method};
     config.greedy.space.seconds = seconds;
     config.taso.space.seconds = seconds;
     config.eqsat.space.seconds = seconds;
     config.taso.budget = budget;
     config.taso.alpha = 1.0;
+#if defined(GOOPT_HAS_CBC)
+    // the ILP gets what the eqsat deadline leaves, so the whole search stays within `seconds`
+    if (method.ilp) config.eqsat.final_solver = subst::cbc_extraction({.seconds = seconds}, report);
+#else
+    (void)report;
+#endif
     return subst::optimize(g, rules, cost::roofline_model{}, d, config);
 }
 
@@ -102,7 +141,7 @@ int run(int argc, char** argv) {
     double seconds = 10;
     std::size_t budget = 100;
     std::vector<std::string> only;
-    std::vector<subst::search_method> methods;
+    std::vector<search_choice> methods;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -114,18 +153,18 @@ int run(int argc, char** argv) {
         else if (a == "--seconds") seconds = bench::real_value(a, value());
         else if (a == "--budget") budget = bench::count_value(a, value());
         else if (a == "--model") only.push_back(value());
-        else if (a == "--search") methods.push_back(subst::parse_search_method(value()));
+        else if (a == "--search") methods.push_back(parse_search(value()));
         else if (a == "-h" || a == "--help") {
             std::puts(
                 "usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... "
-                "[--search taso|eqsat|greedy]...");
+                "[--search taso|eqsat|greedy|eqsat-ilp]...");
             return 0;
         } else bench::unknown_argument(a);
     }
     if (rules_file.empty())
         throw error("flag --rules", "no rule file", "--rules FILE (share/goopt/taso_rules_k3.json)");
     const auto rules = io::read_rules_file(rules_file);
-    if (methods.empty()) methods = {subst::search_method::taso, subst::search_method::eqsat};
+    if (methods.empty()) methods = {parse_search("taso"), parse_search("eqsat")};
     auto models = workloads();
     for (const auto& name : only) {
         bool known = false;
@@ -134,20 +173,23 @@ int run(int argc, char** argv) {
     }
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    std::printf("%-13s %-5s %-7s %6s %6s %10s %10s %7s %8s %-12s %6s %10s\n", "model", "dev", "search", "ops", "after",
+    std::printf("%-13s %-5s %-9s %6s %6s %10s %10s %7s %8s %-12s %6s %10s\n", "model", "dev", "search", "ops", "after",
                 "before_ms", "after_ms", "gain", "seconds", "bound", "rules", "max_rel");
     for (const auto& w : models) {
         if (!only.empty() && std::find(only.begin(), only.end(), w.name) == only.end()) continue;
         const auto g = w.full();
         const auto small = w.small();
         auto row = [&](const auto& device, std::string_view device_name) {
-            for (auto method : methods) {
-                const std::string method_name = method == subst::search_method::taso    ? "taso"
-                                                : method == subst::search_method::eqsat ? "eqsat"
-                                                                                        : "greedy";
-                const auto r = search(g, rules, device, method, seconds, budget);
+            for (const auto& method : methods) {
+                const std::string& method_name = method.name;
+#if defined(GOOPT_HAS_CBC)
+                const auto report = method.ilp ? std::make_shared<subst::ilp_report>() : nullptr;
+#else
+                const ilp_report_ptr report;
+#endif
+                const auto r = search(g, rules, device, method, seconds, budget, report);
                 graph::validate(r.graph);
-                const auto rs = search(small, rules, device, method, seconds, budget);
+                const auto rs = search(small, rules, device, method, seconds, budget, nullptr);
                 graph::validate(rs.graph);
                 const double diff = subst::max_relative_difference(small, rs.graph, 2019);
                 const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
@@ -163,12 +205,28 @@ int run(int argc, char** argv) {
                                 {"bound_hit", std::string(subst::name(r.stats.bound))},
                                 {"rules_applied", r.stats.rules_applied},
                                 {"max_rel_diff", diff}});
-                std::printf("%-13s %-5s %-7s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e\n", w.name.c_str(),
+                std::printf("%-13s %-5s %-9s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e\n", w.name.c_str(),
                             std::string(device_name).c_str(), method_name.c_str(), subst::inference_ops(g),
                             subst::inference_ops(r.graph), r.stats.cost_before * 1e3, r.stats.cost_after * 1e3,
                             100 * gain, r.stats.seconds, std::string(subst::name(r.stats.bound)).c_str(),
                             r.stats.rules_applied, diff);
                 std::fflush(stdout);
+#if defined(GOOPT_HAS_CBC)
+                if (report) {
+                    // what the ILP did in the final extraction (no solve: no time was left for it)
+                    rows.back()["ilp"] = {
+                        {"solves", report->solves},           {"variables", report->variables},
+                        {"constraints", report->constraints}, {"optimal", report->optimal},
+                        {"time_limit", report->time_limit},   {"lower_bound_ms", report->lower_bound * 1e3},
+                        {"seconds", report->seconds}};
+                    std::printf(
+                        "  ilp: %zu solves, %zu variables, %zu rows, %s, lower bound %.4f ms, %.2f s\n", report->solves,
+                        report->variables, report->constraints,
+                        report->optimal ? "proven optimal" : (report->time_limit ? "time limit" : "not optimal"),
+                        report->lower_bound * 1e3, report->seconds);
+                    std::fflush(stdout);
+                }
+#endif
             }
         };
         row(device::t4, "T4");

@@ -61,6 +61,9 @@ struct eqsat_config {
     /// Share of space.seconds the rounds may take; the rest is left to the final extraction.
     double saturation_share = 0.7;
     rewrite_space space = {};  ///< rules, time limit, built-ins (max_ops_factor and matches_per_rule unused)
+    /// An exact method for the final extraction, after its local search, with the time left (none by
+    /// default): subst::cbc_extraction (subst/ilp_extraction.hpp) is Tensat's ILP extraction.
+    extraction_solver final_solver = {};
 };
 
 /// @brief Equality saturation for the cheapest graph equivalent to `g` under `rules` (and the
@@ -643,7 +646,7 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
     stats.bound = *bound;
     // the final extraction, with the time left
     if (clock::now() < at(1.0)) {
-        auto final = extract(m, cost, device, at(1.0), &x);
+        auto final = extract(m, cost, device, at(1.0), &x, config.final_solver);
         if (final.cost < x.cost) x = std::move(final);
     }
     stats.refused = sat.refused();

@@ -6,7 +6,9 @@
 /// by several outputs counted once, weight preprocessing and views free, as inference_cost counts
 /// them), whose moves switch a class to another e-node together with the sibling outputs of the
 /// same multi-output op (the split of a merged conv). Extraction never returns a cyclic graph: a
-/// choice of e-nodes with a cycle is rejected. Tensat (MLSys'21) §4-5.
+/// choice of e-nodes with a cycle is rejected. Tensat (MLSys'21) §4-5. An exact solver can take the
+/// local search's choice further: the extraction as a 0-1 program (extraction_problem), solved by
+/// an extraction_solver such as CBC's (subst/ilp_extraction.hpp, Tensat's ILP extraction).
 
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -84,9 +87,38 @@ struct extraction {
     std::vector<std::size_t> rewrites;      ///< the rewrites (model_egraph::rewrite_text) whose ops it uses
 };
 
+/// @brief Extraction as a 0-1 program (Tensat §5): choose at most one node per class and one per
+/// root class, for each chosen node a node of each of its child classes, and no cycle; minimize
+/// the summed cost of the ops chosen, each op once (the sibling outputs of a multi-output op are
+/// nodes of one op). Classes are indexed by class id; only classes reachable from the roots have
+/// nodes. A weight-only class (a term of it reads no model input) offers only its weight-only
+/// nodes, which cost nothing: that keeps the program linear and loses nothing, since weight
+/// preprocessing is free wherever it is chosen.
+struct extraction_problem {
+    struct node {
+        std::int32_t index = 0;               ///< the node's position in its e-class
+        std::uint32_t op = 0;                 ///< index into op_cost
+        std::vector<std::uint32_t> children;  ///< child classes, distinct, never the node's own
+    };
+    std::vector<std::vector<node>> nodes;  ///< per class id
+    std::vector<double> op_cost;           ///< seconds per inference, per op
+    std::vector<std::uint32_t> roots;      ///< classes of the model's outputs, distinct
+};
+
+/// A choice of nodes: per class id, the position of its chosen node in the e-class, or -1.
+using extraction_choice = std::vector<std::int32_t>;
+
+/// @brief An exact extraction method: given the program, a feasible choice (the local search's)
+/// and a deadline, returns a choice at least as good, or nullopt when it has none in time. The
+/// extraction checks what it returns (a cycle or a missing class is refused) and keeps it only
+/// when it is cheaper. Made by subst::cbc_extraction (subst/ilp_extraction.hpp).
+using extraction_solver = std::function<std::optional<extraction_choice>(
+    const extraction_problem&, const extraction_choice& incumbent, std::chrono::steady_clock::time_point deadline)>;
+
 /// @brief The cheapest graph that the extraction finds in `m` (rebuilt first) under `cost` on
 /// `device`: TENSAT's greedy choice and the model's own ops as starting points, improved by
-/// switching classes (with sibling outputs) while the DAG's cost drops and `deadline` is ahead.
+/// switching classes (with sibling outputs) while the DAG's cost drops and `deadline` is ahead,
+/// then by `solver` when one is given and time is left.
 /// Ops of the model keep their names, layers and colocation groups; ops added by rewrites get
 /// fresh names and no layer (-1). Every source op of the model is kept.
 /// With `from` (a graph extracted from `m` earlier), its choice is a starting point too, so that
@@ -94,7 +126,8 @@ struct extraction {
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
                                                           std::chrono::steady_clock::time_point deadline,
-                                                          const extraction* from = nullptr);
+                                                          const extraction* from = nullptr,
+                                                          const extraction_solver& solver = {});
 
 // ---- implementation ----
 
@@ -184,10 +217,16 @@ public:
         class_const_.assign(n, 0);
     }
 
-    extraction run(std::chrono::steady_clock::time_point deadline, const extraction* from);
+    extraction run(std::chrono::steady_clock::time_point deadline, const extraction* from,
+                   const extraction_solver& solver);
 
 private:
-    using choice_t = std::vector<std::int32_t>;
+    using choice_t = extraction_choice;
+
+    /// Per weight-only class a node that makes it so (acyclic: Tensat's constant folding), -1 elsewhere.
+    choice_t weight_only_choice() const;
+    /// The 0-1 program of this e-graph (extraction_problem).
+    extraction_problem problem() const;
 
     double base_cost(class_id c, const e_node& n);
     choice_t greedy_choice() const;
@@ -353,7 +392,75 @@ std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, 
 }
 
 template <class Cost, device::DeviceModel Device>
-extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_point deadline, const extraction* from) {
+auto dag_extractor<Cost, Device>::weight_only_choice() const -> choice_t {
+    // constant_classes()'s fixpoint, remembering the node that made each class weight-only: its
+    // children were weight-only before it, so the choice is acyclic
+    choice_t ch(eg_.num_class_ids(), -1);
+    const auto& model = m_.model();
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (class_id c : ids_) {
+            if (ch[c] >= 0 || !const_class_[c]) continue;
+            const auto& ns = eg_.nodes(c);
+            for (std::size_t i = 0; i < ns.size(); ++i) {
+                bool all =
+                    ns[i].is_variable() ? model.get_op(m_.source_of(ns[i].index)).kind != ops::op_kind::input : true;
+                for (auto k : ns[i].children) all = all && ch[eg_.find_const(k)] >= 0;
+                if (all) {
+                    ch[c] = static_cast<std::int32_t>(i);
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    return ch;
+}
+
+template <class Cost, device::DeviceModel Device> extraction_problem dag_extractor<Cost, Device>::problem() const {
+    extraction_problem p;
+    p.nodes.resize(eg_.num_class_ids());
+    p.op_cost = op_cost_;
+    std::vector<bool> seen(eg_.num_class_ids(), false);
+    std::vector<class_id> todo;
+    for (auto t : m_.model().outputs()) {
+        const class_id r = m_.class_of(t);
+        if (seen[r]) continue;
+        seen[r] = true;
+        p.roots.push_back(r);
+        todo.push_back(r);
+    }
+    const auto& model = m_.model();
+    while (!todo.empty()) {
+        const class_id c = todo.back();
+        todo.pop_back();
+        const auto& ns = eg_.nodes(c);
+        for (std::size_t i = 0; i < ns.size(); ++i) {
+            extraction_problem::node n{static_cast<std::int32_t>(i), op_of_[c][i], {}};
+            bool self = false, weight_only = true;
+            for (auto k : ns[i].children) {
+                const class_id kc = eg_.find_const(k);
+                self = self || kc == c;
+                weight_only = weight_only && const_class_[kc];
+                if (std::find(n.children.begin(), n.children.end(), kc) == n.children.end()) n.children.push_back(kc);
+            }
+            if (ns[i].is_variable()) weight_only = model.get_op(m_.source_of(ns[i].index)).kind != ops::op_kind::input;
+            if (self || (const_class_[c] && !weight_only)) continue;
+            if (weight_only) p.op_cost[n.op] = 0;
+            for (auto kc : n.children)
+                if (!seen[kc]) {
+                    seen[kc] = true;
+                    todo.push_back(kc);
+                }
+            p.nodes[c].push_back(std::move(n));
+        }
+    }
+    return p;
+}
+
+template <class Cost, device::DeviceModel Device>
+extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_point deadline, const extraction* from,
+                                            const extraction_solver& solver) {
     choice_t current = greedy_choice();
     std::vector<class_id> model_classes;
     for (graph::tensor_id t = 0; t < m_.model().num_tensors(); ++t) model_classes.push_back(m_.class_of(t));
@@ -391,6 +498,32 @@ extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_poin
                     break;
                 }
                 for (auto it = undo.rbegin(); it != undo.rend(); ++it) current[it->first] = it->second;
+            }
+        }
+    }
+    if (solver && std::chrono::steady_clock::now() < deadline) {
+        // the program offers weight-only classes their weight-only nodes only: start from such a choice
+        const auto folded = weight_only_choice();
+        choice_t start = current;
+        for (class_id c : ids_)
+            if (folded[c] >= 0) start[c] = folded[c];
+        if (auto t = evaluate(start); t && *t <= *best) {
+            current = start;
+            best = t;
+        }
+        const auto p = problem();
+        if (auto proposed = solver(p, current, deadline); proposed && proposed->size() == current.size()) {
+            choice_t next = current;  // classes outside the program keep their choice
+            bool valid = true;
+            for (class_id c : ids_) {
+                if (p.nodes[c].empty()) continue;
+                const auto j = (*proposed)[c];
+                valid = valid && j >= -1 && j < static_cast<std::int32_t>(eg_.nodes(c).size());
+                next[c] = j;
+            }
+            if (auto t = valid ? evaluate(next) : std::nullopt; t && *t < *best * (1 - 1e-9)) {
+                current = std::move(next);
+                best = t;
             }
         }
     }
@@ -484,8 +617,8 @@ extraction dag_extractor<Cost, Device>::build(const choice_t& ch, const std::vec
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
                                                           std::chrono::steady_clock::time_point deadline,
-                                                          const extraction* from) {
-    return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from);
+                                                          const extraction* from, const extraction_solver& solver) {
+    return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from, solver);
 }
 
 }  // namespace goopt::subst
