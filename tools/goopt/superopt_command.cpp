@@ -12,6 +12,9 @@
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst/equivalence.hpp>
 #include <goopt/subst/optimize.hpp>
+#if defined(GOOPT_PROGRAM_HAS_CBC)
+#include <goopt/subst/ilp_extraction.hpp>
+#endif
 
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +30,7 @@ struct superopt_flags {
     double seconds = 10;
     double check_flops = 2e9;
     bool quiet = false;
+    bool ilp = false;
 };
 
 double total_flops(const graph::computation_graph& g) {
@@ -55,6 +59,12 @@ std::filesystem::path rules_path(const superopt_flags& f) {
 }
 
 int run_superopt(const superopt_flags& f) {
+    if (f.ilp && f.method != "eqsat")
+        throw error("--ilp", concat("--method ", f.method, ": the ILP extraction is equality saturation's"),
+                    "--method eqsat");
+#if !defined(GOOPT_PROGRAM_HAS_CBC)
+    if (f.ilp) throw error("--ilp", "this goopt was built without CBC", "a build with coinor-libcbc-dev (goopt::cbc)");
+#endif
     const auto path = rules_path(f);
     const auto rules = io::read_rules_file(path);
     const auto input = load_graph(f.source);
@@ -66,6 +76,13 @@ int run_superopt(const superopt_flags& f) {
     config.greedy.space.seconds = f.seconds;
     config.taso.space.seconds = f.seconds;
     config.eqsat.space.seconds = f.seconds;
+#if defined(GOOPT_PROGRAM_HAS_CBC)
+    std::shared_ptr<subst::ilp_report> ilp;
+    if (f.ilp) {
+        ilp = std::make_shared<subst::ilp_report>();
+        config.eqsat.final_solver = subst::cbc_extraction({.seconds = f.seconds}, ilp);
+    }
+#endif
     progress_line progress(f.quiet);
     struct visitor {
         progress_line& line;
@@ -90,6 +107,15 @@ int run_superopt(const superopt_flags& f) {
     std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
                 s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
                 std::string(subst::name(s.bound)).c_str());
+#if defined(GOOPT_PROGRAM_HAS_CBC)
+    if (ilp)
+        std::printf("ilp extraction: %zu solves, %zu variables, %zu constraints, %s (lower bound %s), %.1f s\n",
+                    ilp->solves, ilp->variables, ilp->constraints,
+                    ilp->optimal      ? "proven optimal"
+                    : ilp->solves > 0 ? "stopped at the time limit"
+                                      : "no time left",
+                    format_seconds(ilp->lower_bound).c_str(), ilp->seconds);
+#endif
 
     // the interpreter runs in double; graphs over the FLOP limit would take minutes
     const double flops = total_flops(input.graph);
@@ -131,6 +157,9 @@ command add_superopt_command(CLI::App& root) {
                     "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")
         ->check(CLI::IsMember({"greedy", "taso", "eqsat"}))
         ->capture_default_str();
+    app->add_flag("--ilp", flags->ilp,
+                  "With --method eqsat: take the final extraction on with Tensat's ILP, solved by CBC, "
+                  "within --time (needs a build with coinor-libcbc-dev)");
     app->add_option("--time", flags->seconds, "Wall-time limit of the search in seconds")
         ->check(CLI::Range(0.01, 1e6))
         ->type_name("SECONDS")

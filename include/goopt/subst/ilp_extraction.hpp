@@ -388,8 +388,9 @@ inline extraction_solver cbc_extraction(const ilp_config& config, std::shared_pt
             // CBC 2.10.8 crashes in CglPreProcess::postProcess on some of these programs once cycle
             // cuts are added (seen on SqueezeNet); the programs are small enough without it
             Cbc_setParameter(model.get(), "preprocess", "off");
+            // CBC checks its clock between nodes and overshoots by a few percent: leave it that margin
             Cbc_setMaximumSeconds(model.get(),
-                                  std::max(0.01, std::chrono::duration<double>(end - clock::now()).count()));
+                                  std::max(0.01, 0.95 * std::chrono::duration<double>(end - clock::now()).count()));
             Cbc_setAllowableFractionGap(model.get(), config.relative_gap);
             if (auto v = ilp.values(incumbent); !v.empty()) {
                 std::vector<int> cols(v.size());
