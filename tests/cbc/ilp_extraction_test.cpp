@@ -1,7 +1,8 @@
 // Tensat's ILP extraction solved by CBC (subst/ilp_extraction.hpp): it finds the optimum where a
 // local search one class at a time cannot (an op shared by two outputs), pays a multi-output op
-// once, refuses cyclic choices by ordering the classes on a cycle, and, as eqsat's final
-// extraction, never makes a graph worse or changes its values.
+// once, refuses cyclic choices in each of its three ways, requires exactly the classes every
+// derivation needs, and, as eqsat's final extraction, never makes a graph worse or changes its
+// values.
 
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/preset.hpp>
@@ -96,6 +97,30 @@ TEST_CASE("ilp extraction: a cheaper cyclic choice is refused, in each way of ke
         CHECK(report->solves == 1);
         CHECK(report->cycle_cuts == 0);
     }
+}
+
+TEST_CASE("ilp extraction: the classes every derivation needs are required, and only those") {
+    // class 0 (root): relu of class 1, or a conv with relu fused of class 2; class 1: a conv of
+    // class 2; class 2: the layer's input (a leaf). Both forms of the root read class 2, only one
+    // reads class 1: classes 0 and 2 are required, class 1 is not.
+    extraction_problem p;
+    p.nodes.resize(3);
+    p.op_cost = {1e-6, 5e-6, 5e-6, 0.0};
+    p.nodes[0] = {{0, 0, {1}}, {1, 1, {2}}};
+    p.nodes[1] = {{0, 2, {2}}};
+    p.nodes[2] = {{0, 3, {}}};
+    p.roots = {0};
+    CHECK(subst::detail::extraction_ilp::required_classes(p) == std::vector<bool>{true, false, true});
+    // the optimum takes the fused form
+    auto report = std::make_shared<ilp_report>();
+    const auto ch = cbc_extraction({}, report)(p, {0, 0, 0}, far_deadline());
+    REQUIRE(ch);
+    CHECK((*ch)[0] == 1);
+    CHECK(report->objective == doctest::Approx(5e-6));
+    // with a cycle in the class graph (class 2 reading class 0), only the root is required
+    p.op_cost.push_back(1e-6);
+    p.nodes[2].push_back({1, 4, {0}});
+    CHECK(subst::detail::extraction_ilp::required_classes(p) == std::vector<bool>{true, false, false});
 }
 
 TEST_CASE("ilp extraction: no time, no choice; too large a program, no choice") {

@@ -117,8 +117,7 @@ public:
             }
         const double eps = 1.0 / static_cast<double>(num_ordered + 1);
         // rows
-        std::vector<bool> root(n, false);
-        for (auto r : p.roots) root[r] = true;
+        const std::vector<bool> root = required_classes(p);
         for (std::size_t c = 0; c < n; ++c) {
             if (p.nodes[c].empty()) continue;
             std::vector<std::pair<std::int32_t, double>> row;
@@ -238,6 +237,67 @@ public:
         double total = 0;
         for (std::size_t i = 0; i < v.size(); ++i) total += v[i] * obj_[i];
         return total / scale;
+    }
+
+    /// @brief The classes every choice must take: the roots, and each class that every node of a
+    /// required class needs (itself or below it). Their rows are equalities, which keeps the
+    /// relaxation from taking half of each of two forms of a class that both read one input, and
+    /// so only half of that input, layer after layer. Where the program's class graph has a
+    /// cycle (order rows or lazy cuts), only the roots.
+    static std::vector<bool> required_classes(const extraction_problem& p) {
+        const std::size_t n = p.nodes.size();
+        std::vector<bool> required(n, false);
+        for (auto r : p.roots) required[r] = true;
+        // children-first order of the classes reachable from the roots; none if there is a cycle
+        std::vector<std::uint32_t> order, slot(n, UINT32_MAX);
+        std::vector<std::uint8_t> state(n, 0);
+        std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // (class, next child position)
+        std::vector<std::vector<std::uint32_t>> kids(n);
+        for (std::size_t c = 0; c < n; ++c)
+            for (const auto& node : p.nodes[c])
+                kids[c].insert(kids[c].end(), node.children.begin(), node.children.end());
+        for (auto r : p.roots) {
+            if (state[r]) continue;
+            state[r] = 1;
+            stack.emplace_back(r, 0);
+            while (!stack.empty()) {
+                auto& [c, next] = stack.back();
+                if (next < kids[c].size()) {
+                    const auto k = kids[c][next++];
+                    if (state[k] == 1) return required;  // a cycle
+                    if (state[k] == 0) {
+                        state[k] = 1;
+                        stack.emplace_back(k, 0);
+                    }
+                    continue;
+                }
+                state[c] = 2;
+                slot[c] = static_cast<std::uint32_t>(order.size());
+                order.push_back(c);
+                stack.pop_back();
+            }
+        }
+        const std::size_t m = order.size(), words = (m + 63) / 64;
+        if (m > 30000) return required;  // the sets would take over 100 MB
+        // need[c]: the classes in every derivation of c (bit sets over slots)
+        std::vector<std::uint64_t> need(m * words, 0), meet(words), join(words);
+        for (std::size_t i = 0; i < m; ++i) {
+            const auto c = order[i];
+            std::fill(meet.begin(), meet.end(), ~std::uint64_t{0});
+            for (const auto& node : p.nodes[c]) {
+                std::fill(join.begin(), join.end(), 0);
+                for (auto k : node.children)
+                    for (std::size_t w = 0; w < words; ++w) join[w] |= need[slot[k] * words + w];
+                for (std::size_t w = 0; w < words; ++w) meet[w] &= join[w];
+            }
+            if (p.nodes[c].empty()) std::fill(meet.begin(), meet.end(), 0);
+            meet[i / 64] |= std::uint64_t{1} << (i % 64);
+            std::copy(meet.begin(), meet.end(), need.begin() + static_cast<std::ptrdiff_t>(i * words));
+        }
+        for (auto r : p.roots)
+            for (std::size_t i = 0; i < m; ++i)
+                if (need[slot[r] * words + i / 64] >> (i % 64) & 1) required[order[i]] = true;
+        return required;
     }
 
 private:
