@@ -1,9 +1,12 @@
 // superopt: the substitution searches on TASO's inference workloads, side by side.
 //
 //   superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... [--search NAME]...
+//            [--ilp-cycles part|cuts|order]
 //
 // --search: taso, eqsat, greedy, or eqsat-ilp (equality saturation whose final extraction goes on
 // with Tensat's ILP, solved by CBC, within the same time limit; only where built with goopt::cbc).
+// --ilp-cycles: how the ILP keeps cycles out: part (default: an acyclic part of the e-graph), cuts
+// (lazy cycle cuts) or order (Tensat's order variables for every class).
 //
 // For each model (ResNeXt-50, NasNet-A, NasRNN, BERT, Inception-v3, SqueezeNet, ResNet-50), each
 // device preset (T4, V100) and each search (by default TASO's backtracking search: alpha 1.0,
@@ -114,10 +117,22 @@ using ilp_report_ptr = std::shared_ptr<subst::ilp_report>;
 using ilp_report_ptr = std::shared_ptr<int>;  // no ILP in this build
 #endif
 
+/// --ilp-cycles: part, cuts or order (ilp_config's acyclic_part / order_every_class).
+struct ilp_cycles {
+    bool acyclic_part = true, order_every_class = false;
+};
+
+ilp_cycles parse_ilp_cycles(const std::string& v) {
+    if (v == "part") return {};
+    if (v == "cuts") return {false, false};
+    if (v == "order") return {false, true};
+    throw error("flag --ilp-cycles", concat("'", v, "'"), "part, cuts or order");
+}
+
 template <class Device>
 subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
                             const search_choice& method, double seconds, std::size_t budget,
-                            const ilp_report_ptr& report) {
+                            const ilp_report_ptr& report, ilp_cycles cycles) {
     subst::optimize_config config{.method = method.method};
     config.greedy.space.seconds = seconds;
     config.taso.space.seconds = seconds;
@@ -126,9 +141,13 @@ subst::search_result search(const graph::computation_graph& g, const std::vector
     config.taso.alpha = 1.0;
 #if defined(GOOPT_HAS_CBC)
     // the ILP gets what the eqsat deadline leaves, so the whole search stays within `seconds`
-    if (method.ilp) config.eqsat.final_solver = subst::cbc_extraction({.seconds = seconds}, report);
+    if (method.ilp)
+        config.eqsat.final_solver = subst::cbc_extraction(
+            {.seconds = seconds, .acyclic_part = cycles.acyclic_part, .order_every_class = cycles.order_every_class},
+            report);
 #else
     (void)report;
+    (void)cycles;
 #endif
     return subst::optimize(g, rules, cost::roofline_model{}, d, config);
 }
@@ -142,6 +161,7 @@ int run(int argc, char** argv) {
     std::size_t budget = 100;
     std::vector<std::string> only;
     std::vector<search_choice> methods;
+    ilp_cycles cycles;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -154,10 +174,11 @@ int run(int argc, char** argv) {
         else if (a == "--budget") budget = bench::count_value(a, value());
         else if (a == "--model") only.push_back(value());
         else if (a == "--search") methods.push_back(parse_search(value()));
+        else if (a == "--ilp-cycles") cycles = parse_ilp_cycles(value());
         else if (a == "-h" || a == "--help") {
             std::puts(
                 "usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... "
-                "[--search taso|eqsat|greedy|eqsat-ilp]...");
+                "[--search taso|eqsat|greedy|eqsat-ilp]... [--ilp-cycles part|cuts|order]");
             return 0;
         } else bench::unknown_argument(a);
     }
@@ -187,9 +208,9 @@ int run(int argc, char** argv) {
 #else
                 const ilp_report_ptr report;
 #endif
-                const auto r = search(g, rules, device, method, seconds, budget, report);
+                const auto r = search(g, rules, device, method, seconds, budget, report, cycles);
                 graph::validate(r.graph);
-                const auto rs = search(small, rules, device, method, seconds, budget, nullptr);
+                const auto rs = search(small, rules, device, method, seconds, budget, nullptr, cycles);
                 graph::validate(rs.graph);
                 const double diff = subst::max_relative_difference(small, rs.graph, 2019);
                 const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
@@ -219,11 +240,12 @@ int run(int argc, char** argv) {
                         {"constraints", report->constraints}, {"optimal", report->optimal},
                         {"time_limit", report->time_limit},   {"lower_bound_ms", report->lower_bound * 1e3},
                         {"seconds", report->seconds}};
-                    std::printf(
-                        "  ilp: %zu solves, %zu variables, %zu rows, %s, lower bound %.4f ms, %.2f s\n", report->solves,
-                        report->variables, report->constraints,
-                        report->optimal ? "proven optimal" : (report->time_limit ? "time limit" : "not optimal"),
-                        report->lower_bound * 1e3, report->seconds);
+                    std::printf("  ilp: %zu solves, %zu variables, %zu rows, %s, lower bound %.4f ms, %.2f s\n",
+                                report->solves, report->variables, report->constraints,
+                                !report->found    ? "no acyclic solution"
+                                : report->optimal ? "proven optimal"
+                                                  : "time limit",
+                                report->lower_bound * 1e3, report->seconds);
                     std::fflush(stdout);
                 }
 #endif

@@ -52,6 +52,7 @@ TEST_CASE("ilp extraction: a two-output op shared by both outputs is paid once a
     REQUIRE(ch);
     CHECK((*ch)[0] == 1);
     CHECK((*ch)[1] == 1);
+    CHECK(report->found);
     CHECK(report->optimal);
     CHECK(report->objective == doctest::Approx(5e-6));
     CHECK(report->solves == 1);
@@ -129,6 +130,7 @@ TEST_CASE("ilp extraction: no time, no choice; too large a program, no choice") 
     auto report = std::make_shared<ilp_report>();
     CHECK_FALSE(cbc_extraction({.max_variables = 2}, report)(p, {0, 0, 0}, far_deadline()));
     CHECK(report->solves == 0);
+    CHECK_FALSE(report->found);
 }
 
 TEST_CASE("ilp extraction: as eqsat's final extraction it is never worse and keeps the values") {

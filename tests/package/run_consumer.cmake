@@ -81,3 +81,9 @@ set(metis_app "${CONSUMER_BINARY_DIR}/metis_app${exe_suffix}")
 if(EXISTS "${metis_app}")
   run_step("run ${metis_app}" "${metis_app}")
 endif()
+
+# The optional CBC edge: built by tests/package when goopt-config.cmake defines goopt::cbc.
+set(cbc_app "${CONSUMER_BINARY_DIR}/cbc_app${exe_suffix}")
+if(EXISTS "${cbc_app}")
+  run_step("run ${cbc_app}" "${cbc_app}")
+endif()

@@ -111,9 +111,10 @@ int run_superopt(const superopt_flags& f) {
     if (ilp)
         std::printf("ilp extraction: %zu solves, %zu variables, %zu constraints, %s (lower bound %s), %.1f s\n",
                     ilp->solves, ilp->variables, ilp->constraints,
-                    ilp->optimal      ? "proven optimal"
-                    : ilp->solves > 0 ? "stopped at the time limit"
-                                      : "no time left",
+                    ilp->optimal  ? "proven optimal"
+                    : ilp->found  ? "stopped at the time limit"
+                    : ilp->solves ? "no acyclic solution in time"
+                                  : "no time left",
                     format_seconds(ilp->lower_bound).c_str(), ilp->seconds);
 #endif
 

@@ -62,6 +62,7 @@ struct ilp_report {
     std::size_t constraints = 0;  ///< rows of the last program
     std::size_t solves = 0;       ///< CBC runs (one more per cycle found)
     std::size_t cycle_cuts = 0;   ///< cycles cut off (rows: not all of its nodes chosen)
+    bool found = false;           ///< an acyclic solution was found, and returned
     bool optimal = false;         ///< the returned choice is proven optimal for the program
     bool time_limit = false;      ///< a solve stopped at the time limit
     double objective = 0;         ///< seconds, the returned choice's program cost
@@ -463,16 +464,17 @@ inline extraction_solver cbc_extraction(const ilp_config& config, std::shared_pt
             const double* solution = Cbc_bestSolution(model.get());
             if (!solution) break;
             auto ch = ilp.choice(solution);
-            auto found = detail::cycles_of(p, ch);
-            if (found.empty()) {
+            auto cycles = detail::cycles_of(p, ch);
+            if (cycles.empty()) {
+                r.found = true;
                 r.optimal = Cbc_isProvenOptimal(model.get()) != 0;
                 r.lower_bound = Cbc_getBestPossibleObjValue(model.get()) / detail::extraction_ilp::scale;
                 r.objective = ilp.cost(ch);
                 result = std::move(ch);
                 break;
             }
-            r.cycle_cuts += found.size();
-            for (auto& k : found) cuts.push_back(std::move(k));
+            r.cycle_cuts += cycles.size();
+            for (auto& k : cycles) cuts.push_back(std::move(k));
         }
         r.seconds = std::chrono::duration<double>(clock::now() - start).count();
         if (report) *report = r;
