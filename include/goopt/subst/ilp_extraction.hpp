@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,54 @@ inline extraction_solver cbc_extraction(const ilp_config& config = {}, std::shar
 // ---- implementation ----
 
 namespace detail {
+
+/// The node class `c` takes in choice `ch` (nullptr: none, or one the program does not offer), and
+/// its position in the program's list.
+inline std::pair<const extraction_problem::node*, std::int32_t> chosen(const extraction_problem& p,
+                                                                       const extraction_choice& ch, std::uint32_t c) {
+    for (std::size_t j = 0; j < p.nodes[c].size(); ++j)
+        if (p.nodes[c][j].index == ch[c]) return {&p.nodes[c][j], static_cast<std::int32_t>(j)};
+    return {nullptr, -1};
+}
+
+/// @brief Depth-first walk from the roots over the class graph `children(c)` spans (a range of
+/// child classes): `finish(c)` for each class in post-order (children first), `back_edge(stack, k)`
+/// for each child k that is on the stack (a cycle from k to the stack's top); either returning
+/// false stops the walk, and walk returns false.
+template <class Children, class Finish, class BackEdge>
+bool walk(const extraction_problem& p, Children&& children, Finish&& finish, BackEdge&& back_edge) {
+    std::vector<std::uint8_t> state(p.nodes.size(), 0);        // 0 new, 1 on the stack, 2 finished
+    std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // (class, next child position)
+    for (auto r : p.roots) {
+        if (state[r]) continue;
+        state[r] = 1;
+        stack.emplace_back(r, 0);
+        while (!stack.empty()) {
+            auto& [c, next] = stack.back();
+            const std::span<const std::uint32_t> kids = children(c);
+            if (next < kids.size()) {
+                const auto k = kids[next++];
+                if (state[k] == 1 && !back_edge(stack, k)) return false;
+                if (state[k] == 0) {
+                    state[k] = 1;
+                    stack.emplace_back(k, 0);
+                }
+                continue;
+            }
+            if (!finish(c)) return false;
+            state[c] = 2;
+            stack.pop_back();
+        }
+    }
+    return true;
+}
+
+/// The child classes of the node class `c` takes in choice `ch` (none without one).
+inline std::span<const std::uint32_t> chosen_children(const extraction_problem& p, const extraction_choice& ch,
+                                                      std::uint32_t c) {
+    const auto* node = chosen(p, ch, c).first;
+    return node ? std::span<const std::uint32_t>(node->children) : std::span<const std::uint32_t>{};
+}
 
 /// The program's columns and rows for one solve, built from the problem and the ordered classes.
 class extraction_ilp {
@@ -162,39 +211,24 @@ public:
     std::size_t columns() const noexcept { return obj_.size(); }
     std::size_t rows() const noexcept { return row_lb_.size(); }
 
-    /// The column values of a choice (x, y, and t by the DAG's post-order).
+    /// The column values of a choice (x, y, and t by the DAG's post-order); empty when the choice
+    /// has a cycle or leaves a needed class without a node of the program.
     std::vector<double> values(const extraction_choice& ch) const {
         std::vector<double> v(columns(), 0.0);
-        std::vector<std::uint8_t> state(p_.nodes.size(), 0);
         std::size_t position = 0;
-        // iterative post-order from the roots over the chosen nodes
-        std::vector<std::pair<std::uint32_t, std::size_t>> stack;
-        for (auto r : p_.roots) {
-            if (state[r]) continue;
-            state[r] = 1;
-            stack.emplace_back(r, 0);
-            while (!stack.empty()) {
-                auto& [c, next] = stack.back();
-                const auto j = position_in_program(c, ch[c]);
-                if (j < 0) return {};
-                const auto& node = p_.nodes[c][static_cast<std::size_t>(j)];
-                if (next < node.children.size()) {
-                    const auto k = node.children[next++];
-                    if (state[k] == 1) return {};  // a cycle: no start
-                    if (state[k] == 0) {
-                        state[k] = 1;
-                        stack.emplace_back(k, 0);
-                    }
-                    continue;
-                }
+        const bool ok = walk(
+            p_, [&](std::uint32_t c) { return chosen_children(p_, ch, c); },
+            [&](std::uint32_t c) {
+                const auto [node, j] = chosen(p_, ch, c);
+                if (!node) return false;
                 v[static_cast<std::size_t>(col_of_node_[c][static_cast<std::size_t>(j)])] = 1.0;
-                if (y_of_op_[node.op] >= 0) v[static_cast<std::size_t>(y_of_op_[node.op])] = 1.0;
+                if (y_of_op_[node->op] >= 0) v[static_cast<std::size_t>(y_of_op_[node->op])] = 1.0;
                 if (t_of_class_[c] >= 0)
                     v[static_cast<std::size_t>(t_of_class_[c])] = eps_ * static_cast<double>(++position);
-                state[c] = 2;
-                stack.pop_back();
-            }
-        }
+                return true;
+            },
+            [](const auto&, std::uint32_t) { return false; });
+        if (!ok) v.clear();
         return v;
     }
 
@@ -251,33 +285,19 @@ public:
         for (auto r : p.roots) required[r] = true;
         // children-first order of the classes reachable from the roots; none if there is a cycle
         std::vector<std::uint32_t> order, slot(n, UINT32_MAX);
-        std::vector<std::uint8_t> state(n, 0);
-        std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // (class, next child position)
         std::vector<std::vector<std::uint32_t>> kids(n);
         for (std::size_t c = 0; c < n; ++c)
             for (const auto& node : p.nodes[c])
                 kids[c].insert(kids[c].end(), node.children.begin(), node.children.end());
-        for (auto r : p.roots) {
-            if (state[r]) continue;
-            state[r] = 1;
-            stack.emplace_back(r, 0);
-            while (!stack.empty()) {
-                auto& [c, next] = stack.back();
-                if (next < kids[c].size()) {
-                    const auto k = kids[c][next++];
-                    if (state[k] == 1) return required;  // a cycle
-                    if (state[k] == 0) {
-                        state[k] = 1;
-                        stack.emplace_back(k, 0);
-                    }
-                    continue;
-                }
-                state[c] = 2;
+        const bool acyclic = walk(
+            p, [&](std::uint32_t c) { return std::span<const std::uint32_t>(kids[c]); },
+            [&](std::uint32_t c) {
                 slot[c] = static_cast<std::uint32_t>(order.size());
                 order.push_back(c);
-                stack.pop_back();
-            }
-        }
+                return true;
+            },
+            [](const auto&, std::uint32_t) { return false; });
+        if (!acyclic) return required;
         const std::size_t m = order.size(), words = (m + 63) / 64;
         if (m > 30000) return required;  // the sets would take over 100 MB
         // need[c]: the classes in every derivation of c (bit sets over slots)
@@ -304,13 +324,6 @@ public:
 private:
     static constexpr double infinity = 1e30;  // CBC's infinity (COIN_DBL_MAX works as well)
 
-    std::int32_t position_in_program(std::uint32_t c, std::int32_t index) const {
-        if (index < 0) return -1;
-        const auto& ns = p_.nodes[c];
-        for (std::size_t j = 0; j < ns.size(); ++j)
-            if (ns[j].index == index) return static_cast<std::int32_t>(j);
-        return -1;
-    }
     void add_column(double obj, bool integer) {
         obj_.push_back(obj);
         col_lb_.push_back(0.0);
@@ -384,40 +397,17 @@ inline extraction_problem acyclic_part(const extraction_problem& p, const extrac
 /// walk, each as the (class, program position) pairs of its chosen nodes (none: acyclic).
 inline std::vector<extraction_ilp::cut> cycles_of(const extraction_problem& p, const extraction_choice& ch) {
     std::vector<extraction_ilp::cut> cycles;
-    std::vector<std::uint8_t> state(p.nodes.size(), 0);
-    auto position = [&](std::uint32_t c) -> std::int32_t {
-        for (std::size_t j = 0; j < p.nodes[c].size(); ++j)
-            if (p.nodes[c][j].index == ch[c]) return static_cast<std::int32_t>(j);
-        return -1;
-    };
-    std::vector<std::pair<std::uint32_t, std::size_t>> stack;
-    for (auto r : p.roots) {
-        if (state[r]) continue;
-        state[r] = 1;
-        stack.emplace_back(r, 0);
-        while (!stack.empty()) {
-            auto& [c, next] = stack.back();
-            const auto j = position(c);
-            const auto* node = j >= 0 ? &p.nodes[c][static_cast<std::size_t>(j)] : nullptr;
-            if (node && next < node->children.size()) {
-                const auto k = node->children[next++];
-                if (state[k] == 1) {  // k is on the stack: the cycle runs from k to the top
-                    extraction_ilp::cut cycle;
-                    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-                        cycle.emplace_back(it->first, static_cast<std::uint32_t>(position(it->first)));
-                        if (it->first == k) break;
-                    }
-                    cycles.push_back(std::move(cycle));
-                } else if (state[k] == 0) {
-                    state[k] = 1;
-                    stack.emplace_back(k, 0);
-                }
-                continue;
+    walk(
+        p, [&](std::uint32_t c) { return chosen_children(p, ch, c); }, [](std::uint32_t) { return true; },
+        [&](const std::vector<std::pair<std::uint32_t, std::size_t>>& stack, std::uint32_t k) {
+            extraction_ilp::cut cycle;
+            for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+                cycle.emplace_back(it->first, static_cast<std::uint32_t>(chosen(p, ch, it->first).second));
+                if (it->first == k) break;
             }
-            state[c] = 2;
-            stack.pop_back();
-        }
-    }
+            cycles.push_back(std::move(cycle));
+            return true;
+        });
     return cycles;
 }
 
