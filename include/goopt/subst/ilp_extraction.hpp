@@ -5,10 +5,11 @@
 /// from an e-graph as a 0-1 program (subst::extraction_problem), started from the local search's
 /// choice, so that it can only improve on it.
 ///
-/// The program: a binary x per (class, node), at most one per class and one per root class; a
-/// chosen node's child classes chosen (per class and child class, the x of the class's nodes that
-/// read the child sum to at most the child's); a multi-output op paid once, through a continuous
-/// y >= x of each of its nodes.
+/// The program: a binary x per (class, node), at most one per class and exactly one per required
+/// class (the roots, and every class each derivation of them needs: extraction_ilp::
+/// required_classes); a chosen node's child classes chosen (per class and child class, the x of the
+/// class's nodes that read the child sum to at most the child's); a multi-output op paid once,
+/// through a continuous y >= x of each of its nodes.
 ///
 /// Cycles, three ways (ilp_config):
 /// - by default, the program covers an acyclic part of the e-graph (detail::acyclic_part): the
@@ -20,10 +21,10 @@
 /// - lazy cycle cuts (acyclic_part = false): solved without order rows; while the solution's
 ///   graph has cycles, each is cut off (not all of its nodes chosen) and the program solved again.
 ///
-/// Measured on the superopt benchmark's models (README): the relaxation is weak on the CNNs'
-/// e-graphs (alternative nodes of a class that read one child need it only fractionally, layer
-/// after layer), so CBC proves optimality on some models within seconds and runs to its limit on
-/// others; it starts from the local search's choice and never returns a worse one.
+/// Measured on the superopt benchmark's models (README, "ILP extraction"): over the acyclic part,
+/// CBC proves the local search's graph optimal on six of the seven models within a second, and
+/// stops at the time limit on NasNet-A about 4 % above its bound. CBC's preprocessing is off: CBC
+/// 2.10.8 crashed in it on SqueezeNet's program once cycle cuts were added.
 ///
 /// Time: CBC's limit is wall-clock (min of ilp_config::seconds and the extraction's deadline); the
 /// best acyclic solution found is returned, proven optimal or not (ilp_report says which).
@@ -127,7 +128,8 @@ inline std::span<const std::uint32_t> chosen_children(const extraction_problem& 
     return node ? std::span<const std::uint32_t>(node->children) : std::span<const std::uint32_t>{};
 }
 
-/// The program's columns and rows for one solve, built from the problem and the ordered classes.
+/// The program's columns and rows for one solve: the problem, with Tensat's order rows or not, and
+/// the cycle cuts made so far.
 class extraction_ilp {
 public:
     /// Costs in microseconds: CBC's tolerances are absolute, and op times are 1e-6..1e-2 s.
@@ -136,8 +138,7 @@ public:
     /// A cycle cut: (class, position in the program's node list) pairs, not all chosen together.
     using cut = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
-    extraction_ilp(const extraction_problem& p, const std::vector<bool>& ordered, const std::vector<cut>& cuts)
-        : p_(p) {
+    extraction_ilp(const extraction_problem& p, bool order_every_class, const std::vector<cut>& cuts) : p_(p) {
         const std::size_t n = p.nodes.size();
         col_of_node_.resize(n);
         std::vector<std::uint32_t> members(p.op_cost.size(), 0);
@@ -156,28 +157,28 @@ public:
                 y_of_op_[o] = static_cast<std::int32_t>(columns());
                 add_column(p.op_cost[o] * scale, false);
             }
-        // t columns: classes ordered after a cycle
+        // t columns: each class's place in a topological order (Tensat's order rows)
         t_of_class_.assign(n, -1);
         std::size_t num_ordered = 0;
         for (std::size_t c = 0; c < n; ++c)
-            if (ordered[c] && !p.nodes[c].empty()) {
+            if (order_every_class && !p.nodes[c].empty()) {
                 t_of_class_[c] = static_cast<std::int32_t>(columns());
                 add_column(0.0, false);
                 ++num_ordered;
             }
         const double eps = 1.0 / static_cast<double>(num_ordered + 1);
         // rows
-        const std::vector<bool> root = required_classes(p);
+        const std::vector<bool> required = required_classes(p);
         for (std::size_t c = 0; c < n; ++c) {
             if (p.nodes[c].empty()) continue;
             std::vector<std::pair<std::int32_t, double>> row;
             for (auto col : col_of_node_[c]) row.emplace_back(col, 1.0);
-            add_row(std::move(row), root[c] ? 1.0 : 0.0, 1.0);
+            add_row(std::move(row), required[c] ? 1.0 : 0.0, 1.0);
         }
         // a chosen node's child classes are chosen: per class c and child class k, the x of c's
         // nodes reading k sum to at most k's. Summed over c's nodes (at most one of which is
-        // chosen) rather than one row per node: the per-node rows let the relaxation take a sliver
-        // of each of c's nodes and so a sliver of each child, a bound several times too low.
+        // chosen) rather than one row per node, which is weaker: it lets the relaxation take a
+        // sliver of each of c's nodes and so only a sliver of a child they share.
         std::vector<std::pair<std::uint32_t, std::int32_t>> readers;  // (child class, x of a node of c)
         for (std::size_t c = 0; c < n; ++c) {
             readers.clear();
@@ -424,11 +425,10 @@ inline extraction_solver cbc_extraction(const ilp_config& config, std::shared_pt
         const extraction_problem filtered =
             config.acyclic_part ? detail::acyclic_part(whole, incumbent) : extraction_problem{};
         const extraction_problem& p = config.acyclic_part ? filtered : whole;
-        const std::vector<bool> ordered(p.nodes.size(), config.order_every_class);
         std::vector<detail::extraction_ilp::cut> cuts;
         std::optional<extraction_choice> result;
         while (r.solves < config.max_solves && clock::now() < end) {
-            const detail::extraction_ilp ilp(p, ordered, cuts);
+            const detail::extraction_ilp ilp(p, config.order_every_class, cuts);
             r.variables = ilp.columns();
             r.constraints = ilp.rows();
             if (ilp.columns() > config.max_variables) break;

@@ -223,7 +223,8 @@ public:
 private:
     using choice_t = extraction_choice;
 
-    /// Per weight-only class a node that makes it so (acyclic: Tensat's constant folding), -1 elsewhere.
+    /// Per weight-only class a node that makes it so, all of whose children are weight-only too
+    /// (acyclic, and free: weight preprocessing); -1 elsewhere.
     choice_t weight_only_choice() const;
     /// The 0-1 program of this e-graph (extraction_problem).
     extraction_problem problem() const;
