@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace goopt_test {
@@ -31,7 +32,12 @@ inline goopt::graph::computation_graph random_dag(std::mt19937_64& rng, int laye
             } else if (kind == 2) {
                 t = g.add1(op_kind::sigmoid, {pick()});
             } else {
-                const auto w = g.weight("w" + std::to_string(l) + "_" + std::to_string(i), {16, 16});
+                // appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on the chain of +
+                std::string name = "w";
+                name += std::to_string(l);
+                name += '_';
+                name += std::to_string(i);
+                const auto w = g.weight(name, {16, 16});
                 t = g.add1(op_kind::matmul, {pick(), w});
                 g.set_colocation(g.producer(w), coloc);
                 g.set_colocation(g.producer(t), coloc);
