@@ -234,12 +234,15 @@ int run(int argc, char** argv) {
                 std::fflush(stdout);
 #if defined(GOOPT_HAS_CBC)
                 if (report) {
-                    // what the ILP did in the final extraction (no solve: no time was left for it)
-                    rows.back()["ilp"] = {
-                        {"solves", report->solves},           {"variables", report->variables},
-                        {"constraints", report->constraints}, {"optimal", report->optimal},
-                        {"time_limit", report->time_limit},   {"lower_bound_ms", report->lower_bound * 1e3},
-                        {"seconds", report->seconds}};
+                    // what the ILP did in the final extraction (0 solves: no time was left for it)
+                    rows.back()["ilp"] = {{"solves", report->solves},
+                                          {"variables", report->variables},
+                                          {"constraints", report->constraints},
+                                          {"found", report->found},
+                                          {"optimal", report->optimal},
+                                          {"time_limit", report->time_limit},
+                                          {"lower_bound_ms", report->lower_bound * 1e3},
+                                          {"seconds", report->seconds}};
                     std::printf("  ilp: %zu solves, %zu variables, %zu rows, %s, lower bound %.4f ms, %.2f s\n",
                                 report->solves, report->variables, report->constraints,
                                 !report->found    ? "no acyclic solution"
