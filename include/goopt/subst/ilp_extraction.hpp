@@ -80,13 +80,14 @@ inline extraction_solver cbc_extraction(const ilp_config& config = {}, std::shar
 
 namespace detail {
 
-/// The node class `c` takes in choice `ch` (nullptr: none, or one the program does not offer), and
-/// its position in the program's list.
-inline std::pair<const extraction_problem::node*, std::int32_t> chosen(const extraction_problem& p,
-                                                                       const extraction_choice& ch, std::uint32_t c) {
-    for (std::size_t j = 0; j < p.nodes[c].size(); ++j)
-        if (p.nodes[c][j].index == ch[c]) return {&p.nodes[c][j], static_cast<std::int32_t>(j)};
-    return {nullptr, -1};
+/// Per class, the position in the program's node list of the node choice `ch` takes (-1: none,
+/// or one the program does not offer).
+inline std::vector<std::int32_t> positions(const extraction_problem& p, const extraction_choice& ch) {
+    std::vector<std::int32_t> pos(p.nodes.size(), -1);
+    for (std::size_t c = 0; c < p.nodes.size(); ++c)
+        for (std::size_t j = 0; j < p.nodes[c].size(); ++j)
+            if (p.nodes[c][j].index == ch[c]) pos[c] = static_cast<std::int32_t>(j);
+    return pos;
 }
 
 /// @brief Depth-first walk from the roots over the class graph `children(c)` spans (a range of
@@ -121,11 +122,11 @@ bool walk(const extraction_problem& p, Children&& children, Finish&& finish, Bac
     return true;
 }
 
-/// The child classes of the node class `c` takes in choice `ch` (none without one).
-inline std::span<const std::uint32_t> chosen_children(const extraction_problem& p, const extraction_choice& ch,
+/// The child classes of the node at `pos[c]` (positions()) of class c (none without one).
+inline std::span<const std::uint32_t> chosen_children(const extraction_problem& p, std::span<const std::int32_t> pos,
                                                       std::uint32_t c) {
-    const auto* node = chosen(p, ch, c).first;
-    return node ? std::span<const std::uint32_t>(node->children) : std::span<const std::uint32_t>{};
+    return pos[c] < 0 ? std::span<const std::uint32_t>{}
+                      : std::span<const std::uint32_t>(p.nodes[c][static_cast<std::size_t>(pos[c])].children);
 }
 
 /// The program's columns and rows for one solve: the problem, with Tensat's order rows or not, and
@@ -217,13 +218,15 @@ public:
     std::vector<double> values(const extraction_choice& ch) const {
         std::vector<double> v(columns(), 0.0);
         std::size_t position = 0;
+        const auto pos = positions(p_, ch);
         const bool ok = walk(
-            p_, [&](std::uint32_t c) { return chosen_children(p_, ch, c); },
+            p_, [&](std::uint32_t c) { return chosen_children(p_, pos, c); },
             [&](std::uint32_t c) {
-                const auto [node, j] = chosen(p_, ch, c);
-                if (!node) return false;
-                v[static_cast<std::size_t>(col_of_node_[c][static_cast<std::size_t>(j)])] = 1.0;
-                if (y_of_op_[node->op] >= 0) v[static_cast<std::size_t>(y_of_op_[node->op])] = 1.0;
+                if (pos[c] < 0) return false;
+                const auto j = static_cast<std::size_t>(pos[c]);
+                const auto& node = p_.nodes[c][j];
+                v[static_cast<std::size_t>(col_of_node_[c][j])] = 1.0;
+                if (y_of_op_[node.op] >= 0) v[static_cast<std::size_t>(y_of_op_[node.op])] = 1.0;
                 if (t_of_class_[c] >= 0)
                     v[static_cast<std::size_t>(t_of_class_[c])] = eps_ * static_cast<double>(++position);
                 return true;
@@ -398,12 +401,13 @@ inline extraction_problem acyclic_part(const extraction_problem& p, const extrac
 /// walk, each as the (class, program position) pairs of its chosen nodes (none: acyclic).
 inline std::vector<extraction_ilp::cut> cycles_of(const extraction_problem& p, const extraction_choice& ch) {
     std::vector<extraction_ilp::cut> cycles;
+    const auto pos = positions(p, ch);
     walk(
-        p, [&](std::uint32_t c) { return chosen_children(p, ch, c); }, [](std::uint32_t) { return true; },
+        p, [&](std::uint32_t c) { return chosen_children(p, pos, c); }, [](std::uint32_t) { return true; },
         [&](const std::vector<std::pair<std::uint32_t, std::size_t>>& stack, std::uint32_t k) {
             extraction_ilp::cut cycle;
             for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-                cycle.emplace_back(it->first, static_cast<std::uint32_t>(chosen(p, ch, it->first).second));
+                cycle.emplace_back(it->first, static_cast<std::uint32_t>(pos[it->first]));
                 if (it->first == k) break;
             }
             cycles.push_back(std::move(cycle));
