@@ -111,12 +111,6 @@ search_choice parse_search(const std::string& name) {
     return {name, subst::parse_search_method(name), false};
 }
 
-#if defined(GOOPT_HAS_CBC)
-using ilp_report_ptr = std::shared_ptr<subst::ilp_report>;
-#else
-using ilp_report_ptr = std::shared_ptr<int>;  // no ILP in this build
-#endif
-
 /// --ilp-cycles: part, cuts or order (ilp_config's acyclic_part / order_every_class).
 struct ilp_cycles {
     bool acyclic_part = true, order_every_class = false;
@@ -129,26 +123,38 @@ ilp_cycles parse_ilp_cycles(const std::string& v) {
     throw error("flag --ilp-cycles", concat("'", v, "'"), "part, cuts or order");
 }
 
-template <class Device>
-subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
-                            const search_choice& method, double seconds, std::size_t budget,
-                            const ilp_report_ptr& report, ilp_cycles cycles) {
-    subst::optimize_config config{.method = method.method};
-    config.greedy.space.seconds = seconds;
-    config.taso.space.seconds = seconds;
-    config.eqsat.space.seconds = seconds;
-    config.taso.budget = budget;
-    config.taso.alpha = 1.0;
+#if defined(GOOPT_HAS_CBC)
+using ilp_report = subst::ilp_report;
+#else
+struct ilp_report {};  // this build has no ILP: no search is eqsat-ilp (parse_search)
+#endif
+
+/// The ILP solver of an eqsat-ilp search (none for the others); `report`, when given, gets what it did.
+subst::extraction_solver ilp_solver(const search_choice& method, double seconds, ilp_cycles cycles,
+                                    const std::shared_ptr<ilp_report>& report) {
 #if defined(GOOPT_HAS_CBC)
     // the ILP gets what the eqsat deadline leaves, so the whole search stays within `seconds`
     if (method.ilp)
-        config.eqsat.final_solver = subst::cbc_extraction(
+        return subst::cbc_extraction(
             {.seconds = seconds, .acyclic_part = cycles.acyclic_part, .order_every_class = cycles.order_every_class},
             report);
 #else
-    (void)report;
-    (void)cycles;
+    (void)method, (void)seconds, (void)cycles, (void)report;
 #endif
+    return {};
+}
+
+template <class Device>
+subst::search_result search(const graph::computation_graph& g, const std::vector<subst::rule>& rules, const Device& d,
+                            subst::search_method method, double seconds, std::size_t budget,
+                            const subst::extraction_solver& final_solver) {
+    subst::optimize_config config{.method = method};
+    config.greedy.space.seconds = seconds;
+    config.taso.space.seconds = seconds;
+    config.eqsat.space.seconds = seconds;
+    config.eqsat.final_solver = final_solver;
+    config.taso.budget = budget;
+    config.taso.alpha = 1.0;
     return subst::optimize(g, rules, cost::roofline_model{}, d, config);
 }
 
@@ -203,14 +209,12 @@ int run(int argc, char** argv) {
         auto row = [&](const auto& device, std::string_view device_name) {
             for (const auto& method : methods) {
                 const std::string& method_name = method.name;
-#if defined(GOOPT_HAS_CBC)
-                const auto report = method.ilp ? std::make_shared<subst::ilp_report>() : nullptr;
-#else
-                const ilp_report_ptr report;
-#endif
-                const auto r = search(g, rules, device, method, seconds, budget, report, cycles);
+                const auto report = method.ilp ? std::make_shared<ilp_report>() : nullptr;
+                const auto r = search(g, rules, device, method.method, seconds, budget,
+                                      ilp_solver(method, seconds, cycles, report));
                 graph::validate(r.graph);
-                const auto rs = search(small, rules, device, method, seconds, budget, nullptr, cycles);
+                const auto rs = search(small, rules, device, method.method, seconds, budget,
+                                       ilp_solver(method, seconds, cycles, nullptr));
                 graph::validate(rs.graph);
                 const double diff = subst::max_relative_difference(small, rs.graph, 2019);
                 const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
