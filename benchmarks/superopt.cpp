@@ -33,7 +33,7 @@
 #include <goopt/models/squeezenet.hpp>
 #include <goopt/subst.hpp>
 #if defined(GOOPT_HAS_CBC)
-#include <goopt/subst/ilp_extraction.hpp>
+#include <goopt/subst/search/ilp_extraction.hpp>
 #endif
 
 #include <nlohmann/json.hpp>

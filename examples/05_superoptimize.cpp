@@ -10,8 +10,8 @@
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/graph/builder.hpp>
 #include <goopt/io/rule_json.hpp>
-#include <goopt/subst/equivalence.hpp>
-#include <goopt/subst/optimize.hpp>
+#include <goopt/subst/rewriting/equivalence.hpp>
+#include <goopt/subst/search/optimize.hpp>
 
 #include <cstdio>
 #include <exception>

@@ -1,4 +1,4 @@
-// Tensat's ILP extraction solved by CBC (subst/ilp_extraction.hpp): it finds the optimum where a
+// Tensat's ILP extraction solved by CBC (subst/search/ilp_extraction.hpp): it finds the optimum where a
 // local search one class at a time cannot (an op shared by two outputs), pays a multi-output op
 // once, refuses cyclic choices in each of its three ways, requires exactly the classes every
 // derivation needs, and, as eqsat's final extraction, never makes a graph worse or changes its
@@ -10,7 +10,7 @@
 #include <goopt/models/nasrnn.hpp>
 #include <goopt/models/squeezenet.hpp>
 #include <goopt/subst.hpp>
-#include <goopt/subst/ilp_extraction.hpp>
+#include <goopt/subst/search/ilp_extraction.hpp>
 
 #include <doctest/doctest.h>
 

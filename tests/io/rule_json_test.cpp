@@ -1,6 +1,6 @@
 #include <goopt/io/rule_json.hpp>
-#include <goopt/subst/check_rule.hpp>
-#include <goopt/subst/generate_rules.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
+#include <goopt/subst/generation/generate_rules.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Links goopt::cbc from the installed package: the ILP extraction takes an op shared by both
 // outputs of a small extraction program, which a one-class-at-a-time search cannot reach.
-#include <goopt/subst/ilp_extraction.hpp>
+#include <goopt/subst/search/ilp_extraction.hpp>
 
 #include <chrono>
 #include <iostream>

@@ -4,7 +4,7 @@
 #include "cli.hpp"
 
 #include <goopt/io/rule_json.hpp>
-#include <goopt/subst/generate_rules.hpp>
+#include <goopt/subst/generation/generate_rules.hpp>
 #include <goopt/subst/world.hpp>
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/io/rule_json.hpp>
-#include <goopt/subst/optimize.hpp>
+#include <goopt/subst/search/optimize.hpp>
 
 #include <algorithm>
 #include <filesystem>

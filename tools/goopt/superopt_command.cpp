@@ -10,10 +10,10 @@
 #include <goopt/graph/validate.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
-#include <goopt/subst/equivalence.hpp>
-#include <goopt/subst/optimize.hpp>
+#include <goopt/subst/rewriting/equivalence.hpp>
+#include <goopt/subst/search/optimize.hpp>
 #if defined(GOOPT_PROGRAM_HAS_CBC)
-#include <goopt/subst/ilp_extraction.hpp>
+#include <goopt/subst/search/ilp_extraction.hpp>
 #endif
 
 #include <cstdio>

@@ -8,7 +8,7 @@
 /// same multi-output op (the split of a merged conv). Extraction never returns a cyclic graph: a
 /// choice of e-nodes with a cycle is rejected. Tensat (MLSys'21) §4-5. An exact solver can take the
 /// local search's choice further: the extraction as a 0-1 program (extraction_problem), solved by
-/// an extraction_solver such as CBC's (subst/ilp_extraction.hpp, Tensat's ILP extraction).
+/// an extraction_solver such as CBC's (subst/search/ilp_extraction.hpp, Tensat's ILP extraction).
 
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
@@ -34,6 +34,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// @brief The e-graph of a computation graph: one class per tensor, one e-node per op output
 /// (e_node::index is the output index), each source op (input, weight, constant) a variable leaf.
@@ -111,7 +112,7 @@ using extraction_choice = std::vector<std::int32_t>;
 /// @brief An exact extraction method: given the program, a feasible choice (the local search's)
 /// and a deadline, returns a choice at least as good, or nullopt when it has none in time. The
 /// extraction checks what it returns (a cycle or a missing class is refused) and keeps it only
-/// when it is cheaper. Made by subst::cbc_extraction (subst/ilp_extraction.hpp).
+/// when it is cheaper. Made by subst::cbc_extraction (subst/search/ilp_extraction.hpp).
 using extraction_solver = std::function<std::optional<extraction_choice>(
     const extraction_problem&, const extraction_choice& incumbent, std::chrono::steady_clock::time_point deadline)>;
 
@@ -180,6 +181,8 @@ inline std::vector<bool> model_egraph::constant_classes() const {
     }
     return constant;
 }
+
+}  // namespace search
 
 namespace detail {
 
@@ -615,6 +618,8 @@ extraction dag_extractor<Cost, Device>::build(const choice_t& ch, const std::vec
 
 }  // namespace detail
 
+inline namespace search {
+
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
                                                           std::chrono::steady_clock::time_point deadline,
@@ -622,4 +627,5 @@ requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const
     return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from, solver);
 }
 
+}  // namespace search
 }  // namespace goopt::subst

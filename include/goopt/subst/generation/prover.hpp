@@ -1,14 +1,14 @@
 #pragma once
 /// @file
-/// @brief A bounded prover of substitution rules from the operator axioms (subst/axioms.hpp): both
+/// @brief A bounded prover of substitution rules from the operator axioms (subst/generation/axioms.hpp): both
 /// sides go into one e-graph, which is saturated with the axioms until the outputs fall into the
 /// same classes or a limit is hit. Equality saturation as in egg (POPL'21) and Tensat (MLSys'21);
 /// the proof obligation is TASO's (SOSP'19 §4): every generated rule follows from the axioms.
 
 #include <goopt/error.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/axioms.hpp>
 #include <goopt/subst/egraph.hpp>
+#include <goopt/subst/generation/axioms.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <boost/container/small_vector.hpp>
@@ -23,6 +23,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// Bounds of one proof attempt. The node and iteration bounds are deterministic; the time bound is
 /// a safety net that a loaded machine might reach first. Measured on the depth-3 rules of
@@ -65,6 +66,8 @@ inline bool saturate_once(
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // ---- implementation ----
+
+}  // namespace generation
 
 namespace detail {
 /// Adds one side of `r`; @return the classes of its outputs, or a reason it does not build.
@@ -122,6 +125,8 @@ inline std::optional<class_id> build(e_graph& g, const axiom_rewrite& rw, const 
     return ref(rw.result);
 }
 }  // namespace detail
+
+inline namespace generation {
 
 inline bool saturate_once(e_graph& g, std::span<const axiom> axiom_set, std::vector<bool>& used, std::size_t max_nodes,
                           std::chrono::steady_clock::time_point deadline) {
@@ -215,4 +220,5 @@ inline proof_result prove_with(const rule& r, std::span<const axiom> axiom_set, 
 
 inline proof_result prove(const rule& r, const proof_limits& limits) { return prove_with(r, axioms, limits); }
 
+}  // namespace generation
 }  // namespace goopt::subst

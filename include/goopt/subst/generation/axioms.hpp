@@ -17,15 +17,16 @@
 /// The axioms' code: axioms_algebra.hpp and axioms_concat_conv.hpp; what an axiom is: axiom.hpp.
 
 #include <goopt/ops/op_kind.hpp>
-#include <goopt/subst/axiom.hpp>
-#include <goopt/subst/axioms_algebra.hpp>
-#include <goopt/subst/axioms_concat_conv.hpp>
+#include <goopt/subst/generation/axiom.hpp>
+#include <goopt/subst/generation/axioms_algebra.hpp>
+#include <goopt/subst/generation/axioms_concat_conv.hpp>
 
 #include <array>
 #include <cstddef>
 #include <string_view>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// The axioms, each stated once. Pattern variables: x, y, z, u tensors, s, t scalars, w, v kernels.
 inline constexpr std::array axioms{
@@ -221,6 +222,8 @@ constexpr std::size_t find_axiom(std::string_view name) noexcept {
     return axioms.size();
 }
 
+}  // namespace generation
+
 namespace detail {
 consteval bool axiom_names_unique() {
     for (std::size_t i = 0; i < axioms.size(); ++i)
@@ -231,4 +234,5 @@ consteval bool axiom_names_unique() {
 static_assert(axiom_names_unique(), "two axioms share a name");
 }  // namespace detail
 
+inline namespace generation {}  // namespace generation
 }  // namespace goopt::subst

@@ -11,7 +11,7 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/prover.hpp>
+#include <goopt/subst/generation/prover.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace rewriting {
 
 /// Where a rule's source sits in a graph: the graph op of every source op (in rule order) and the
 /// graph tensor bound to every rule variable.
@@ -149,6 +150,8 @@ inline std::vector<ops::tensor_type> recorded_types(const rule& r) {
     for (const auto& v : r.variables) t.push_back(ops::tensor_type{v.dims});
     return t;
 }
+
+}  // namespace rewriting
 
 namespace detail {
 
@@ -345,6 +348,8 @@ private:
 
 }  // namespace detail
 
+inline namespace rewriting {
+
 inline bool attributes_match(ops::op_kind k, const ops::attribute_map& rule_attrs, std::size_t rule_rank,
                              const ops::attribute_map& graph_attrs, std::size_t graph_rank) {
     const auto lifted = detail::lift_attributes(k, rule_attrs, rule_rank, graph_rank);
@@ -459,4 +464,5 @@ inline std::variant<rule, std::string> instantiation_cache::get(const graph::com
     return memo_.emplace(std::move(key), std::move(result)).first->second;
 }
 
+}  // namespace rewriting
 }  // namespace goopt::subst

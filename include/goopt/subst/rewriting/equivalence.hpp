@@ -14,6 +14,7 @@
 #include <string>
 
 namespace goopt::subst {
+inline namespace rewriting {
 
 /// @brief Random feeds of `g` (interp::random_feeds) in which every batchnorm variance that is
 /// fed (a source op read as a batchnorm's 5th input) is |v| + 0.5, as a trained model's are, so
@@ -69,4 +70,5 @@ inline double max_relative_difference(const graph::computation_graph& a, const g
     return worst;
 }
 
+}  // namespace rewriting
 }  // namespace goopt::subst

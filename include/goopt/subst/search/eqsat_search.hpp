@@ -4,7 +4,7 @@
 /// of the library (single- and multi-output sources) in the whole e-graph and the built-in rules
 /// in the graph extracted last, adds each proven target to the e-graph and merges it with what it
 /// replaces, so that one e-graph holds every graph reachable by the rewrites so far; a cheap graph
-/// is extracted at the end (subst/model_egraph.hpp). A rewrite whose target would read a value
+/// is extracted at the end (subst/search/model_egraph.hpp). A rewrite whose target would read a value
 /// computed from what it replaces is filtered out (TENSAT's cycle filter). Tensat (MLSys'21) §3-5.
 ///
 /// Soundness: every merge is a rule instance proven at the matched shapes (instantiate(), as
@@ -17,14 +17,14 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/builtin_rules.hpp>
 #include <goopt/subst/egraph.hpp>
-#include <goopt/subst/instantiate.hpp>
-#include <goopt/subst/model_egraph.hpp>
-#include <goopt/subst/pattern_matcher.hpp>
-#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
+#include <goopt/subst/rewriting/instantiate.hpp>
+#include <goopt/subst/rewriting/pattern_matcher.hpp>
+#include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search.hpp>
+#include <goopt/subst/search/model_egraph.hpp>
+#include <goopt/subst/search/search.hpp>
 
 #include <boost/container_hash/hash.hpp>
 
@@ -43,6 +43,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Knobs of eqsat_search(); Tensat's bounds are a few iterations and some 10^4 e-nodes.
 struct eqsat_config {
@@ -62,7 +63,7 @@ struct eqsat_config {
     double saturation_share = 0.7;
     rewrite_space space = {};  ///< rules, time limit, built-ins (max_ops_factor and matches_per_rule unused)
     /// An exact method for the final extraction, after its local search, with the time left (none by
-    /// default): subst::cbc_extraction (subst/ilp_extraction.hpp) is Tensat's ILP extraction.
+    /// default): subst::cbc_extraction (subst/search/ilp_extraction.hpp) is Tensat's ILP extraction.
     extraction_solver final_solver = {};
 };
 
@@ -81,6 +82,8 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
                                                                   Visitor&& visitor = {});
 
 // ---- implementation ----
+
+}  // namespace search
 
 namespace detail {
 
@@ -554,6 +557,8 @@ private:
 
 }  // namespace detail
 
+inline namespace search {
+
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
 requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
                                                                   std::span<const rule> rules, const Cost& cost,
@@ -661,4 +666,5 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
     return {std::move(x.graph), std::move(stats)};
 }
 
+}  // namespace search
 }  // namespace goopt::subst

@@ -10,10 +10,10 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
-#include <goopt/subst/builtin_rules.hpp>
-#include <goopt/subst/check_rule.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
 #include <goopt/subst/inference_cost.hpp>
-#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
+#include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -30,6 +30,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Why a search stopped.
 enum class search_bound {
@@ -132,7 +133,7 @@ private:
 };
 
 /// @brief Applies rules at matches, refusing what is unsound: apply() proves every rule again at the
-/// matched shapes (subst/instantiate.hpp), remembering each proof per rule and shape signature, and
+/// matched shapes (subst/rewriting/instantiate.hpp), remembering each proof per rule and shape signature, and
 /// refuses it where it is not a theorem. Built-in rules, made for the graph at hand, may also pass on
 /// numeric evidence where the axioms do not cover their ops (batchnorm, sigmoid, filled constants):
 /// both sides agree on the interpreter at the match, if that costs at most `check_flops`.
@@ -217,4 +218,5 @@ inline std::optional<graph::computation_graph> match_applier::operator()(const g
     }
 }
 
+}  // namespace search
 }  // namespace goopt::subst

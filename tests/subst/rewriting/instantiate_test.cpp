@@ -22,7 +22,7 @@ using ops::op_kind;
 
 namespace {
 
-/// The largest relative output difference of two graphs on the same random feeds (subst/equivalence.hpp).
+/// The largest relative output difference of two graphs on the same random feeds (subst/rewriting/equivalence.hpp).
 double relative_difference(const graph::computation_graph& a, const graph::computation_graph& b, std::uint64_t seed) {
     return max_relative_difference(a, b, seed);
 }

@@ -8,10 +8,10 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/structural_hash.hpp>
-#include <goopt/subst/builtin_rules.hpp>
-#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
+#include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search.hpp>
+#include <goopt/subst/search/search.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -25,6 +25,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Knobs of taso_search(); TASO's defaults where it has them.
 struct taso_config {
@@ -154,4 +155,5 @@ requires cost::CostModel<Cost, Device> search_result taso_search(const graph::co
     return {std::move(*nodes[best].graph), std::move(stats)};
 }
 
+}  // namespace search
 }  // namespace goopt::subst

@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// An input of an op an axiom adds: an e-class (>= 0) or op -(r + 1) of the same rewrite.
 using term_ref = std::int64_t;
@@ -112,6 +113,8 @@ constexpr kind_mask kinds_mask(std::initializer_list<ops::op_kind> ks) noexcept 
 
 // ---- helpers the axioms' code is written with ----
 
+}  // namespace generation
+
 namespace detail {
 using ops::attr_id;
 using ops::op_kind;
@@ -170,4 +173,5 @@ inline void associate(axiom_matcher& m, class_id c, const e_node& n) {
 
 }  // namespace detail
 
+inline namespace generation {}  // namespace generation
 }  // namespace goopt::subst

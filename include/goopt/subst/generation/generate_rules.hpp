@@ -6,13 +6,13 @@
 
 #include <goopt/error.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/candidate_pruning.hpp>
-#include <goopt/subst/check_rule.hpp>
-#include <goopt/subst/enumerate_graphs.hpp>
 #include <goopt/subst/fingerprint.hpp>
-#include <goopt/subst/generation_store.hpp>
+#include <goopt/subst/generation/candidate_pruning.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
+#include <goopt/subst/generation/enumerate_graphs.hpp>
+#include <goopt/subst/generation/generation_store.hpp>
+#include <goopt/subst/generation/prover.hpp>
 #include <goopt/subst/pattern.hpp>
-#include <goopt/subst/prover.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/world.hpp>
 
@@ -35,6 +35,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// Knobs of rule generation.
 struct generation_config {
@@ -42,7 +43,7 @@ struct generation_config {
     std::size_t threads = 0;           ///< 0: std::thread::hardware_concurrency()
     std::uint64_t seed = 0x7a50'2019;  ///< fixed random inputs of fingerprints and of float checks
     double tolerance = 1e-9;           ///< float check, relative per element (double precision)
-    /// Bounds of each proof from the axioms (subst/prover.hpp). The node and iteration bounds decide;
+    /// Bounds of each proof from the axioms (subst/generation/prover.hpp). The node and iteration bounds decide;
     /// the time bound is far above what they allow, so that a loaded machine cannot change the
     /// rules (output is the same on every run and for every thread count).
     proof_limits proof{.max_iterations = 8, .max_nodes = 1000, .max_time = std::chrono::seconds(2)};
@@ -117,6 +118,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
 
 // (the helpers are in generation_store.hpp and candidate_pruning.hpp)
 
+}  // namespace generation
+
 namespace detail {
 
 /// Prefix of the reason of a rule that passed the float re-check but could not be proven.
@@ -190,6 +193,8 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
 }
 
 }  // namespace detail
+
+inline namespace generation {
 
 inline generation_result generate_rules(const world& w, std::span<const world> check_worlds,
                                         const generation_config& cfg) {
@@ -408,4 +413,5 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     return result;
 }
 
+}  // namespace generation
 }  // namespace goopt::subst

@@ -1,10 +1,10 @@
 #include <goopt/graph/builder.hpp>
-#include <goopt/subst/axioms.hpp>
-#include <goopt/subst/builtin_rules.hpp>
-#include <goopt/subst/check_rule.hpp>
 #include <goopt/subst/egraph.hpp>
-#include <goopt/subst/enumerate_graphs.hpp>
-#include <goopt/subst/prover.hpp>
+#include <goopt/subst/generation/axioms.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
+#include <goopt/subst/generation/enumerate_graphs.hpp>
+#include <goopt/subst/generation/prover.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/world.hpp>
 
 #include <doctest/doctest.h>

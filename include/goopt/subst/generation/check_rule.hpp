@@ -16,6 +16,7 @@
 #include <string>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// @brief Runs `source` and `target` on the same random inputs (uniform in [-1, 1), drawn from
 /// `rng`; an input both graphs have gets one value) in double precision.
@@ -58,4 +59,5 @@ std::optional<std::string> check_rule(const rule& r, Rng& rng, int trials = 2, d
     return std::nullopt;
 }
 
+}  // namespace generation
 }  // namespace goopt::subst

@@ -21,6 +21,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace generation {
 
 /// Knobs of the enumeration.
 struct enumeration_config {
@@ -71,6 +72,8 @@ requires std::invocable<OnGraph&, const enumerated_graph&> std::size_t enumerate
                                                                                         OnGraph&& on_graph);
 
 // ---- implementation ----
+
+}  // namespace generation
 
 namespace detail {
 
@@ -333,6 +336,8 @@ private:
 
 }  // namespace detail
 
+inline namespace generation {
+
 template <class OnGraph>
 requires std::invocable<OnGraph&, const enumerated_graph&> std::size_t enumerate_graphs(const world& w,
                                                                                         const enumeration_config& cfg,
@@ -341,4 +346,5 @@ requires std::invocable<OnGraph&, const enumerated_graph&> std::size_t enumerate
     return e.run(on_graph);
 }
 
+}  // namespace generation
 }  // namespace goopt::subst

@@ -12,7 +12,7 @@
 
 #include <doctest/doctest.h>
 
-#include "shipped_rules.hpp"
+#include "../shipped_rules.hpp"
 
 #include <random>
 #include <string>

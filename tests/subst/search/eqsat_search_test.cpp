@@ -1,4 +1,4 @@
-// Equality saturation (subst/eqsat_search.hpp, subst/model_egraph.hpp): TASO's README block and
+// Equality saturation (subst/search/eqsat_search.hpp, subst/search/model_egraph.hpp): TASO's README block and
 // small cases reach their known optimum, the optimized graph computes what the original does at
 // shapes other than the rules' own, multi-output merges are extracted with their shared op counted
 // once, and every bound is reported.
@@ -12,7 +12,7 @@
 
 #include <doctest/doctest.h>
 
-#include "shipped_rules.hpp"
+#include "../shipped_rules.hpp"
 
 #include <string>
 #include <vector>

@@ -9,9 +9,9 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/check_rule.hpp>
-#include <goopt/subst/instantiate.hpp>
-#include <goopt/subst/pattern_matcher.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
+#include <goopt/subst/rewriting/instantiate.hpp>
+#include <goopt/subst/rewriting/pattern_matcher.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -27,6 +27,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace rewriting {
 
 /// @brief Every structural match of `r.source` in `g`, at most `limit`, in a deterministic order (by
 /// the graph op that the first source output's op maps to, then by the later choices).
@@ -74,6 +75,8 @@ inline graph::computation_graph apply(const graph::computation_graph& g, const r
 
 // ---- implementation ----
 
+}  // namespace rewriting
+
 namespace detail {
 
 /// `r` at the match's shapes and source attributes, its target as given, when its two sides agree
@@ -107,6 +110,8 @@ inline std::optional<rule> numeric_fallback(const graph::computation_graph& g, c
 }
 }  // namespace detail
 
+inline namespace rewriting {
+
 inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit) {
     std::vector<match> out;
     if (r.source.outputs.empty() || limit == 0) return out;
@@ -119,6 +124,8 @@ inline std::vector<match> find_matches(const graph::computation_graph& g, const 
     detail::pattern_matcher(g, r, std::move(input_rank)).run(limit, out);
     return out;
 }
+
+}  // namespace rewriting
 
 namespace detail {
 
@@ -326,6 +333,8 @@ inline graph::computation_graph rewritten_graph_builder::finish() && {
 
 }  // namespace detail
 
+inline namespace rewriting {
+
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& given, const match& m,
                                       const rewrite_options& opts) {
     const std::string where = concat("rewrite with rule '", to_string(given), "'");
@@ -351,4 +360,5 @@ inline graph::computation_graph apply(const graph::computation_graph& g, const r
     return std::move(builder).finish();
 }
 
+}  // namespace rewriting
 }  // namespace goopt::subst

@@ -9,10 +9,10 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/structural_hash.hpp>
-#include <goopt/subst/builtin_rules.hpp>
-#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
+#include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search.hpp>
+#include <goopt/subst/search/search.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +25,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Knobs of greedy_search().
 struct greedy_config {
@@ -217,4 +218,5 @@ requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::
     return {std::move(current), std::move(stats)};
 }
 
+}  // namespace search
 }  // namespace goopt::subst

@@ -10,11 +10,11 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/eqsat_search.hpp>
-#include <goopt/subst/greedy_search.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search.hpp>
-#include <goopt/subst/taso_search.hpp>
+#include <goopt/subst/search/eqsat_search.hpp>
+#include <goopt/subst/search/greedy_search.hpp>
+#include <goopt/subst/search/search.hpp>
+#include <goopt/subst/search/taso_search.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include <string_view>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Which search optimize() runs.
 enum class search_method {
@@ -103,4 +104,5 @@ requires cost::CostModel<Cost, Device> search_result optimize(const graph::compu
     return r;
 }
 
+}  // namespace search
 }  // namespace goopt::subst

@@ -5,7 +5,7 @@
 
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/instantiate.hpp>
+#include <goopt/subst/rewriting/instantiate.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>

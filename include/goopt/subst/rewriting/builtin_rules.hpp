@@ -18,7 +18,7 @@
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/inference_cost.hpp>
-#include <goopt/subst/rewrite.hpp>
+#include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -32,6 +32,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace rewriting {
 
 /// Which families builtin_rules() instantiates (all by default).
 struct builtin_options {
@@ -68,6 +69,8 @@ inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> w
                               const ops::attribute_map& attrs);
 
 // ---- implementation ----
+
+}  // namespace rewriting
 
 namespace detail {
 
@@ -668,6 +671,8 @@ inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& o
 
 }  // namespace detail
 
+inline namespace rewriting {
+
 inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> weights,
                               const ops::attribute_map& attrs) {
     using K = ops::op_kind;
@@ -713,4 +718,5 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     return std::move(out.rules);
 }
 
+}  // namespace rewriting
 }  // namespace goopt::subst

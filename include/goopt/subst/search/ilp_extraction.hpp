@@ -29,7 +29,7 @@
 /// Time: CBC's limit is wall-clock (min of ilp_config::seconds and the extraction's deadline); the
 /// best acyclic solution found is returned, proven optimal or not (ilp_report says which).
 
-#include <goopt/subst/model_egraph.hpp>
+#include <goopt/subst/search/model_egraph.hpp>
 
 #include <Cbc_C_Interface.h>
 
@@ -44,6 +44,7 @@
 #include <vector>
 
 namespace goopt::subst {
+inline namespace search {
 
 /// Knobs of cbc_extraction().
 struct ilp_config {
@@ -77,6 +78,8 @@ struct ilp_report {
 inline extraction_solver cbc_extraction(const ilp_config& config = {}, std::shared_ptr<ilp_report> report = nullptr);
 
 // ---- implementation ----
+
+}  // namespace search
 
 namespace detail {
 
@@ -418,6 +421,8 @@ inline std::vector<extraction_ilp::cut> cycles_of(const extraction_problem& p, c
 
 }  // namespace detail
 
+inline namespace search {
+
 inline extraction_solver cbc_extraction(const ilp_config& config, std::shared_ptr<ilp_report> report) {
     return [config, report](const extraction_problem& whole, const extraction_choice& incumbent,
                             std::chrono::steady_clock::time_point deadline) -> std::optional<extraction_choice> {
@@ -476,4 +481,5 @@ inline extraction_solver cbc_extraction(const ilp_config& config, std::shared_pt
     };
 }
 
+}  // namespace search
 }  // namespace goopt::subst

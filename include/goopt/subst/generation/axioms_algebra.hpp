@@ -7,8 +7,8 @@
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_kind.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/axiom.hpp>
 #include <goopt/subst/egraph.hpp>
+#include <goopt/subst/generation/axiom.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -6,11 +6,11 @@
 
 #include <goopt/error.hpp>
 #include <goopt/ops/op_table.hpp>
-#include <goopt/subst/check_rule.hpp>
-#include <goopt/subst/enumerate_graphs.hpp>
 #include <goopt/subst/fingerprint.hpp>
+#include <goopt/subst/generation/check_rule.hpp>
+#include <goopt/subst/generation/enumerate_graphs.hpp>
+#include <goopt/subst/generation/prover.hpp>
 #include <goopt/subst/pattern.hpp>
-#include <goopt/subst/prover.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/world.hpp>
 
