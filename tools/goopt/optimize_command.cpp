@@ -268,7 +268,7 @@ command add_optimize_command(CLI::App& root) {
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")
         ->capture_default_str();
     app->add_option("--checkpoint", flags->checkpoint, "Start from a pre-trained policy")->type_name("FILE");
-    app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in README)")
+    app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in docs/formats.md)")
         ->type_name("FILE.json");
     app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");
     app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")
