@@ -175,7 +175,7 @@ int run(int argc, char** argv) {
     for (const auto& [name, g] : models) {
         std::mt19937_64 rng(2019);
         const auto values = interp::evaluate<double>(g, interp::random_feeds<double>(g, rng));
-        subst::instantiation_cache cache;
+        subst::soundness_cache cache;
         std::size_t matching = 0, matches = 0, applied = 0, refused = 0;
         double max_diff = 0, match_ms = 0, apply_ms = 0;
         std::map<std::string, std::size_t> refusals, applied_rules;

@@ -55,9 +55,9 @@ int main(int argc, char** argv) try {
 
     const auto g = inception_block(32, 28);
     const auto v100 = device::parse_cluster("1xV100:pcie").device(0);
-    subst::optimize_config config{.method = subst::search_method::greedy};
-    config.greedy.space.seconds = 5;
-    const auto r = subst::optimize(g, rules, cost::roofline_model{}, v100, config);
+    // the greedy search (the default), stopped by its count budget; any SubstitutionSearch fits here
+    const auto r =
+        subst::optimize(g, rules, cost::roofline_model{}, v100, subst::rewrite_space{}, subst::greedy_method{});
     const auto& s = r.stats;
     std::printf("%zu ops -> %zu ops, inference cost %.1f us -> %.1f us on a V100 (%.2fx), %zu rewrites, bound: %s\n",
                 g.num_ops(), r.graph.num_ops(), s.cost_before * 1e6, s.cost_after * 1e6, s.cost_before / s.cost_after,

@@ -147,7 +147,7 @@ TEST_CASE("ilp extraction: as eqsat's final extraction it is never worse and kee
         auto report = std::make_shared<ilp_report>();
         eqsat_config config;
         config.final_solver = cbc_extraction({.seconds = 1}, report);
-        const auto r = eqsat_search(g, rules, cost::roofline_model{}, device::t4, config);
+        const auto r = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {}, config);
         CHECK(r.stats.cost_after <= plain.stats.cost_after * (1 + 1e-9));
         CHECK(r.stats.cost_after == doctest::Approx(inference_cost(r.graph, cost::roofline_model{}, device::t4)));
         CHECK_NOTHROW(graph::validate(r.graph));
@@ -166,11 +166,10 @@ TEST_CASE("ilp extraction: on random DAGs it is never worse and keeps the values
         std::mt19937_64 rng(seed);
         const auto g = goopt_test::random_dag(rng, 4, 4);
         eqsat_config config;
-        config.space.seconds = 2;
-        const auto plain = eqsat_search(g, rules, cost::roofline_model{}, device::v100, config);
+        const auto plain = eqsat_search(g, rules, cost::roofline_model{}, device::v100, {}, config);
         auto report = std::make_shared<ilp_report>();
-        config.final_solver = cbc_extraction({}, report);
-        const auto r = eqsat_search(g, rules, cost::roofline_model{}, device::v100, config);
+        config.final_solver = cbc_extraction({.seconds = 2}, report);
+        const auto r = eqsat_search(g, rules, cost::roofline_model{}, device::v100, {}, config);
         CHECK(r.stats.cost_after <= plain.stats.cost_after * (1 + 1e-9));
         CHECK_NOTHROW(graph::validate(r.graph));
         CHECK(max_relative_difference(g, r.graph, seed) <= 1e-9);

@@ -1,6 +1,11 @@
 // Determinism of rule generation: a seed fixes every fingerprint and float check, and the thread
 // count changes only the wall time: the same rules in the same order, the same rejections with the
 // same reasons, the same stage counts.
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/graph/structural_hash.hpp>
+#include <goopt/models/nasrnn.hpp>
+#include <goopt/models/squeezenet.hpp>
 #include <goopt/subst.hpp>
 
 #include <doctest/doctest.h>
@@ -149,5 +154,32 @@ TEST_CASE("enumerate_graphs: each shard repeats exactly, and the shards are an o
         }
         CHECK(unmatched == 0);
         for (std::size_t s = 0; s < shards; ++s) CHECK(next[s] == parts[s].size());
+    }
+}
+
+TEST_CASE("the searches' default budgets are counts: the same input gives the same graph, run after run") {
+    // shipped rules are absent from the sanitizer build: the built-ins alone still rewrite these
+    const std::vector<rule> rules;
+    const std::vector<graph::computation_graph> graphs{
+        models::nasrnn({.hidden = 16, .steps = 2}),
+        models::squeezenet({.image = 35, .num_classes = 10, .channel_divisor = 4})};
+    auto same = [](const auto& a, const auto& b) {
+        CHECK(graph::structural_hash(a.graph) == graph::structural_hash(b.graph));
+        CHECK(a.stats.applied == b.stats.applied);
+        CHECK(a.stats.cost_after == b.stats.cost_after);
+        CHECK(a.stats.steps == b.stats.steps);
+        CHECK(a.stats.graphs_seen == b.stats.graphs_seen);
+        CHECK(a.stats.refused == b.stats.refused);
+        CHECK(a.stats.bound == b.stats.bound);
+    };
+    for (const auto& g : graphs) {
+        CAPTURE(g.name());
+        CHECK(rewrite_space{}.seconds == 0);
+        same(greedy_search(g, rules, cost::roofline_model{}, device::t4),
+             greedy_search(g, rules, cost::roofline_model{}, device::t4));
+        same(taso_search(g, rules, cost::roofline_model{}, device::t4, {}, {.budget = 8}),
+             taso_search(g, rules, cost::roofline_model{}, device::t4, {}, {.budget = 8}));
+        same(eqsat_search(g, rules, cost::roofline_model{}, device::t4),
+             eqsat_search(g, rules, cost::roofline_model{}, device::t4));
     }
 }

@@ -27,11 +27,10 @@ task_status substitution_status() {
 
 graph::computation_graph optimize_substitution(const optimize_context& ctx) {
     const auto rules = io::read_default_rules();
-    subst::optimize_config config{.method = subst::search_method::greedy};
-    // at most 10 s (TENSAT's longest search), and within the run's time budget when one is given
-    config.greedy.space.seconds = ctx.limits.seconds > 0 ? std::min(10.0, ctx.limits.seconds / 4) : 10.0;
+    // the greedy search's count budget; with the run's opt-in time budget (--time), a quarter of it
+    const subst::rewrite_space space{.seconds = ctx.limits.seconds > 0 ? ctx.limits.seconds / 4 : 0.0};
     ctx.progress.update("substitution", 0, 1, "searches");
-    auto r = subst::optimize(ctx.input.graph, rules, cost::roofline_model{}, ctx.simulator.cluster().device(0), config);
+    auto r = subst::optimize(ctx.input.graph, rules, cost::roofline_model{}, ctx.simulator.cluster().device(0), space);
     ctx.progress.clear();
     return std::move(r.graph);
 }

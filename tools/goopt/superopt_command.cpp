@@ -11,11 +11,14 @@
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst/rewriting/equivalence.hpp>
+#include <goopt/subst/search/eqsat_search.hpp>
 #include <goopt/subst/search/optimize.hpp>
+#include <goopt/subst/search/taso_search.hpp>
 #if defined(GOOPT_PROGRAM_HAS_CBC)
 #include <goopt/subst/search/ilp_extraction.hpp>
 #endif
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -27,7 +30,7 @@ namespace {
 struct superopt_flags {
     graph_source source;
     std::string rules, device = "V100", method = "greedy", out;
-    double seconds = 10;
+    double seconds = 0;  // opt-in: the searches' count budgets alone make the result reproducible
     double check_flops = 2e9;
     bool quiet = false;
     bool ilp = false;
@@ -59,6 +62,7 @@ std::filesystem::path rules_path(const superopt_flags& f) {
 }
 
 int run_superopt(const superopt_flags& f) {
+    if (!std::isfinite(f.seconds)) throw error("--time", concat("'", f.seconds, "'"), "a number of seconds >= 0");
     if (f.ilp && f.method != "eqsat")
         throw error("--ilp", concat("--method ", f.method, ": the ILP extraction is equality saturation's"),
                     "--method eqsat");
@@ -72,41 +76,44 @@ int run_superopt(const superopt_flags& f) {
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
     const device::device_spec dev = device::describe(*preset);
 
-    subst::optimize_config config{.method = subst::parse_search_method(f.method)};
-    config.greedy.space.seconds = f.seconds;
-    config.taso.space.seconds = f.seconds;
-    config.eqsat.space.seconds = f.seconds;
+    const subst::rewrite_space space{.seconds = f.seconds};
+    subst::eqsat_config eqsat;
 #if defined(GOOPT_PROGRAM_HAS_CBC)
     std::shared_ptr<subst::ilp_report> ilp;
     if (f.ilp) {
         ilp = std::make_shared<subst::ilp_report>();
-        config.eqsat.final_solver = subst::cbc_extraction({.seconds = f.seconds}, ilp);
+        eqsat.final_solver = subst::cbc_extraction({.seconds = f.seconds > 0 ? f.seconds : 10}, ilp);
     }
 #endif
     progress_line progress(f.quiet);
     struct visitor {
         progress_line& line;
-        double seconds;
         bool progress(const subst::search_progress& p) {
-            line.update(concat("superopt (best ", format_seconds(p.best_cost), ", ", p.graphs_seen, " graphs)"),
-                        static_cast<std::size_t>(p.seconds), static_cast<std::size_t>(seconds), "s");
+            line.update(concat("superopt (best ", format_seconds(p.best_cost), ", ", p.graphs_seen, " graphs)"), p.step,
+                        p.step, "steps");
             return true;
         }
-    } v{progress, f.seconds};
-    auto r = subst::optimize(input.graph, rules, cost::roofline_model{}, dev, config, v);
+    } v{progress};
+    // the searches --method names (the library runs any subst::SubstitutionSearch)
+    auto run = [&](const auto& search) {
+        return subst::named(subst::optimize(input.graph, rules, cost::roofline_model{}, dev, space, search, v));
+    };
+    auto r = f.method == "taso"    ? run(subst::taso_method{})
+             : f.method == "eqsat" ? run(subst::eqsat_method{eqsat})
+                                   : run(subst::greedy_method{});
     progress.clear();
     graph::validate(r.graph);
     const auto& s = r.stats;
 
-    std::printf("%s: %zu rules from %s, %s search on %s, at most %s\n", input.name.c_str(), rules.size(),
-                path.string().c_str(), f.method.c_str(), std::string(preset->label).c_str(),
-                format_seconds(f.seconds).c_str());
+    std::printf("%s: %zu rules from %s, %s search on %s, %s\n", input.name.c_str(), rules.size(), path.string().c_str(),
+                f.method.c_str(), std::string(preset->label).c_str(),
+                f.seconds > 0 ? ("at most " + format_seconds(f.seconds)).c_str() : "within its count budgets");
     std::printf("%-8s %8s %14s\n", "graph", "ops", "inference cost");
     std::printf("%-8s %8zu %14s\n", "before", input.graph.num_ops(), format_seconds(s.cost_before).c_str());
     std::printf("%-8s %8zu %14s\n", "after", r.graph.num_ops(), format_seconds(s.cost_after).c_str());
     std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
                 s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
-                std::string(subst::name(s.bound)).c_str());
+                std::string(s.bound).c_str());
 #if defined(GOOPT_PROGRAM_HAS_CBC)
     if (ilp)
         std::printf("ilp extraction: %zu solves, %zu variables, %zu constraints, %s (lower bound %s), %.1f s\n",
@@ -160,9 +167,11 @@ command add_superopt_command(CLI::App& root) {
         ->capture_default_str();
     app->add_flag("--ilp", flags->ilp,
                   "With --method eqsat: take the final extraction on with Tensat's ILP, solved by CBC, "
-                  "within --time (needs a build with coinor-libcbc-dev)");
-    app->add_option("--time", flags->seconds, "Wall-time limit of the search in seconds")
-        ->check(CLI::Range(0.01, 1e6))
+                  "within --time, else CBC's own 10 s (needs a build with coinor-libcbc-dev)");
+    app->add_option("--time", flags->seconds,
+                    "Opt-in wall-time limit of the search in seconds (0: none; the search's count budgets stop it, "
+                    "so the result does not depend on the machine's speed or load)")
+        ->check(CLI::Range(0.0, 1e6))
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--check-flops", flags->check_flops,

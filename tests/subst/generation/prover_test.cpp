@@ -422,9 +422,11 @@ TEST_CASE("prover: limits and rules that do not build") {
     CHECK_FALSE(once.proven);
     CHECK(once.reason == "iteration limit");
     CHECK(once.iterations == full.iterations - 1);
-    const auto late = prove(r, {.max_iterations = 50, .max_nodes = 4000, .max_time = std::chrono::microseconds(0)});
+    // the wall-time limit is opt-in (0: none); one too short for a round stops the attempt
+    const auto late = prove(r, {.max_iterations = 50, .max_nodes = 4000, .max_time = std::chrono::microseconds(1)});
     CHECK_FALSE(late.proven);
     CHECK(late.reason == "time limit");
+    CHECK(proof_limits{}.max_time.count() == 0);
 
     rule bad = parse("matmul(x0,x1) => matmul(x1,x0)");
     bad.target.ops[0].inputs[0] = value_ref{variable_op, 3};  // the scalar s0 as a matrix

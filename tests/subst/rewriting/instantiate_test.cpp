@@ -93,7 +93,7 @@ std::vector<ops::shape> perturbed(const rule& r, int how, std::mt19937_64& rng) 
 std::pair<std::size_t, std::size_t> check_at_other_shapes(const std::vector<rule>& stored, int perturbations) {
     const auto rules = both_directions(stored);
     std::mt19937_64 rng(12);
-    instantiation_cache cache;
+    soundness_cache cache;
     std::size_t applied = 0, refused = 0;
     for (std::size_t i = 0; i < rules.size(); ++i) {
         const rule& r = rules[i];

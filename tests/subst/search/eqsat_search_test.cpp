@@ -35,7 +35,7 @@ graph::computation_graph taso_readme_block(std::int64_t channels, std::int64_t s
     return g;
 }
 
-void check_sound(const graph::computation_graph& before, const search_result& r) {
+template <class Bound> void check_sound(const graph::computation_graph& before, const search_result<Bound>& r) {
     CHECK(r.stats.cost_after <= r.stats.cost_before);
     CHECK(r.stats.cost_after == doctest::Approx(inference_cost(r.graph, cost::roofline_model{}, device::t4)));
     CHECK(r.stats.rules_applied == r.stats.applied.size());
@@ -59,8 +59,8 @@ TEST_CASE("eqsat: TASO's README block becomes one conv with relu fused, at sever
         CHECK(r.stats.cost_after < r.stats.cost_before);
         // the generated rules (both directions) keep growing even this e-graph, unsaturated: the rounds
         // end when one stops making it cheaper (or at 4)
-        CHECK((r.stats.bound == search_bound::plateau || r.stats.bound == search_bound::iterations ||
-               r.stats.bound == search_bound::converged));
+        CHECK((r.stats.bound == eqsat_bound::plateau || r.stats.bound == eqsat_bound::iterations ||
+               r.stats.bound == eqsat_bound::converged));
         CHECK(r.stats.rules_applied >= 1);
     }
 }
@@ -84,7 +84,7 @@ TEST_CASE("eqsat: parallel matmuls of one input merge into one, the shared matmu
 
 TEST_CASE("eqsat: a small NasRNN gets cheaper, keeps its values, names and sources") {
     const auto g = models::nasrnn({.hidden = 8, .steps = 2});
-    const auto r = optimize(g, shipped_rules(), cost::roofline_model{}, device::t4, {.method = search_method::eqsat});
+    const auto r = optimize(g, shipped_rules(), cost::roofline_model{}, device::t4, {}, eqsat_method{});
     check_sound(g, r);
     CHECK(r.stats.cost_after < r.stats.cost_before);
     for (const auto& op : r.graph.ops()) {
@@ -124,8 +124,8 @@ TEST_CASE("eqsat: every step's parallel matmuls of a NasRNN are merged, at sizes
 TEST_CASE("eqsat: each bound is reported") {
     const auto g = models::nasrnn({.hidden = 8, .steps = 2});
     const auto rules = shipped_rules();
-    const auto one = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {.iterations = 1});
-    CHECK(one.stats.bound == search_bound::iterations);
+    const auto one = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {}, {.iterations = 1});
+    CHECK(one.stats.bound == eqsat_bound::iterations);
     CHECK(one.stats.steps == 1);
     // a round that does not make the graph cheaper ends the rounds unless min_round_gain is 0:
     // (x + y) * z, which distributivity (given here: the sanitizer build ships no rule library)
@@ -143,33 +143,34 @@ TEST_CASE("eqsat: each bound is reported") {
                              {op_kind::ewadd, {}, {value_ref{0, 0}, value_ref{1, 0}}}};
     distribute.target.outputs = {value_ref{2, 0}};
     const std::vector<rule> distributivity{distribute};
-    const eqsat_config no_builtins{.iterations = 3, .space = {.use_builtins = false}};
-    const auto flat = eqsat_search(flat_graph, distributivity, cost::roofline_model{}, device::t4, no_builtins);
-    CHECK(flat.stats.bound == search_bound::plateau);
+    const rewrite_space no_builtins{.use_builtins = false};
+    const eqsat_config three{.iterations = 3};
+    const auto flat = eqsat_search(flat_graph, distributivity, cost::roofline_model{}, device::t4, no_builtins, three);
+    CHECK(flat.stats.bound == eqsat_bound::plateau);
     CHECK(flat.stats.steps == 1);
-    auto every_round = no_builtins;
+    auto every_round = three;
     every_round.min_round_gain = 0;
-    const auto all = eqsat_search(flat_graph, distributivity, cost::roofline_model{}, device::t4, every_round);
+    const auto all =
+        eqsat_search(flat_graph, distributivity, cost::roofline_model{}, device::t4, no_builtins, every_round);
     CHECK(all.stats.steps > 1);
-    CHECK(all.stats.bound != search_bound::plateau);
+    CHECK(all.stats.bound != eqsat_bound::plateau);
     CHECK(all.stats.cost_after == flat.stats.cost_after);
     check_sound(flat_graph, flat);
-    const auto small = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {.max_nodes = 10});
-    CHECK(small.stats.bound == search_bound::e_graph_size);
+    const auto small = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {}, {.max_nodes = 10});
+    CHECK(small.stats.bound == eqsat_bound::e_graph_size);
     struct stop_now {
         bool progress(const search_progress&) { return false; }
     };
-    const auto stopped = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {}, stop_now{});
-    CHECK(stopped.stats.bound == search_bound::stopped);
+    const auto stopped = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {}, {}, stop_now{});
+    CHECK(stopped.stats.bound == eqsat_bound::stopped);
     CHECK(stopped.stats.steps == 1);
-    const auto timed = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {.space = {.seconds = 0}});
-    CHECK(timed.stats.bound == search_bound::time);
+    // the wall-clock limit is opt-in: a limit too short for one round stops the rounds at once
+    const auto timed = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {.seconds = 1e-9});
+    CHECK(timed.stats.bound == eqsat_bound::time);
     for (const auto* r : {&one, &small, &stopped, &timed}) check_sound(g, *r);
     // with no rules and no built-ins nothing changes and the rounds saturate at once
-    const auto none =
-        eqsat_search(g, std::vector<rule>{}, cost::roofline_model{}, device::t4, {.space = {.use_builtins = false}});
-    CHECK(none.stats.bound == search_bound::converged);
+    const auto none = eqsat_search(g, std::vector<rule>{}, cost::roofline_model{}, device::t4, {.use_builtins = false});
+    CHECK(none.stats.bound == eqsat_bound::converged);
     CHECK(none.stats.cost_after == none.stats.cost_before);
     CHECK(inference_ops(none.graph) == inference_ops(g));
-    CHECK(parse_search_method("eqsat") == search_method::eqsat);
 }

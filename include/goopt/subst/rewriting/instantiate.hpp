@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -94,28 +93,6 @@ struct instantiation_limits {
 /// @return the proven rule, or why the rule does not hold (or was not proven) at this match.
 inline std::variant<rule, std::string> instantiate(const graph::computation_graph& g, const rule& r, const match& m,
                                                    const instantiation_limits& limits = {});
-
-/// @brief A thread-safe memo of instantiate() per rule and matched signature (variable shapes and
-/// source attributes), so that a search pays for a proof once per rule and shape, not per match.
-class instantiation_cache {
-public:
-    /// instantiate(g, r, m), or its remembered answer for the same rule text and signature.
-    std::variant<rule, std::string> get(const graph::computation_graph& g, const rule& r, const match& m,
-                                        const instantiation_limits& limits = {});
-    std::size_t size() const {
-        std::lock_guard lock(mutex_);
-        return memo_.size();
-    }
-    std::size_t hits() const {
-        std::lock_guard lock(mutex_);
-        return hits_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::unordered_map<std::string, std::variant<rule, std::string>> memo_;
-    std::size_t hits_ = 0;
-};
 
 // ---- implementation ----
 
@@ -441,27 +418,6 @@ inline std::variant<rule, std::string> instantiate(const graph::computation_grap
     if (proofs > 0) return "not proven from the axioms at the matched shapes (" + last_reason + ")";
     const std::string why = solver.why_not();
     return why.empty() ? std::string("the target has no attribute setting that fits the matched shapes") : why;
-}
-
-inline std::variant<rule, std::string> instantiation_cache::get(const graph::computation_graph& g, const rule& r,
-                                                                const match& m, const instantiation_limits& limits) {
-    std::string key = to_string(r);
-    key += '|';
-    for (auto t : m.variables)
-        if (t < g.num_tensors()) key += g.type_of(t).dims.to_string();
-    key += '|';
-    for (std::size_t i = 0; i < m.ops.size() && i < r.source.ops.size(); ++i)
-        if (m.ops[i] < g.num_ops()) key += attributes_text(r.source.ops[i].kind, g.get_op(m.ops[i]).attrs) + ";";
-    {
-        std::lock_guard lock(mutex_);
-        if (auto it = memo_.find(key); it != memo_.end()) {
-            ++hits_;
-            return it->second;
-        }
-    }
-    auto result = instantiate(g, r, m, limits);
-    std::lock_guard lock(mutex_);
-    return memo_.emplace(std::move(key), std::move(result)).first->second;
 }
 
 }  // namespace rewriting

@@ -12,6 +12,7 @@
 #include <goopt/subst/generation/check_rule.hpp>
 #include <goopt/subst/rewriting/instantiate.hpp>
 #include <goopt/subst/rewriting/pattern_matcher.hpp>
+#include <goopt/subst/rewriting/soundness_cache.hpp>
 #include <goopt/subst/rule.hpp>
 
 #include <algorithm>
@@ -44,21 +45,23 @@ inline namespace rewriting {
 /// at its recorded shapes.
 inline std::vector<match> find_matches(const graph::computation_graph& g, const rule& r, std::size_t limit = SIZE_MAX);
 
+/// @brief A rule refused at a match: not proven (nor, where allowed, shown numerically) at the
+/// matched shapes, or its target does not build or fit there. A search counts it and moves on; any
+/// other goopt::error from apply() is a bad graph or a bug, and propagates.
+class rewrite_refused : public error {
+public:
+    using error::error;
+};
+
 /// Knobs of apply(). The same in every build: what a rewrite guarantees does not depend on NDEBUG.
 struct rewrite_options {
     /// Also run both sides of the instantiated rule on the float interpreter at the matched shapes
     /// (a second net behind the proof; costs an evaluation of the matched subgraph in double).
     bool check = false;
     std::uint64_t seed = 0x5eed;  ///< inputs of the re-check
-    /// Memo of instantiate() per rule and matched signature; a search passes one (nullptr: none).
-    instantiation_cache* cache = nullptr;
-    instantiation_limits limits{};  ///< bounds of solving and proving the rule at the match
-    /// Where the axioms cannot decide (ops they do not cover, such as batchnorm, sigmoid or a filled
-    /// constant), accept a rule whose sides, at the matched shapes and attributes as given, agree on
-    /// the float interpreter (double, two random inputs), if that evaluation costs at most this
-    /// many FLOPs. 0 (the default): proofs only. For rules made for the graph at hand (a search's
-    /// built-in transformations); numeric agreement is evidence, not proof.
-    double numeric_fallback_flops = 0;
+    /// The memo of soundness decisions a search shares across its rewrites (nullptr: decide afresh).
+    soundness_cache* cache = nullptr;
+    soundness_options soundness{};  ///< how the rule is decided at the match (proof, numeric evidence)
 };
 
 /// @brief `g` with `r` applied at `m`: the target's ops are added (reading the tensors the variables
@@ -68,47 +71,15 @@ struct rewrite_options {
 /// op takes the layer of the source op whose output it replaces, when it replaces one.
 /// The target built is the rule instantiated at the match (instantiate()): it is applied only when
 /// the axioms prove it at the matched shapes.
-/// @throws goopt::error naming the rule when it does not hold or is not proven at the matched shapes,
-/// and (opts.check) when the instantiated sides disagree on the interpreter.
+/// @throws subst::rewrite_refused naming the rule when it does not hold or is not proven at the
+/// matched shapes, when its target does not fit there, and (opts.check) when the instantiated sides
+/// disagree on the interpreter; goopt::error when `g` itself is malformed (a cycle).
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& r, const match& m,
                                       const rewrite_options& opts = {});
 
 // ---- implementation ----
 
 }  // namespace rewriting
-
-namespace detail {
-
-/// `r` at the match's shapes and source attributes, its target as given, when its two sides agree
-/// on the float interpreter there within opts.numeric_fallback_flops (rewrite_options).
-inline std::optional<rule> numeric_fallback(const graph::computation_graph& g, const rule& r, const match& m,
-                                            const rewrite_options& opts) {
-    if (m.ops.size() != r.source.ops.size() || m.variables.size() != r.variables.size()) return std::nullopt;
-    rule at = r;
-    for (std::size_t i = 0; i < at.variables.size(); ++i) {
-        if (m.variables[i] >= g.num_tensors()) return std::nullopt;
-        at.variables[i].dims = g.type_of(m.variables[i]).dims;
-    }
-    for (std::size_t i = 0; i < at.source.ops.size(); ++i) {
-        if (m.ops[i] >= g.num_ops()) return std::nullopt;
-        at.source.ops[i].attrs = g.get_op(m.ops[i]).attrs;
-    }
-    try {
-        const auto s = to_graph(at, at.source);
-        const auto t = to_graph(at, at.target);
-        double flops = 0;
-        for (graph::op_id o = 0; o < s.num_ops(); ++o) flops += s.flops(o);
-        for (graph::op_id o = 0; o < t.num_ops(); ++o) flops += t.flops(o);
-        if (flops > opts.numeric_fallback_flops) return std::nullopt;
-        std::mt19937_64 rng(opts.seed);
-        for (int trial = 0; trial < 2; ++trial)
-            if (float_mismatch(s, t, rng, 1e-9)) return std::nullopt;
-    } catch (const error&) {
-        return std::nullopt;
-    }
-    return at;
-}
-}  // namespace detail
 
 inline namespace rewriting {
 
@@ -247,8 +218,8 @@ inline void rewritten_graph_builder::build_target() {
         if (!v.is_variable()) return vals.at(v.op).at(v.index);
         const auto t = new_id_[match_.variables.at(v.index)];
         if (t == unset)
-            throw error(where_, concat("variable ", rule_.variables[v.index].name,
-                                       " is not computed before the target needs it"));
+            throw rewrite_refused(where_, concat("variable ", rule_.variables[v.index].name,
+                                                 " is not computed before the target needs it"));
         return t;
     };
     for (std::size_t i = 0; i < rule_.target.ops.size(); ++i) {
@@ -259,7 +230,7 @@ inline void rewritten_graph_builder::build_target() {
             const auto ids = out_.add(ro.kind, in, ro.attrs, fresh_name(ro.kind));
             vals.emplace_back(ids.begin(), ids.end());
         } catch (const error& e) {
-            throw error(concat(where_, ": the target does not build at the matched shapes: ", e.what()));
+            throw rewrite_refused(concat(where_, ": the target does not build at the matched shapes: ", e.what()));
         }
     }
     for (std::size_t k = 0; k < rule_.target.outputs.size(); ++k) {
@@ -267,8 +238,8 @@ inline void rewritten_graph_builder::build_target() {
         const value_ref replaced = rule_.source.outputs[k];
         const auto& src = g_.type_of(g_.get_op(match_.ops[replaced.op]).outputs[replaced.index]);
         if (!(out_.type_of(t) == src))
-            throw error(where_, concat("target output ", k, " has another type than the output it replaces"),
-                        "the type of the replaced output");
+            throw rewrite_refused(where_, concat("target output ", k, " has another type than the output it replaces"),
+                                  "the type of the replaced output");
         if (!rule_.target.outputs[k].is_variable() && replaced_.layer_of_output[k] >= 0)
             out_.set_layer(out_.producer(t), replaced_.layer_of_output[k]);
         target_out_.push_back(t);
@@ -312,7 +283,8 @@ inline void rewritten_graph_builder::copy_depth_first(graph::op_id root) {
         }
         if (replaced_.by[*need] >= 0) {
             if (target_built()) continue;
-            if (target_on_stack_) throw error(where_, "the target would read a value computed from what it replaces");
+            if (target_on_stack_)
+                throw rewrite_refused(where_, "the target would read a value computed from what it replaces");
             target_on_stack_ = true;
             stack_.push_back({target_frame});
             continue;
@@ -338,17 +310,16 @@ inline namespace rewriting {
 inline graph::computation_graph apply(const graph::computation_graph& g, const rule& given, const match& m,
                                       const rewrite_options& opts) {
     const std::string where = concat("rewrite with rule '", to_string(given), "'");
-    auto inst = opts.cache ? opts.cache->get(g, given, m, opts.limits) : instantiate(g, given, m, opts.limits);
-    if (const auto* why = std::get_if<std::string>(&inst)) {
-        auto checked = opts.numeric_fallback_flops > 0 ? detail::numeric_fallback(g, given, m, opts) : std::nullopt;
-        if (!checked) throw error(where, concat("not applied at this match: ", *why));
-        inst = std::move(*checked);
-    }
-    const rule& r = std::get<rule>(inst);  // the rule at the matched shapes, proven there
+    std::optional<soundness_cache::decision> own;
+    if (!opts.cache) own = decide_soundness(g, given, m, opts.soundness);
+    const auto& decided = opts.cache ? opts.cache->decide(g, given, m, opts.soundness) : *own;
+    if (const auto* why = std::get_if<std::string>(&decided))
+        throw rewrite_refused(where, concat("not applied at this match: ", *why));
+    const rule& r = std::get<rule>(decided);  // the rule at the matched shapes, sound there
     if (opts.check) {
         std::mt19937_64 rng(opts.seed);
         if (auto why = check_rule(r, rng, 1))
-            throw error(where, concat("changes the graph's values at the matched shapes: ", *why));
+            throw rewrite_refused(where, concat("changes the graph's values at the matched shapes: ", *why));
     }
     const detail::replaced_tensors replaced = detail::find_replaced_tensors(g, r, m);
     const std::vector<bool> live = detail::live_ops(g, m, replaced.by);

@@ -18,15 +18,18 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/egraph.hpp>
+#include <goopt/subst/inference_cost.hpp>
 #include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/rewriting/instantiate.hpp>
 #include <goopt/subst/rewriting/pattern_matcher.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
+#include <goopt/subst/rewriting/soundness_cache.hpp>
 #include <goopt/subst/rule.hpp>
+#include <goopt/subst/search/concepts.hpp>
 #include <goopt/subst/search/model_egraph.hpp>
-#include <goopt/subst/search/search.hpp>
-
-#include <boost/container_hash/hash.hpp>
+#include <goopt/subst/search/rewrite_space.hpp>
+#include <goopt/subst/search/rule_library.hpp>
+#include <goopt/subst/search/search_result.hpp>
 
 #include <algorithm>
 #include <bitset>
@@ -45,13 +48,42 @@
 namespace goopt::subst {
 inline namespace search {
 
-/// Knobs of eqsat_search(); Tensat's bounds are a few iterations and some 10^4 e-nodes.
+/// Why eqsat_search() stopped its rounds (the graph is extracted after them in every case).
+enum class eqsat_bound {
+    converged,     ///< a round added nothing: saturated
+    iterations,    ///< eqsat_config::iterations rounds ran without saturating
+    e_graph_size,  ///< the e-graph reached eqsat_config::max_nodes
+    plateau,       ///< a round made the extracted graph less than min_round_gain cheaper
+    time,          ///< the opt-in wall-clock limit (rewrite_space::seconds x saturation_share)
+    stopped,       ///< the visitor asked to stop
+};
+
+inline constexpr std::string_view name(eqsat_bound b) noexcept {
+    switch (b) {
+        case eqsat_bound::converged:
+            return "converged";
+        case eqsat_bound::iterations:
+            return "iterations";
+        case eqsat_bound::e_graph_size:
+            return "e_graph_size";
+        case eqsat_bound::plateau:
+            return "plateau";
+        case eqsat_bound::time:
+            return "time";
+        case eqsat_bound::stopped:
+            return "stopped";
+    }
+    return "?";
+}
+
+/// Knobs of eqsat_search(); Tensat's bounds are a few iterations and some 10^4 e-nodes. Every
+/// budget is a count; rewrite_space::seconds adds a wall-clock limit only when set.
 struct eqsat_config {
     std::size_t iterations = 4;  ///< rounds of matching and applying every rule
     /// Stop after a round whose extracted graph is less than this share cheaper than the one before
     /// (0: never). Each round matches every rule in an e-graph that grows several times over, so a
     /// round that gains nothing costs more than all before it. On the superopt benchmark's models
-    /// 0.01 ends the rounds where they stopped gaining and loses no gain (README).
+    /// 0.01 ends the rounds where they stopped gaining and loses no gain (docs/substitution.md).
     double min_round_gain = 0.01;
     std::size_t max_nodes = 20000;       ///< stop adding once the e-graph holds this many e-nodes
     std::size_t matches_per_rule = 256;  ///< matches of one rule applied per round
@@ -59,11 +91,14 @@ struct eqsat_config {
     /// that gets cheaper (their chains, a merge then a fusion then a join of split pieces, need one
     /// graph each).
     std::size_t builtin_passes = 1;
-    /// Share of space.seconds the rounds may take; the rest is left to the final extraction.
+    /// Local-search costings of each extraction (after every round, and the final one).
+    std::size_t extraction_evaluations = extraction_budget{}.evaluations;
+    /// With a wall-clock limit (rewrite_space::seconds): the share of it the rounds may take; the
+    /// rest is left to the final extraction.
     double saturation_share = 0.7;
-    rewrite_space space = {};  ///< rules, time limit, built-ins (max_ops_factor and matches_per_rule unused)
-    /// An exact method for the final extraction, after its local search, with the time left (none by
-    /// default): subst::cbc_extraction (subst/search/ilp_extraction.hpp) is Tensat's ILP extraction.
+    /// An exact method for the final extraction, after its local search (none by default):
+    /// subst::cbc_extraction (subst/search/ilp_extraction.hpp) is Tensat's ILP extraction, bounded
+    /// by its own time limit (ilp_config::seconds) and the opt-in wall-clock limit.
     extraction_solver final_solver = {};
 };
 
@@ -72,14 +107,24 @@ struct eqsat_config {
 /// @param visitor shown the progress after each round (graphs_seen: the e-graph's e-nodes);
 /// returning false stops the rounds (the graph is still extracted).
 /// @return the extracted graph when it is cheaper than `g` (else `g`) and the statistics:
-/// `applied` lists the rewrites whose ops the graph uses (rules_applied counts them); the bound hit
-/// is converged (a round added nothing: saturated), iterations, plateau (config.min_round_gain),
-/// e_graph_size, time or stopped.
+/// `applied` lists the rewrites whose ops the graph uses (rules_applied counts them), with the
+/// eqsat_bound the rounds stopped at. (rewrite_space::max_ops_factor and matches_per_rule are not
+/// used: an e-graph holds every form at once, eqsat_config::max_nodes bounds it.)
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
-                                                                  std::span<const rule> rules, const Cost& cost,
-                                                                  const Device& device, const eqsat_config& config = {},
-                                                                  Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space = {}, const eqsat_config& config = {}, Visitor&& visitor = {});
+
+/// eqsat_search() as a subst::SubstitutionSearch, for optimize().
+struct eqsat_method {
+    eqsat_config config = {};
+    template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
+    requires cost::CostModel<Cost, Device> search_result<eqsat_bound>
+    operator()(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+               const rewrite_space& space, Visitor&& visitor) const {
+        return eqsat_search(g, rules, cost, device, space, config, std::forward<Visitor>(visitor));
+    }
+};
 
 // ---- implementation ----
 
@@ -131,13 +176,11 @@ private:
         if (out_->size() >= limit_) return;
         if (k == r_.source.outputs.size()) {
             // one match per set of e-nodes and of variable classes: the permutations of a symmetric rule
-            // add nothing new
-            std::vector<std::size_t> placed;
-            for (const auto& n : cur_.ops) placed.push_back(e_node_hash{}(n));
-            std::sort(placed.begin(), placed.end());
-            const auto ops_end = placed.size();
-            for (auto v : cur_.variables) placed.push_back(eg_.find(v));
-            std::sort(placed.begin() + static_cast<std::ptrdiff_t>(ops_end), placed.end());
+            // add nothing new (the nodes themselves are compared: equal hashes would drop a match)
+            placement placed{cur_.ops, {}};
+            std::sort(placed.first.begin(), placed.first.end());
+            for (auto v : cur_.variables) placed.second.push_back(eg_.find(v));
+            std::sort(placed.second.begin(), placed.second.end());
             if (placements_.insert(std::move(placed)).second) out_->push_back(cur_);
             return;
         }
@@ -240,7 +283,9 @@ private:
     const std::vector<std::vector<class_id>>& classes_of_;
     std::span<const kind_set> kinds_of_;
     std::unordered_map<std::uint64_t, bool> attrs_fit_;  // (source op, rank, attribute id) -> attributes_match
-    std::set<std::vector<std::size_t>> placements_;      // the e-nodes of each match recorded (hashes, sorted)
+    /// A match as a set: its e-nodes and its variables' classes, each sorted.
+    using placement = std::pair<std::vector<e_node>, std::vector<class_id>>;
+    std::set<placement> placements_;  // every match recorded
     std::span<const std::size_t> input_rank_;
     e_match cur_;
     std::vector<bool> bound_;
@@ -251,7 +296,8 @@ private:
 /// The rounds of eqsat_search() on one model e-graph.
 class saturation {
 public:
-    saturation(model_egraph& m, const eqsat_config& config) : m_(m), eg_(m.egraph()), config_(config) {}
+    saturation(model_egraph& m, const rewrite_space& space, const eqsat_config& config)
+        : m_(m), eg_(m.egraph()), space_(space), config_(config) {}
 
     /// Classes holding a node of each kind, from the e-graph as it is now (rebuilt); the kinds of
     /// each class's nodes go to kinds_of().
@@ -391,9 +437,10 @@ public:
     }
 
     /// Proves rule `r` (number `id` of the library) at match `em`, on the small graph the match
-    /// spans, and adds its target. The proof is remembered per rule, attributes of the matched
-    /// ops and shapes and types of the variables: all it depends on, and far cheaper to look up
-    /// than to build that graph and the rule's text for instantiation_cache again.
+    /// spans, and adds its target. The decision is looked up in the search's soundness_cache under
+    /// a key of the rule's number, the attributes of the matched ops and the shapes and types of the
+    /// variables: all it depends on, and far cheaper to make than the spanned graph and the rule's
+    /// text that the cache's own key needs.
     bool apply_match(const rule& r, std::size_t id, const e_match& em, const std::string& text) {
         std::vector<std::int64_t> key{static_cast<std::int64_t>(id)};
         for (const auto& n : em.ops) key.push_back(n.attrs);
@@ -404,25 +451,24 @@ public:
             key.push_back(static_cast<std::int64_t>(dims.rank()));
             for (std::size_t d = 0; d < dims.rank(); ++d) key.push_back(dims[d]);
         }
-        auto known = proven_.find(key);
-        if (known == proven_.end()) {
-            std::optional<rule> decided;
-            if (auto local = spanned(r, em)) {
-                auto inst = cache_.get(local->first, r, local->second, limits_);
-                if (auto* proven = std::get_if<rule>(&inst)) decided = std::move(*proven);
-            }
-            known = proven_.emplace(std::move(key), std::move(decided)).first;
+        // a leading NUL: never a rule's text, so never one of the cache's own keys
+        std::string bytes(1, '\0');
+        bytes.append(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(std::int64_t));
+        const soundness_cache::decision* decided = cache_.find(bytes);
+        if (!decided) {
+            if (auto local = spanned(r, em)) decided = &cache_.decide(std::move(bytes), local->first, r, local->second);
         }
-        if (!known->second) {
+        const rule* sound = decided ? std::get_if<rule>(decided) : nullptr;
+        if (!sound) {
             ++refused_;
             return false;
         }
-        return add_target(*known->second, em.variables, em.outputs, text);
+        return add_target(*sound, em.variables, em.outputs, text);
     }
 
     /// Proves (or, failing that, checks numerically) built-in rule `b` made for graph `x` and adds it.
     bool apply_builtin(const builtin_rewrite& b, const extraction& x) {
-        const auto& decided = decide_builtin(x.graph, b.rule, b.where);
+        const rule* decided = decide_builtin(x.graph, b.rule, b.where);
         if (!decided) {
             ++refused_;
             return false;
@@ -460,7 +506,7 @@ public:
                 if (members.empty() || members.back().first != c) members.emplace_back(c, w);
             }
         bool changed = false;
-        const std::size_t group = std::max<std::size_t>(config_.space.builtins.max_group, 2);
+        const std::size_t group = std::max<std::size_t>(space_.builtins.max_group, 2);
         for (const auto& [key, members] : groups)
             for (std::size_t first = 0; first + 1 < members.size(); first += group) {
                 if (eg_.num_nodes() >= config_.max_nodes) return changed;
@@ -479,12 +525,12 @@ public:
                 if (!merged_.insert(std::move(placed)).second) continue;  // merged in an earlier round
                 const rule r = matmul_merge_rule(eg_.shape(key.first), weights, eg_.attributes(key.second));
                 auto local = spanned(r, em);
-                const auto* decided = local ? &decide_builtin(local->first, r, local->second) : nullptr;
-                if (!decided || !*decided) {
+                const rule* decided = local ? decide_builtin(local->first, r, local->second) : nullptr;
+                if (!decided) {
                     ++refused_;
                     continue;
                 }
-                changed = add_target(**decided, em.variables, em.outputs, to_string(r)) || changed;
+                changed = add_target(*decided, em.variables, em.outputs, to_string(r)) || changed;
             }
         return changed;
     }
@@ -520,33 +566,19 @@ private:
     }
 
     /// @brief Built-in rule `r` at match `m` of graph `g` proven, or, failing that, checked on the
-    /// interpreter (the numeric fallback of subst::apply); nullopt when neither. Remembered per
-    /// rule text and variable shapes (a built-in rule's variables have the shapes it was made at),
-    /// which later rounds meet again.
-    const std::optional<rule>& decide_builtin(const graph::computation_graph& g, const rule& r, const match& m) {
-        std::string key = to_string(r);
-        for (const auto& v : r.variables) key += v.dims.to_string();
-        auto known = builtin_memo_.find(key);
-        if (known == builtin_memo_.end()) {
-            auto inst = cache_.get(g, r, m, limits_);
-            std::optional<rule> decided;
-            if (auto* proven = std::get_if<rule>(&inst)) decided = std::move(*proven);
-            else
-                decided =
-                    numeric_fallback(g, r, m, rewrite_options{.numeric_fallback_flops = config_.space.check_flops});
-            known = builtin_memo_.emplace(std::move(key), std::move(decided)).first;
-        }
-        return known->second;
+    /// interpreter (the numeric evidence of soundness_options); nullptr when neither. Remembered by
+    /// the soundness_cache under the rule's text and the match's signature, which later rounds
+    /// meet again.
+    const rule* decide_builtin(const graph::computation_graph& g, const rule& r, const match& m) {
+        const auto& decided = cache_.decide(g, r, m, soundness_options{.numeric_fallback_flops = space_.check_flops});
+        return std::get_if<rule>(&decided);
     }
 
     model_egraph& m_;
     e_graph& eg_;
+    const rewrite_space& space_;
     const eqsat_config& config_;
-    instantiation_cache cache_;
-    instantiation_limits limits_{};
-    std::unordered_map<std::string, std::optional<rule>> builtin_memo_;
-    std::unordered_map<std::vector<std::int64_t>, std::optional<rule>, boost::hash<std::vector<std::int64_t>>>
-        proven_;                              // apply_match's proofs
+    soundness_cache cache_;                   // every rule's decisions at the matches of every round
     std::set<std::vector<class_id>> merged_;  // matmul groups merged (input, weights, outputs)
     std::vector<std::uint32_t> seen_;
     std::vector<e_matcher::kind_set> kinds_of_;
@@ -560,34 +592,29 @@ private:
 inline namespace search {
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::computation_graph& g,
-                                                                  std::span<const rule> rules, const Cost& cost,
-                                                                  const Device& device, const eqsat_config& config,
-                                                                  Visitor&& visitor) {
+requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space, const eqsat_config& config, Visitor&& visitor) {
     using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    const auto at = [&](double share) {
-        return start +
-               std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(share * config.space.seconds));
-    };
-    const auto saturation_end = at(config.saturation_share);
-    const rule_library library(rules, config.space.both_directions);
-    search_stats stats;
+    const wall_clock_limit limit(space.seconds);
+    const auto saturation_end = limit.at(config.saturation_share);  // the end of time when there is no limit
+    const rule_library library(rules, space.both_directions);
+    search_stats<eqsat_bound> stats;
     stats.cost_before = inference_cost(g, cost, device);
 
     model_egraph m(g);
-    detail::saturation sat(m, config);
+    detail::saturation sat(m, space, config);
     // the graph extracted last: the model itself to begin with
     extraction x{g, std::vector<class_id>(g.num_tensors(), 0), stats.cost_before, {}};
     for (graph::tensor_id t = 0; t < g.num_tensors(); ++t) x.class_of_tensor[t] = m.class_of(t);
 
-    std::optional<search_bound> bound;
+    std::optional<eqsat_bound> bound;
     double round_start_cost = x.cost;                // the extracted graph's cost before the round
     std::vector<std::string> texts(library.size());  // each rule's text, made when first applied
     std::vector<std::optional<std::vector<std::size_t>>> input_ranks(library.size());  // made when first matched
     while (!bound) {
         if (stats.steps >= config.iterations) {
-            bound = search_bound::iterations;
+            bound = eqsat_bound::iterations;
             break;
         }
         ++stats.steps;
@@ -599,7 +626,7 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
         std::vector<std::pair<std::size_t, detail::e_match>> found;
         for (std::size_t k = 0; k < library.size() && !bound; ++k) {
             if (!library.may_match(k, present)) continue;
-            if (clock::now() >= saturation_end) bound = search_bound::time;
+            if (clock::now() >= saturation_end) bound = eqsat_bound::time;
             if (!input_ranks[k]) input_ranks[k] = subst::detail::source_input_ranks(library[k]);
             std::vector<detail::e_match> ms;
             detail::e_matcher(m.egraph(), library[k], classes_of, sat.kinds_of(), *input_ranks[k])
@@ -609,53 +636,62 @@ requires cost::CostModel<Cost, Device> search_result eqsat_search(const graph::c
         bool changed = false;
         for (const auto& [k, em] : found) {
             if (bound) break;
-            if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
-            else if (clock::now() >= saturation_end) bound = search_bound::time;
+            if (m.egraph().num_nodes() >= config.max_nodes) bound = eqsat_bound::e_graph_size;
+            else if (clock::now() >= saturation_end) bound = eqsat_bound::time;
             else {
                 if (texts[k].empty()) texts[k] = to_string(library[k]);
                 changed = sat.apply_match(library[k], k, em, texts[k]) || changed;
             }
         }
-        if (!bound && config.space.use_builtins && config.space.builtins.merge_matmuls)
+        if (!bound && space.use_builtins && space.builtins.merge_matmuls)
             changed = sat.merge_parallel_matmuls() || changed;
         m.egraph().rebuild();
-        const auto extraction_end = [&] {
-            return std::min(saturation_end, clock::now() + (saturation_end - start) / 8);
+        // each extraction of a round: its count, and with a wall-clock limit an eighth of the rounds' time
+        const auto round_budget = [&] {
+            extraction_budget b{.evaluations = config.extraction_evaluations};
+            if (space.seconds > 0)
+                b.deadline = std::min(
+                    saturation_end,
+                    clock::now() + std::chrono::duration_cast<clock::duration>(
+                                       std::chrono::duration<double>(config.saturation_share * space.seconds / 8)));
+            return b;
         };
-        x = extract(m, cost, device, extraction_end(), &x);
+        x = extract(m, cost, device, round_budget(), &x);
         // the built-ins are made for a graph: for the one extracted (builtin_passes)
-        for (std::size_t pass = 0; config.space.use_builtins && pass < config.builtin_passes && !bound; ++pass) {
+        for (std::size_t pass = 0; space.use_builtins && pass < config.builtin_passes && !bound; ++pass) {
             bool added = false;
-            for (const auto& b : builtin_rules(x.graph, config.space.builtins)) {
+            for (const auto& b : builtin_rules(x.graph, space.builtins)) {
                 if (bound) break;
-                if (m.egraph().num_nodes() >= config.max_nodes) bound = search_bound::e_graph_size;
-                else if (clock::now() >= saturation_end) bound = search_bound::time;
+                if (m.egraph().num_nodes() >= config.max_nodes) bound = eqsat_bound::e_graph_size;
+                else if (clock::now() >= saturation_end) bound = eqsat_bound::time;
                 else added = sat.apply_builtin(b, x) || added;
             }
             changed = changed || added;
             if (!added) break;
             m.egraph().rebuild();
-            auto next = extract(m, cost, device, extraction_end(), &x);
+            auto next = extract(m, cost, device, round_budget(), &x);
             const bool cheaper = next.cost < x.cost;
             x = std::move(next);
             if (!cheaper) break;
         }
-        if (!changed && !bound) bound = search_bound::converged;
-        if (!bound && x.cost > (1.0 - config.min_round_gain) * round_start_cost) bound = search_bound::plateau;
+        if (!changed && !bound) bound = eqsat_bound::converged;
+        if (!bound && x.cost > (1.0 - config.min_round_gain) * round_start_cost) bound = eqsat_bound::plateau;
         round_start_cost = x.cost;
         stats.graphs_seen = m.egraph().num_nodes();
-        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, std::min(x.cost, stats.cost_before),
-                                              seconds_since(start)}))
-            bound = bound.value_or(search_bound::stopped);
+        if (!visitor.progress(
+                search_progress{stats.steps, stats.graphs_seen, std::min(x.cost, stats.cost_before), limit.elapsed()}))
+            bound = bound.value_or(eqsat_bound::stopped);
     }
     stats.bound = *bound;
-    // the final extraction, with the time left
-    if (clock::now() < at(1.0)) {
-        auto final = extract(m, cost, device, at(1.0), &x, config.final_solver);
+    // the final extraction, with the time left where there is a limit
+    if (!limit.over()) {
+        auto final = extract(m, cost, device,
+                             extraction_budget{.evaluations = config.extraction_evaluations, .deadline = limit.at(1.0)},
+                             &x, config.final_solver);
         if (final.cost < x.cost) x = std::move(final);
     }
     stats.refused = sat.refused();
-    stats.seconds = seconds_since(start);
+    stats.seconds = limit.elapsed();
     if (!(x.cost < stats.cost_before)) {
         stats.cost_after = stats.cost_before;
         return {g, std::move(stats)};

@@ -9,10 +9,15 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/structural_hash.hpp>
+#include <goopt/subst/inference_cost.hpp>
 #include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search/search.hpp>
+#include <goopt/subst/search/concepts.hpp>
+#include <goopt/subst/search/match_applier.hpp>
+#include <goopt/subst/search/rewrite_space.hpp>
+#include <goopt/subst/search/rule_library.hpp>
+#include <goopt/subst/search/search_result.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -27,46 +33,73 @@
 namespace goopt::subst {
 inline namespace search {
 
-/// Knobs of greedy_search().
+/// Why greedy_search() stopped.
+enum class greedy_bound {
+    converged,  ///< a local optimum, lookahead included
+    budget,     ///< greedy_config::max_steps rewrites were accepted
+    time,       ///< the opt-in wall-clock limit (rewrite_space::seconds)
+    stopped,    ///< the visitor asked to stop
+};
+
+inline constexpr std::string_view name(greedy_bound b) noexcept {
+    switch (b) {
+        case greedy_bound::converged:
+            return "converged";
+        case greedy_bound::budget:
+            return "budget";
+        case greedy_bound::time:
+            return "time";
+        case greedy_bound::stopped:
+            return "stopped";
+    }
+    return "?";
+}
+
+/// Knobs of greedy_search(); its budget is a count (max_steps), never the clock.
 struct greedy_config {
     std::size_t max_steps = 10000;  ///< rewrites accepted
     double alpha = 1.05;            ///< lookahead: first steps may cost up to alpha x the current graph
     std::size_t lookahead = 8;      ///< lookahead: how many such first steps are followed up
-    rewrite_space space = {};       ///< rules, time and size limits
 };
 
 /// @brief Rewrites `g` into a cheaper equivalent graph by first-improvement local search with a
 /// one-step lookahead (see the file comment).
-/// @return the final graph and the statistics; bound: converged (a local optimum, lookahead
-/// included), budget (max_steps), time, or stopped by the visitor.
+/// @return the final graph and the statistics, with the greedy_bound it stopped at.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::computation_graph& g,
-                                                                   std::span<const rule> rules, const Cost& cost,
-                                                                   const Device& device,
-                                                                   const greedy_config& config = {},
-                                                                   Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space = {}, const greedy_config& config = {}, Visitor&& visitor = {});
+
+/// greedy_search() as a subst::SubstitutionSearch, for optimize().
+struct greedy_method {
+    greedy_config config = {};
+    template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
+    requires cost::CostModel<Cost, Device> search_result<greedy_bound>
+    operator()(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+               const rewrite_space& space, Visitor&& visitor) const {
+        return greedy_search(g, rules, cost, device, space, config, std::forward<Visitor>(visitor));
+    }
+};
 
 // ---- implementation ----
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::computation_graph& g,
-                                                                   std::span<const rule> rules, const Cost& cost,
-                                                                   const Device& device, const greedy_config& config,
-                                                                   Visitor&& visitor) {
-    const auto start = std::chrono::steady_clock::now();
-    const rewrite_space& space = config.space;
+requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space, const greedy_config& config, Visitor&& visitor) {
+    const wall_clock_limit clock(space.seconds);
     const rule_library library(rules, space.both_directions);
     match_applier applier(space.check_flops);
     const std::size_t max_ops = static_cast<std::size_t>(space.max_ops_factor * static_cast<double>(g.num_ops()));
     std::unordered_set<std::uint64_t> seen{graph::structural_hash(g)};
 
-    search_stats stats;
+    search_stats<greedy_bound> stats;
     stats.cost_before = inference_cost(g, cost, device);
     graph::computation_graph current = g;
     double current_cost = stats.cost_before;
-    std::optional<search_bound> bound;
+    std::optional<greedy_bound> bound;
     auto out_of_time = [&] {
-        if (!bound && seconds_since(start) > space.seconds) bound = search_bound::time;
+        if (!bound && clock.over()) bound = greedy_bound::time;
         return bound.has_value();
     };
 
@@ -151,9 +184,9 @@ requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::
         current_cost = c.cost;
         stats.applied.push_back(std::move(c.rule));
         ++stats.steps;
-        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, current_cost, seconds_since(start)}))
-            bound = search_bound::stopped;
-        else if (stats.steps >= config.max_steps) bound = search_bound::budget;
+        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, current_cost, clock.elapsed()}))
+            bound = greedy_bound::stopped;
+        else if (stats.steps >= config.max_steps) bound = greedy_bound::budget;
     };
 
     // passes over the rules: an improving rewrite is taken at once and its rule tried again on the
@@ -209,12 +242,12 @@ requires cost::CostModel<Cost, Device> search_result greedy_search(const graph::
         }
         near.clear();
         resume = 0;
-        if (!found && !bound && !out_of_time()) bound = search_bound::converged;
+        if (!found && !bound && !out_of_time()) bound = greedy_bound::converged;
     }
     stats.bound = *bound;
     stats.rules_applied = stats.applied.size();
     stats.cost_after = current_cost;
-    stats.seconds = seconds_since(start);
+    stats.seconds = clock.elapsed();
     return {std::move(current), std::move(stats)};
 }
 

@@ -116,17 +116,28 @@ using extraction_choice = std::vector<std::int32_t>;
 using extraction_solver = std::function<std::optional<extraction_choice>(
     const extraction_problem&, const extraction_choice& incumbent, std::chrono::steady_clock::time_point deadline)>;
 
+/// @brief How long an extraction's local search may run: a count of DAG costings, so that the same
+/// e-graph gives the same graph on any machine and load; a deadline only when a caller opts in.
+struct extraction_budget {
+    /// Costings of a whole choice (each a walk of the classes it reaches) by the local search.
+    /// Measured on benchmarks/superopt's seven models: the local search converges within this
+    /// on all of them (docs/substitution.md).
+    std::size_t evaluations = 20000;
+    /// Opt-in wall-clock end (also handed to the solver); none by default.
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
 /// @brief The cheapest graph that the extraction finds in `m` (rebuilt first) under `cost` on
 /// `device`: TENSAT's greedy choice and the model's own ops as starting points, improved by
-/// switching classes (with sibling outputs) while the DAG's cost drops and `deadline` is ahead,
-/// then by `solver` when one is given and time is left.
+/// switching classes (with sibling outputs) while the DAG's cost drops and `budget` lasts,
+/// then by `solver` when one is given and the deadline is ahead.
 /// Ops of the model keep their names, layers and colocation groups; ops added by rewrites get
 /// fresh names and no layer (-1). Every source op of the model is kept.
 /// With `from` (a graph extracted from `m` earlier), its choice is a starting point too, so that
 /// extraction after more rewrites is never worse than before.
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                                                          std::chrono::steady_clock::time_point deadline,
+                                                          const extraction_budget& budget,
                                                           const extraction* from = nullptr,
                                                           const extraction_solver& solver = {});
 
@@ -220,8 +231,7 @@ public:
         class_const_.assign(n, 0);
     }
 
-    extraction run(std::chrono::steady_clock::time_point deadline, const extraction* from,
-                   const extraction_solver& solver);
+    extraction run(const extraction_budget& budget, const extraction* from, const extraction_solver& solver);
 
 private:
     using choice_t = extraction_choice;
@@ -463,8 +473,11 @@ template <class Cost, device::DeviceModel Device> extraction_problem dag_extract
 }
 
 template <class Cost, device::DeviceModel Device>
-extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_point deadline, const extraction* from,
+extraction dag_extractor<Cost, Device>::run(const extraction_budget& budget, const extraction* from,
                                             const extraction_solver& solver) {
+    const auto deadline = budget.deadline;
+    std::size_t evaluations = 0;
+    auto spent = [&] { return evaluations >= budget.evaluations || std::chrono::steady_clock::now() >= deadline; };
     choice_t current = greedy_choice();
     std::vector<class_id> model_classes;
     for (graph::tensor_id t = 0; t < m_.model().num_tensors(); ++t) model_classes.push_back(m_.class_of(t));
@@ -482,12 +495,13 @@ extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_poin
     }
     if (!best) throw error("eqsat_search", "extraction: no acyclic choice", "the model's own graph in its e-graph");
     // local search: switch one class (and the sibling outputs of its new op) while the DAG gets cheaper
-    for (bool improved = true; improved && std::chrono::steady_clock::now() < deadline;) {
+    for (bool improved = true; improved && !spent();) {
         improved = false;
         std::vector<class_id> reach;
         evaluate(current, &reach);
+        ++evaluations;
         for (class_id c : reach) {
-            if (std::chrono::steady_clock::now() >= deadline) break;
+            if (spent()) break;
             const auto& ns = eg_.nodes(c);
             for (std::size_t i = 0; i < ns.size(); ++i) {
                 if (static_cast<std::int32_t>(i) == current[c]) continue;
@@ -496,6 +510,7 @@ extraction dag_extractor<Cost, Device>::run(std::chrono::steady_clock::time_poin
                     undo.emplace_back(d, current[d]);
                     current[d] = static_cast<std::int32_t>(j);
                 }
+                ++evaluations;
                 if (auto t = evaluate(current); t && *t < *best * (1 - 1e-9)) {
                     best = t;
                     improved = true;
@@ -622,9 +637,9 @@ inline namespace search {
 
 template <class Cost, device::DeviceModel Device>
 requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const Cost& cost, const Device& device,
-                                                          std::chrono::steady_clock::time_point deadline,
-                                                          const extraction* from, const extraction_solver& solver) {
-    return detail::dag_extractor<Cost, Device>(m, cost, device).run(deadline, from, solver);
+                                                          const extraction_budget& budget, const extraction* from,
+                                                          const extraction_solver& solver) {
+    return detail::dag_extractor<Cost, Device>(m, cost, device).run(budget, from, solver);
 }
 
 }  // namespace search

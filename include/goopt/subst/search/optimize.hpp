@@ -11,53 +11,31 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search/eqsat_search.hpp>
+#include <goopt/subst/search/concepts.hpp>
 #include <goopt/subst/search/greedy_search.hpp>
-#include <goopt/subst/search/search.hpp>
-#include <goopt/subst/search/taso_search.hpp>
+#include <goopt/subst/search/rewrite_space.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <span>
-#include <string_view>
+#include <utility>
 
 namespace goopt::subst {
 inline namespace search {
 
-/// Which search optimize() runs.
-enum class search_method {
-    greedy,  ///< greedy_search: first improvement with lookahead (the default: fastest, as good on the zoo)
-    taso,    ///< taso_search: TASO's cost-ordered backtracking search (the reference)
-    eqsat,   ///< eqsat_search: equality saturation over an e-graph and extraction (Tensat)
-};
-
-/// The method named `text` ("greedy" or "taso"); goopt::error otherwise.
-inline search_method parse_search_method(std::string_view text) {
-    if (text == "greedy") return search_method::greedy;
-    if (text == "taso") return search_method::taso;
-    if (text == "eqsat") return search_method::eqsat;
-    throw error("parse_search_method", concat("search method '", text, "'"), "'greedy', 'taso' or 'eqsat'");
-}
-
-/// Knobs of optimize(): the method and each method's own knobs.
-struct optimize_config {
-    search_method method = search_method::greedy;
-    greedy_config greedy = {};
-    taso_config taso = {};
-    eqsat_config eqsat = {};
-};
-
-/// @brief The cheapest graph equivalent to `g` that the chosen search finds with `rules` (used in
-/// both directions) and the built-in rules, costed by subst::inference_cost under `cost` on `device`.
-/// @return the graph and the search statistics (costs, rewrites, seconds, which bound it hit).
+/// @brief The cheapest graph equivalent to `g` that `search` finds with `rules` (used in both
+/// directions) and the built-in rules, within `space`, costed by subst::inference_cost under
+/// `cost` on `device`. The search is any subst::SubstitutionSearch: greedy_method (the default:
+/// fastest, as good as TASO's on the zoo), taso_method, eqsat_method, or a user's own.
+/// @return the graph and the statistics of the search, with its own bound type.
 /// The returned graph's ops that a rewrite added without a layer get one: the latest layer of the
 /// ops they read, else the earliest of the ops that read them (when `g` had every computing op in a
 /// layer, so that layer-based placements still apply to the result).
-template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-requires cost::CostModel<Cost, Device> search_result optimize(const graph::computation_graph& g,
-                                                              std::span<const rule> rules, const Cost& cost,
-                                                              const Device& device, const optimize_config& config = {},
-                                                              Visitor&& visitor = {});
+template <class Cost, device::DeviceModel Device, class Search = greedy_method,
+          SearchVisitor Visitor = null_search_visitor>
+requires cost::CostModel<Cost, Device> && SubstitutionSearch<Search, Cost, Device>
+auto optimize(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+              const rewrite_space& space = {}, const Search& search = {}, Visitor&& visitor = {});
 
 /// @brief Gives every computing op of `g` without a layer (-1) the latest layer of the ops it reads,
 /// else the earliest layer of the ops that read it; sources keep theirs.
@@ -88,16 +66,11 @@ inline void inherit_layers(graph::computation_graph& g) {
     }
 }
 
-template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-requires cost::CostModel<Cost, Device> search_result optimize(const graph::computation_graph& g,
-                                                              std::span<const rule> rules, const Cost& cost,
-                                                              const Device& device, const optimize_config& config,
-                                                              Visitor&& visitor) {
-    auto r = config.method == search_method::taso
-                 ? taso_search(g, rules, cost, device, config.taso, std::forward<Visitor>(visitor))
-             : config.method == search_method::eqsat
-                 ? eqsat_search(g, rules, cost, device, config.eqsat, std::forward<Visitor>(visitor))
-                 : greedy_search(g, rules, cost, device, config.greedy, std::forward<Visitor>(visitor));
+template <class Cost, device::DeviceModel Device, class Search, SearchVisitor Visitor>
+requires cost::CostModel<Cost, Device> && SubstitutionSearch<Search, Cost, Device>
+auto optimize(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+              const rewrite_space& space, const Search& search, Visitor&& visitor) {
+    auto r = search(g, rules, cost, device, space, visitor);
     bool all_layered = true;
     for (const auto& op : g.ops()) all_layered = all_layered && (op.spec().has(ops::source) || op.layer >= 0);
     if (all_layered) inherit_layers(r.graph);

@@ -8,10 +8,15 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/structural_hash.hpp>
+#include <goopt/subst/inference_cost.hpp>
 #include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
-#include <goopt/subst/search/search.hpp>
+#include <goopt/subst/search/concepts.hpp>
+#include <goopt/subst/search/match_applier.hpp>
+#include <goopt/subst/search/rewrite_space.hpp>
+#include <goopt/subst/search/rule_library.hpp>
+#include <goopt/subst/search/search_result.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -27,35 +33,69 @@
 namespace goopt::subst {
 inline namespace search {
 
-/// Knobs of taso_search(); TASO's defaults where it has them.
+/// Why taso_search() stopped.
+enum class taso_bound {
+    converged,   ///< the queue ran empty within every limit
+    budget,      ///< taso_config::budget graphs were expanded
+    time,        ///< the opt-in wall-clock limit (rewrite_space::seconds)
+    stopped,     ///< the visitor asked to stop
+    graph_size,  ///< the queue ran empty, but candidates were dropped for having too many ops
+    queue_size,  ///< the queue ran empty, but its worst candidates were dropped to keep it within max_queue
+};
+
+inline constexpr std::string_view name(taso_bound b) noexcept {
+    switch (b) {
+        case taso_bound::converged:
+            return "converged";
+        case taso_bound::budget:
+            return "budget";
+        case taso_bound::time:
+            return "time";
+        case taso_bound::stopped:
+            return "stopped";
+        case taso_bound::graph_size:
+            return "graph_size";
+        case taso_bound::queue_size:
+            return "queue_size";
+    }
+    return "?";
+}
+
+/// Knobs of taso_search(); TASO's defaults where it has them. Its budget is a count of expansions.
 struct taso_config {
     double alpha = 1.0;            ///< keep graphs cheaper than alpha x best (TASO: 1.0-1.05)
     std::size_t budget = 100;      ///< graphs expanded (TASO's evaluation: 100)
     std::size_t max_queue = 2000;  ///< candidates kept; the worst are dropped beyond it
-    rewrite_space space = {};      ///< rules, time and size limits
 };
 
 /// @brief TASO's search for the cheapest graph equivalent to `g` under `rules` (and the built-ins).
 /// @param cost the cost model (subst::inference_cost of its op times is what is minimized).
 /// @param visitor shown the progress after each expansion; returning false stops the search.
-/// @return the cheapest graph seen (g itself when nothing is cheaper) and the statistics; the
-/// bound hit is budget, time, stopped, or converged (queue empty), with graph_size or queue_size
-/// when candidates were dropped by those limits and no other bound was hit.
+/// @return the cheapest graph seen (g itself when nothing is cheaper) and the statistics, with the
+/// taso_bound it stopped at.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
-requires cost::CostModel<Cost, Device> search_result taso_search(const graph::computation_graph& g,
-                                                                 std::span<const rule> rules, const Cost& cost,
-                                                                 const Device& device, const taso_config& config = {},
-                                                                 Visitor&& visitor = {});
+requires cost::CostModel<Cost, Device> search_result<taso_bound> taso_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space = {}, const taso_config& config = {}, Visitor&& visitor = {});
+
+/// taso_search() as a subst::SubstitutionSearch, for optimize().
+struct taso_method {
+    taso_config config = {};
+    template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
+    requires cost::CostModel<Cost, Device> search_result<taso_bound>
+    operator()(const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+               const rewrite_space& space, Visitor&& visitor) const {
+        return taso_search(g, rules, cost, device, space, config, std::forward<Visitor>(visitor));
+    }
+};
 
 // ---- implementation ----
 
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
-requires cost::CostModel<Cost, Device> search_result taso_search(const graph::computation_graph& g,
-                                                                 std::span<const rule> rules, const Cost& cost,
-                                                                 const Device& device, const taso_config& config,
-                                                                 Visitor&& visitor) {
-    const auto start = std::chrono::steady_clock::now();
-    const rewrite_space& space = config.space;
+requires cost::CostModel<Cost, Device> search_result<taso_bound> taso_search(
+    const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
+    const rewrite_space& space, const taso_config& config, Visitor&& visitor) {
+    const wall_clock_limit clock(space.seconds);
     const rule_library library(rules, space.both_directions);
     match_applier applier(space.check_flops);
 
@@ -71,21 +111,21 @@ requires cost::CostModel<Cost, Device> search_result taso_search(const graph::co
     std::unordered_set<std::uint64_t> seen;
     const std::size_t max_ops = static_cast<std::size_t>(space.max_ops_factor * static_cast<double>(g.num_ops()));
 
-    search_stats stats;
+    search_stats<taso_bound> stats;
     stats.cost_before = inference_cost(g, cost, device);
     nodes.push_back({g, stats.cost_before, -1, {}});
     queue.emplace(stats.cost_before, 0);
     seen.insert(graph::structural_hash(g));
     std::size_t best = 0;
     bool dropped_size = false, dropped_queue = false;
-    std::optional<search_bound> bound;
+    std::optional<taso_bound> bound;
 
     while (!queue.empty() && !bound) {
         const auto [c, id] = *queue.begin();
         queue.erase(queue.begin());
         (void)c;
         if (stats.steps >= config.budget) {
-            bound = search_bound::budget;
+            bound = taso_bound::budget;
             break;
         }
         ++stats.steps;
@@ -123,7 +163,7 @@ requires cost::CostModel<Cost, Device> search_result taso_search(const graph::co
             }
         };
         auto timed_out = [&] {
-            if (seconds_since(start) > space.seconds) bound = search_bound::time;
+            if (clock.over()) bound = taso_bound::time;
             return bound.has_value();
         };
         if (space.use_builtins)
@@ -139,19 +179,17 @@ requires cost::CostModel<Cost, Device> search_result taso_search(const graph::co
                 consider(applier(current, r, m, true), r);
             }
         }
-        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, nodes[best].cost, seconds_since(start)}))
-            bound = bound.value_or(search_bound::stopped);
+        if (!visitor.progress(search_progress{stats.steps, stats.graphs_seen, nodes[best].cost, clock.elapsed()}))
+            bound = bound.value_or(taso_bound::stopped);
     }
     if (!bound)
-        bound = dropped_size    ? search_bound::graph_size
-                : dropped_queue ? search_bound::queue_size
-                                : search_bound::converged;
+        bound = dropped_size ? taso_bound::graph_size : dropped_queue ? taso_bound::queue_size : taso_bound::converged;
     stats.bound = *bound;
     for (std::int64_t n = static_cast<std::int64_t>(best); n > 0; n = nodes[static_cast<std::size_t>(n)].parent)
         stats.applied.insert(stats.applied.begin(), nodes[static_cast<std::size_t>(n)].rule);
     stats.rules_applied = stats.applied.size();
     stats.cost_after = nodes[best].cost;
-    stats.seconds = seconds_since(start);
+    stats.seconds = clock.elapsed();
     return {std::move(*nodes[best].graph), std::move(stats)};
 }
 
