@@ -34,12 +34,12 @@
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rewriting/soundness_cache.hpp>
 #include <goopt/subst/rule.hpp>
+#include <goopt/subst/search/concepts.hpp>
 #include <goopt/subst/search/eqsat_search.hpp>
 #include <goopt/subst/search/greedy_search.hpp>
+#include <goopt/subst/search/match_applier.hpp>
 #include <goopt/subst/search/model_egraph.hpp>
 #include <goopt/subst/search/optimize.hpp>
-#include <goopt/subst/search/concepts.hpp>
-#include <goopt/subst/search/match_applier.hpp>
 #include <goopt/subst/search/rewrite_space.hpp>
 #include <goopt/subst/search/rule_library.hpp>
 #include <goopt/subst/search/search_result.hpp>
