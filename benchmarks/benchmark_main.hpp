@@ -88,19 +88,17 @@ public:
 // on the way to a double; so each rewrites the text it accepts into one those read as from_chars
 // did. They are transforms (`->transform(bench::count())`): Option::check would hand them a copy.
 
-namespace detail {
-inline std::string expected_count(std::uint64_t lo, std::uint64_t hi) {
-    if (hi == std::numeric_limits<std::uint64_t>::max()) {
-        return lo == 0 ? "a non-negative integer" : concat("an integer >= ", lo);
-    }
-    return concat("an integer in ", lo, "..", hi);
-}
-}  // namespace detail
-
 /// A CLI11 transform for an integer flag: the whole text is a decimal integer in [lo, hi] ("12";
 /// not "12x", "-1", "0x1f" or ""). Refused, the message names the value and what was expected.
 inline CLI::Validator count(std::uint64_t lo = 0, std::uint64_t hi = std::numeric_limits<std::uint64_t>::max()) {
-    const std::string expected = detail::expected_count(lo, hi);
+    std::string expected = "a non-negative integer", range;  // range: shown in --help after the type
+    if (hi < std::numeric_limits<std::uint64_t>::max()) {
+        range = concat("in ", lo, "..", hi);
+        expected = concat("an integer ", range);
+    } else if (lo > 0) {
+        range = concat(">= ", lo);
+        expected = concat("an integer ", range);
+    }
     return CLI::Validator(
         [lo, hi, expected](std::string& text) -> std::string {
             std::uint64_t v = 0;
@@ -110,7 +108,7 @@ inline CLI::Validator count(std::uint64_t lo = 0, std::uint64_t hi = std::numeri
             text = std::to_string(v);
             return {};
         },
-        lo == 0 && hi == std::numeric_limits<std::uint64_t>::max() ? std::string{} : concat("in ", lo, "..", hi));
+        range);
 }
 
 /// A CLI11 transform for a real flag: the whole text is a finite number >= 0 ("0.5", "1e-4"; not
@@ -124,7 +122,8 @@ inline CLI::Validator non_negative_real() {
                 return concat("'", text, "': expected a finite number >= 0");
             char hex[64];
             const auto written = std::to_chars(hex, hex + sizeof hex, std::abs(v), std::chars_format::hex);
-            text = concat(std::signbit(v) ? "-0x" : "0x", std::string_view(hex, static_cast<std::size_t>(written.ptr - hex)));
+            text = concat(std::signbit(v) ? "-0x" : "0x",
+                          std::string_view(hex, static_cast<std::size_t>(written.ptr - hex)));
             return {};
         },
         "");
