@@ -22,41 +22,6 @@
 
 namespace goopt::bench {
 
-/// The value of `flag` as a non-negative integer: the whole text ("12"; not "12x", "-1" or "").
-inline std::uint64_t count_value(std::string_view flag, std::string_view text) {
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-        throw error(concat("flag ", flag), concat("'", text, "'"), "a non-negative integer");
-    return v;
-}
-
-/// The value of `flag` as an integer in [lo, hi]; outside it is an error naming the range.
-inline std::uint64_t count_value(std::string_view flag, std::string_view text, std::uint64_t lo, std::uint64_t hi) {
-    const std::uint64_t v = count_value(flag, text);
-    if (v < lo || v > hi) throw error(concat("flag ", flag), concat(v), concat(lo, "..", hi));
-    return v;
-}
-
-/// The value of `flag` as a finite number >= 0: the whole text ("0.5"; not "0.5s", "nan" or "-1").
-inline double real_value(std::string_view flag, std::string_view text) {
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
-        throw error(concat("flag ", flag), concat("'", text, "'"), "a finite number >= 0");
-    return v;
-}
-
-/// A flag given last, with no value after it.
-[[noreturn]] inline void missing_value(std::string_view flag) {
-    throw error(concat("flag ", flag), "no value after it", "a value (see --help)");
-}
-
-/// An argument that is no flag of the program; `expected` lists what is.
-[[noreturn]] inline void unknown_argument(std::string_view arg, std::string_view expected = "a flag listed by --help") {
-    throw error(concat("argument '", arg, "'"), "unknown", expected);
-}
-
 /// A benchmark's command line: CLI11's app, declared once for parsing, checking and --help. As in
 /// the hand-written parsers it replaces, a flag given twice takes its last value (a list flag such
 /// as `--model` adds to its list instead).
