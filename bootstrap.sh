@@ -51,7 +51,7 @@ required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohman
           libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
           libmetis-dev                 # METIS placement baseline (goopt::metis)
           coinor-libcbc-dev pkg-config # Tensat's ILP extraction (goopt::cbc)
-          libcli11-dev)                # the goopt program's flags (CLI11)
+          libcli11-dev)                # the flags of the goopt program and the benchmarks (CLI11)
 if [[ "$command" == format || "$command" == format-check ]]; then
     required=(clang-format git)  # formatting needs nothing else
 fi

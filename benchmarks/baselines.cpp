@@ -27,7 +27,6 @@
 #include <functional>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,46 +37,39 @@ struct workload {
     std::function<goopt::graph::computation_graph()> build;
 };
 
-std::vector<std::size_t> parse_counts(const std::string& text) {
-    std::vector<std::size_t> r;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        const auto v = goopt::bench::count_value("--devices", item);
-        if (v == 0) throw goopt::error("flag --devices", goopt::concat("'", item, "'"), "a positive count");
-        r.push_back(v);
-    }
-    if (r.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
-    return r;
-}
-
 int run(int argc, char** argv) {
-    std::string out, device = "V100", topology = "nvlink", counts_text = "2,4,8";
+    std::string out, device = "V100", topology = "nvlink";
+    std::vector<std::size_t> counts{2, 4, 8};
     std::size_t random_calls = 100;
     std::uint64_t seed = 1;
     std::vector<std::string> models, graphs;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) goopt::bench::missing_value(a);
-            return argv[++i];
-        };
-        if (a == "--out") out = value();
-        else if (a == "--model") models.push_back(value());
-        else if (a == "--graph") graphs.push_back(value());
-        else if (a == "--devices") counts_text = value();
-        else if (a == "--device") device = value();
-        else if (a == "--topology") topology = value();
-        else if (a == "--random-calls") random_calls = goopt::bench::count_value(a, value());
-        else if (a == "--seed") seed = goopt::bench::count_value(a, value());
-        else if (a == "-h" || a == "--help") {
-            std::puts(
-                "usage: baselines [--out FILE] [--model NAME]... [--graph FILE.json]... [--devices 2,4,8]\n"
-                "                 [--device V100] [--topology nvlink] [--random-calls 100] [--seed 1]");
-            return 0;
-        } else goopt::bench::unknown_argument(a);
-    }
-    const auto counts = parse_counts(counts_text);
+    goopt::bench::command_line cli("baselines",
+                                   "Every heuristic baseline on every GO workload on 2, 4 and 8 devices, scored by "
+                                   "the same simulator: simulated step time and peak memory per device.");
+    cli.add_option("--out", out, "Write the results as a JSON list")->type_name("FILE");
+    cli.add_option("--model", models, "A model of the zoo (repeatable; default: every GO workload)")
+        ->allow_extra_args(false)
+        ->type_name("NAME");
+    cli.add_option("--graph", graphs, "A graph in goopt's JSON format (repeatable)")
+        ->allow_extra_args(false)
+        ->type_name("FILE.json");
+    cli.add_option("--devices", counts, "Device counts, one cluster each")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(goopt::bench::count(1))
+        ->type_name("N,...")
+        ->capture_default_str();
+    cli.add_option("--device", device, "The device of the clusters")->type_name("NAME")->capture_default_str();
+    cli.add_option("--topology", topology, "The interconnect of the clusters")
+        ->type_name("NAME")
+        ->capture_default_str();
+    cli.add_option("--random-calls", random_calls, "random_search: the best of this many random placements")
+        ->transform(goopt::bench::count())
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--seed", seed, "Seed of random_search")->transform(goopt::bench::count())->capture_default_str();
+    if (!cli.parse_flags(argc, argv)) return 0;
+    if (counts.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
     std::vector<workload> work;
     for (const auto& m : models) {
         const auto e = goopt::models::find_workload(m);

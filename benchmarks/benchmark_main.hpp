@@ -1,11 +1,14 @@
 #pragma once
 /// @file
-/// @brief What the benchmark programs share: strict flag values, the peak memory figure, atomic
-/// result files and one way to fail. A bad flag or a failed run is one line on stderr naming the
-/// program and exit status 1, never a silently changed setting ("--repeats x" is an error, not 1).
+/// @brief What the benchmark programs share: their command line (CLI11) with strict flag values, the
+/// peak memory figure, atomic result files and one way to fail. A bad flag or a failed run is one
+/// line on stderr naming the program and exit status 1, never a silently changed setting
+/// ("--repeats x" is an error, not 1).
 
 #include <goopt/error.hpp>
 #include <goopt/io/atomic_write.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -13,44 +16,82 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <string_view>
 
 namespace goopt::bench {
 
-/// The value of `flag` as a non-negative integer: the whole text ("12"; not "12x", "-1" or "").
-inline std::uint64_t count_value(std::string_view flag, std::string_view text) {
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
-        throw error(concat("flag ", flag), concat("'", text, "'"), "a non-negative integer");
-    return v;
+/// A benchmark's command line: CLI11's app, declared once for parsing, checking and --help. As in
+/// the hand-written parsers it replaces, a flag given twice takes its last value (a list flag such
+/// as `--model` adds to its list instead).
+class command_line : public CLI::App {
+public:
+    command_line(const std::string& program, const std::string& description) : CLI::App(description, program) {
+        option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+
+    /// Parses `argv` into the declared flags.
+    /// @return false when --help was asked for (printed on stdout; the program then exits 0)
+    /// @throws goopt::error for what CLI11 refuses (an unknown flag, a value missing or malformed),
+    /// with CLI11's message, which names the flag; run_main makes it one line and exit status 1.
+    [[nodiscard]] bool parse_flags(int argc, const char* const* argv) {
+        try {
+            parse(argc, argv);
+        } catch (const CLI::CallForHelp& e) {
+            exit(e);
+            return false;
+        } catch (const CLI::ParseError& e) {
+            throw error(concat(e.what(), " (see --help)"));
+        }
+        return true;
+    }
+};
+
+// The flag values' validators. CLI11 converts a value that passed them with strtoull or strtold,
+// which read more than they accept ("012" as octal, hex, leading blanks) and strtold rounds twice
+// on the way to a double; so each rewrites the text it accepts into one those read as from_chars
+// did. They are transforms (`->transform(bench::count())`): Option::check would hand them a copy.
+
+/// A CLI11 transform for an integer flag: the whole text is a decimal integer in [lo, hi] ("12";
+/// not "12x", "-1", "0x1f" or ""). Refused, the message names the value and what was expected.
+inline CLI::Validator count(std::uint64_t lo = 0, std::uint64_t hi = std::numeric_limits<std::uint64_t>::max()) {
+    std::string expected = "a non-negative integer", range;  // range: shown in --help after the type
+    if (hi < std::numeric_limits<std::uint64_t>::max()) {
+        range = concat("in ", lo, "..", hi);
+        expected = concat("an integer ", range);
+    } else if (lo > 0) {
+        range = concat(">= ", lo);
+        expected = concat("an integer ", range);
+    }
+    return CLI::Validator(
+        [lo, hi, expected](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || v < lo || v > hi)
+                return concat("'", text, "': expected ", expected);
+            text = std::to_string(v);
+            return {};
+        },
+        range);
 }
 
-/// The value of `flag` as an integer in [lo, hi]; outside it is an error naming the range.
-inline std::uint64_t count_value(std::string_view flag, std::string_view text, std::uint64_t lo, std::uint64_t hi) {
-    const std::uint64_t v = count_value(flag, text);
-    if (v < lo || v > hi) throw error(concat("flag ", flag), concat(v), concat(lo, "..", hi));
-    return v;
-}
-
-/// The value of `flag` as a finite number >= 0: the whole text ("0.5"; not "0.5s", "nan" or "-1").
-inline double real_value(std::string_view flag, std::string_view text) {
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
-        throw error(concat("flag ", flag), concat("'", text, "'"), "a finite number >= 0");
-    return v;
-}
-
-/// A flag given last, with no value after it.
-[[noreturn]] inline void missing_value(std::string_view flag) {
-    throw error(concat("flag ", flag), "no value after it", "a value (see --help)");
-}
-
-/// An argument that is no flag of the program; `expected` lists what is.
-[[noreturn]] inline void unknown_argument(std::string_view arg, std::string_view expected = "a flag listed by --help") {
-    throw error(concat("argument '", arg, "'"), "unknown", expected);
+/// A CLI11 transform for a real flag: the whole text is a finite number >= 0 ("0.5", "1e-4"; not
+/// "0.5s", "nan", "inf" or "-1"). Accepted, it becomes the exact hexadecimal form of the double.
+inline CLI::Validator non_negative_real() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            double v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v) || v < 0)
+                return concat("'", text, "': expected a finite number >= 0");
+            char hex[64];
+            const auto written = std::to_chars(hex, hex + sizeof hex, std::abs(v), std::chars_format::hex);
+            text = concat(std::signbit(v) ? "-0x" : "0x",
+                          std::string_view(hex, static_cast<std::size_t>(written.ptr - hex)));
+            return {};
+        },
+        "");
 }
 
 /// Peak resident memory of this process so far (VmHWM), in bytes; 0 where /proc is absent.

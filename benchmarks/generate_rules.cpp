@@ -17,21 +17,25 @@
 
 #include <cstdio>
 #include <string>
-#include <string_view>
 #include <thread>
 
 int main(int argc, char** argv) {
     return goopt::bench::run_main("generate_rules", [&] {
         goopt::subst::generation_config cfg{.max_ops = 3, .threads = 0};
         std::string out = "rules.json";
-        for (int i = 1; i < argc; ++i) {
-            const std::string_view a = argv[i];
-            if (i + 1 >= argc) goopt::bench::missing_value(a);
-            if (a == "--max-ops") cfg.max_ops = goopt::bench::count_value(a, argv[++i]);
-            else if (a == "--threads") cfg.threads = goopt::bench::count_value(a, argv[++i]);
-            else if (a == "--out") out = argv[++i];
-            else goopt::bench::unknown_argument(a, "--max-ops K, --threads N, --out FILE");
-        }
+        goopt::bench::command_line cli("generate_rules",
+                                       "Enumerates TASO's graphs of up to K ops, pairs those of equal fingerprints, "
+                                       "prunes, re-checks and proves the pairs, and writes the rule file.");
+        cli.add_option("--max-ops", cfg.max_ops, "K: ops on each side of a rule")
+            ->transform(goopt::bench::count())
+            ->type_name("K")
+            ->capture_default_str();
+        cli.add_option("--threads", cfg.threads, "Worker threads (0: all cores)")
+            ->transform(goopt::bench::count())
+            ->type_name("N")
+            ->capture_default_str();
+        cli.add_option("--out", out, "The rule file to write")->type_name("FILE")->capture_default_str();
+        if (!cli.parse_flags(argc, argv)) return 0;
         if (cfg.threads == 0) cfg.threads = std::max(1u, std::thread::hardware_concurrency());
         const auto world = goopt::subst::taso_world();
         const goopt::subst::world check[] = {goopt::subst::taso_world({.n = 5, .c = 2, .h = 7, .w = 4}),

@@ -91,11 +91,14 @@ double best_seconds(const graph::computation_graph& g, int repeat) {
 int main(int argc, char** argv) {
     return bench::run_main("interpreter_speed", [&] {
         int repeat = 20;
-        for (int i = 1; i < argc; ++i) {
-            const std::string a = argv[i];
-            if (a == "--repeat" && i + 1 < argc) repeat = static_cast<int>(bench::count_value(a, argv[++i], 1, 10000));
-            else throw error("interpreter_speed", goopt::concat("unknown argument '", a, "'"), "--repeat N");
-        }
+        bench::command_line cli("interpreter_speed",
+                                "Times interp::evaluate on a long chain of small ops (dispatch) and on an MLP "
+                                "training step (kernels): the best of --repeat runs of each.");
+        cli.add_option("--repeat", repeat, "Runs of each graph")
+            ->transform(bench::count(1, 10000))
+            ->type_name("N")
+            ->capture_default_str();
+        if (!cli.parse_flags(argc, argv)) return 0;
         const auto chain = small_op_chain(7000);
         const auto mlp = mlp_training_step();
         const double c = best_seconds(chain, repeat), m = best_seconds(mlp, repeat);

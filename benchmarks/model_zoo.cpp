@@ -16,7 +16,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <string>
 
 using namespace goopt;
@@ -25,17 +24,12 @@ namespace {
 
 int run(int argc, char** argv) {
     std::string out = "model_zoo.json", only;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") {
-            std::cout << "usage: model_zoo [--out FILE] [--only NAME]\n";
-            return 0;
-        }
-        if (i + 1 >= argc) bench::missing_value(flag);
-        if (flag == "--out") out = argv[++i];
-        else if (flag == "--only") only = argv[++i];
-        else bench::unknown_argument(flag);
-    }
+    bench::command_line cli("model_zoo",
+                            "Every built-in benchmark graph with its size: ops, parameter bytes, FLOPs per step and "
+                            "build time.");
+    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE")->capture_default_str();
+    cli.add_option("--only", only, "One model of the zoo (default: all)")->type_name("NAME");
+    if (!cli.parse_flags(argc, argv)) return 0;
     auto entries = only.empty() ? models::zoo() : std::vector<models::zoo_entry>{models::find_workload(only)};
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();

@@ -35,20 +35,10 @@
 
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
-
-std::vector<std::string> split(const std::string& text) {
-    std::vector<std::string> r;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) r.push_back(item);
-    return r;
-}
 
 const char* source_name(goopt::tasks::best_source s) {
     switch (s) {
@@ -65,46 +55,63 @@ const char* source_name(goopt::tasks::best_source s) {
 }
 
 int run(int argc, char** argv) {
-    std::string out, metrics, graphs_text = "rnnlm2,transformer_xl2,wavenet_2x18,inception_v3_train",
-                              counts_text = "2,4,8";
+    std::string out, metrics;
+    std::vector<std::string> names{"rnnlm2", "transformer_xl2", "wavenet_2x18", "inception_v3_train"};
+    std::vector<std::size_t> counts{2, 4, 8};
     std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
     std::uint64_t seed = 1;
     double lr = 1e-4, entropy = 0.01;
-    bool warm = true, pure = true, fifo = false, progress = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) goopt::bench::missing_value(a);
-            return argv[++i];
-        };
-        if (a == "--out") out = value();
-        else if (a == "--graphs") graphs_text = value();
-        else if (a == "--devices") counts_text = value();
-        else if (a == "--updates") updates = goopt::bench::count_value(a, value(), 1, 1000000);
-        else if (a == "--samples") samples = goopt::bench::count_value(a, value(), 1, 4096);
-        else if (a == "--threads") threads = goopt::bench::count_value(a, value(), 1, 256);
-        else if (a == "--hidden") hidden = goopt::bench::count_value(a, value(), 8, 1024);
-        else if (a == "--imitation-steps") imitation = goopt::bench::count_value(a, value(), 1, 1000000);
-        else if (a == "--lr") lr = goopt::bench::real_value(a, value());
-        else if (a == "--entropy") entropy = goopt::bench::real_value(a, value());
-        else if (a == "--seed") seed = goopt::bench::count_value(a, value());
-        else if (a == "--no-warm") warm = false;
-        else if (a == "--no-pure") pure = false;
-        else if (a == "--fifo") fifo = true;
-        else if (a == "--progress") progress = true;
-        else if (a == "--metrics") metrics = value();
-        else if (a == "-h" || a == "--help") {
-            std::puts(
-                "usage: placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]\n"
-                "                 [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01]\n"
-                "                 [--seed 1] [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]");
-            return 0;
-        } else goopt::bench::unknown_argument(a);
-    }
-    std::vector<std::size_t> counts;
-    for (const auto& c : split(counts_text)) counts.push_back(goopt::bench::count_value("--devices", c, 1, 1024));
+    bool no_warm = false, no_pure = false, fifo = false, progress = false;
+    goopt::bench::command_line cli("placement",
+                                   "Learned device placement (GO-one: the GO policy trained by PPO on one graph) "
+                                   "against every placement heuristic, on the same simulator, per graph and device "
+                                   "count.");
+    cli.add_option("--graphs", names, "Models of the zoo")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("NAME,...")
+        ->capture_default_str();
+    cli.add_option("--devices", counts, "Device counts (n x V100:nvlink), one row each")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(goopt::bench::count(1, 1024))
+        ->type_name("N,...")
+        ->capture_default_str();
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--updates", updates, "PPO updates per training")
+        ->transform(goopt::bench::count(1, 1000000))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--samples", samples, "Placements sampled per update")
+        ->transform(goopt::bench::count(1, 4096))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--threads", threads, "Threads scoring the samples")
+        ->transform(goopt::bench::count(1, 256))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--hidden", hidden, "Width of the policy network")
+        ->transform(goopt::bench::count(8, 1024))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--imitation-steps", imitation, "go_warm: steps imitating the best heuristic before PPO")
+        ->transform(goopt::bench::count(1, 1000000))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--lr", lr, "Learning rate")->transform(goopt::bench::non_negative_real())->capture_default_str();
+    cli.add_option("--entropy", entropy, "Entropy bonus coefficient")
+        ->transform(goopt::bench::non_negative_real())
+        ->capture_default_str();
+    cli.add_option("--seed", seed, "Seed of each training")->transform(goopt::bench::count())->capture_default_str();
+    cli.add_flag("--no-warm", no_warm, "Skip go_warm (PPO after imitating the best heuristic)");
+    cli.add_flag("--no-pure", no_pure, "Skip go (pure PPO from random weights)");
+    cli.add_flag("--fifo", fifo, "Score learned placements under FIFO ready queues, not critical-path priorities");
+    cli.add_flag("--progress", progress, "A status line per update on stderr");
+    cli.add_option("--metrics", metrics, "Write every training's updates as JSON lines")->type_name("FILE");
+    if (!cli.parse_flags(argc, argv)) return 0;
+    const bool warm = !no_warm, pure = !no_pure;
     if (counts.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
-    const auto names = split(graphs_text);
+    std::erase(names, std::string{});
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as rnnlm2,gnmt2");
 
     if (!metrics.empty()) goopt::io::atomic_write(metrics, "");  // each training appends to it

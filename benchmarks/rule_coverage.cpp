@@ -31,7 +31,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <random>
 #include <string>
@@ -125,23 +124,20 @@ int run(int argc, char** argv) {
     std::string rules_file, out = "rule_coverage.json", only;
     std::size_t limit = 16;
     bool list = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string flag = argv[i];
-        if (flag == "--help" || flag == "-h") {
-            std::cout << "usage: rule_coverage [--rules FILE] [--out FILE] [--only NAME] [--limit N] [--list]\n";
-            return 0;
-        }
-        if (flag == "--list") {
-            list = true;
-            continue;
-        }
-        if (i + 1 >= argc) bench::missing_value(flag);
-        if (flag == "--rules") rules_file = argv[++i];
-        else if (flag == "--out") out = argv[++i];
-        else if (flag == "--only") only = argv[++i];
-        else if (flag == "--limit") limit = bench::count_value(flag, argv[++i], 1, 1000000);
-        else bench::unknown_argument(flag);
-    }
+    bench::command_line cli("rule_coverage",
+                            "How much of the rule library applies to real models: every rule (both directions) "
+                            "matched on every zoo inference graph and ONNX test model, every match applied alone "
+                            "and checked on the interpreter.");
+    cli.add_option("--rules", rules_file, "The rule file (default: the library's, io::default_rules_file())")
+        ->type_name("FILE");
+    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE")->capture_default_str();
+    cli.add_option("--only", only, "One model (a zoo name or onnx:<file stem>; default: all)")->type_name("NAME");
+    cli.add_option("--limit", limit, "Matches tried per rule and model")
+        ->transform(bench::count(1, 1000000))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_flag("--list", list, "Also print, per model, each rule applied with its count (stderr)");
+    if (!cli.parse_flags(argc, argv)) return 0;
     if (rules_file.empty()) rules_file = io::default_rules_file().string();
     const auto stored = io::read_rules_file(rules_file);
     const auto rules = subst::both_directions(stored);

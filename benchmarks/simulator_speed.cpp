@@ -56,24 +56,24 @@ int run(int argc, char** argv) {
     std::string out, cluster_spec = "4xV100:nvlink";
     double budget = 0.3;
     std::vector<std::string> models, graphs;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) goopt::bench::missing_value(a);
-            return argv[++i];
-        };
-        if (a == "--out") out = value();
-        else if (a == "--model") models.push_back(value());
-        else if (a == "--graph") graphs.push_back(value());
-        else if (a == "--cluster") cluster_spec = value();
-        else if (a == "--seconds") budget = goopt::bench::real_value(a, value());
-        else if (a == "-h" || a == "--help") {
-            std::puts(
-                "usage: simulator_speed [--out FILE] [--model NAME]... [--graph FILE.json]... [--cluster SPEC] "
-                "[--seconds S]");
-            return 0;
-        } else goopt::bench::unknown_argument(a);
-    }
+    goopt::bench::command_line cli("simulator_speed",
+                                   "How fast the simulator scores one decision, for every GO workload under the "
+                                   "family's expert placement and under a random one.");
+    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE");
+    cli.add_option("--model", models, "A model of the zoo (repeatable; default: every GO workload)")
+        ->allow_extra_args(false)
+        ->type_name("NAME");
+    cli.add_option("--graph", graphs, "A graph in goopt's JSON format (repeatable)")
+        ->allow_extra_args(false)
+        ->type_name("FILE.json");
+    cli.add_option("--cluster", cluster_spec, "The cluster (device::parse_cluster)")
+        ->type_name("SPEC")
+        ->capture_default_str();
+    cli.add_option("--seconds", budget, "Least time each measurement repeats for (and at least 5 runs)")
+        ->transform(goopt::bench::non_negative_real())
+        ->type_name("S")
+        ->capture_default_str();
+    if (!cli.parse_flags(argc, argv)) return 0;
     std::vector<workload> work;
     for (const auto& m : models) {
         const auto e = goopt::models::find_workload(m);

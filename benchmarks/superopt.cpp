@@ -182,29 +182,45 @@ int run(int argc, char** argv) {
     std::size_t budget = 100;
     double check_flops = 2e9;
     std::vector<std::string> only;
+    std::vector<std::string> search_names;
+    std::string cycles_name = "part";
+    bench::command_line cli("superopt",
+                            "The substitution searches on TASO's inference workloads, side by side: cost before and "
+                            "after on T4 and V100, search time, the bound hit, rewrites applied, and the "
+                            "interpreter's check of each result.");
+    cli.add_option("--out", out, "Write the rows as a JSON list")->type_name("FILE");
+    cli.add_option("--rules", rules_file, "The rule library (default: this build's share/goopt/taso_rules_k3.json)")
+        ->type_name("FILE");
+    cli.add_option("--seconds", seconds,
+                   "Opt-in wall-time limit of each search (eqsat-ilp: its ILP included); 0: none, only the "
+                   "searches' count budgets")
+        ->transform(bench::non_negative_real())
+        ->type_name("SECONDS")
+        ->capture_default_str();
+    cli.add_option("--budget", budget, "TASO's search budget")->transform(bench::count())->capture_default_str();
+    cli.add_option("--check-flops", check_flops,
+                   "Check a full-size result on the interpreter when the model's FLOPs are at most this (else only "
+                   "the small instance's, marked '*')")
+        ->transform(bench::non_negative_real())
+        ->capture_default_str();
+    cli.add_option("--model", only, "A model of this benchmark (repeatable; default: all)")
+        ->allow_extra_args(false)
+        ->type_name("NAME");
+    cli.add_option("--search", search_names,
+                   "A search (repeatable; default: taso and eqsat); eqsat-ilp: eqsat whose final extraction goes on "
+                   "with Tensat's ILP, solved by CBC (only in a build with goopt::cbc)")
+        ->allow_extra_args(false)
+        ->check(CLI::IsMember({"taso", "eqsat", "greedy", "eqsat-ilp"}))
+        ->type_name("NAME");
+    cli.add_option("--ilp-cycles", cycles_name,
+                   "How the ILP keeps cycles out: part, an acyclic part of the e-graph; cuts, lazy cycle cuts; "
+                   "order, Tensat's order variables for every class")
+        ->check(CLI::IsMember({"part", "cuts", "order"}))
+        ->capture_default_str();
+    if (!cli.parse_flags(argc, argv)) return 0;
     std::vector<search_choice> methods;
-    ilp_cycles cycles;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) bench::missing_value(a);
-            return argv[++i];
-        };
-        if (a == "--out") out = value();
-        else if (a == "--rules") rules_file = value();
-        else if (a == "--seconds") seconds = bench::real_value(a, value());
-        else if (a == "--budget") budget = bench::count_value(a, value());
-        else if (a == "--check-flops") check_flops = bench::real_value(a, value());
-        else if (a == "--model") only.push_back(value());
-        else if (a == "--search") methods.push_back(parse_search(value()));
-        else if (a == "--ilp-cycles") cycles = parse_ilp_cycles(value());
-        else if (a == "-h" || a == "--help") {
-            std::puts(
-                "usage: superopt [--out FILE] [--rules FILE] [--seconds 10] [--budget 100] [--model NAME]... "
-                "[--search taso|eqsat|greedy|eqsat-ilp]... [--ilp-cycles part|cuts|order] [--check-flops 2e9]");
-            return 0;
-        } else bench::unknown_argument(a);
-    }
+    for (const auto& name : search_names) methods.push_back(parse_search(name));
+    const ilp_cycles cycles = parse_ilp_cycles(cycles_name);
     if (rules_file.empty())
         throw error("flag --rules", "no rule file", "--rules FILE (share/goopt/taso_rules_k3.json)");
     const auto rules = io::read_rules_file(rules_file);

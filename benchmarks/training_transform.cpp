@@ -105,12 +105,15 @@ int main(int argc, char** argv) {
     return bench::run_main("training_transform", [&] {
         int repeat = 3;
         std::string out;
-        for (int i = 1; i < argc; ++i) {
-            const std::string a = argv[i];
-            if (a == "--repeat" && i + 1 < argc) repeat = static_cast<int>(bench::count_value(a, argv[++i], 1, 1000));
-            else if (a == "--out" && i + 1 < argc) out = argv[++i];
-            else bench::unknown_argument(a, "--repeat N or --out FILE");
-        }
+        bench::command_line cli("training_transform",
+                                "Times models::make_training_graph and graph::validate on large forward graphs "
+                                "(GNMT-8, a deep unrolled LSTM): the best of --repeat runs.");
+        cli.add_option("--repeat", repeat, "Runs of each graph")
+            ->transform(bench::count(1, 1000))
+            ->type_name("N")
+            ->capture_default_str();
+        cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE");
+        if (!cli.parse_flags(argc, argv)) return 0;
         std::vector<row> rows;
 #ifdef GOOPT_BENCH_HAS_GNMT
         rows.push_back(measure("gnmt-8", models::gnmt({.layers = 8}), repeat));
