@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// @brief What the subcommands of the `goopt` program share: how each registers itself, the graph and
-/// cluster flags (declared once, used by optimize and simulate), and the decision files. What the
-/// optimizers share (and nothing of the command line) is in optimizer.hpp.
+/// cluster flags (declared once, used by optimize and simulate). What the optimizers share (and
+/// nothing of the command line) is in optimizer.hpp; the result and decision files are io/'s.
 
 #include "optimizer.hpp"
 
@@ -54,18 +54,6 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 /// `--cluster 4xV100:nvlink` (a spec, device::parse_cluster) or `--cluster FILE.json` (goopt.cluster).
 void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec);
 cluster_type load_cluster(const std::string& spec_or_file);
-
-/// A decision document read by `simulate`: the decisions and, for a goopt.result written after
-/// substitution, the rewritten graph they were made for (their op indices are that graph's).
-struct decision_file {
-    decisions chosen;
-    std::optional<graph::computation_graph> graph;  ///< empty: the decisions index the given graph
-};
-
-/// Result files: the decision document read by `simulate` (goopt.decisions, or the "decisions" and
-/// "graph" of a goopt.result) and its JSON form. `given` is the graph named on the command line.
-decision_file read_decisions_file(const std::string& path, const graph::computation_graph& given);
-nlohmann::ordered_json decisions_to_json(const decisions& d);
 
 /// "12.345 ms", "1.2 GiB"
 std::string format_seconds(double s);

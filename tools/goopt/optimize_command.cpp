@@ -3,8 +3,7 @@
 // per device with speedups; result.json, the timeline of the best decisions and the search curve.
 #include "cli.hpp"
 
-#include <goopt/io/atomic_write.hpp>
-#include <goopt/io/graph_json.hpp>
+#include <goopt/io/result_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
 
@@ -70,26 +69,22 @@ std::string memory_list(const sim::simulation_result& r) {
 /// a / b, or 0 when b is not positive (a graph whose ops all take no time)
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-nlohmann::ordered_json curve_json(const method_result& m) {
-    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-    for (const auto& p : m.curve)
-        curve.push_back({{"update", p.update},
-                         {"samples", p.samples},
-                         {"best_step_time_s", p.best_step_time},
-                         {"mean_step_time_s", p.mean_step_time}});
-    return {{"method", m.name}, {"points", curve}};
+io::method_summary summary_of(const method_result& m, double reference) {
+    return {.name = m.name,
+            .description = m.description,
+            .step_time = m.result.step_time,
+            .speedup = ratio(reference, m.result.step_time),
+            .peak_memory = m.result.peak_memory,
+            .oom = m.result.oom,
+            .transfers = m.result.num_transfers,
+            .bytes_moved = m.result.bytes_moved,
+            .decision_seconds = m.seconds};
 }
 
-nlohmann::ordered_json method_json(const method_result& m, double reference) {
-    return {{"name", m.name},
-            {"description", m.description},
-            {"step_time_s", m.result.step_time},
-            {"speedup", ratio(reference, m.result.step_time)},
-            {"peak_memory_bytes", m.result.peak_memory},
-            {"oom", m.result.oom},
-            {"transfers", m.result.num_transfers},
-            {"bytes_moved", m.result.bytes_moved},
-            {"decision_seconds", m.seconds}};
+io::training_curve curve_of(const method_result& m) {
+    io::training_curve c{.method = m.name};
+    for (const auto& p : m.curve) c.points.push_back({p.update, p.samples, p.best_step_time, p.mean_step_time});
+    return c;
 }
 
 int run_optimize(optimize_flags& f) {
@@ -189,33 +184,25 @@ int run_optimize(optimize_flags& f) {
         if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
 
     if (!f.out.empty()) {
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (const auto& m : methods) list.push_back(method_json(m, reference));
-        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+        io::optimize_result r{.model = input.name,
+                              .ops = input.graph.num_ops(),
+                              .ops_before_substitution = original_ops,
+                              .cluster = cluster.description(),
+                              .seed = f.seed,
+                              .steps = f.limits.steps,
+                              .seconds = f.limits.seconds,
+                              .tasks = tasks,
+                              .best = winner.name,
+                              .best_baseline = methods[best_baseline].name,
+                              .decisions = {winner.chosen, winner.name}};
         for (std::size_t k = 0; k < cluster.num_devices(); ++k)
-            devices.push_back({{"name", cluster.device(k).name()},
-                               {"mem_capacity_bytes", static_cast<std::int64_t>(cluster.device(k).mem_capacity())}});
-        auto d = decisions_to_json(winner.chosen);
-        d["method"] = winner.name;
-        const nlohmann::ordered_json j{
-            {"format", "goopt.result"},
-            {"version", 1},
-            {"model", input.name},
-            {"ops", input.graph.num_ops()},
-            {"ops_before_substitution", original_ops},
-            {"cluster", {{"description", cluster.description()}, {"devices", devices}}},
-            {"seed", f.seed},
-            {"budget", {{"steps", f.limits.steps}, {"seconds", f.limits.seconds}}},
-            {"tasks", tasks},
-            {"methods", list},
-            {"best", winner.name},
-            {"best_baseline", methods[best_baseline].name},
-            {"decisions", d},
-            // after substitution the decisions index the rewritten graph's ops: it travels with them
-            {"graph", substituted ? nlohmann::ordered_json::parse(io::to_json_string(input.graph))
-                                  : nlohmann::ordered_json(nullptr)},
-            {"training_curve", curved ? curve_json(*curved) : nlohmann::ordered_json(nullptr)}};
-        io::atomic_write(f.out, j.dump(1) + "\n");
+            r.devices.push_back(
+                {cluster.device(k).name(), static_cast<std::int64_t>(cluster.device(k).mem_capacity())});
+        for (const auto& m : methods) r.methods.push_back(summary_of(m, reference));
+        // after substitution the decisions index the rewritten graph's ops: it travels with them
+        if (substituted) r.graph = input.graph;
+        if (curved) r.curve = curve_of(*curved);
+        io::write_result_file(f.out, r);
     }
     if (!f.svg.empty()) {
         const auto traced =
