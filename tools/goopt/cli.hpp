@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -16,6 +17,24 @@
 #include <vector>
 
 namespace goopt::cli {
+
+/// @brief A CLI11 check for a floating-point flag: a finite number from `lo` to `hi`. CLI::Range lets
+/// "nan" through (every comparison with NaN is false) and reports a refused value in fixed notation
+/// with six decimals; this names what is wrong ("nan is not a finite number: expected a number from
+/// 0 to 1e+09", after CLI11's "--time: ").
+inline CLI::Validator finite_range(double lo, double hi) {
+    const std::string range = concat("from ", lo, " to ", hi);
+    return CLI::Validator(
+        [lo, hi, range](std::string& input) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(input, v))
+                return concat("'", input, "' is not a number: expected a number ", range);
+            if (!std::isfinite(v)) return concat(input, " is not a finite number: expected a number ", range);
+            if (v < lo || v > hi) return concat(input, " is out of range: expected a number ", range);
+            return {};
+        },
+        concat("FLOAT in [", lo, " - ", hi, "]"));
+}
 
 /// A subcommand: its CLI11 app (flags declared there) and what runs once the flags are parsed.
 /// The function returns the exit status; bad input is a goopt::error (exit 1, one line).
