@@ -2,8 +2,12 @@
 // as one translation unit (GOOPT_UNITY_BUILD), where two files' helpers of one name would clash.
 #pragma once
 
+#include <goopt/error.hpp>
+#include <goopt/sim/decision_refused.hpp>
+
 #include <doctest/doctest.h>
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -27,6 +31,22 @@ inline std::size_t count_of(std::string_view text, std::string_view part) {
     std::size_t n = 0;
     for (std::size_t p = text.find(part); p != text.npos; p = text.find(part, p + part.size())) ++n;
     return n;
+}
+
+/// What calling `f` throws: "refused" (a sim::decision_refused: the decision is at fault), "error"
+/// (any other goopt::error: a bug or bad input, which must never become a reward), "other" (another
+/// exception) or "nothing".
+template <class F> std::string thrown_by(F&& f) {
+    try {
+        f();
+    } catch (const sim::decision_refused&) {
+        return "refused";
+    } catch (const error&) {
+        return "error";
+    } catch (const std::exception&) {
+        return "other";
+    }
+    return "nothing";
 }
 
 /// A fresh directory under the system's temporary directory, removed with everything in it.

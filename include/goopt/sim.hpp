@@ -3,6 +3,7 @@
 /// @brief The execution simulator: placements, fusion groups, the shared decision type, results and traces.
 
 #include <goopt/sim/decision.hpp>
+#include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>

@@ -76,6 +76,30 @@ TEST_CASE("impossible cluster specs are clear errors") {
     CHECK_THROWS_WITH_AS(device::parse_cluster("2xT4:nvlink"),
                          doctest::Contains("T4 has no NVLink: expected 2xT4:pcie"), error);
     CHECK_THROWS_AS(device::parse_cluster("5000xV100:pcie"), error);
+    // what is missing or too large is named, with what would be accepted
+    CHECK_THROWS_WITH_AS(device::parse_cluster("2xV100"),
+                         "cluster spec '2xV100': no topology after the device: expected ':nvlink' or ':pcie' after it, "
+                         "e.g. 2xV100:nvlink",
+                         error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("3xt4"),
+                         doctest::Contains("no topology after the device: expected "
+                                           "':nvlink' or ':pcie' after it, e.g. 3xT4:pcie"),
+                         error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("99999999999xV100"),
+                         "cluster spec '99999999999xV100': device count 99999999999 is more than 1024: expected at "
+                         "most 1024",
+                         error);
+    CHECK_THROWS_WITH_AS(
+        device::parse_cluster("99999999999999999999999xV100:pcie"),
+        doctest::Contains("device count 99999999999999999999999 is more than 1024: expected at most 1024"), error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("5000xV100:pcie"),
+                         doctest::Contains("device count 5000 is more than 1024: expected at most 1024"), error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("4x:nvlink"),
+                         doctest::Contains("no device after the count: expected one of K80, P100, V100"), error);
+    CHECK_THROWS_WITH_AS(device::parse_cluster("4V100:nvlink"),
+                         doctest::Contains("no 'x' between a device count and a device: expected <count>x<device>"),
+                         error);
+    CHECK(device::parse_cluster("1024xcpu:pcie").num_devices() == 1024);
 }
 
 TEST_CASE("links and devices with impossible figures are rejected") {

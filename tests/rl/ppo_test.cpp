@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 
@@ -156,4 +157,28 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     // the warm start needs a target for every node
     rl::ppo<bandit, linear_net> warm(env, net, {.imitation_steps = 2});
     CHECK_THROWS_AS(warm.train(rng), error);
+}
+
+TEST_CASE("PPO: an environment's error leaves train() as it was thrown, on one thread or several") {
+    // a bandit that fails on its 20th evaluation: the trainer must not turn that into a reward
+    struct failing : bandit {
+        std::atomic<int> calls{0};
+        outcome evaluate(const observation& o, std::span<const int> a, std::size_t w) {
+            if (++calls == 20) throw error("failing_env", "evaluation 20 fails", "no failure");
+            return bandit::evaluate(o, a, w);
+        }
+    };
+    static_assert(rl::Environment<failing>);
+    for (std::size_t threads : {std::size_t{1}, std::size_t{3}}) {
+        CAPTURE(threads);
+        std::mt19937_64 rng(2);
+        failing env;
+        linear_net net(rng);
+        auto cfg = bandit_config;
+        cfg.updates = 5;
+        cfg.threads = threads;
+        rl::ppo<failing, linear_net> trainer(env, net, cfg);
+        CHECK_THROWS_WITH_AS(trainer.train(rng), "failing_env: evaluation 20 fails: expected no failure", error);
+        CHECK(trainer.updates_done() == 1);  // 17 evaluations per update: the second update failed
+    }
 }

@@ -1,3 +1,4 @@
+#include "../test_support.hpp"
 #include "random_dag.hpp"
 
 #include <goopt/cost.hpp>
@@ -8,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <type_traits>
 #include <unordered_map>
@@ -186,20 +188,29 @@ TEST_CASE("illegal fusion groups and malformed decisions are clear errors") {
     const sim::placement p(6, 0);
     // {a, e} with c outside: a -> c -> e leaves and re-enters the group
     const std::vector<std::int32_t> nonconvex{-1, 0, -1, -1, -1, 0};
-    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = nonconvex}), doctest::Contains("'c' (relu) outside the group"), error);
+    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = nonconvex}), doctest::Contains("'c' (relu) outside the group"),
+                         sim::decision_refused);
     // {a, d} and {b, c}: each convex, but a -> c and b -> d make the contracted graph cyclic
     const std::vector<std::int32_t> cyclic{-1, 0, 1, 1, 0, -1};
-    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = cyclic}), doctest::Contains("cycle"), error);
+    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = cyclic}), doctest::Contains("cycle"), sim::decision_refused);
     const std::vector<std::int32_t> split{-1, 0, -1, 0, -1, -1};
     CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 1, 0, 0}, {.fusion = split}),
-                         doctest::Contains("spans two devices"), error);
+                         doctest::Contains("spans two devices"), sim::decision_refused);
     const std::vector<std::int32_t> out_of_range{-1, 7, -1, -1, -1, -1};
-    CHECK_THROWS_AS(s.run(p, {.fusion = out_of_range}), error);
-    CHECK_THROWS_WITH_AS(s.run(sim::placement(5, 0)), doctest::Contains("expected one per op (6)"), error);
+    CHECK_THROWS_AS(s.run(p, {.fusion = out_of_range}), sim::decision_refused);
     CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 2, 0, 0}),
-                         doctest::Contains("'c' (relu) on device 2: expected a device of the cluster, 0..1"), error);
+                         doctest::Contains("'c' (relu) on device 2: expected a device of the cluster, 0..1"),
+                         sim::decision_refused);
+    const std::vector<double> nan_prio{0, 1, 2, std::nan(""), 4, 5};
+    CHECK_THROWS_WITH_AS(s.run(p, {.priorities = nan_prio}), doctest::Contains("priority of op 'c' (relu) is nan"),
+                         sim::decision_refused);
+    // a decision of the wrong length is the caller's mistake, not a decision: a plain goopt::error
+    CHECK_THROWS_WITH_AS(s.run(sim::placement(5, 0)), doctest::Contains("expected one per op (6)"), error);
+    CHECK(test::thrown_by([&] { s.run(sim::placement(5, 0)); }) == "error");
     const std::vector<double> short_prio{1, 2};
-    CHECK_THROWS_AS(s.run(p, {.priorities = short_prio}), error);
+    CHECK(test::thrown_by([&] { s.run(p, {.priorities = short_prio}); }) == "error");
+    const std::vector<std::int32_t> short_fusion{-1, 0};
+    CHECK(test::thrown_by([&] { s.run(p, {.fusion = short_fusion}); }) == "error");
     // a legal group works: {c, e} is a chain
     const std::vector<std::int32_t> legal{-1, -1, -1, 3, -1, 3};
     CHECK(s.run(p, {.fusion = legal}).step_time == doctest::Approx(5.0));
@@ -216,7 +227,8 @@ TEST_CASE("placements that break a colocation group are rejected, naming both op
     sim::simulator s(g, cl);
     CHECK_THROWS_WITH_AS(
         s.run(sim::placement{0, 0, 1}),
-        doctest::Contains("breaks colocation group 7: op 'w' (weight) is on device 0 but op 'y' (matmul)"), error);
+        doctest::Contains("breaks colocation group 7: op 'w' (weight) is on device 0 but op 'y' (matmul)"),
+        sim::decision_refused);
     const auto r = s.run(sim::placement{1, 1, 1});
     // the weight is persistent: 64 bytes from the start, plus x and y
     CHECK(r.peak_memory[1] == 64 * 3);
@@ -251,7 +263,7 @@ TEST_CASE("a transfer between devices without a link is an error") {
     cl.add_device({1, 1, 1e9, 0});
     cl.add_device({1, 1, 1e9, 0});
     sim::simulator s(g, cl);
-    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 1}), doctest::Contains("no link"), error);
+    CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 1}), doctest::Contains("no link"), sim::decision_refused);
 }
 
 TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") {

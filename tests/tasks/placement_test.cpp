@@ -3,6 +3,8 @@
 #include <goopt/sim.hpp>
 #include <goopt/tasks.hpp>
 
+#include "../test_support.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -92,6 +94,43 @@ TEST_CASE("placement task: deciding ops, colocation groups on one device, source
     acts.assign(g.num_ops(), 5);
     CHECK_THROWS_AS(task.decide(acts), error);
     CHECK(task.evaluate(task.observe(rng), acts, 0).valid == false);
+}
+
+TEST_CASE("placement task: a refused decision gets the penalty reward; any other error propagates") {
+    const auto g = branches();
+    device::cluster<device::device_spec> unlinked;  // two devices and no link: every transfer is refused
+    unlinked.add_device(device::describe(device::v100));
+    unlinked.add_device(device::describe(device::v100));
+    tasks::placement_task task(g, unlinked, cost::roofline_model{}, {.invalid_reward = -7.5});
+    std::mt19937_64 rng(1);
+    const auto& obs = task.observe(rng);
+    std::vector<int> acts(g.num_ops(), 0);
+    const auto local = task.evaluate(obs, acts, 0);  // everything on device 0: nothing to move
+    CHECK(local.valid);
+    CHECK(local.reward == doctest::Approx(-1.0));
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (task.active()[o] && g.get_op(o).kind == op_kind::matmul) {
+            acts[o] = 1;  // one chain's first matmul on device 1: x must cross between the devices
+            break;
+        }
+    CHECK_THROWS_WITH_AS(task.score(task.decide(acts), 0), doctest::Contains("no link between them"),
+                         sim::decision_refused);
+    const auto refused = task.evaluate(obs, acts, 0);
+    CHECK_FALSE(refused.valid);
+    CHECK(refused.reward == -7.5);
+    CHECK(refused.step_time == 0);
+    // an action naming no device is refused by decide(), with the same reward
+    acts.assign(g.num_ops(), 2);
+    CHECK(test::thrown_by([&] { (void)task.decide(acts); }) == "refused");
+    CHECK(task.evaluate(obs, acts, 0).reward == -7.5);
+    // not a decision: too few actions, or a worker never set up, is the caller's bug and leaves evaluate()
+    acts.assign(g.num_ops() - 1, 0);
+    CHECK(test::thrown_by([&] { (void)task.evaluate(obs, acts, 0); }) == "error");
+    CHECK_THROWS_WITH_AS(task.evaluate(obs, acts, 0), doctest::Contains("expected one per op"), error);
+    acts.assign(g.num_ops(), 0);
+    CHECK(test::thrown_by([&] { (void)task.evaluate(obs, acts, 1); }) == "error");
+    task.set_workers(2);
+    CHECK(task.evaluate(obs, acts, 1).valid);
 }
 
 TEST_CASE("learned placement of a small graph reaches the brute-force optimum, the same on 1 and 2 threads") {

@@ -1,14 +1,15 @@
 #pragma once
 /// @file
 /// @brief What the subcommands of the `goopt` program share: how each registers itself, the graph and
-/// cluster flags (declared once, used by optimize and simulate), and the decision files. What the
-/// optimizers share (and nothing of the command line) is in optimizer.hpp.
+/// cluster flags (declared once, used by optimize and simulate). What the optimizers share (and
+/// nothing of the command line) is in optimizer.hpp; the result and decision files are io/'s.
 
 #include "optimizer.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -16,6 +17,24 @@
 #include <vector>
 
 namespace goopt::cli {
+
+/// @brief A CLI11 check for a floating-point flag: a finite number from `lo` to `hi`. CLI::Range lets
+/// "nan" through (every comparison with NaN is false) and reports a refused value in fixed notation
+/// with six decimals; this names what is wrong ("nan is not a finite number: expected a number from
+/// 0 to 1e+09", after CLI11's "--time: ").
+inline CLI::Validator finite_range(double lo, double hi) {
+    const std::string range = concat("from ", lo, " to ", hi);
+    return CLI::Validator(
+        [lo, hi, range](std::string& input) -> std::string {
+            double v = 0;
+            if (!CLI::detail::lexical_cast(input, v))
+                return concat("'", input, "' is not a number: expected a number ", range);
+            if (!std::isfinite(v)) return concat(input, " is not a finite number: expected a number ", range);
+            if (v < lo || v > hi) return concat(input, " is out of range: expected a number ", range);
+            return {};
+        },
+        concat("FLOAT in [", lo, " - ", hi, "]"));
+}
 
 /// A subcommand: its CLI11 app (flags declared there) and what runs once the flags are parsed.
 /// The function returns the exit status; bad input is a goopt::error (exit 1, one line).
@@ -54,18 +73,6 @@ void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vecto
 /// `--cluster 4xV100:nvlink` (a spec, device::parse_cluster) or `--cluster FILE.json` (goopt.cluster).
 void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec);
 cluster_type load_cluster(const std::string& spec_or_file);
-
-/// A decision document read by `simulate`: the decisions and, for a goopt.result written after
-/// substitution, the rewritten graph they were made for (their op indices are that graph's).
-struct decision_file {
-    decisions chosen;
-    std::optional<graph::computation_graph> graph;  ///< empty: the decisions index the given graph
-};
-
-/// Result files: the decision document read by `simulate` (goopt.decisions, or the "decisions" and
-/// "graph" of a goopt.result) and its JSON form. `given` is the graph named on the command line.
-decision_file read_decisions_file(const std::string& path, const graph::computation_graph& given);
-nlohmann::ordered_json decisions_to_json(const decisions& d);
 
 /// "12.345 ms", "1.2 GiB"
 std::string format_seconds(double s);

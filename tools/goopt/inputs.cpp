@@ -10,7 +10,11 @@
 #include <goopt/io/onnx.hpp>
 #endif
 
+#if defined(_WIN32)
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <charconv>
 #include <cmath>
@@ -129,7 +133,17 @@ cluster_type load_cluster(const std::string& spec_or_file) {
 
 // ---- the progress line ----
 
-progress_line::progress_line(bool quiet) : enabled_(!quiet && ::isatty(STDOUT_FILENO) == 1) {}
+namespace {
+bool stdout_is_terminal() {
+#if defined(_WIN32)
+    return ::_isatty(::_fileno(stdout)) != 0;
+#else
+    return ::isatty(STDOUT_FILENO) == 1;
+#endif
+}
+}  // namespace
+
+progress_line::progress_line(bool quiet) : enabled_(!quiet && stdout_is_terminal()) {}
 
 void progress_line::update(std::string_view label, std::size_t done, std::size_t total, std::string_view unit) {
     if (!enabled_) return;

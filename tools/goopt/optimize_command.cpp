@@ -3,20 +3,79 @@
 // per device with speedups; result.json, the timeline of the best decisions and the search curve.
 #include "cli.hpp"
 
-#include <goopt/io/atomic_write.hpp>
-#include <goopt/io/graph_json.hpp>
+#include <goopt/io/result_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 
 namespace goopt::cli {
 
 namespace {
 
-constexpr const char* all_tasks[] = {"substitution", "placement", "scheduling", "fusion"};
+/// One task of --tasks: what it does, whether this build has it, and how it runs. A graph-to-graph
+/// stage (`rewrite`: substitution) runs first, on the graph given; a decision task (`decide`) runs on
+/// the graph the stages leave, after the baselines, from m-ETF's decision. The table drives the help,
+/// the validation of --tasks, the default (every available task, in this order) and the dispatch.
+struct task_entry {
+    std::string_view name;
+    std::string_view help;  ///< what it decides, for --help
+    task_status (*status)();
+    bool learned;  ///< trains a policy, so --checkpoint can start it
+    graph::computation_graph (*rewrite)(const optimize_context&);
+    method_result (*decide)(const optimize_context&, const decisions& m_etf);
+};
+
+constexpr task_entry task_table[] = {
+    {"substitution", "a cheaper equivalent graph, before the others", substitution_status, false, optimize_substitution,
+     nullptr},
+    {"placement", "a device per op", placement_status, true, nullptr, optimize_placement},
+    {"scheduling", "a priority per op", scheduling_status, true, nullptr,
+     [](const optimize_context& ctx, const decisions&) { return optimize_scheduling(ctx); }},
+    {"fusion", "fusion groups", fusion_status, true, nullptr,
+     [](const optimize_context& ctx, const decisions&) { return optimize_fusion(ctx); }},
+};
+
+/// Every task either rewrites the graph or decides on it, and only deciding tasks learn a policy.
+constexpr bool well_formed(const task_entry& t) {
+    return t.status && (t.rewrite == nullptr) != (t.decide == nullptr) && (!t.learned || t.decide);
+}
+static_assert(std::all_of(std::begin(task_table), std::end(task_table), well_formed));
+
+/// The entry of a task name that --tasks accepted (CLI::IsMember of task_names()).
+const task_entry& task_named(std::string_view name) {
+    const auto* t =
+        std::find_if(std::begin(task_table), std::end(task_table), [&](const task_entry& e) { return e.name == name; });
+    GOOPT_ASSERT(t != std::end(task_table));
+    return *t;
+}
+
+std::vector<std::string> task_names() {
+    std::vector<std::string> names;
+    for (const auto& t : task_table) names.emplace_back(t.name);
+    return names;
+}
+
+/// "placement, scheduling or fusion": the tasks that learn a policy.
+std::string learned_tasks() {
+    std::vector<std::string_view> names;
+    for (const auto& t : task_table)
+        if (t.learned) names.push_back(t.name);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        out += concat(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return out;
+}
+
+std::string tasks_help() {
+    std::string out = "What goopt optimizes, comma-separated:";
+    for (const auto& t : task_table)
+        out += concat(" ", t.name, " (", t.help, ")", &t + 1 == std::end(task_table) ? "" : ",");
+    return out + "; default: every task this build has";
+}
 
 struct optimize_flags {
     graph_source source;
@@ -28,24 +87,17 @@ struct optimize_flags {
     bool quiet = false;
 };
 
-task_status status_of(std::string_view t) {
-    if (t == "substitution") return substitution_status();
-    if (t == "placement") return placement_status();
-    if (t == "scheduling") return scheduling_status();
-    return fusion_status();
-}
-
 /// The tasks to run: the ones asked for (each must be available), or every available one.
 std::vector<std::string> tasks_to_run(const optimize_flags& f) {
     std::vector<std::string> run;
     if (f.tasks.empty()) {
-        for (const char* t : all_tasks)
-            if (status_of(t).available) run.emplace_back(t);
+        for (const auto& t : task_table)
+            if (t.status().available) run.emplace_back(t.name);
         return run;
     }
     for (const auto& t : f.tasks) {
         if (std::find(run.begin(), run.end(), t) != run.end()) continue;
-        if (!status_of(t).available) throw missing_capability(t, status_of(t).capability);
+        if (const auto st = task_named(t).status(); !st.available) throw missing_capability(t, st.capability);
         run.push_back(t);
     }
     return run;
@@ -70,36 +122,32 @@ std::string memory_list(const sim::simulation_result& r) {
 /// a / b, or 0 when b is not positive (a graph whose ops all take no time)
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-nlohmann::ordered_json curve_json(const method_result& m) {
-    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
-    for (const auto& p : m.curve)
-        curve.push_back({{"update", p.update},
-                         {"samples", p.samples},
-                         {"best_step_time_s", p.best_step_time},
-                         {"mean_step_time_s", p.mean_step_time}});
-    return {{"method", m.name}, {"points", curve}};
+io::method_summary summary_of(const method_result& m, double reference) {
+    return {.name = m.name,
+            .description = m.description,
+            .step_time = m.result.step_time,
+            .speedup = ratio(reference, m.result.step_time),
+            .peak_memory = m.result.peak_memory,
+            .oom = m.result.oom,
+            .transfers = m.result.num_transfers,
+            .bytes_moved = m.result.bytes_moved,
+            .decision_seconds = m.seconds};
 }
 
-nlohmann::ordered_json method_json(const method_result& m, double reference) {
-    return {{"name", m.name},
-            {"description", m.description},
-            {"step_time_s", m.result.step_time},
-            {"speedup", ratio(reference, m.result.step_time)},
-            {"peak_memory_bytes", m.result.peak_memory},
-            {"oom", m.result.oom},
-            {"transfers", m.result.num_transfers},
-            {"bytes_moved", m.result.bytes_moved},
-            {"decision_seconds", m.seconds}};
+io::training_curve curve_of(const method_result& m) {
+    io::training_curve c{.method = m.name};
+    for (const auto& p : m.curve) c.points.push_back({p.update, p.samples, p.best_step_time, p.mean_step_time});
+    return c;
 }
 
 int run_optimize(optimize_flags& f) {
     // a checkpoint with only non-learned tasks asked for is a usage mistake, whatever this build has
     auto learned = [](const std::vector<std::string>& ts) {
-        return std::any_of(ts.begin(), ts.end(), [](const std::string& t) { return t != "substitution"; });
+        return std::any_of(ts.begin(), ts.end(), [](const std::string& t) { return task_named(t).learned; });
     };
     const auto no_learned_task = [&] {
         return error(concat("--checkpoint ", f.checkpoint), "none of the tasks to run learns a policy",
-                     "a learned task (placement, scheduling or fusion) to start from the pre-trained policy");
+                     concat("a learned task (", learned_tasks(), ") to start from the pre-trained policy"));
     };
     if (!f.checkpoint.empty() && !f.tasks.empty() && !learned(f.tasks)) throw no_learned_task();
     const auto tasks = tasks_to_run(f);
@@ -113,17 +161,22 @@ int run_optimize(optimize_flags& f) {
     // Substitution is a graph-to-graph stage: everything after it runs on the rewritten graph, and
     // the original graph's default (one device, FIFO) stays in the table as the reference.
     std::vector<method_result> methods;
-    const bool substituted = std::find(tasks.begin(), tasks.end(), "substitution") != tasks.end();
-    if (substituted) {
+    bool substituted = false;
+    for (const auto& t : tasks) {
+        const auto rewrite = task_named(t).rewrite;
+        if (!rewrite) continue;
         simulator_type before(input.graph, cluster);
-        method_result original{
-            "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
-        original.chosen.placement.assign(input.graph.num_ops(), 0);
-        original.result = before.run(original.chosen.placement, {.record_trace = false});
+        if (!substituted) {
+            method_result original{
+                "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
+            original.chosen.placement.assign(input.graph.num_ops(), 0);
+            original.result = before.run(original.chosen.placement, {.record_trace = false});
+            methods.push_back(std::move(original));
+        }
         optimize_context ctx{input, before, f.limits, f.seed, f.checkpoint, progress};
-        graph::computation_graph rewritten = optimize_substitution(ctx);
+        graph::computation_graph rewritten = rewrite(ctx);
         input.graph = std::move(rewritten);
-        methods.push_back(std::move(original));
+        substituted = true;
     }
     simulator_type s(input.graph, cluster);
     const optimize_context ctx{input, s, f.limits, f.seed, f.checkpoint, progress};
@@ -136,11 +189,8 @@ int run_optimize(optimize_flags& f) {
                                    [](const method_result& m) { return m.name == "m_etf"; });
     if (metf == methods.end()) throw error("goopt optimize", "no m_etf baseline", "run_baselines to include m_etf");
     const decisions metf_decision = metf->chosen;
-    for (const auto& t : tasks) {
-        if (t == "placement") methods.push_back(optimize_placement(ctx, metf_decision));
-        else if (t == "scheduling") methods.push_back(optimize_scheduling(ctx));
-        else if (t == "fusion") methods.push_back(optimize_fusion(ctx));
-    }
+    for (const auto& t : tasks)
+        if (const auto decide = task_named(t).decide) methods.push_back(decide(ctx, metf_decision));
     progress.clear();
 
     std::size_t best = first_baseline;
@@ -172,9 +222,9 @@ int run_optimize(optimize_flags& f) {
     for (const auto& m : methods)
         if (!m.note.empty()) std::printf("%s: %s\n", m.name.c_str(), m.note.c_str());
     std::vector<std::string> left_out;
-    for (const char* t : all_tasks)
-        if (std::find(tasks.begin(), tasks.end(), t) == tasks.end() && !status_of(t).available)
-            left_out.emplace_back(t);
+    for (const auto& t : task_table)
+        if (std::find(tasks.begin(), tasks.end(), t.name) == tasks.end() && !t.status().available)
+            left_out.emplace_back(t.name);
     if (f.tasks.empty() && !left_out.empty()) {
         std::string names;
         for (const auto& t : left_out) names += (names.empty() ? "" : ", ") + t;
@@ -189,33 +239,25 @@ int run_optimize(optimize_flags& f) {
         if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
 
     if (!f.out.empty()) {
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (const auto& m : methods) list.push_back(method_json(m, reference));
-        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+        io::optimize_result r{.model = input.name,
+                              .ops = input.graph.num_ops(),
+                              .ops_before_substitution = original_ops,
+                              .cluster = cluster.description(),
+                              .seed = f.seed,
+                              .steps = f.limits.steps,
+                              .seconds = f.limits.seconds,
+                              .tasks = tasks,
+                              .best = winner.name,
+                              .best_baseline = methods[best_baseline].name,
+                              .decisions = {winner.chosen, winner.name}};
         for (std::size_t k = 0; k < cluster.num_devices(); ++k)
-            devices.push_back({{"name", cluster.device(k).name()},
-                               {"mem_capacity_bytes", static_cast<std::int64_t>(cluster.device(k).mem_capacity())}});
-        auto d = decisions_to_json(winner.chosen);
-        d["method"] = winner.name;
-        const nlohmann::ordered_json j{
-            {"format", "goopt.result"},
-            {"version", 1},
-            {"model", input.name},
-            {"ops", input.graph.num_ops()},
-            {"ops_before_substitution", original_ops},
-            {"cluster", {{"description", cluster.description()}, {"devices", devices}}},
-            {"seed", f.seed},
-            {"budget", {{"steps", f.limits.steps}, {"seconds", f.limits.seconds}}},
-            {"tasks", tasks},
-            {"methods", list},
-            {"best", winner.name},
-            {"best_baseline", methods[best_baseline].name},
-            {"decisions", d},
-            // after substitution the decisions index the rewritten graph's ops: it travels with them
-            {"graph", substituted ? nlohmann::ordered_json::parse(io::to_json_string(input.graph))
-                                  : nlohmann::ordered_json(nullptr)},
-            {"training_curve", curved ? curve_json(*curved) : nlohmann::ordered_json(nullptr)}};
-        io::atomic_write(f.out, j.dump(1) + "\n");
+            r.devices.push_back(
+                {cluster.device(k).name(), static_cast<std::int64_t>(cluster.device(k).mem_capacity())});
+        for (const auto& m : methods) r.methods.push_back(summary_of(m, reference));
+        // after substitution the decisions index the rewritten graph's ops: it travels with them
+        if (substituted) r.graph = input.graph;
+        if (curved) r.curve = curve_of(*curved);
+        io::write_result_file(f.out, r);
     }
     if (!f.svg.empty()) {
         const auto traced =
@@ -252,17 +294,16 @@ command add_optimize_command(CLI::App& root) {
                                     "optimizer, scored by one simulator");
     flags->source.add_flags(*app);
     add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
-    app->add_option("--tasks", flags->tasks,
-                    "What goopt optimizes, comma-separated (default: every task this build has)")
+    app->add_option("--tasks", flags->tasks, tasks_help())
         ->delimiter(',')
         ->allow_extra_args(false)
-        ->check(CLI::IsMember({"substitution", "placement", "scheduling", "fusion"}))
+        ->check(CLI::IsMember(task_names()))
         ->type_name("TASK,...");
     app->add_option("--steps", flags->limits.steps, "Rounds of the iterative methods (PPO updates, search rounds)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->capture_default_str();
     app->add_option("--time", flags->limits.seconds, "Wall-time budget of the iterative methods in seconds (0: none)")
-        ->check(CLI::Range(0.0, 1e9))
+        ->check(finite_range(0.0, 1e9))
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")

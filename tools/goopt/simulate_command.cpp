@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/result_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 
 #include <cstdio>
@@ -20,8 +21,8 @@ struct simulate_flags {
 int run_simulate(const simulate_flags& f) {
     auto input = load_graph(f.source);
     const auto cluster = load_cluster(f.cluster);
-    auto file = read_decisions_file(f.decisions_file, input.graph);
-    const auto& d = file.chosen;
+    auto file = io::read_decisions_or_result_file(f.decisions_file, input.graph.num_ops());
+    const auto& d = file.decisions.decision;
     if (file.graph) {
         std::printf("%s: scored on the graph after substitution stored in %s (%zu ops, %zu before)\n",
                     input.name.c_str(), f.decisions_file.c_str(), file.graph->num_ops(), input.graph.num_ops());

@@ -64,7 +64,7 @@ command add_train_command(CLI::App& root) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->capture_default_str();
     app->add_option("--time", flags->limits.seconds, "Wall-time budget in seconds (0: none)")
-        ->check(CLI::Range(0.0, 1e9))
+        ->check(finite_range(0.0, 1e9))
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same policy)")

@@ -23,24 +23,33 @@ inline constexpr double pcie_latency = 10e-6;
 /// P100, V100, T4, A100, H100, CPU), and `nvlink` (one link per ordered pair at the preset's NVLink
 /// bandwidth per direction; at most 256 devices) or `pcie` (one bus shared by all transfers, at the
 /// preset's PCIe bandwidth).
-/// @throws goopt::error quoting the spec and saying what was expected.
+/// @throws goopt::error quoting the spec and naming the part that is wrong or missing (the count, the
+/// device, the topology) with what was expected there.
 inline cluster<device_spec> parse_cluster(std::string_view spec) {
+    constexpr unsigned long max_devices = 1024;
     const std::string where = concat("cluster spec '", spec, "'");
     const std::string_view form = "<count>x<device>:<topology>, e.g. 4xV100:nvlink";
     const auto x = spec.find('x');
-    const auto colon = spec.find(':');
-    if (x == std::string_view::npos || colon == std::string_view::npos || colon < x)
-        throw error(where, "malformed", form);
-    const std::string_view count_text = spec.substr(0, x), name = spec.substr(x + 1, colon - x - 1),
-                           topology = spec.substr(colon + 1);
+    if (x == std::string_view::npos) throw error(where, "no 'x' between a device count and a device", form);
+    const std::string_view count_text = spec.substr(0, x), rest = spec.substr(x + 1);
+    const auto colon = rest.find(':');
+    const std::string_view name = rest.substr(0, colon);
     unsigned long count = 0;
     const auto [end, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
-    if (count_text.empty() || ec != std::errc() || end != count_text.data() + count_text.size())
+    const bool digits = !count_text.empty() && end == count_text.data() + count_text.size();
+    if (digits && (ec == std::errc::result_out_of_range || (ec == std::errc() && count > max_devices)))
+        throw error(where, concat("device count ", count_text, " is more than ", max_devices),
+                    concat("at most ", max_devices));
+    if (!digits || ec != std::errc())
         throw error(where, concat("device count '", count_text, "' is not a number"), form);
     if (count == 0) throw error(where, "device count is 0", "at least 1");
-    if (count > 1024) throw error(where, concat("device count ", count, " is more than 1024"), "at most 1024");
+    if (name.empty()) throw error(where, "no device after the count", concat("one of ", preset_names()));
     const auto p = find_preset(name);
     if (!p) throw error(where, concat("unknown device '", name, "'"), concat("one of ", preset_names()));
+    const std::string suggested = concat(count, "x", p->label, p->nvlink_bandwidth > 0 ? ":nvlink" : ":pcie");
+    if (colon == std::string_view::npos)
+        throw error(where, "no topology after the device", concat("':nvlink' or ':pcie' after it, e.g. ", suggested));
+    const std::string_view topology = rest.substr(colon + 1);
     const device_spec d = describe(*p);
     cluster<device_spec> c;
     if (topology == "nvlink") {

@@ -72,15 +72,6 @@ cost::table_model<Fallback> read_cost_table_file(const std::filesystem::path& pa
 
 namespace detail {
 
-/// Checks the "format" and "version" keys of a document of format `name`.
-inline void check_header(const nlohmann::json& j, std::string_view source, std::string_view name) {
-    if (!j.is_object()) throw error(source, concat("the document is ", describe(j)), "an object");
-    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != name)
-        throw error(source, "/format", concat('"', name, '"'));
-    if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != 1)
-        throw error(source, "/version", "1");
-}
-
 /// A number at JSON pointer `at` of document `source` that must be finite and > 0 (or >= 0 when zero_ok).
 inline double positive_number(const nlohmann::json& v, std::string_view source, const std::string& at,
                               bool zero_ok = false) {

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -124,6 +125,20 @@ inline std::string dtype_list() {
     const std::string where = concat(place.empty() ? std::string_view("top level") : place, ": ", one_line(what));
     if (expected.empty()) throw error(source, where);
     throw error(source, where, one_line(std::string(expected)));
+}
+
+/// Checks the "format" and "version" keys of a document of format `name` (version 1) found at JSON
+/// pointer `pointer` of `source` ("" for the whole file).
+inline void check_header(const nlohmann::json& j, std::string_view source, std::string_view name,
+                         std::string_view pointer = "") {
+    if (!j.is_object())
+        throw error(source,
+                    pointer.empty() ? concat("the document is ", describe(j)) : concat(pointer, ": is ", describe(j)),
+                    "an object");
+    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != name)
+        throw error(source, concat(pointer, "/format"), concat('"', name, '"'));
+    if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != 1)
+        throw error(source, concat(pointer, "/version"), "1");
 }
 
 /// The JSON document in `text`; invalid JSON is a goopt::error naming `source` and the byte.

@@ -29,6 +29,8 @@ namespace goopt::rl {
 /// @endcode
 /// `evaluate` must be a function of (observation, actions) alone, so that results do not depend on
 /// which worker ran them: rl::ppo relies on it for the same results on any number of threads.
+/// An exception from `evaluate` (on any worker thread) stops training and leaves rl::ppo::update as
+/// it was thrown: a decision the environment wants penalized is an outcome, not an exception.
 template <class E>
 concept Environment = requires(E& e, const E& ce, std::mt19937_64& rng, const typename E::observation& obs,
                                std::span<const int> actions, std::size_t worker, const typename E::outcome& out) {

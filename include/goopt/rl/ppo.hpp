@@ -269,6 +269,8 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
     std::vector<std::exception_ptr> failed(T);
+    // every exception, of any type, is carried to this thread and rethrown once all workers have
+    // joined: one escaping a std::thread would terminate the program instead
     auto work = [&](std::size_t w) {
         try {
             for (std::size_t s = w; s < E; s += T) outs[s] = env_->evaluate(obs, actions[s], w);

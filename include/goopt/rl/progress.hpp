@@ -15,9 +15,24 @@
 #include <string>
 #include <utility>
 
+#if defined(_WIN32)
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 namespace goopt::rl {
+
+namespace detail {
+/// Whether stderr is a terminal, where the status line is redrawn in place.
+inline bool stderr_is_terminal() noexcept {
+#if defined(_WIN32)
+    return ::_isatty(::_fileno(stderr)) != 0;
+#else
+    return ::isatty(STDERR_FILENO) == 1;
+#endif
+}
+}  // namespace detail
 
 /// When the status line is drawn.
 enum class status_mode : std::uint8_t {
@@ -46,7 +61,8 @@ public:
                 throw error("rl::progress_reporter",
                             concat("cannot open the metrics file '", c_.metrics.string(), "'"));
         }
-        draw_ = c_.status == status_mode::always || (c_.status == status_mode::terminal && ::isatty(2) == 1);
+        draw_ =
+            c_.status == status_mode::always || (c_.status == status_mode::terminal && detail::stderr_is_terminal());
     }
     progress_reporter(const progress_reporter&) = delete;
     progress_reporter& operator=(const progress_reporter&) = delete;

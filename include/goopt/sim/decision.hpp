@@ -25,7 +25,7 @@ struct decision {
     }
 };
 
-/// @brief Simulates `d` with `s`. @throws goopt::error as simulator::run does for a malformed decision.
+/// @brief Simulates `d` with `s`. @throws sim::decision_refused or goopt::error as simulator::run does.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 simulation_result run(simulator<D, Cost>& s, const decision& d, bool record_trace = false) {
     return s.run(d.placement, d.options(record_trace));

@@ -11,6 +11,7 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/reachability.hpp>
 #include <goopt/graph/topological_order.hpp>
+#include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 
@@ -71,9 +72,12 @@ public:
 
     /// @brief Simulates one step.
     /// @param placement device of every op (sim::placement).
-    /// @throws goopt::error when the placement has the wrong length, names a device the cluster lacks,
-    /// splits a colocation group, routes a tensor between unconnected devices, or when priorities or
-    /// fusion groups are malformed or illegal (a group on two devices, or groups that form a cycle).
+    /// @throws sim::decision_refused when the placement names a device the cluster lacks, splits a
+    /// colocation group or routes a tensor between unconnected devices, or when a priority is not
+    /// finite or the fusion groups are illegal (an id out of range, a group on two devices, groups
+    /// that form a cycle); goopt::error when the placement, priorities or fusion groups do not have
+    /// one entry per op (the caller's mistake, not a decision), or the cost model gives a fused group
+    /// a negative or non-finite time.
     simulation_result run(std::span<const device_id> placement, const simulation_options& options = {}) {
         simulation_result r;
         run(placement, options, r);
@@ -82,7 +86,8 @@ public:
     /// As above, reusing `out`'s storage.
     void run(std::span<const device_id> placement, const simulation_options& options, simulation_result& out);
 
-    /// Throws goopt::error when a placement is not valid for this graph and cluster (see run()).
+    /// Throws when a placement is not valid for this graph and cluster: goopt::error for the wrong
+    /// length, sim::decision_refused for a device out of range or a split colocation group (see run()).
     void check_placement(std::span<const device_id> placement) const;
 
     /// The cost model's time of op `o` on device `d`, as cached at construction.
@@ -292,13 +297,14 @@ void simulator<D, Cost>::check_placement(std::span<const device_id> placement) c
     std::vector<graph::op_id> first(num_colocation_groups_, graph::no_op);
     for (graph::op_id o = 0; o < num_ops_; ++o) {
         if (placement[o] >= num_devices_)
-            throw error("sim::simulator", concat("placement puts op ", g_->describe(o), " on device ", placement[o]),
-                        concat("a device of the cluster, 0..", num_devices_ - 1));
+            throw decision_refused("sim::simulator",
+                                   concat("placement puts op ", g_->describe(o), " on device ", placement[o]),
+                                   concat("a device of the cluster, 0..", num_devices_ - 1));
         if (colocation_group_[o] < 0) continue;
         auto& f = first[static_cast<std::size_t>(colocation_group_[o])];
         if (f == graph::no_op) f = o;
         else if (placement[f] != placement[o])
-            throw error(
+            throw decision_refused(
                 "sim::simulator",
                 concat("placement breaks colocation group ", g_->get_op(o).colocation, ": op ", g_->describe(f),
                        " is on device ", placement[f], " but op ", g_->describe(o), " is on device ", placement[o]),
@@ -326,9 +332,9 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
                 continue;
             }
             if (static_cast<std::size_t>(grp) >= num_ops_)
-                throw error("sim::simulator",
-                            concat("fusion group id ", grp, " of op ", g_->describe(o), " is out of range"),
-                            concat("-1 or 0..", num_ops_ - 1));
+                throw decision_refused("sim::simulator",
+                                       concat("fusion group id ", grp, " of op ", g_->describe(o), " is out of range"),
+                                       concat("-1 or 0..", num_ops_ - 1));
             if (group_unit_[grp] < 0) group_unit_[grp] = static_cast<std::int32_t>(num_units_++);
             unit_of_[o] = static_cast<std::uint32_t>(group_unit_[grp]);
         }
@@ -354,7 +360,7 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
                                                members_begin_[u + 1] - members_begin_[u]);
         for (graph::op_id o : ms) {
             if (placement[o] != unit_device_[u])
-                throw error(
+                throw decision_refused(
                     "sim::simulator",
                     concat("fusion group ", options.fusion[o], " spans two devices: op ", g_->describe(first),
                            " on device ", unit_device_[u], " and op ", g_->describe(o), " on device ", placement[o]),
@@ -362,8 +368,8 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
             if (use_priority_) {
                 const double p = options.priorities[o];
                 if (!std::isfinite(p))
-                    throw error("sim::simulator", concat("priority of op ", g_->describe(o), " is ", p),
-                                "a finite number");
+                    throw decision_refused("sim::simulator", concat("priority of op ", g_->describe(o), " is ", p),
+                                           "a finite number");
                 unit_priority_[u] = std::max(unit_priority_[u], p);
             }
         }
@@ -405,10 +411,11 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
                     culprit = static_cast<graph::op_id>(s);
                     break;
                 }
-            throw error("sim::simulator",
-                        concat("fusion group of op ", g_->describe(members_[members_begin_[u]]), " is illegal: op ",
-                               g_->describe(culprit), " outside the group depends on it and feeds it (a cycle)"),
-                        "convex fusion groups");
+            throw decision_refused(
+                "sim::simulator",
+                concat("fusion group of op ", g_->describe(members_[members_begin_[u]]), " is illegal: op ",
+                       g_->describe(culprit), " outside the group depends on it and feeds it (a cycle)"),
+                "convex fusion groups");
         }
     }
 }
@@ -447,10 +454,10 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
             if (dev != pd) {
                 l = c_->route(pd, dev);
                 if (l == device::no_link)
-                    throw error("sim::simulator",
-                                concat("tensor ", t, " of op ", g_->describe(p), " must go from device ", pd,
-                                       " to device ", dev, ", but the cluster has no link between them"),
-                                "a placement whose transfers the cluster's links can carry");
+                    throw decision_refused("sim::simulator",
+                                           concat("tensor ", t, " of op ", g_->describe(p), " must go from device ", pd,
+                                                  " to device ", dev, ", but the cluster has no link between them"),
+                                           "a placement whose transfers the cluster's links can carry");
                 copy = static_cast<std::uint32_t>(copies_.size());
                 copies_.push_back({tensor_bytes_[t], 0, dev, t});
                 ++copies_[t].refs;  // the transfer reads the source buffer
@@ -620,7 +627,7 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
     if (done != num_units_) {
         for (std::uint32_t u = 0; u < num_units_; ++u)
             if (units_[u].pending != 0)
-                throw error(
+                throw decision_refused(
                     "sim::simulator",
                     concat("fusion groups form a cycle once contracted: the group of op ",
                            g_->describe(members_[members_begin_[u]]), " waits for its own output through other groups"),

@@ -16,6 +16,8 @@ namespace goopt::tasks {
 /// @brief A decision problem over the ops of one graph: a per-op action space, a map from sampled
 /// actions to the shared decision type, a simulator that scores a decision, and the reward. A Task
 /// is also an rl::Environment (evaluate = reward(score(decide(actions)))), so rl::ppo trains it.
+/// evaluate may turn a sim::decision_refused from decide or score into a penalty outcome; any other
+/// exception is a bug or bad input and must leave evaluate.
 /// Models: tasks::placement_task.
 /// @code
 ///   // what the trainer sees (rl::Environment):

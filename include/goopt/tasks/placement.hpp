@@ -12,6 +12,7 @@
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/nn/node_features.hpp>
 #include <goopt/sim/decision.hpp>
+#include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/simulator.hpp>
 #include <goopt/tasks/concepts.hpp>
 
@@ -44,7 +45,9 @@ struct placement_task_config {
     /// overflow (see placement_task::reward). HDP counts an OOM as a 100 s step; a bounded penalty
     /// that grows with the overflow still tells the policy which OOM decisions are closer to fitting.
     double oom_penalty = 1.0;
-    /// Reward of a decision the simulator refuses (a tensor routed between unconnected devices).
+    /// Reward of a decision refused (sim::decision_refused: a tensor routed between unconnected
+    /// devices, an action naming no device). Any other error while evaluating is not a decision's
+    /// fault and propagates out of evaluate().
     double invalid_reward = -10.0;
 };
 
@@ -57,7 +60,8 @@ struct placement_task_config {
 ///
 /// Reward: -sqrt(step / reference step) (GO and HDP use -sqrt(step time)); a decision that runs out
 /// of memory gets, in addition, -oom_penalty x (1 + sum over devices of max(0, peak / capacity - 1));
-/// a decision the simulator refuses gets invalid_reward.
+/// a decision refused (sim::decision_refused, by decide() or the simulator) gets invalid_reward.
+/// Nothing else is caught: a bug in a cost model, a task or the trainer stops the training.
 /// @tparam D device type; @tparam Cost cost model.
 template <device::DeviceModel D, cost::CostModel<D> Cost = cost::roofline_model> class placement_task {
 public:
@@ -121,11 +125,13 @@ public:
     void set_workers(std::size_t k) {
         while (sims_.size() < k) sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(*g_, *c_, cost_));
     }
+    /// @throws goopt::error (not a refusal) for an action count other than num_nodes() or a worker
+    /// beyond set_workers(): a caller's mistake, never a reward.
     outcome evaluate(const observation&, std::span<const int> actions, std::size_t worker) {
         outcome out;
         try {
             out = outcome_of(score(decide(actions), worker));
-        } catch (const error&) {
+        } catch (const sim::decision_refused&) {
             out = {.reward = config_.invalid_reward, .step_time = 0, .oom = false, .valid = false};
         }
         return out;
@@ -133,7 +139,8 @@ public:
 
     // ---- tasks::Task
     std::size_t num_nodes() const { return g_->num_ops(); }
-    /// @throws goopt::error for an action count other than num_nodes() or a device out of range.
+    /// @throws goopt::error for an action count other than num_nodes() (the caller's mistake);
+    /// sim::decision_refused for an action that names no device of the cluster.
     sim::decision decide(std::span<const int> actions) const {
         const std::size_t n = g_->num_ops();
         if (actions.size() != n)
@@ -144,8 +151,8 @@ public:
             const graph::op_id k = deciding_[o];
             const int a = k == graph::no_op ? 0 : actions[k];
             if (a < 0 || static_cast<std::size_t>(a) >= c_->num_devices())
-                throw error("tasks::placement_task", concat("action ", a, " of op ", g_->describe(k)),
-                            concat("a device of the cluster (0..", c_->num_devices() - 1, ")"));
+                throw sim::decision_refused("tasks::placement_task", concat("action ", a, " of op ", g_->describe(k)),
+                                            concat("a device of the cluster (0..", c_->num_devices() - 1, ")"));
             d.placement[o] = static_cast<sim::device_id>(a);
         }
         return decision_of(std::move(d.placement));
@@ -158,7 +165,12 @@ public:
             d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
         return d;
     }
-    sim::simulation_result score(const sim::decision& d, std::size_t worker) { return sim::run(*sims_.at(worker), d); }
+    sim::simulation_result score(const sim::decision& d, std::size_t worker) {
+        if (worker >= sims_.size())
+            throw error("tasks::placement_task", concat("worker ", worker),
+                        concat("below ", sims_.size(), " (set_workers)"));
+        return sim::run(*sims_[worker], d);
+    }
     double reward(const sim::simulation_result& r) const {
         double v = -std::sqrt(r.step_time / reference_.step_time);
         if (r.oom) {
