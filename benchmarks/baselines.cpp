@@ -47,12 +47,7 @@ int run(int argc, char** argv) {
                                    "Every heuristic baseline on every GO workload on 2, 4 and 8 devices, scored by "
                                    "the same simulator: simulated step time and peak memory per device.");
     cli.add_option("--out", out, "Write the results as a JSON list")->type_name("FILE");
-    cli.add_option("--model", models, "A model of the zoo (repeatable; default: every GO workload)")
-        ->allow_extra_args(false)
-        ->type_name("NAME");
-    cli.add_option("--graph", graphs, "A graph in goopt's JSON format (repeatable)")
-        ->allow_extra_args(false)
-        ->type_name("FILE.json");
+    cli.add_graph_flags(models, graphs);
     cli.add_option("--devices", counts, "Device counts, one cluster each")
         ->delimiter(',')
         ->allow_extra_args(false)

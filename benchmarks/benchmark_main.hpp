@@ -19,6 +19,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace goopt::bench {
 
@@ -45,6 +46,17 @@ public:
             throw error(concat(e.what(), " (see --help)"));
         }
         return true;
+    }
+
+    /// The workload flags of the benchmarks over GO's graphs: `--model NAME` and `--graph FILE.json`,
+    /// each repeatable.
+    void add_graph_flags(std::vector<std::string>& models, std::vector<std::string>& graphs) {
+        add_option("--model", models, "A model of the zoo (repeatable; default: every GO workload)")
+            ->allow_extra_args(false)
+            ->type_name("NAME");
+        add_option("--graph", graphs, "A graph in goopt's JSON format (repeatable)")
+            ->allow_extra_args(false)
+            ->type_name("FILE.json");
     }
 };
 

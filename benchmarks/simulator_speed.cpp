@@ -60,12 +60,7 @@ int run(int argc, char** argv) {
                                    "How fast the simulator scores one decision, for every GO workload under the "
                                    "family's expert placement and under a random one.");
     cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE");
-    cli.add_option("--model", models, "A model of the zoo (repeatable; default: every GO workload)")
-        ->allow_extra_args(false)
-        ->type_name("NAME");
-    cli.add_option("--graph", graphs, "A graph in goopt's JSON format (repeatable)")
-        ->allow_extra_args(false)
-        ->type_name("FILE.json");
+    cli.add_graph_flags(models, graphs);
     cli.add_option("--cluster", cluster_spec, "The cluster (device::parse_cluster)")
         ->type_name("SPEC")
         ->capture_default_str();

@@ -18,7 +18,6 @@
 #include <goopt/subst/search/ilp_extraction.hpp>
 #endif
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -62,7 +61,6 @@ std::filesystem::path rules_path(const superopt_flags& f) {
 }
 
 int run_superopt(const superopt_flags& f) {
-    if (!std::isfinite(f.seconds)) throw error("--time", concat("'", f.seconds, "'"), "a number of seconds >= 0");
     if (f.ilp && f.method != "eqsat")
         throw error("--ilp", concat("--method ", f.method, ": the ILP extraction is equality saturation's"),
                     "--method eqsat");
@@ -171,13 +169,13 @@ command add_superopt_command(CLI::App& root) {
     app->add_option("--time", flags->seconds,
                     "Opt-in wall-time limit of the search in seconds (0: none; the search's count budgets stop it, "
                     "so the result does not depend on the machine's speed or load)")
-        ->check(CLI::Range(0.0, 1e6))
+        ->check(finite_range(0.0, 1e6))
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--check-flops", flags->check_flops,
                     "Check the result on the interpreter against the original when the graph has at most this many "
                     "FLOPs (0: never)")
-        ->check(CLI::Range(0.0, 1e15))
+        ->check(finite_range(0.0, 1e15))
         ->capture_default_str();
     app->add_option("-o,--out", flags->out, "Write the optimized graph (goopt.graph JSON, atomically)")
         ->type_name("FILE.json");
