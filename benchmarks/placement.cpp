@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
                 auto c = cfg;
                 if (with_warm) {
                     c.warm_start = best_fit.placement;
-                    c.incumbent = best_fit;  // the heuristic's own decision: never returned worse
+                    c.incumbents = {best_fit};  // the heuristic's own decision: never returned worse
                     c.ppo.imitation_steps = imitation;
                 }
                 std::mt19937_64 rng(seed);

@@ -5,4 +5,5 @@
 
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/train.hpp>
 #include <goopt/tasks/train_placement.hpp>

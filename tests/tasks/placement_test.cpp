@@ -226,9 +226,17 @@ TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refu
     warm.warm_start = baselines::heft(s).placement;
     warm.ppo.imitation_steps = 30;
     warm.ppo.imitation_learning_rate = 1e-2;
+    warm.ppo.imitation_min_agreement = 0.95;  // imitate until the policy's mode is (nearly) HEFT's placement
     std::mt19937_64 rw(3);
     const auto w = tasks::train_placement(g, cl, cost::roofline_model{}, warm, rw);
     CHECK(w.best.result.step_time <= s.run(warm.warm_start).step_time * 1.05);
+    CHECK(w.imitation_agreement >= 0.95);
+    CHECK(w.imitation_agreement <= 1.0);
+    auto cold = warm;  // no warm start: nothing imitated, nothing to report
+    cold.warm_start.clear();
+    cold.ppo.imitation_steps = 0;
+    std::mt19937_64 rc(3);
+    CHECK(tasks::train_placement(g, cl, cost::roofline_model{}, cold, rc).imitation_agreement == -1);
     auto bad = small(2);
     bad.warm_start = baselines::heft(s).placement;
     CHECK_THROWS_AS(tasks::train_placement(g, cl, cost::roofline_model{}, bad, rw), error);
@@ -244,7 +252,7 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
     const double heuristic = sim::run(s, imitated).step_time;
     auto cfg = small(2);
     cfg.warm_start = imitated.placement;
-    cfg.incumbent = imitated;
+    cfg.incumbents = {imitated};
     cfg.ppo.imitation_steps = 1;
     cfg.ppo.imitation_learning_rate = 1e-6;
     using outcome = tasks::placement_task<device::device_spec>::outcome;
@@ -273,7 +281,7 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
 
     // without an explicit incumbent: the warm-start placement under the task's schedule
     auto plain = cfg;
-    plain.incumbent.reset();
+    plain.incumbents.clear();
     std::mt19937_64 r2(6);
     const auto p = tasks::train_placement(g, cl, cost::roofline_model{}, plain, r2);
     tasks::placement_task task(g, cl);
@@ -297,7 +305,7 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
     CHECK(h.best_from == w.best_from);
     CHECK(h.best.decision.priorities == w.best.decision.priorities);
     CHECK(slurp(full) == slurp(part));
-    half.incumbent.reset();  // resumed without the incumbent its record names
+    half.incumbents.clear();  // resumed without the incumbent its record names
     half.warm_start.clear();
     half.ppo.imitation_steps = 0;
     CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, half, r4),

@@ -38,7 +38,9 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     } else {  // a pre-trained policy is the start itself: imitation would overwrite what it learned
         config.pretrained = ctx.checkpoint;  // read only: the pre-trained policy stays as it is
     }
-    config.incumbent = metf;  // m-ETF's own decision is kept until PPO beats it: never worse than it
+    // m-ETF's own decision is kept until PPO beats it: never worse than it (with a warm start, its
+    // placement under the task's critical-path priorities is a second incumbent)
+    config.incumbents = {metf};
     method_result out{"ppo_placement",
                       ctx.checkpoint.empty()
                           ? "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities"
@@ -75,7 +77,10 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     out.chosen = r.best.decision;
     out.result = r.best.result;
     if (r.best_from == tasks::best_source::incumbent)
-        out.note = "no placement PPO sampled beat m-ETF's decision, so ppo_placement is that decision";
+        out.note = r.best_sample == 0
+                       ? "no placement PPO sampled beat m-ETF's decision, so ppo_placement is that decision"
+                       : "no placement PPO sampled beat m-ETF's placement under critical-path priorities, so "
+                         "ppo_placement is that decision";
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }

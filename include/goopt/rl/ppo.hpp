@@ -160,6 +160,9 @@ public:
     /// (another network), a bad checksum or truncation (corrupt). On error nothing is changed.
     template <SerializableRng Rng> std::string load_checkpoint(const std::filesystem::path& path, Rng& rng);
 
+    /// After the warm start: the share of active nodes whose most likely action is the imitated
+    /// one (-1 before a warm start has run in this trainer).
+    double imitation_agreement() const noexcept { return imitation_agreement_; }
     std::size_t updates_done() const noexcept { return updates_; }
     std::size_t samples_done() const noexcept { return samples_; }
     const ppo_config& config() const noexcept { return c_; }
@@ -193,6 +196,7 @@ private:
     std::optional<nn::training_guard<scalar, nn::adam<scalar>>> guard_;
     std::vector<int> imitation_;
     std::size_t updates_ = 0, samples_ = 0, imitation_done_ = 0;
+    double imitation_agreement_ = -1;
     double average_ = 0;
     bool average_set_ = false;
 };
@@ -226,7 +230,7 @@ void ppo<Env, Net>::imitate(Rng& rng) {
                     concat(active.size(), " (set_imitation_target)"));
     const double lr = opt_.config().learning_rate;
     opt_.config().learning_rate = c_.imitation_learning_rate;
-    for (; imitation_done_ < c_.imitation_steps; ++imitation_done_) {
+    auto one_step = [&] {
         nn::zero_grad(ps_);
         auto out = net_->evaluate(obs, {});
         nn::matrix<scalar> d;
@@ -235,6 +239,28 @@ void ppo<Env, Net>::imitate(Rng& rng) {
             if (!active[i]) d.row(static_cast<Eigen::Index>(i)).setZero();
         net_->backward({d}, scalar(0));
         step(static_cast<double>(loss));
+        ++imitation_done_;
+    };
+    // share of the active nodes whose most likely action is the target's
+    auto agreement = [&] {
+        const auto out = net_->evaluate(obs, {});
+        const auto& logits = out.logits[0];
+        std::size_t n = 0, same = 0;
+        for (std::size_t i = 0; i < active.size(); ++i) {
+            if (!active[i]) continue;
+            Eigen::Index best = 0;
+            logits.row(static_cast<Eigen::Index>(i)).maxCoeff(&best);
+            ++n;
+            same += static_cast<int>(best) == imitation_[i];
+        }
+        return n == 0 ? 1.0 : static_cast<double>(same) / static_cast<double>(n);
+    };
+    while (imitation_done_ < c_.imitation_steps) one_step();
+    imitation_agreement_ = agreement();
+    while (c_.imitation_min_agreement > 0 && imitation_agreement_ < c_.imitation_min_agreement &&
+           imitation_done_ < c_.imitation_max_steps) {
+        for (int k = 0; k < 10 && imitation_done_ < c_.imitation_max_steps; ++k) one_step();
+        imitation_agreement_ = agreement();
     }
     opt_.config().learning_rate = lr;
 }

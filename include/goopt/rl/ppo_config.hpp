@@ -33,6 +33,11 @@ struct ppo_config {
     std::size_t threads = 1;                ///< worker threads that evaluate the samples
     std::size_t imitation_steps = 0;        ///< warm start: cross-entropy steps towards a given decision
     double imitation_learning_rate = 1e-3;  ///< Adam's rate during the warm start
+    /// Keep imitating after imitation_steps, 10 steps at a time, until this share of the active
+    /// nodes' most likely action is the imitated one, or imitation_max_steps (0: imitation_steps
+    /// exactly). A warm start that reproduces its target makes the policy's mode that decision.
+    double imitation_min_agreement = 0;
+    std::size_t imitation_max_steps = 1000;  ///< cap of the warm start with imitation_min_agreement
     /// Also evaluate the policy's mode (the most likely action of every node) once per update, beside
     /// the samples: it is a decision the policy makes, which a sample drawing every node's action
     /// independently almost never reproduces (not always a better one: README "Learned placement").

@@ -13,6 +13,15 @@
 
 namespace goopt::tasks {
 
+/// One decision of a task, scored by the simulator: what the trainer ranks (fits in memory first,
+/// then the shorter step) and learns from (the reward). The outcome of the shipped tasks.
+struct step_outcome {
+    double reward = 0;
+    double step_time = 0;  ///< seconds; 0 for a decision the simulator refused
+    bool oom = false;
+    bool valid = false;  ///< false: the simulator refused the decision (sim::decision_refused)
+};
+
 /// @brief A decision problem over the ops of one graph: a per-op action space, a map from sampled
 /// actions to the shared decision type, a simulator that scores a decision, and the reward. A Task
 /// is also an rl::Environment (evaluate = reward(score(decide(actions)))), so rl::ppo trains it.

@@ -66,13 +66,7 @@ struct placement_task_config {
 template <device::DeviceModel D, cost::CostModel<D> Cost = cost::roofline_model> class placement_task {
 public:
     using observation = nn::graph_features<float>;
-    /// One evaluated decision.
-    struct outcome {
-        double reward = 0;
-        double step_time = 0;  ///< seconds; 0 for an invalid decision
-        bool oom = false;
-        bool valid = false;
-    };
+    using outcome = step_outcome;
 
     /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length.
     placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},

@@ -1,0 +1,317 @@
+#pragma once
+/// @file
+/// @brief One trainer for every decision task (mlpack's QLearning shape: the trainer owns the
+/// loop, a task supplies its action space, decide and reward): rl::ppo on a tasks::Task, plus what
+/// every task needs around it and only placement had: incumbents scored first and the best decision
+/// seen kept, the warm start and how well it imitated, checkpoints and resume, and a visitor that
+/// sees everything (the library prints nothing; a program attaches a reporter). GO (NeurIPS'20 §3).
+
+#include <goopt/error.hpp>
+#include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/ppo.hpp>
+#include <goopt/sim/decision.hpp>
+#include <goopt/sim/simulation_result.hpp>
+#include <goopt/tasks/concepts.hpp>
+
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace goopt::tasks {
+
+/// @brief An outcome the trainer can rank: fits in memory first, then the shorter step; a decision
+/// the simulator refused loses. Models: placement_task::outcome.
+/// @code
+///   o.reward -> double; o.step_time -> double (seconds); o.oom -> bool; o.valid -> bool
+/// @endcode
+template <class O>
+concept RankedOutcome = requires(const O& o) {
+    { o.reward } -> std::convertible_to<double>;
+    { o.step_time } -> std::convertible_to<double>;
+    { o.oom } -> std::convertible_to<bool>;
+    { o.valid } -> std::convertible_to<bool>;
+};
+
+/// @brief A Task tasks::train runs: its outcome ranks, and it turns any simulated decision (an
+/// incumbent's too) into an outcome. Models: tasks::placement_task.
+/// @code
+///   t.outcome_of(result) -> T::outcome   // result: const sim::simulation_result&
+/// @endcode
+template <class T>
+concept TrainableTask = Task<T> && RankedOutcome<typename T::outcome> &&
+    requires(const T& t, const sim::simulation_result& r) {
+    { t.outcome_of(r) } -> std::same_as<typename T::outcome>;
+};
+
+/// Where the best decision of a training came from.
+enum class best_source : std::uint8_t {
+    none,       ///< nothing evaluated
+    incumbent,  ///< one of train_config::incumbents, never beaten
+    sample,     ///< a sampled decision
+    mode,       ///< the policy's mode (most likely action per node) after some update
+};
+
+/// Everything tasks::train can be told.
+struct train_config {
+    rl::ppo_config ppo = {};
+    /// Actions to imitate before PPO (one per node, for ppo.imitation_steps steps), e.g. a
+    /// heuristic's decision; empty: no warm start.
+    std::vector<int> imitate = {};
+    /// Decisions scored before training; the best of them is kept as the best seen until a sample
+    /// or mode beats it, so that training never returns worse than any of them (give the heuristics'
+    /// own decisions, each with its own priorities).
+    std::vector<sim::decision> incumbents = {};
+    /// Checkpoint file; empty: none. Written every `checkpoint_every` updates (0: at the end only) and
+    /// at the end, atomically.
+    std::filesystem::path checkpoint = {};
+    std::size_t checkpoint_every = 0;
+    /// Continue from `checkpoint` (it must exist and match this task and network).
+    bool resume = false;
+    /// A pre-trained policy to start from (a checkpoint of a network of the same shape and action
+    /// count): its weights and Adam's moments, then the warm start (if any) and `ppo.updates` more
+    /// updates, drawn from the caller's generator. Empty: the network as given.
+    std::filesystem::path pretrained = {};
+};
+
+/// What tasks::train returns.
+struct train_result {
+    sim::scored_decision best;  ///< the best decision seen, with its simulation
+    best_source best_from = best_source::none;
+    /// incumbent: its 0-based index in train_config::incumbents; sample: the 1-based index of the
+    /// sample that found it; mode: the 1-based update whose mode it is.
+    std::size_t best_index = 0;
+    std::size_t updates = 0;  ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;  ///< decisions simulated in total
+    /// After the warm start: the share of active nodes whose most likely action is the imitated one;
+    /// -1 without a warm start.
+    double imitation_agreement = -1;
+    double seconds = 0;  ///< wall time of this call
+};
+
+/// @brief Trains `net` with PPO on `task` and returns the best decision it saw: the best incumbent,
+/// a sample, or the policy's mode after some update. Randomness comes from `rng` alone, so the same
+/// seed gives the same result on any `config.ppo.threads`, and a run resumed from its checkpoint
+/// ends exactly as an uninterrupted one.
+/// @param visitor an rl::PpoVisitor over the task's outcomes (progress, early stop); an optional
+/// `v.on_best(outcome)` is told every time the best decision changes (incumbents included).
+/// @throws goopt::error for a bad configuration, a malformed incumbent, or an unusable checkpoint;
+/// an error of the task's own evaluation propagates.
+template <TrainableTask T, class Net, rl::SerializableRng Rng, class Visitor = rl::null_visitor>
+requires rl::ActorCritic<Net, typename T::observation> train_result train(T& task, Net& net, const train_config& config,
+                                                                          Rng& rng, Visitor&& visitor = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+/// Fits in memory first, then the shorter step; a decision the simulator refused loses.
+template <RankedOutcome Outcome> bool better_outcome(const Outcome& a, const Outcome& b) {
+    if (a.valid != b.valid) return a.valid;
+    if (a.oom != b.oom) return !a.oom;
+    return a.step_time < b.step_time;
+}
+
+/// Explicitly little-endian fields of the trainer's own checkpoint record, whatever the host's order.
+class le_record {
+public:
+    void put(std::uint64_t v) {
+        for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    }
+    void put(double v) { put(std::bit_cast<std::uint64_t>(v)); }
+    void put(std::int64_t v) { put(static_cast<std::uint64_t>(v)); }
+    std::string take() && { return std::move(bytes_); }
+
+private:
+    std::string bytes_;
+};
+
+/// Reads an le_record field by field; a short record is an error naming `where`.
+class le_reader {
+public:
+    le_reader(const std::string& bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
+    std::uint64_t u64() {
+        if (bytes_.size() - at_ < 8)
+            throw error(where_, concat("the trainer's record ends at byte ", bytes_.size()),
+                        concat("a field at byte ", at_));
+        std::uint64_t v = 0;
+        for (int i = 0; i < 8; ++i)
+            v |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes_[at_ + static_cast<std::size_t>(i)]))
+                 << (8 * i);
+        at_ += 8;
+        return v;
+    }
+    double f64() { return std::bit_cast<double>(u64()); }
+    std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
+    void finish() const {
+        if (at_ != bytes_.size())
+            throw error(where_, concat("the trainer's record has ", bytes_.size() - at_, " bytes after its end"),
+                        "none");
+    }
+
+private:
+    const std::string& bytes_;
+    std::string where_;
+    std::size_t at_ = 0;
+};
+
+/// Version of train()'s record in a checkpoint's extra bytes.
+inline constexpr std::uint64_t train_record_version = 1;
+
+}  // namespace detail
+
+template <TrainableTask T, class Net, rl::SerializableRng Rng, class Visitor>
+requires rl::ActorCritic<Net, typename T::observation> train_result train(T& task, Net& net, const train_config& config,
+                                                                          Rng& rng, Visitor&& visitor) {
+    using outcome = typename T::outcome;
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr std::string_view who = "tasks::train";
+    if (config.resume && config.checkpoint.empty()) throw error(who, "resume without a checkpoint path", "a path");
+    if (config.resume && !config.pretrained.empty())
+        throw error(who, "both resume and a pre-trained policy are asked for", "one of them");
+    if (!config.imitate.empty() && config.ppo.imitation_steps == 0)
+        throw error(who, "a decision to imitate is given but ppo.imitation_steps is 0",
+                    "ppo.imitation_steps >= 1 with a warm start");
+    if (config.imitate.empty() && config.ppo.imitation_steps > 0)
+        throw error(who, concat("ppo.imitation_steps is ", config.ppo.imitation_steps), "a decision to imitate");
+    rl::ppo<T, Net> trainer(task, net, config.ppo);
+    if (!config.pretrained.empty()) {
+        const Rng own = rng;  // the weights come from the file, the randomness from the caller
+        trainer.load_checkpoint(config.pretrained, rng);
+        rng = own;
+        trainer.set_environment(task);
+        trainer.set_updates(trainer.updates_done() + config.ppo.updates);
+    }
+    if (!config.imitate.empty()) trainer.set_imitation_target(config.imitate);
+
+    std::vector<int> best_actions;  // of a sample or mode
+    outcome best{};
+    std::size_t best_index = 0;
+    best_source best_from = best_source::none;
+    double agreement = -1;
+    auto notify_best = [&] {
+        if constexpr (requires { visitor.on_best(best); }) visitor.on_best(best);
+    };
+    // incumbents first: a malformed one is an error here, not a lost sample
+    for (std::size_t i = 0; i < config.incumbents.size(); ++i) {
+        const outcome o = task.outcome_of(task.score(config.incumbents[i], 0));
+        if (best_from == best_source::none || detail::better_outcome(o, best)) {
+            best = o;
+            best_index = i;
+            best_from = best_source::incumbent;
+        }
+    }
+    if (best_from != best_source::none) notify_best();
+
+    // the trainer's state in a checkpoint: the best decision so far and the warm start's agreement
+    auto pack = [&] {
+        detail::le_record rec;
+        rec.put(detail::train_record_version);
+        rec.put(static_cast<std::uint64_t>(best_from));
+        rec.put(static_cast<std::uint64_t>(best_index));
+        rec.put(best.reward);
+        rec.put(best.step_time);
+        rec.put(static_cast<std::uint64_t>(best.oom));
+        rec.put(static_cast<std::uint64_t>(best.valid));
+        rec.put(agreement);
+        rec.put(static_cast<std::uint64_t>(best_actions.size()));
+        for (int a : best_actions) rec.put(static_cast<std::int64_t>(a));
+        return std::move(rec).take();
+    };
+    if (config.resume) {
+        const std::string s = trainer.load_checkpoint(config.checkpoint, rng);
+        detail::le_reader in(s, concat(who, ": checkpoint '", config.checkpoint.string(), "'"));
+        const std::string where = concat(who, ": checkpoint '", config.checkpoint.string(), "'");
+        if (const auto v = in.u64(); v != detail::train_record_version)
+            throw error(where, concat("trainer record version ", v),
+                        concat(detail::train_record_version, " (written by tasks::train)"));
+        const auto from = in.u64();
+        const auto index = in.u64();
+        outcome o{};
+        o.reward = in.f64();
+        o.step_time = in.f64();
+        o.oom = in.u64() != 0;
+        o.valid = in.u64() != 0;
+        const double a = in.f64();
+        const auto len = in.u64();
+        if (from > static_cast<std::uint64_t>(best_source::mode))
+            throw error(where, concat("a best decision of source ", from), "none, incumbent, sample or mode");
+        const auto src = static_cast<best_source>(from);
+        const bool has_actions = src == best_source::sample || src == best_source::mode;
+        if (has_actions != (len != 0) || (len != 0 && len != task.num_nodes()) ||
+            (src == best_source::incumbent && index >= config.incumbents.size()))
+            throw error(where, concat("a best decision of source ", from, ", index ", index, " with ", len, " actions"),
+                        concat("a sample's or mode's ", task.num_nodes(), " actions, or one of the ",
+                               config.incumbents.size(), " incumbents this run is given"));
+        std::vector<int> actions(static_cast<std::size_t>(len));
+        for (auto& x : actions) x = static_cast<int>(in.i64());
+        in.finish();
+        best_actions = std::move(actions);
+        best = o;
+        best_index = static_cast<std::size_t>(index);
+        best_from = src;
+        agreement = a;
+    }
+
+    struct watcher {
+        T& task;
+        std::vector<int>& actions;
+        outcome& top;
+        std::size_t& top_index;
+        best_source& top_from;
+        std::size_t sample;
+        std::remove_reference_t<Visitor>& user;
+        rl::ppo<T, Net>& ppo;
+        const train_config& cfg;
+        decltype(pack)& state;
+        decltype(notify_best)& told;
+        Rng& rng;
+        void consider(std::span<const int> a, const outcome& o, best_source from, std::size_t index) {
+            if (top_from == best_source::none || detail::better_outcome(o, top)) {
+                actions.assign(a.begin(), a.end());
+                top = o;
+                top_index = index;
+                top_from = from;
+                told();
+            }
+        }
+        void on_sample(std::span<const int> a, const outcome& o) {
+            consider(a, o, best_source::sample, ++sample);
+            user.on_sample(a, o);
+        }
+        void on_mode(std::span<const int> a, const outcome& o) {
+            consider(a, o, best_source::mode, ppo.updates_done() + 1);  // during that update
+            rl::notify_mode(user, a, o);
+        }
+        bool on_update(const rl::update_stats& s) {
+            if (!cfg.checkpoint.empty() && cfg.checkpoint_every > 0 && s.update % cfg.checkpoint_every == 0)
+                ppo.save_checkpoint(cfg.checkpoint, rng, state());
+            return user.on_update(s);
+        }
+    };
+    watcher w{task,    best_actions, best,   best_index, best_from,   trainer.samples_done(),
+              visitor, trainer,      config, pack,       notify_best, rng};
+    const bool imitating = !config.imitate.empty() && !config.resume;
+    trainer.train(rng, w);
+    if (imitating) agreement = trainer.imitation_agreement();
+    if (!config.checkpoint.empty()) trainer.save_checkpoint(config.checkpoint, rng, pack());
+
+    train_result r;
+    r.updates = trainer.updates_done();
+    r.samples = trainer.samples_done();
+    r.best_index = best_index;
+    r.best_from = best_from;
+    r.imitation_agreement = agreement;
+    if (best_from == best_source::incumbent) r.best.decision = config.incumbents[best_index];
+    else if (best_from != best_source::none) r.best.decision = task.decide(best_actions);
+    if (best_from != best_source::none) r.best.result = task.score(r.best.decision, 0);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace goopt::tasks
