@@ -5,5 +5,7 @@
 
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/scheduling.hpp>
+#include <goopt/tasks/simulated_task.hpp>
 #include <goopt/tasks/train.hpp>
 #include <goopt/tasks/train_placement.hpp>

@@ -132,7 +132,7 @@ pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const 
                                     std::size_t updates_per_graph, progress_line& progress);
 /// PPO-trained scheduling: priority per op.
 task_status scheduling_status();
-method_result optimize_scheduling(const optimize_context& ctx);
+method_result optimize_scheduling(const optimize_context& ctx, const decisions& m_etf);
 /// PPO-trained fusion: fusion priority per op, merged greedily.
 task_status fusion_status();
 method_result optimize_fusion(const optimize_context& ctx);

@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// @brief The scheduling task: a priority per op on a given placement, decoded by the simulator's
+/// list scheduler (each device runs its ready op of the largest priority). GO (NeurIPS'20 §3)
+/// discretizes priorities into levels; here a level is a residual on the critical-path priority
+/// (the op's upward rank under the placement), so that the middle level everywhere is exactly the
+/// heuristic's order and the policy learns where to depart from it (the heuristic as the decoder:
+/// PPO-BiHyb, NeurIPS'21; Jeon et al., ICLR'23).
+
+#include <goopt/baselines/critical_path_priorities.hpp>
+#include <goopt/cost/concepts.hpp>
+#include <goopt/device/concepts.hpp>
+#include <goopt/error.hpp>
+#include <goopt/sim/decision.hpp>
+#include <goopt/sim/simulator.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace goopt::tasks {
+
+/// Knobs of the scheduling task.
+struct scheduling_config {
+    std::size_t levels = 21;  ///< priority levels per op (odd: the middle one is the heuristic's priority)
+    /// A level's step, as a share of the largest upward rank: levels x step spans the rank's range
+    /// twice over, so any op can be moved before or after any other.
+    double step = 0.1;
+};
+
+/// @brief Scheduling as a tasks::Decider (run it with tasks::simulated_task and tasks::train): one
+/// priority level per computing op on `placement`; decision = the placement with priorities
+/// upward_rank(op) + (level - middle) x step x max rank. Reward: -sqrt(step / the critical-path
+/// schedule's step) (GO's shape), minus 1 for a decision out of memory.
+class scheduling_decider {
+public:
+    /// @throws goopt::error for an even or zero level count, a step that is not positive, a
+    /// placement the simulator refuses, or one that leaves nothing to order (no device with two ops).
+    template <device::DeviceModel D, cost::CostModel<D> Cost>
+    scheduling_decider(sim::simulator<D, Cost>& s, sim::placement placement, scheduling_config c = {})
+        : placement_(std::move(placement)), config_(c) {
+        if (c.levels == 0 || c.levels % 2 == 0)
+            throw error("tasks::scheduling_decider", concat(c.levels, " priority levels"), "an odd number >= 1");
+        if (!(c.step > 0) || !std::isfinite(c.step))
+            throw error("tasks::scheduling_decider", concat("step ", c.step), "a finite step > 0");
+        base_ = baselines::critical_path_priorities(s, placement_);
+        const auto& g = s.graph();
+        active_.assign(g.num_ops(), 0);
+        for (graph::op_id o = 0; o < g.num_ops(); ++o) active_[o] = g.get_op(o).spec().has(ops::source) ? 0 : 1;
+        // a priority orders the ready ops of one device: with at most one op per device nothing is decided
+        std::vector<std::size_t> per_device(s.cluster().num_devices(), 0);
+        bool orders = false;
+        for (graph::op_id o = 0; o < g.num_ops(); ++o)
+            if (active_[o]) orders = ++per_device.at(placement_[o]) > 1 || orders;
+        if (!orders)
+            throw error("tasks::scheduling_decider", "no device has two ops to order under this placement",
+                        "a graph and placement with at least two computing ops on one device");
+        scale_ = c.step * std::max(1e-12, *std::max_element(base_.begin(), base_.end()));
+        reference_ = s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = false}).step_time;
+        if (!(reference_ > 0))
+            throw error("tasks::scheduling_decider", "the critical-path schedule's step takes no time",
+                        "a graph with work to schedule");
+    }
+
+    std::size_t num_choices() const { return config_.levels; }
+    std::span<const std::uint8_t> active() const { return active_; }
+    /// @throws goopt::error for an action count other than one per op or a level out of range.
+    sim::decision decide(std::span<const int> actions) const {
+        if (actions.size() != base_.size())
+            throw error("tasks::scheduling_decider", concat(actions.size(), " actions"),
+                        concat("one per op (", base_.size(), ")"));
+        sim::decision d{.placement = placement_, .priorities = base_, .fusion = {}};
+        const int middle = static_cast<int>(config_.levels / 2);
+        for (std::size_t o = 0; o < actions.size(); ++o) {
+            if (actions[o] < 0 || static_cast<std::size_t>(actions[o]) >= config_.levels)
+                throw error("tasks::scheduling_decider", concat("level ", actions[o], " of op ", o),
+                            concat("a level in [0, ", config_.levels, ")"));
+            if (active_[o]) d.priorities[o] += (actions[o] - middle) * scale_;
+        }
+        return d;
+    }
+    double reward(const sim::simulation_result& r) const {
+        return -std::sqrt(r.step_time / reference_) - (r.oom ? 1.0 : 0.0);
+    }
+
+    /// The actions of the heuristic's own schedule (every op at the middle level).
+    std::vector<int> heuristic_actions() const {
+        return std::vector<int>(base_.size(), static_cast<int>(config_.levels / 2));
+    }
+    /// The critical-path schedule of the placement (the decision of heuristic_actions()).
+    sim::decision heuristic_decision() const { return {.placement = placement_, .priorities = base_, .fusion = {}}; }
+    /// Its simulated step, the reward's reference (seconds).
+    double reference_step() const noexcept { return reference_; }
+
+private:
+    sim::placement placement_;
+    scheduling_config config_;
+    std::vector<double> base_;
+    std::vector<std::uint8_t> active_;
+    double scale_ = 1;
+    double reference_ = 0;
+};
+
+}  // namespace goopt::tasks

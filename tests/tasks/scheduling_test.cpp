@@ -1,0 +1,97 @@
+// The scheduling task: priority levels as residuals on the critical-path priority, decoded by the
+// simulator's list scheduler; trained by tasks::train, never worse than the heuristic schedules.
+#include <goopt/baselines.hpp>
+#include <goopt/device.hpp>
+#include <goopt/sim.hpp>
+#include <goopt/tasks.hpp>
+#include <goopt/tasks/scheduling.hpp>
+#include <goopt/tasks/simulated_task.hpp>
+
+#include <doctest/doctest.h>
+
+#include <random>
+#include <vector>
+
+using namespace goopt;
+using ops::op_kind;
+
+namespace {
+
+/// Four chains of matmuls of different lengths from one input, summed: on two devices the order
+/// of the ready chains on a device decides when the sum can start.
+graph::computation_graph uneven_chains() {
+    graph::computation_graph g("uneven_chains");
+    const auto x = g.input("x", {256, 256});
+    graph::tensor_id sum = x;
+    for (int b = 0; b < 4; ++b) {
+        auto t = x;
+        for (int k = 0; k <= b; ++k)
+            t = g.add1(op_kind::matmul, {t, g.weight("w" + std::to_string(b) + std::to_string(k), {256, 256})});
+        sum = b == 0 ? t : g.add1(op_kind::ewadd, {sum, t});
+    }
+    g.mark_output(sum);
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("scheduling task: the middle level is the critical-path schedule; levels move ops; bad input") {
+    const auto g = uneven_chains();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    const tasks::scheduling_decider d(s, metf.placement);
+    static_assert(tasks::Decider<tasks::scheduling_decider>);
+    CHECK(d.num_choices() == 21);
+    const auto h = d.decide(d.heuristic_actions());
+    CHECK(h.placement == metf.placement);
+    CHECK(h.priorities == baselines::critical_path_priorities(s, metf.placement));
+    CHECK(sim::run(s, h).step_time == d.reference_step());
+    CHECK(d.reward(sim::run(s, h)) == doctest::Approx(-1.0));
+    // a level above the middle raises that op's priority, one below lowers it; sources never move
+    auto acts = d.heuristic_actions();
+    graph::op_id first_computing = 0;
+    while (!d.active()[first_computing]) ++first_computing;
+    acts[first_computing] += 3;
+    const auto up = d.decide(acts);
+    CHECK(up.priorities[first_computing] > h.priorities[first_computing]);
+    acts.assign(acts.size(), 20);
+    const auto all_up = d.decide(acts);
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (!d.active()[o]) CHECK(all_up.priorities[o] == h.priorities[o]);
+    acts[first_computing] = 21;
+    CHECK_THROWS_WITH_AS(d.decide(acts), doctest::Contains("a level in [0, 21)"), error);
+    CHECK_THROWS_WITH_AS(d.decide(std::vector<int>(3, 0)), doctest::Contains("one per op"), error);
+    CHECK_THROWS_WITH_AS(tasks::scheduling_decider(s, metf.placement, {.levels = 20}),
+                         doctest::Contains("an odd number"), error);
+    // one op on each device: nothing to order
+    graph::computation_graph one("one_op");
+    one.mark_output(one.add1(op_kind::relu, {one.input("x", {8, 8})}));
+    sim::simulator s1(one, cl);
+    CHECK_THROWS_WITH_AS(tasks::scheduling_decider(s1, sim::placement(one.num_ops(), 0)),
+                         doctest::Contains("no device has two ops to order"), error);
+}
+
+TEST_CASE("scheduling task: trained priorities are never worse than critical path or m-ETF's own order") {
+    const auto g = uneven_chains();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    tasks::scheduling_decider d(s, metf.placement);
+    tasks::simulated_task task(g, cl, d);
+    const double critical = sim::run(s, d.heuristic_decision()).step_time;
+    const double own = sim::run(s, metf).step_time;
+    const sim::decision fifo{.placement = metf.placement, .priorities = {}, .fusion = {}};
+    std::mt19937_64 rng(9);
+    nn::go_policy<float> net(
+        {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8, .task_choices = {21}},
+        rng);
+    const auto r = tasks::train(
+        task, net,
+        {.ppo = {.updates = 10, .samples_per_update = 8, .minibatch = 8, .epochs = 2, .learning_rate = 3e-3},
+         .incumbents = {fifo, d.heuristic_decision(), metf}},
+        rng);
+    CHECK(r.best.result.step_time <= std::min({critical, own, sim::run(s, fifo).step_time}));
+    CHECK(r.best.decision.placement == metf.placement);  // scheduling never moves an op
+    CHECK(r.samples == 80);
+}
