@@ -48,7 +48,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # ---- 1. required packages ----
 required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohmann-json3-dev
           doctest-dev ccache
-          libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
+          libonnx-dev libprotobuf-dev  # ONNX import and export (goopt::onnx); protoc is not needed
+          python3-onnx                 # the export test checks its files with onnx.checker (full_check)
           libmetis-dev                 # METIS placement baseline (goopt::metis)
           coinor-libcbc-dev pkg-config # Tensat's ILP extraction (goopt::cbc)
           libcli11-dev)                # the flags of the goopt program and the benchmarks (CLI11)
