@@ -491,6 +491,7 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
             const auto out = nlohmann::json::parse(slurp(stem.string() + ".out.json")).at("outputs");
             const auto want = interp::run<double>(g, feeds);
             REQUIRE(out.size() == want.size());
+            double worst = 0;
             for (std::size_t k = 0; k < want.size(); ++k) {
                 CAPTURE(out[k].at("name").get<std::string>());
                 std::vector<double> got = out[k].at("data").get<std::vector<double>>();
@@ -501,7 +502,10 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
                     scale = std::max(scale, std::abs(want[k].data()[e]));
                 }
                 CHECK(diff / std::max(scale, 1e-30) <= 1e-4);
+                worst = std::max(worst, diff / std::max(scale, 1e-30));
             }
+            MESSAGE(g.name(), " at opset ", opset, ": onnxruntime vs the interpreter, largest max |a - b| / max |b| ",
+                    worst);
         }
     }
 }

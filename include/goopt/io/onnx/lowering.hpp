@@ -9,8 +9,8 @@
 ///   matmul_bias is MatMul + Add (onnxruntime fuses both into Gemm or FusedMatMul itself);
 /// - SAME padding becomes explicit pads, the odd cell at the end as goopt's windows put it;
 ///   average pooling leaves padded cells out (count_include_pad = 0) as goopt's does;
-/// - enlarge is a Pad of the kernel; add_n a chain of Add; layernorm below opset 17 the
-///   ReduceMean / Sub / Pow / Sqrt / Div arithmetic; lstm_cell and gru_cell their MatMuls, Split
+/// - enlarge is a Pad of the kernel; add_n a chain of Add; layernorm below opset 17 (and over
+///   several axes) the ReduceMean / Sub / Pow / Sqrt / Div arithmetic; lstm_cell and gru_cell their MatMuls, Split
 ///   and gates; the constant sources (const_pool, const_iconv, ...) initializers with their values.
 /// Gradients and optimizer updates (training graphs) have no lowering: exporting one is an error
 /// naming the op and its kind.
@@ -372,14 +372,17 @@ inline void softmax(onnx_exporter& e, graph::op_id o) {
     set(e.main(o, "Softmax", {e.in(o, 0)}, {e.out(o)}), "axis", e.op(o).attrs.get_int(attr_id::axis));
 }
 
-/// LayerNormalization from opset 17; below it, the arithmetic that PyTorch exports (and
-/// onnxruntime fuses back): (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta.
+/// LayerNormalization from opset 17 over the last axis; otherwise the arithmetic that PyTorch
+/// exports (and onnxruntime fuses back): (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta.
+/// Over several axes it stays arithmetic at 17 too: onnxruntime 1.22 at optimization level
+/// "extended" or "all" fuses an Add before a LayerNormalization into SkipLayerNormalization, which
+/// then fails on a gamma of rank 2 ("gamma is expected to have 1 dimension"), a valid model.
 inline void layernorm(onnx_exporter& e, graph::op_id o) {
     const auto& a = e.op(o).attrs;
     const auto& xd = e.in_type(o, 0).dims;
     const auto axis = static_cast<std::int64_t>(xd.axis(a.get_int(attr_id::axis)));
     const double eps = a.get_real(attr_id::epsilon);
-    if (e.opset() >= 17) {
+    if (e.opset() >= 17 && axis + 1 == static_cast<std::int64_t>(xd.rank())) {
         auto& n = e.main(o, "LayerNormalization", {e.in(o, 0), e.in(o, 1), e.in(o, 2)}, {e.out(o)});
         set(n, "axis", axis);
         set_float(n, "epsilon", eps);
