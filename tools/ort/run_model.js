@@ -4,6 +4,7 @@
 //
 //   node run_model.js MODEL.onnx [--inputs IN.json] [--input NAME=FILE.f32]... [--random SEED]
 //                     [--save-inputs FILE.json] [--level disabled|basic|extended|all] [--out OUT.json]
+//                     [--repeat N]
 //
 // IN.json holds {"<input>": {"shape": [...], "data": [...]}, ...} (the "inputs" of tests/data/onnx/*.json);
 // FILE.f32 is raw little-endian float32 in the input's shape from the model. --random SEED fills every
@@ -11,6 +12,7 @@
 // --save-inputs writes the inputs used, to feed another model the same. OUT.json (default: stdout) is
 // {"outputs": [{"name", "type", "shape", "data"}, ...]} in the model's output order. The graph
 // optimization level is "all" (constant folding, fusions, layout passes) unless --level says otherwise.
+// --repeat N times N more runs and adds "milliseconds": {median, min, max, runs} to OUT.json.
 'use strict';
 
 const fs = require('fs');
@@ -68,7 +70,7 @@ function staticShape(meta) {
 }
 
 function parseArgs(argv) {
-    const a = { model: null, inputs: null, raw: [], seed: null, saveInputs: null, level: 'all', out: null };
+    const a = { model: null, inputs: null, raw: [], seed: null, saveInputs: null, level: 'all', out: null, repeat: 0 };
     for (let i = 0; i < argv.length; ++i) {
         const flag = argv[i];
         const value = () => {
@@ -81,6 +83,7 @@ function parseArgs(argv) {
         else if (flag === '--save-inputs') a.saveInputs = value();
         else if (flag === '--level') a.level = value();
         else if (flag === '--out') a.out = value();
+        else if (flag === '--repeat') a.repeat = Number(value());
         else if (flag.startsWith('--')) fail(`unknown flag ${flag}`);
         else if (a.model === null) a.model = flag;
         else fail(`a second model '${flag}'`);
@@ -89,6 +92,7 @@ function parseArgs(argv) {
     if (!['disabled', 'basic', 'extended', 'all'].includes(a.level))
         fail(`--level ${a.level}: expected disabled, basic, extended or all`);
     if (a.seed !== null && !Number.isInteger(a.seed)) fail('--random needs an integer seed');
+    if (!Number.isInteger(a.repeat) || a.repeat < 0) fail('--repeat needs a count >= 0');
     return a;
 }
 
@@ -147,8 +151,23 @@ async function runModel(ort, model, feedsOf, level) {
         const data = Array.from(t.data, (v) => (typeof v === 'bigint' ? Number(v) : v));
         return { name, type: t.type, shape: Array.from(t.dims), data };
     });
-    return { outputs, inputs: json };
+    return { outputs, inputs: json, session, feeds };
 }
+
+/// Milliseconds of one session.run of each of `runs` ({session, feeds}), `repeat` rounds with the
+/// runs interleaved (so that a machine's load falls on all of them alike): per run, sorted times.
+async function timeRuns(runs, repeat) {
+    const times = runs.map(() => []);
+    for (let r = 0; r < repeat; ++r)
+        for (let k = 0; k < runs.length; ++k) {
+            const t0 = process.hrtime.bigint();
+            await runs[k].session.run(runs[k].feeds);
+            times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+    return times.map((t) => t.sort((a, b) => a - b));
+}
+
+const median = (sorted) => sorted[Math.floor(sorted.length / 2)];
 
 async function main() {
     const args = parseArgs(process.argv.slice(2));
@@ -156,11 +175,16 @@ async function main() {
     const given = args.inputs ? JSON.parse(fs.readFileSync(args.inputs, 'utf8')) : {};
     const r = await runModel(ort, args.model, (s) => makeFeeds(ort, s, given, args.raw, args.seed), args.level);
     if (args.saveInputs) fs.writeFileSync(args.saveInputs, JSON.stringify(r.inputs));
-    const text = JSON.stringify({ model: path.basename(args.model), outputs: r.outputs });
+    const result = { model: path.basename(args.model), outputs: r.outputs };
+    if (args.repeat > 0) {
+        const [t] = await timeRuns([r], args.repeat);
+        result.milliseconds = { median: median(t), min: t[0], max: t[t.length - 1], runs: t.length };
+    }
+    const text = JSON.stringify(result);
     if (args.out) fs.writeFileSync(args.out, text);
     else process.stdout.write(text + '\n');
 }
 
-module.exports = { loadOrt, makeFeeds, runModel, fail };
+module.exports = { loadOrt, makeFeeds, runModel, timeRuns, median, fail };
 
 if (require.main === module) main().catch((e) => fail(e.message));
