@@ -19,6 +19,7 @@
 
 namespace goopt::cli {
 
+#if defined(GOOPT_PROGRAM_HAS_ONNX)  // the --dim and --input-shape values are read for an ONNX import only
 namespace {
 
 std::int64_t positive_integer(std::string_view flag, std::string_view whole, std::string_view text) {
@@ -38,6 +39,7 @@ std::pair<std::string, std::string> binding(std::string_view flag, const std::st
 }
 
 }  // namespace
+#endif
 
 void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vector<std::string>& input_shapes) {
     app.add_option("--dim", dims,
