@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install what goopt needs (Debian/Ubuntu), configure and build it in build/, then run the demo or
 # the tests; or build the sanitizer or fuzzing configurations and run them.
-# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check [--clean]
+# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
 set -euo pipefail
 
 usage() {
     cat <<'USAGE'
-usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check [--clean]
+usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
   build     install missing Debian packages, configure and build everything in build/
   test      build, then run all tests with ctest
   demo      build only the goopt program, then run 'goopt optimize' on a built-in model and cluster:
@@ -19,7 +19,10 @@ usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-chec
   format    apply .clang-format (clang-format 14) to every tracked C++ file
   format-check
             list the tracked C++ files that differ from .clang-format and fail if there are any
-  --clean   delete the command's build directory first
+  ort       install onnxruntime for Node.js (tools/ort: onnxruntime-node as package-lock.json pins it,
+            'npm ci --ignore-scripts': the CPU library ships in the package, its install script would
+            download GPU binaries), for the ONNX round-trip tests; Debian's nodejs and npm if missing
+  --clean   delete the command's build directory first (ort: tools/ort/node_modules)
 USAGE
 }
 
@@ -28,7 +31,7 @@ clean=0
 fuzz_seconds=60
 for arg in "$@"; do
     case "$arg" in
-        demo | test | build | sanitize | fuzz | format | format-check)
+        demo | test | build | sanitize | fuzz | format | format-check | ort)
             if [[ -n "$command" ]]; then usage >&2; exit 2; fi
             command="$arg" ;;
         --clean) clean=1 ;;
@@ -48,7 +51,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # ---- 1. required packages ----
 required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohmann-json3-dev
           doctest-dev ccache
-          libonnx-dev libprotobuf-dev  # ONNX import (goopt::onnx); protoc is not needed
+          libonnx-dev libprotobuf-dev  # ONNX import and export (goopt::onnx); protoc is not needed
+          python3-onnx                 # the export test checks its files with onnx.checker (full_check)
           libmetis-dev                 # METIS placement baseline (goopt::metis)
           coinor-libcbc-dev pkg-config # Tensat's ILP extraction (goopt::cbc)
           libcli11-dev)                # the flags of the goopt program and the benchmarks (CLI11)
@@ -57,6 +61,10 @@ if [[ "$command" == format || "$command" == format-check ]]; then
 fi
 if [[ "$command" == fuzz ]]; then
     required+=(clang libclang-rt-14-dev)  # libFuzzer and clang's sanitizer runtimes (Debian 12: clang 14)
+fi
+if [[ "$command" == ort ]]; then
+    required=()  # Node.js and npm, unless some other package (NodeSource's nodejs) gives them already
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then required=(nodejs npm); fi
 fi
 if command -v dpkg-query >/dev/null 2>&1; then
     missing=()
@@ -113,6 +121,11 @@ case "$command" in
               -DGOOPT_BUILD_BENCHMARKS=OFF -DGOOPT_HEADER_CHECKS=OFF
         cmake --build build-asan -j"$(nproc)"
         exec ctest --test-dir build-asan --output-on-failure --label-exclude package ;;
+    ort)
+        # onnxruntime-node as tools/ort/package-lock.json pins it, never its install script
+        if ((clean)); then rm -rf tools/ort/node_modules; fi
+        (cd tools/ort && npm ci --ignore-scripts --no-audit --no-fund)
+        exec node -e "const o = require('./tools/ort/node_modules/onnxruntime-node'); console.log('bootstrap.sh: onnxruntime-node ' + o.env.versions.node + ' (CPU) in tools/ort')" ;;
     fuzz)
         if ((clean)); then rm -rf build-fuzz; fi
         cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -12,9 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace goopt::io {
+struct onnx_model;  // <goopt/io/onnx/model.hpp>, only where goopt::onnx is built
+}  // namespace goopt::io
 
 namespace goopt::cli {
 
@@ -50,6 +55,7 @@ command add_simulate_command(CLI::App& root);
 command add_optimize_command(CLI::App& root);
 command add_superopt_command(CLI::App& root);
 command add_train_command(CLI::App& root);
+command add_export_command(CLI::App& root);
 
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {
@@ -62,6 +68,26 @@ struct graph_source {
 };
 
 loaded_graph load_graph(const graph_source& source);
+
+/// A graph and, when it was imported from an ONNX file, what an ONNX export needs of that file:
+/// its weights' values, operator set and output names (io::onnx_model less its graph).
+struct graph_with_origin {
+    loaded_graph loaded;
+    std::shared_ptr<const io::onnx_model> onnx = nullptr;
+};
+graph_with_origin load_graph_with_origin(const graph_source& source);
+
+/// The file formats a graph is written in: goopt.graph JSON or ONNX.
+enum class graph_file_format { json, onnx };
+/// `--format json|onnx`, else the extension of `path` (.json, .onnx); anything else is an error
+/// naming the `--out` flag, so that a file never gets a format its name does not say.
+graph_file_format output_format(const std::string& path, const std::string& format);
+/// `--format`: declared on `app` for the format of `--out`.
+void add_format_flag(CLI::App& app, std::string& format);
+/// Writes g to `path` atomically; as ONNX with `origin`'s weights, opset and output names where it
+/// has them. Prints the exporter's warnings and one line saying what was written.
+void write_graph_output(const std::string& path, graph_file_format format, const graph::computation_graph& g,
+                        const io::onnx_model* origin, std::int64_t opset = 0);
 
 /// An ONNX file imported with the --dim and --input-shape bindings (exit 1 without ONNX support).
 graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,

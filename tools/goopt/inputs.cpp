@@ -23,6 +23,7 @@
 
 namespace goopt::cli {
 
+#if defined(GOOPT_PROGRAM_HAS_ONNX)  // the --dim and --input-shape values are read for an ONNX import only
 namespace {
 
 std::int64_t positive_integer(std::string_view flag, std::string_view whole, std::string_view text) {
@@ -42,6 +43,7 @@ std::pair<std::string, std::string> binding(std::string_view flag, const std::st
 }
 
 }  // namespace
+#endif
 
 void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vector<std::string>& input_shapes) {
     app.add_option("--dim", dims,
@@ -64,9 +66,10 @@ void graph_source::add_flags(CLI::App& app) {
     add_binding_flags(app, dims, input_shapes);
 }
 
-graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
-                                          const std::vector<std::string>& input_shapes) {
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
+namespace {
+io::onnx_model import_onnx_model(const std::string& file, const std::vector<std::string>& dims,
+                                 const std::vector<std::string>& input_shapes) {
     io::onnx_options options;
     options.command_line_hints = true;
     for (const auto& d : dims) {
@@ -85,7 +88,15 @@ graph::computation_graph import_onnx_file(const std::string& file, const std::ve
         }
         options.input_shapes[name] = std::move(shape);
     }
-    return io::import_onnx(file, options).graph;
+    return io::import_onnx(file, options);
+}
+}  // namespace
+#endif
+
+graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
+                                          const std::vector<std::string>& input_shapes) {
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    return import_onnx_model(file, dims, input_shapes).graph;
 #else
     (void)dims;
     (void)input_shapes;
@@ -113,6 +124,21 @@ loaded_graph load_graph(const graph_source& source) {
     loaded_graph r{io::read_graph_file(source.graph_file), "", "", false};
     r.name = r.graph.name().empty() ? std::filesystem::path(source.graph_file).filename().string() : r.graph.name();
     return r;
+}
+
+graph_with_origin load_graph_with_origin(const graph_source& source) {
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    if (!source.onnx_file.empty()) {
+        auto model =
+            std::make_shared<io::onnx_model>(import_onnx_model(source.onnx_file, source.dims, source.input_shapes));
+        graph_with_origin r{{std::move(model->graph), "", "", false}, nullptr};
+        r.loaded.name = std::filesystem::path(source.onnx_file).filename().string();  // as load_graph names it
+        model->graph = {};  // the export needs the rest, not a second copy of the graph
+        r.onnx = std::move(model);
+        return r;
+    }
+#endif
+    return {load_graph(source), nullptr};
 }
 
 void add_cluster_flag(CLI::App& app, std::string& cluster, std::string default_spec) {

@@ -28,7 +28,7 @@ namespace {
 
 struct superopt_flags {
     graph_source source;
-    std::string rules, device = "V100", method = "greedy", out;
+    std::string rules, device = "V100", method = "greedy", out, format;
     double seconds = 0;  // opt-in: the searches' count budgets alone make the result reproducible
     double check_flops = 2e9;
     bool quiet = false;
@@ -67,9 +67,13 @@ int run_superopt(const superopt_flags& f) {
 #if !defined(GOOPT_PROGRAM_HAS_CBC)
     if (f.ilp) throw error("--ilp", "this goopt was built without CBC", "a build with coinor-libcbc-dev (goopt::cbc)");
 #endif
+    // the output's format is settled before the search, so that a bad --out fails at once
+    const auto out_format = f.out.empty() ? graph_file_format::json : output_format(f.out, f.format);
+    if (f.out.empty() && !f.format.empty()) throw error("--format", concat("'", f.format, "' without --out"), "--out");
     const auto path = rules_path(f);
     const auto rules = io::read_rules_file(path);
-    const auto input = load_graph(f.source);
+    const auto origin = load_graph_with_origin(f.source);
+    const auto& input = origin.loaded;
     const auto preset = device::find_preset(f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
     const device::device_spec dev = device::describe(*preset);
@@ -137,10 +141,7 @@ int run_superopt(const superopt_flags& f) {
         std::printf("interpreter check: skipped (%.2f GFLOPs, over --check-flops %.2f GFLOPs)\n", flops * 1e-9,
                     f.check_flops * 1e-9);
     }
-    if (!f.out.empty()) {
-        io::write_graph_file(f.out, r.graph);
-        std::printf("wrote %s\n", f.out.c_str());
-    }
+    if (!f.out.empty()) write_graph_output(f.out, out_format, r.graph, origin.onnx.get());
     return 0;
 }
 
@@ -177,8 +178,11 @@ command add_superopt_command(CLI::App& root) {
                     "FLOPs (0: never)")
         ->check(finite_range(0.0, 1e15))
         ->capture_default_str();
-    app->add_option("-o,--out", flags->out, "Write the optimized graph (goopt.graph JSON, atomically)")
-        ->type_name("FILE.json");
+    app->add_option("-o,--out", flags->out,
+                    "Write the optimized graph (atomically): goopt.graph JSON (.json) or ONNX (.onnx, with an --onnx "
+                    "file's weights), by the extension or --format")
+        ->type_name("FILE.json|FILE.onnx");
+    add_format_flag(*app, flags->format);
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_superopt(*flags); }};
 }

@@ -1,7 +1,7 @@
 #pragma once
 // goopt: optional-edge (needs Debian's libonnx-dev and libprotobuf-dev: CMake target goopt::onnx)
 /// @file
-/// @brief ONNX import: a model file (opset 11-17, the operators of vision, transformer and recurrent
+/// @brief ONNX import and export: a model file (opset 11-17, the operators of vision, transformer and recurrent
 /// models) becomes a shape-inferred graph::computation_graph. Shape-only subgraphs (Shape -> Gather
 /// -> Concat -> Reshape, Constant, ConstantOfShape, ...) are folded at import time, because the graph
 /// IR has static shapes; every remaining ONNX node maps onto existing op kinds exactly
@@ -14,17 +14,25 @@
 /// Constants that a computed op consumes (a Pow exponent, a Gemm alpha) are `weight` ops with values
 /// too, since no op kind holds a constant with arbitrary values.
 ///
+/// ONNX export (io::write_onnx, io::to_onnx) writes any inference graph back as standard ONNX
+/// operators, opset 13-17, with the import's weight values as initializers (export.hpp).
+///
 /// The parts, under io/onnx/: model.hpp (options, result, entry points), constant.hpp (values known
 /// at import time), importer.hpp (state and shared steps), fold.hpp, convert.hpp, convolution.hpp,
-/// recurrent.hpp, resize.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import).
+/// recurrent.hpp, resize.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import);
+/// exporter.hpp (the exporter's options, report, state and shared steps), lowering.hpp (one
+/// lowering per op kind), export.hpp (the export).
 
 #include <goopt/io/onnx/constant.hpp>
 #include <goopt/io/onnx/convert.hpp>
 #include <goopt/io/onnx/convolution.hpp>
+#include <goopt/io/onnx/export.hpp>
+#include <goopt/io/onnx/exporter.hpp>
 #include <goopt/io/onnx/fold.hpp>
 #include <goopt/io/onnx/handlers.hpp>
 #include <goopt/io/onnx/import.hpp>
 #include <goopt/io/onnx/importer.hpp>
+#include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/resize.hpp>

@@ -137,6 +137,7 @@ inline onnx_model onnx_importer::run() {
             fail(concat("graph output '", o.name(), "' is produced by no node"), "an output some node produces");
         if (!it->second.tensor) it->second.tensor = weight_of(o.name(), it->second, it->second.type.dims);
         g_.mark_output(*it->second.tensor);
+        result_.output_names.push_back(o.name());
     }
     result_.graph = std::move(g_);
     return std::move(result_);

@@ -45,6 +45,9 @@ struct onnx_model {
     /// Values of the `weight` ops whose data the file holds, by op name. Weights whose data is
     /// external (stripped) are absent.
     std::map<std::string, onnx_tensor, std::less<>> weight_values;
+    /// Names of the file's graph outputs, one per graph output in order (the graph IR names ops,
+    /// not tensors): what an export (io::write_onnx) names them again.
+    std::vector<std::string> output_names;
     std::int64_t opset = 0;  ///< version of the default ("ai.onnx") operator set
     std::string producer;    ///< producer_name and producer_version of the file
     /// ONNX nodes by op type, as in the file (folded ones included).

@@ -1,0 +1,126 @@
+#pragma once
+// goopt: optional-edge (needs Debian's libonnx-dev and libprotobuf-dev: CMake target goopt::onnx)
+/// @file
+/// @brief ONNX export: an inference graph, as imported or as substitution search rewrote it, as an
+/// ONNX model (opset 13-17) that onnx.checker accepts and onnxruntime runs. Every op kind of an
+/// inference graph is written as standard ONNX operators (lowering.hpp); graph input names are
+/// the input ops' names, graph output names the source file's. Weights with values (the import's
+/// weight_values) are initializers; ops over weights only, which a rewrite introduced (a folded
+/// batchnorm's kernel, the concatenated kernels of merged convolutions), are written as ops over
+/// those initializers, which a runtime's constant folding computes once. Weights without values
+/// are graph inputs, and the report warns about them.
+
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/topological_order.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/io/onnx/exporter.hpp>
+#include <goopt/io/onnx/lowering.hpp>
+#include <goopt/io/onnx/model.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace goopt::io {
+
+/// A graph as an ONNX model, and what the export wrote.
+struct onnx_export_result {
+    onnx::ModelProto model;
+    onnx_export_report report;
+};
+
+/// @brief The graph as an ONNX ModelProto.
+/// @throws goopt::error naming the op and its kind when the graph has an op that has no ONNX form
+///         here (a gradient or optimizer update: training graphs), when a source value does not fit
+///         its weight, or when the graph has a cycle.
+inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_export_options& options = {});
+
+/// @brief Writes the graph as an ONNX model file (atomically); the report says what was written.
+inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
+                                     const onnx_export_options& options = {});
+
+// ---- implementation ----
+
+namespace detail {
+
+inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
+    onnx::ModelProto m;
+    opset_ = choose_opset(report.warnings);
+    m.set_ir_version(opset_ >= 15 ? 8 : 7);  // the IR version that came with the operator set
+    m.set_producer_name("goopt");
+    m.set_producer_version(version_string);
+    auto& set = *m.add_opset_import();
+    set.set_domain("");
+    set.set_version(opset_);
+    gp_ = m.mutable_graph();
+    gp_->set_name(g_.name().empty() ? "goopt" : g_.name());
+
+    const auto order = graph::topological_order(g_);
+    name_tensors(order);
+    // graph inputs first, in the graph's order, then the weights, then every other op
+    auto lower_if = [&](auto keep) {
+        for (const auto v : order) {
+            const auto o = static_cast<graph::op_id>(v);
+            if (keep(g_.get_op(o).kind)) onnx_lowerings[static_cast<std::size_t>(g_.get_op(o).kind)].fn(*this, o);
+        }
+    };
+    lower_if([](ops::op_kind k) { return k == ops::op_kind::input; });
+    lower_if([](ops::op_kind k) { return k == ops::op_kind::weight; });
+    lower_if([](ops::op_kind k) { return k != ops::op_kind::input && k != ops::op_kind::weight; });
+    const auto& outs = g_.outputs();
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        if (output_identity_[i]) {
+            add_node(concat(output_name_[i], "/Identity"), "Identity", {name_[outs[i]]}, {output_name_[i]});
+        }
+        set_type(*gp_->add_output(), output_name_[i], g_.type_of(outs[i]));
+    }
+
+    report.opset = opset_;
+    report.nodes = static_cast<std::size_t>(gp_->node_size());
+    report.initializers = initializers_;
+    report.weight_inputs = weight_inputs_.size();
+    if (!weight_inputs_.empty()) {
+        std::string some;
+        for (std::size_t k = 0; k < weight_inputs_.size() && k < 3; ++k)
+            some += concat(k ? ", '" : "'", weight_inputs_[k], "'");
+        if (weight_inputs_.size() > 3) some += ", ...";
+        const std::size_t weights = g_.ops_of_kind(ops::op_kind::weight).size();
+        report.warnings.push_back(
+            options_.source
+                ? concat(weight_inputs_.size(), " of ", weights,
+                         " weights have no values in the source file (external or stripped data: ", some,
+                         "): written as graph inputs")
+                : concat("the graph has no weight values (it does not come from an ONNX file with data): its ", weights,
+                         " weights are written as graph inputs (", some, ")"));
+    }
+    return m;
+}
+
+}  // namespace detail
+
+inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_export_options& options) {
+    onnx_export_result r;
+    r.model = detail::onnx_exporter(g, options).run(r.report);
+    return r;
+}
+
+inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
+                                     const onnx_export_options& options) {
+    auto r = to_onnx(g, options);
+    // protobuf refuses messages from 2 GiB on: external data would be needed, which goopt does not write
+    const auto size = r.model.ByteSizeLong();
+    if (size > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        throw error("onnx export", concat(file.string(), ": the model has ", size, " bytes"),
+                    "under 2 GiB (protobuf's limit; goopt writes no external data)");
+    std::string bytes;
+    if (!r.model.SerializeToString(&bytes))
+        throw error("onnx export", concat(file.string(), ": protobuf could not serialize the model"));
+    atomic_write(file, bytes);
+    return std::move(r.report);
+}
+
+}  // namespace goopt::io

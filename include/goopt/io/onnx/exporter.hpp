@@ -1,0 +1,348 @@
+#pragma once
+// goopt: optional-edge (part of the ONNX exporter, goopt::onnx: included through <goopt/io/onnx.hpp>)
+/// @file
+/// @brief What the ONNX exporter takes (onnx_export_options) and reports (onnx_export_report), its
+/// state, and the steps every op's lowering (lowering.hpp) shares: naming tensors, adding nodes and
+/// initializers, and encoding values in ONNX's element types.
+
+#include <goopt/error.hpp>
+#include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/topological_order.hpp>
+#include <goopt/io/onnx/model.hpp>
+#include <goopt/ops/op_table.hpp>
+#include <goopt/version.hpp>
+
+#include <onnx/onnx_pb.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace goopt::io {
+
+/// Operator set versions the exporter writes: from 13 (Split's sizes and ReduceSum's axes are
+/// inputs) to 17 (LayerNormalization is an operator; below it, it is written as its arithmetic).
+inline constexpr std::int64_t onnx_export_min_opset = 13;
+inline constexpr std::int64_t onnx_export_max_opset = 17;
+
+/// Knobs of the exporter.
+struct onnx_export_options {
+    /// The import the graph came from, as it is or rewritten (rewrites keep the names of graph inputs
+    /// and weights): its weights' values become initializers, its operator set is kept where it is
+    /// 13-17, and the graph outputs get its output names again. Null: a graph with no file behind it
+    /// (a zoo model, a JSON graph), whose weights are then written as graph inputs.
+    const onnx_model* source = nullptr;
+    /// Operator set to write, 13-17; 0: the source's where it is in that range, else 13.
+    std::int64_t opset = 0;
+};
+
+/// What an export wrote. The library prints nothing: the warnings are for the caller to show.
+struct onnx_export_report {
+    std::int64_t opset = 0;
+    std::size_t nodes = 0;
+    std::size_t initializers = 0;   ///< weights with values and constants
+    std::size_t weight_inputs = 0;  ///< weights without values, written as graph inputs
+    /// One line each: an operator set other than the source's, weights written as graph inputs.
+    std::vector<std::string> warnings;
+};
+
+}  // namespace goopt::io
+
+namespace goopt::io::detail {
+
+/// ONNX's TensorProto data type of a goopt element type.
+constexpr int onnx_data_type(ops::dtype t) noexcept {
+    switch (t) {
+        case ops::dtype::f32:
+            return onnx::TensorProto_DataType_FLOAT;
+        case ops::dtype::f64:
+            return onnx::TensorProto_DataType_DOUBLE;
+        case ops::dtype::f16:
+            return onnx::TensorProto_DataType_FLOAT16;
+        case ops::dtype::bf16:
+            return onnx::TensorProto_DataType_BFLOAT16;
+        case ops::dtype::i64:
+            return onnx::TensorProto_DataType_INT64;
+        case ops::dtype::i32:
+            return onnx::TensorProto_DataType_INT32;
+        case ops::dtype::i8:
+            return onnx::TensorProto_DataType_INT8;
+        case ops::dtype::u8:
+            return onnx::TensorProto_DataType_UINT8;
+        case ops::dtype::boolean:
+            return onnx::TensorProto_DataType_BOOL;
+    }
+    return onnx::TensorProto_DataType_UNDEFINED;
+}
+
+/// IEEE binary16 bits of v, rounded to nearest even (values from 65520 on become infinity).
+inline std::uint16_t half_bits(double v) {
+    const std::uint16_t sign = std::signbit(v) ? 0x8000u : 0u;
+    const double a = std::fabs(v);
+    if (std::isnan(v)) return sign | 0x7e00u;
+    if (a >= 65520.0) return sign | 0x7c00u;
+    if (a < 0x1p-14) return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(a * 0x1p24)));
+    int e = 0;
+    const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+    auto m = static_cast<std::uint32_t>(std::nearbyint((f * 2.0 - 1.0) * 1024.0));
+    --e;
+    if (m == 1024) m = 0, ++e;
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(e + 15) << 10 | m);
+}
+
+/// bfloat16 bits of v (the float's upper half, rounded to nearest even).
+inline std::uint16_t bfloat16_bits(double v) {
+    const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(v));
+    if (std::isnan(v)) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+    return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/// Exports one graph. Each op kind has one row in `onnx_lowerings` (lowering.hpp) that writes it as
+/// standard ONNX nodes; export.hpp runs the export.
+class onnx_exporter {
+public:
+    using ints = std::vector<std::int64_t>;
+
+    onnx_exporter(const graph::computation_graph& g, const onnx_export_options& options);
+
+    onnx::ModelProto run(onnx_export_report& report);
+
+    // ---- for the lowerings
+    const graph::computation_graph& graph() const noexcept { return g_; }
+    const graph::op& op(graph::op_id o) const { return g_.get_op(o); }
+    std::int64_t opset() const noexcept { return opset_; }
+    /// ONNX names of op o's input k and output k.
+    const std::string& in(graph::op_id o, std::size_t k) const { return name_[g_.get_op(o).inputs.at(k)]; }
+    const std::string& out(graph::op_id o, std::size_t k = 0) const { return name_[g_.get_op(o).outputs.at(k)]; }
+    const ops::tensor_type& in_type(graph::op_id o, std::size_t k) const {
+        return g_.type_of(g_.get_op(o).inputs.at(k));
+    }
+    const ops::tensor_type& out_type(graph::op_id o, std::size_t k = 0) const {
+        return g_.type_of(g_.get_op(o).outputs.at(k));
+    }
+    /// A new tensor name that only op o's nodes use: "<op name>/<what>".
+    std::string temp(graph::op_id o, std::string_view what) { return fresh(concat(op(o).name, "/", what), names_); }
+    /// Adds the node that is op o (named as the op), and a node that helps write it ("<op name>/<type>").
+    onnx::NodeProto& main(graph::op_id o, std::string_view type, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs) {
+        return add_node(op(o).name, type, inputs, outputs);
+    }
+    onnx::NodeProto& node(graph::op_id o, std::string_view type, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs) {
+        return add_node(concat(op(o).name, "/", type), type, inputs, outputs);
+    }
+    /// An int64 vector initializer for op o (Reshape's shape, Split's sizes, Pad's pads, ...).
+    std::string ints_constant(graph::op_id o, std::string_view what, const ints& values);
+    /// A scalar initializer of type t, one per value and type.
+    std::string scalar(double value, ops::dtype t);
+    /// An initializer with these values in row-major order.
+    void initializer(const std::string& name, const ops::tensor_type& t, std::span<const double> values,
+                     std::string_view where);
+    /// A graph input of this name and type.
+    void graph_input(const std::string& name, const ops::tensor_type& t);
+    /// The source's value of weight op o, checked against its type; null when the source has none.
+    const onnx_tensor* weight_value(graph::op_id o) const;
+    /// Counts a weight written as a graph input (the report warns about them).
+    void weight_as_input(graph::op_id o) { weight_inputs_.push_back(op(o).name); }
+    /// `onnx export: op '<name>' (<kind>): <what>: expected <expected>`.
+    [[noreturn]] void refuse(graph::op_id o, std::string_view what, std::string_view expected) const {
+        throw error("onnx export", concat("op ", g_.describe(o), ": ", what), expected);
+    }
+
+private:
+    static std::string fresh(std::string base, std::unordered_set<std::string>& used) {
+        if (base.empty()) base = "t";
+        std::string name = base;
+        for (int k = 1; !used.insert(name).second; ++k) name = concat(base, "_", k);
+        return name;
+    }
+    onnx::NodeProto& add_node(const std::string& name, std::string_view type, const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs);
+    static void set_type(onnx::ValueInfoProto& v, const std::string& name, const ops::tensor_type& t);
+    /// Names every tensor: sources keep their op names, graph outputs the source file's output names
+    /// (else their producer's), the rest their op's name.
+    void name_tensors(const std::vector<std::size_t>& order);
+    std::int64_t choose_opset(std::vector<std::string>& warnings) const;
+
+    const graph::computation_graph& g_;
+    const onnx_export_options& options_;
+    std::int64_t opset_ = onnx_export_min_opset;
+    onnx::GraphProto* gp_ = nullptr;
+    std::vector<std::string> name_;                  // per graph tensor
+    std::vector<std::string> output_name_;           // per graph output
+    std::vector<bool> output_identity_;              // per graph output: written through an Identity node
+    std::unordered_set<std::string> names_, nodes_;  // tensor names and node names taken
+    std::map<std::pair<double, ops::dtype>, std::string> scalars_;
+    std::vector<std::string> weight_inputs_;
+    std::size_t initializers_ = 0;
+};
+
+// ---- implementation ----
+
+inline onnx_exporter::onnx_exporter(const graph::computation_graph& g, const onnx_export_options& options)
+    : g_(g), options_(options), name_(g.num_tensors()) {}
+
+inline onnx::NodeProto& onnx_exporter::add_node(const std::string& name, std::string_view type,
+                                                const std::vector<std::string>& inputs,
+                                                const std::vector<std::string>& outputs) {
+    onnx::NodeProto& n = *gp_->add_node();
+    n.set_op_type(std::string(type));
+    n.set_name(fresh(name, nodes_));
+    for (const auto& i : inputs) n.add_input(i);
+    for (const auto& x : outputs) n.add_output(x);
+    return n;
+}
+
+inline std::string onnx_exporter::ints_constant(graph::op_id o, std::string_view what, const ints& values) {
+    const std::string name = temp(o, what);
+    std::vector<double> v(values.begin(), values.end());
+    initializer(name, {ops::shape{static_cast<std::int64_t>(values.size())}, ops::dtype::i64}, v, name);
+    return name;
+}
+
+inline std::string onnx_exporter::scalar(double value, ops::dtype t) {
+    auto it = scalars_.find({value, t});
+    if (it != scalars_.end()) return it->second;
+    const std::string name = fresh(concat("const_", ops::name(t), "_", value), names_);
+    const double v[1] = {value};
+    initializer(name, {ops::shape{}, t}, v, name);
+    return scalars_.emplace(std::pair{value, t}, name).first->second;
+}
+
+inline void onnx_exporter::initializer(const std::string& name, const ops::tensor_type& t,
+                                       std::span<const double> values, std::string_view where) {
+    GOOPT_ASSERT(static_cast<std::int64_t>(values.size()) == t.num_elements());
+    onnx::TensorProto& p = *gp_->add_initializer();
+    p.set_name(name);
+    p.set_data_type(onnx_data_type(t.type));
+    for (auto d : t.dims) p.add_dims(d);
+    std::string raw;
+    raw.reserve(values.size() * ops::size_of(t.type));
+    auto put = [&raw](std::uint64_t bits, std::size_t bytes) {  // little-endian, as ONNX's raw_data is
+        for (std::size_t b = 0; b < bytes; ++b) raw.push_back(static_cast<char>((bits >> (8 * b)) & 0xffu));
+    };
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        const double v = values[k];
+        if (ops::is_integral(t.type) || t.type == ops::dtype::boolean) {
+            const double lo = t.type == ops::dtype::i64   ? -0x1p63
+                              : t.type == ops::dtype::i32 ? -0x1p31
+                              : t.type == ops::dtype::i8  ? -128.0
+                                                          : 0.0;
+            const double hi = t.type == ops::dtype::i64   ? 0x1p63
+                              : t.type == ops::dtype::i32 ? 0x1p31
+                              : t.type == ops::dtype::i8  ? 128.0
+                              : t.type == ops::dtype::u8  ? 256.0
+                                                          : 2.0;
+            if (!(v == std::trunc(v) && v >= lo && v < hi))
+                throw error("onnx export",
+                            concat(where, ": value ", v, " at position ", k, " is not a ", ops::name(t.type)),
+                            concat("integers in [", lo, ", ", hi, ")"));
+            put(static_cast<std::uint64_t>(static_cast<std::int64_t>(v)), ops::size_of(t.type));
+            continue;
+        }
+        switch (t.type) {
+            case ops::dtype::f32:
+                put(std::bit_cast<std::uint32_t>(static_cast<float>(v)), 4);
+                break;
+            case ops::dtype::f64:
+                put(std::bit_cast<std::uint64_t>(v), 8);
+                break;
+            case ops::dtype::f16:
+                put(half_bits(v), 2);
+                break;
+            case ops::dtype::bf16:
+                put(bfloat16_bits(v), 2);
+                break;
+            default:
+                GOOPT_ASSERT(false && "integral types handled above");
+        }
+    }
+    p.set_raw_data(std::move(raw));
+    ++initializers_;
+}
+
+inline void onnx_exporter::set_type(onnx::ValueInfoProto& v, const std::string& name, const ops::tensor_type& t) {
+    v.set_name(name);
+    auto& tt = *v.mutable_type()->mutable_tensor_type();
+    tt.set_elem_type(onnx_data_type(t.type));
+    auto& s = *tt.mutable_shape();
+    for (auto d : t.dims) s.add_dim()->set_dim_value(d);
+}
+
+inline void onnx_exporter::graph_input(const std::string& name, const ops::tensor_type& t) {
+    set_type(*gp_->add_input(), name, t);
+}
+
+inline const onnx_tensor* onnx_exporter::weight_value(graph::op_id o) const {
+    if (!options_.source) return nullptr;
+    const auto& values = options_.source->weight_values;
+    const auto it = values.find(op(o).name);
+    if (it == values.end()) return nullptr;
+    const ops::tensor_type& t = out_type(o);
+    if (it->second.type != t || static_cast<std::int64_t>(it->second.values.size()) != t.num_elements())
+        throw error("onnx export",
+                    concat("weight '", op(o).name, "': the source's value is ", to_string(it->second.type), " (",
+                           it->second.values.size(), " values)"),
+                    concat(to_string(t), " as in the graph (is the source the file this graph came from?)"));
+    return &it->second;
+}
+
+inline void onnx_exporter::name_tensors(const std::vector<std::size_t>& order) {
+    // graph inputs and initializers are what a runtime's user sees by name: they go first
+    for (const auto v : order) {
+        const graph::op& o = g_.get_op(static_cast<graph::op_id>(v));
+        if (o.spec().has(ops::source)) name_[o.outputs[0]] = fresh(o.name, names_);
+    }
+    const auto& outs = g_.outputs();
+    const onnx_model* src = options_.source;
+    const bool named = src && src->output_names.size() == outs.size();
+    output_name_.assign(outs.size(), {});
+    output_identity_.assign(outs.size(), false);
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        const graph::tensor& t = g_.get_tensor(outs[i]);
+        const graph::op& p = g_.get_op(t.producer);
+        const std::string wanted = named                   ? src->output_names[i]
+                                   : p.outputs.size() == 1 ? p.name
+                                                           : concat(p.name, ":", t.index);
+        // a source, or a tensor already named as an earlier output, is given again through an Identity
+        if (name_[outs[i]].empty() && !p.spec().has(ops::source) && !names_.count(wanted)) {
+            name_[outs[i]] = fresh(wanted, names_);
+            output_name_[i] = name_[outs[i]];
+        } else {
+            output_name_[i] = fresh(wanted, names_);
+            output_identity_[i] = true;
+        }
+    }
+    for (const auto v : order) {
+        const graph::op& o = g_.get_op(static_cast<graph::op_id>(v));
+        for (std::size_t k = 0; k < o.outputs.size(); ++k)
+            if (name_[o.outputs[k]].empty())
+                name_[o.outputs[k]] = fresh(o.outputs.size() == 1 ? o.name : concat(o.name, ":", k), names_);
+    }
+}
+
+inline std::int64_t onnx_exporter::choose_opset(std::vector<std::string>& warnings) const {
+    if (options_.opset != 0) {
+        if (options_.opset < onnx_export_min_opset || options_.opset > onnx_export_max_opset)
+            throw error("onnx export", concat("operator set ", options_.opset, " asked for"),
+                        concat(onnx_export_min_opset, "-", onnx_export_max_opset));
+        return options_.opset;
+    }
+    const std::int64_t s = options_.source ? options_.source->opset : 0;
+    if (s >= onnx_export_min_opset && s <= onnx_export_max_opset) return s;
+    warnings.push_back(s ? concat("the source file's operator set ", s, " is outside ", onnx_export_min_opset, "-",
+                                  onnx_export_max_opset, ": writing operator set ", onnx_export_min_opset)
+                         : concat("no source file's operator set: writing operator set ", onnx_export_min_opset));
+    return onnx_export_min_opset;
+}
+
+}  // namespace goopt::io::detail

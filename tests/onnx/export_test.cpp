@@ -1,0 +1,513 @@
+// ONNX export: graphs written by io::to_onnx and read back by goopt's own importer compute what
+// they computed (the test models with their weights, and graphs that use every inference op
+// kind); onnx.checker accepts the files with full_check (Python's onnx, where installed); and
+// onnxruntime, where tools/ort is installed, computes what goopt's interpreter computes.
+#include <goopt/graph/validate.hpp>
+#include <goopt/interp/interpreter.hpp>
+#include <goopt/io/onnx.hpp>
+#include <goopt/models/zoo.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace goopt;
+using ops::attr_id;
+using ops::op_kind;
+
+namespace export_test {
+
+const std::filesystem::path onnx_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
+using ints = std::vector<std::int64_t>;
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string bytes_of(const onnx::ModelProto& m) {
+    std::string b;
+    REQUIRE(m.SerializeToString(&b));
+    return b;
+}
+
+/// A directory of its own under the system's temporary directory, removed at the end.
+struct scratch_dir {
+    std::filesystem::path path;
+    scratch_dir() {
+        std::random_device rd;
+        path = std::filesystem::temp_directory_path() / concat("goopt_onnx_export_", rd(), rd());
+        std::filesystem::create_directories(path);
+    }
+    ~scratch_dir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+/// Largest per-output max |a - b| / max |a| (1 where a is all zeros); outputs must match in shape.
+double max_rel_diff(const std::vector<interp::value<double>>& a, const std::vector<interp::value<double>>& b) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        REQUIRE(a[i].shape() == b[i].shape());
+        double diff = 0, scale = 0;
+        for (std::size_t k = 0; k < a[i].size(); ++k) {
+            const double u = a[i].data()[k], v = b[i].data()[k];
+            diff = std::isnan(u - v) ? INFINITY : std::max(diff, std::abs(u - v));
+            scale = std::max(scale, std::abs(u));
+        }
+        worst = std::max(worst, diff / (scale > 0 ? scale : 1.0));
+    }
+    return worst;
+}
+
+/// Random feeds of g, weights and inputs alike, rounded to float as an f32 file holds them; every
+/// batchnorm variance positive, as a trained model's.
+interp::feed_map<double> float_feeds(const graph::computation_graph& g, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    auto feeds = interp::random_feeds<double>(g, rng);
+    for (auto& [name, v] : feeds)
+        for (auto& x : v.storage()) x = static_cast<float>(x);
+    for (const auto& op : g.ops())
+        if (op.kind == op_kind::batchnorm)
+            for (auto& x : feeds.at(g.get_op(g.producer(op.inputs[4])).name).storage()) x = std::abs(x) + 0.5f;
+    return feeds;
+}
+
+/// What an import of g would have given: g's weights with the values in `feeds`.
+io::onnx_model source_of(const graph::computation_graph& g, const interp::feed_map<double>& feeds) {
+    io::onnx_model m;
+    for (const auto w : g.ops_of_kind(op_kind::weight)) {
+        const auto& op = g.get_op(w);
+        const auto& v = feeds.at(op.name);
+        m.weight_values[op.name] = io::onnx_tensor{g.type_of(op.outputs[0]), {v.begin(), v.end()}};
+    }
+    return m;
+}
+
+/// Exports g (weights with values), reads the file back with goopt's importer and checks that both
+/// compute the same on the same feeds; returns the export.
+io::onnx_export_result round_trip(const graph::computation_graph& g, std::int64_t opset, std::uint64_t seed = 7) {
+    graph::validate(g);
+    const auto feeds = float_feeds(g, seed);
+    const io::onnx_model src = source_of(g, feeds);
+    auto r = io::to_onnx(g, {.source = &src, .opset = opset});
+    CHECK(r.report.opset == opset);
+    CHECK(r.report.weight_inputs == 0);
+    const io::onnx_model back = io::import_onnx_bytes(bytes_of(r.model), concat(g.name(), "@", opset));
+    graph::validate(back.graph);
+    auto back_feeds = io::weight_feeds<double>(back);
+    for (const auto i : g.ops_of_kind(op_kind::input)) back_feeds.emplace(g.get_op(i).name, feeds.at(g.get_op(i).name));
+    const auto want = interp::run<double>(g, feeds);
+    const auto got = interp::run<double>(back.graph, back_feeds);
+    // the constants the lowerings add (GELU's sqrt 2, layernorm's epsilon) are f32 values in the file
+    CHECK_MESSAGE(max_rel_diff(want, got) <= 1e-6, g.name() << " at opset " << opset);
+    return r;
+}
+
+ops::attribute_map window(ints stride, ops::padding_mode p, ops::activation a = ops::activation::none,
+                          ints dilation = {1, 1}) {
+    return {{attr_id::stride, stride},
+            {attr_id::padding, static_cast<std::int64_t>(p)},
+            {attr_id::activation, static_cast<std::int64_t>(a)},
+            {attr_id::dilation, dilation}};
+}
+ops::attribute_map pooling(ints kernel, ints stride, ops::padding_mode p, ops::activation a = ops::activation::none) {
+    return {{attr_id::kernel, kernel},
+            {attr_id::stride, stride},
+            {attr_id::padding, static_cast<std::int64_t>(p)},
+            {attr_id::activation, static_cast<std::int64_t>(a)}};
+}
+ops::attribute_map act(ops::activation a) { return {{attr_id::activation, static_cast<std::int64_t>(a)}}; }
+ops::attribute_map source_shape(ints s) { return {{attr_id::shape, s}}; }
+
+constexpr auto same = ops::padding_mode::same;
+constexpr auto valid = ops::padding_mode::valid;
+
+/// Convolutions (SAME with an odd cell, strided, dilated, grouped), both conv2d_bias forms, merged
+/// convolutions with an enlarged kernel and their split, pooling with fused activations, the
+/// constant kernels, batchnorm; outputs that are a split piece, a graph input and one tensor twice.
+graph::computation_graph vision_graph() {
+    using ops::activation;
+    graph::computation_graph g("vision");
+    const auto x = g.input("x", {1, 4, 9, 9});
+    const auto c1 =
+        g.add1(op_kind::conv2d, {x, g.weight("w1", {8, 4, 3, 3})}, window({2, 2}, same, activation::relu), "conv1");
+    const auto c2 = g.add1(op_kind::conv2d, {c1, g.weight("w2", {8, 2, 3, 3})},
+                           window({1, 1}, same, activation::sigmoid, {2, 2}), "grouped_dilated");
+    const auto c3 = g.add1(op_kind::conv2d_bias, {c2, g.weight("w3", {8, 8, 1, 1}), g.weight("b3", {8, 1, 1})},
+                           window({1, 1}, valid, activation::gelu), "conv_bias");
+    const auto c4 = g.add1(op_kind::conv2d_bias, {c3, g.weight("w4", {8, 8, 3, 3}), g.weight("res", {1, 8, 5, 5})},
+                           window({1, 1}, same, activation::tanh), "conv_residual");
+    const auto eb =
+        g.add1(op_kind::enlarge, {g.weight("wb", {4, 8, 1, 1})}, {{attr_id::kernel, ints{3, 3}}}, "enlarge");
+    const auto wcat = g.add1(op_kind::concat, {g.weight("wa", {4, 8, 3, 3}), eb}, {{attr_id::axis, 0}}, "kernels");
+    const auto m = g.add1(op_kind::conv2d, {c4, wcat}, window({1, 1}, same), "merged");
+    const auto parts = g.add(op_kind::split, {m}, {{attr_id::axis, 1}, {attr_id::sizes, ints{4, 4}}}, "split");
+    const auto p = g.add1(op_kind::avgpool2d, {parts[0]}, pooling({3, 3}, {2, 2}, same, activation::relu), "avgpool");
+    const auto mp = g.add1(op_kind::maxpool2d, {parts[1]}, pooling({2, 2}, {2, 2}, same), "maxpool");
+    const auto a = g.add1(op_kind::ewadd, {p, mp}, {}, "sum");
+    const auto dw = g.add1(op_kind::conv2d, {a, g.add1(op_kind::const_pool, {}, source_shape({4, 1, 3, 3}), "pool_k")},
+                           window({1, 1}, same), "depthwise_avg");
+    const auto id = g.add1(op_kind::conv2d, {dw, g.add1(op_kind::const_iconv, {}, source_shape({4, 4, 3, 3}), "iconv")},
+                           window({1, 1}, same), "identity_conv");
+    const auto bn = g.add1(
+        op_kind::batchnorm,
+        {id, g.weight("bn_scale", {4}), g.weight("bn_bias", {4}), g.weight("bn_mean", {4}), g.weight("bn_var", {4})},
+        {{attr_id::epsilon, 1e-3}}, "bn");
+    const auto fl = g.add1(op_kind::flatten, {g.add1(op_kind::global_avgpool, {bn}, {}, "gap")}, {}, "flatten");
+    g.mark_output(fl);
+    g.mark_output(parts[1]);
+    g.mark_output(x);
+    g.mark_output(fl);
+    return g;
+}
+
+/// Embedding, layernorm (last axis and two axes), products with fused GELU and a bias, attention,
+/// every elementwise kind, the constant sources, data movement and the reductions.
+graph::computation_graph transformer_graph() {
+    using ops::activation;
+    graph::computation_graph g("transformer");
+    const auto tok = g.input("tok", {2, 3}, ops::dtype::i64);
+    const auto e = g.add1(op_kind::gather, {g.weight("emb", {10, 8}), tok}, {{attr_id::axis, 0}}, "embed");
+    const auto ln = g.add1(op_kind::layernorm, {e, g.weight("ln_g", {8}), g.weight("ln_b", {8})}, {}, "ln");
+    const auto q = g.add1(op_kind::matmul, {ln, g.weight("wq", {8, 8})}, act(activation::gelu), "q");
+    const auto mb = g.add1(op_kind::matmul_bias, {q, g.weight("wk", {8, 8}), g.weight("bk", {8})}, {}, "k");
+    const auto t = g.add1(op_kind::transpose, {mb}, {{attr_id::perm, ints{0, 2, 1}}}, "kt");
+    const auto sm = g.add1(op_kind::softmax, {g.add1(op_kind::matmul, {mb, t}, {}, "scores")}, {}, "attn");
+    const auto ctx = g.add1(op_kind::matmul, {sm, mb}, {}, "ctx");
+    const auto s = g.add1(op_kind::smul, {ctx, g.weight("scale", ops::shape{})}, {}, "scaled");
+    const auto cl = g.add1(op_kind::clip, {s}, {{attr_id::min, -0.5}, {attr_id::max, 0.5}}, "clip");
+    const auto half = g.add1(op_kind::const_fill, {}, {{attr_id::shape, ints{8}}, {attr_id::value, 2.0}}, "two");
+    const auto su = g.add1(op_kind::sub, {g.add1(op_kind::div, {cl, half}, {}, "div"), ln}, {}, "sub");
+    const auto one = g.add1(op_kind::const_one, {}, source_shape({2, 3, 8}), "ones");
+    const auto base = g.add1(op_kind::ewadd, {g.add1(op_kind::ewmul, {su, su}, {}, "square"), one}, {}, "base");
+    const auto pw = g.add1(op_kind::pow, {base, g.weight("expo", {1})}, {}, "pow");
+    const auto sq = g.add1(op_kind::sqrt, {base}, {}, "sqrt");
+    const auto lg = g.add1(op_kind::log, {base}, {}, "log");
+    const auto sg = g.add1(op_kind::sigmoid,
+                           {g.add1(op_kind::tanh, {g.add1(op_kind::erf, {su}, {}, "erf")}, {}, "tanh")}, {}, "sigmoid");
+    const auto gl = g.add1(op_kind::gelu, {su}, {}, "gelu");
+    const auto id = g.add1(op_kind::identity, {g.add1(op_kind::relu, {su}, {}, "relu")}, {}, "identity");
+    const auto an = g.add1(op_kind::add_n, {sq, lg, sg, id, pw, gl}, {}, "add_n");
+    const auto ln2 = g.add1(op_kind::layernorm, {an, g.weight("ln2_g", {3, 8}), g.weight("ln2_b", {3, 8})},
+                            {{attr_id::axis, 1}, {attr_id::epsilon, 1e-3}}, "ln2");
+    const auto rs = g.add1(op_kind::reshape, {ln2}, {{attr_id::shape, ints{-1, 4}}}, "reshape");
+    const auto tr = g.add1(op_kind::transpose, {rs}, {}, "reverse");
+    const auto pd = g.add1(op_kind::pad, {tr}, {{attr_id::pads, ints{1, 0, 0, 2}}, {attr_id::value, 0.25}}, "pad");
+    const auto sl = g.add1(op_kind::slice, {pd}, {{attr_id::begin, ints{1, 1}}, {attr_id::end, ints{5, 13}}}, "slice");
+    const auto rsum = g.add1(op_kind::reduce_sum, {sl}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, 0}}, "rsum");
+    const auto rmean = g.add1(op_kind::reduce_mean, {sl}, {}, "rmean");
+    const auto rmax = g.add1(op_kind::reduce_max, {sl}, {{attr_id::axes, ints{0}}}, "rmax");
+    const auto mm =
+        g.add1(op_kind::matmul, {rmax, g.add1(op_kind::const_imm, {}, source_shape({12, 12}), "eye")}, {}, "by_eye");
+    g.mark_output(rsum);
+    g.mark_output(rmean);
+    g.mark_output(g.add1(op_kind::concat, {rmax, mm}, {{attr_id::axis, 0}}, "cat"));
+    return g;
+}
+
+/// One LSTM step and one GRU step after it; outputs h and c of different cells.
+graph::computation_graph recurrent_graph() {
+    graph::computation_graph g("recurrent");
+    const auto x = g.input("x", {2, 3});
+    const auto h = g.input("h", {2, 4});
+    const auto c = g.input("c", {2, 4});
+    const auto l = g.add(op_kind::lstm_cell,
+                         {x, h, c, g.weight("lw", {3, 16}), g.weight("lu", {4, 16}), g.weight("lb", {16})}, {}, "lstm");
+    const auto h2 =
+        g.add1(op_kind::gru_cell, {x, l[0], g.weight("gw", {3, 12}), g.weight("gu", {4, 12}), g.weight("gb", {12})}, {},
+               "gru");
+    g.mark_output(h2);
+    g.mark_output(l[1]);
+    return g;
+}
+
+std::vector<graph::computation_graph> kind_graphs() { return {vision_graph(), transformer_graph(), recurrent_graph()}; }
+
+/// A Python interpreter that imports onnx (Debian's python3-onnx), or empty.
+std::string python_with_onnx() {
+    for (const char* py : {"python3", "/usr/bin/python3"})
+        if (std::system(concat(py, " -c 'import onnx' >/dev/null 2>&1").c_str()) == 0) return py;
+    return {};
+}
+
+/// onnx.checker.check_model(full_check=True) on the file: empty when it passes, else its message.
+std::string onnx_checker(const std::string& python, const std::filesystem::path& file) {
+    const auto err = file.string() + ".check";
+    const std::string cmd = concat(python,
+                                   " -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), "
+                                   "full_check=True)' '",
+                                   file.string(), "' 2>'", err, "'");
+    if (std::system(cmd.c_str()) == 0) return {};
+    const std::string text = slurp(err);
+    return text.empty() ? "the checker failed" : text;
+}
+
+const std::filesystem::path ort_dir = GOOPT_ORT_DIR;
+
+/// Why tools/ort cannot run here, or empty.
+std::string onnxruntime_missing() {
+    if (std::system("node --version >/dev/null 2>&1") != 0) return "node is not on PATH";
+    if (!std::filesystem::exists(ort_dir / "node_modules" / "onnxruntime-node"))
+        return concat("onnxruntime-node is not installed in ", ort_dir.string(), " (./bootstrap.sh ort)");
+    return {};
+}
+
+nlohmann::json value_json(const interp::value<double>& v) {
+    nlohmann::json j;
+    j["shape"] = nlohmann::json::array();
+    for (auto d : v.shape()) j["shape"].push_back(d);
+    j["data"] = std::vector<double>(v.begin(), v.end());
+    return j;
+}
+
+TEST_CASE("the test models with their weights export and import back to what they computed") {
+    for (const std::string stem : {"squeezenet1_1", "encoder_small", "unet_small", "lstm_lm", "gru_bidir", "ops_misc",
+                                   "ops_torch", "ops_opset11"}) {
+        CAPTURE(stem);
+        const io::onnx_model m = io::import_onnx(onnx_dir / (stem + ".onnx"));
+        const auto r = io::to_onnx(m.graph, {.source = &m});
+        // the file's operator set where it is 13-17, else 13 with a warning that says so
+        if (m.opset >= 13 && m.opset <= 17) {
+            CHECK(r.report.opset == m.opset);
+            CHECK(r.report.warnings.empty());
+        } else {
+            CHECK(r.report.opset == 13);
+            REQUIRE(r.report.warnings.size() == 1);
+            CHECK(r.report.warnings[0] ==
+                  concat("the source file's operator set ", m.opset, " is outside 13-17: writing operator set 13"));
+        }
+        CHECK(r.report.weight_inputs == 0);
+        CHECK(r.report.initializers >= m.weight_values.size());
+        const io::onnx_model back = io::import_onnx_bytes(bytes_of(r.model), stem + " (exported)");
+        // graph inputs and outputs keep their names
+        CHECK(back.output_names == m.output_names);
+        std::vector<std::string> in_a, in_b;
+        for (const auto i : m.graph.ops_of_kind(op_kind::input)) in_a.push_back(m.graph.get_op(i).name);
+        for (const auto i : back.graph.ops_of_kind(op_kind::input)) in_b.push_back(back.graph.get_op(i).name);
+        CHECK(in_a == in_b);
+        // the stored inputs give the same outputs
+        const auto stored = nlohmann::json::parse(slurp(onnx_dir / (stem + ".json")));
+        auto fa = io::weight_feeds<double>(m);
+        auto fb = io::weight_feeds<double>(back);
+        for (const auto& [name, t] : stored.at("inputs").items()) {
+            ops::shape s;
+            for (auto d : t.at("shape")) s.push_back(d.get<std::int64_t>());
+            auto v = interp::detail::filled(s, 0.0);
+            std::size_t k = 0;
+            for (const auto& x : t.at("data")) v.data()[k++] = x.get<double>();
+            fa.emplace(name, v);
+            fb.emplace(name, v);
+        }
+        // weights the importer computed in double (an LSTM's two biases summed) are f32 in the file
+        CHECK(max_rel_diff(interp::run<double>(m.graph, fa), interp::run<double>(back.graph, fb)) <= 1e-6);
+    }
+}
+
+TEST_CASE("every inference op kind exports at opset 13 and 17 and imports back to what it computed") {
+    std::map<op_kind, int> seen;
+    for (const auto& g : kind_graphs()) {
+        for (const auto& o : g.ops()) ++seen[o.kind];
+        for (const std::int64_t opset : {13, 17}) {
+            const auto r = round_trip(g, opset);
+            std::map<std::string, int> types;
+            for (const auto& n : r.model.graph().node()) ++types[n.op_type()];
+            // LayerNormalization is an operator from 17 on, its arithmetic below
+            if (!g.ops_of_kind(op_kind::layernorm).empty())
+                CHECK((types.count("LayerNormalization") > 0) == (opset == 17));
+        }
+    }
+    // every kind of an inference graph is covered: all but the gradients and optimizer updates
+    for (const auto k : ops::all_op_kinds) {
+        const bool training = k > op_kind::add_n;
+        CHECK_MESSAGE(seen.count(k) != training, ops::name(k));
+    }
+}
+
+TEST_CASE("fused kinds are written as standard operators: Conv with a bias input or an Add, Pad of a kernel") {
+    const auto g = vision_graph();
+    const auto feeds = float_feeds(g, 1);
+    const auto src = source_of(g, feeds);
+    const auto r = io::to_onnx(g, {.source = &src});
+    std::map<std::string, const onnx::NodeProto*> by_name;
+    for (const auto& n : r.model.graph().node()) by_name[n.name()] = &n;
+    // a per-channel addend is Conv's third input (reshaped to [O]); a residual an Add after Conv
+    REQUIRE(by_name.count("conv_bias"));
+    CHECK(by_name["conv_bias"]->op_type() == "Conv");
+    CHECK(by_name["conv_bias"]->input_size() == 3);
+    REQUIRE(by_name.count("conv_residual"));
+    CHECK(by_name["conv_residual"]->input_size() == 2);
+    REQUIRE(by_name.count("conv_residual/Add"));
+    CHECK(by_name["conv_residual/Add"]->input(1) == "res");
+    CHECK(by_name["enlarge"]->op_type() == "Pad");
+    CHECK(by_name["split"]->op_type() == "Split");
+    // SAME: half the padding before, half after, and an odd cell at the end, as goopt's windows have it
+    const auto& conv1 = *by_name["conv1"];
+    for (const auto& a : conv1.attribute())
+        if (a.name() == "pads") CHECK(std::vector<std::int64_t>(a.ints().begin(), a.ints().end()) == ints{1, 1, 1, 1});
+    const auto& mp = *by_name["maxpool"];
+    for (const auto& a : mp.attribute())
+        if (a.name() == "pads") CHECK(std::vector<std::int64_t>(a.ints().begin(), a.ints().end()) == ints{0, 0, 1, 1});
+    // graph inputs by the input ops' names, outputs by their producers' (no source file names them);
+    // an output that is a graph input, or a tensor given twice, comes through an Identity
+    const auto& gp = r.model.graph();
+    REQUIRE(gp.input_size() == 1);
+    CHECK(gp.input(0).name() == "x");
+    REQUIRE(gp.output_size() == 4);
+    CHECK(gp.output(0).name() == "flatten");
+    CHECK(gp.output(1).name() == "split:1");
+    CHECK(gp.output(2).name() == "x_1");
+    CHECK(gp.output(3).name() == "flatten_1");
+    CHECK(r.report.warnings == std::vector<std::string>{"no source file's operator set: writing operator set 13"});
+}
+
+TEST_CASE("a graph without weight values exports its weights as graph inputs, with a warning") {
+    const auto g = models::find_workload("squeezenet").build();
+    const auto r = io::to_onnx(g);
+    const std::size_t weights = g.ops_of_kind(op_kind::weight).size();
+    CHECK(r.report.weight_inputs == weights);
+    CHECK(r.model.graph().input_size() == static_cast<int>(weights + g.ops_of_kind(op_kind::input).size()));
+    REQUIRE(r.report.warnings.size() == 2);
+    CHECK(
+        r.report.warnings[1].starts_with(concat("the graph has no weight values (it does not come from an ONNX "
+                                                "file with data): its ",
+                                                weights, " weights are written as graph inputs ('")));
+    // and it reads back as the same graph, weights as inputs
+    const auto back = io::import_onnx_bytes(bytes_of(r.model), "squeezenet (exported)");
+    CHECK(back.graph.ops_of_kind(op_kind::input).size() == static_cast<std::size_t>(r.model.graph().input_size()));
+    // a stripped file (some weights without values) says how many
+    const io::onnx_model resnet = io::import_onnx(onnx_dir / "resnet50.onnx");
+    const auto rr = io::to_onnx(resnet.graph, {.source = &resnet});
+    const std::size_t resnet_weights = resnet.graph.ops_of_kind(op_kind::weight).size();
+    CHECK(rr.report.weight_inputs == resnet_weights - resnet.weight_values.size());
+    REQUIRE(rr.report.warnings.size() == 1);
+    CHECK(rr.report.warnings[0].starts_with(
+        concat(rr.report.weight_inputs, " of ", resnet_weights, " weights have no values in the source file")));
+}
+
+TEST_CASE("what has no ONNX form is refused with one line naming the op and its kind") {
+    graph::computation_graph g("train");
+    const auto y = g.input("y", {4});
+    const auto dy = g.input("dy", {4});
+    g.mark_output(g.add1(op_kind::relu_grad, {y, dy}, {}, "relu_back"));
+    std::string msg;
+    try {
+        (void)io::to_onnx(g);
+    } catch (const error& e) {
+        msg = e.what();
+    }
+    CHECK(msg ==
+          "onnx export: op 'relu_back' (relu_grad): a gradient or optimizer update (training graphs) has no ONNX "
+          "lowering: expected an inference graph (the forward ops only)");
+    // an opset out of range, and values that do not fit the weight they are given for
+    const auto v = vision_graph();
+    CHECK_THROWS_WITH_AS((void)io::to_onnx(v, {.opset = 18}), "onnx export: operator set 18 asked for: expected 13-17",
+                         error);
+    io::onnx_model wrong;
+    wrong.weight_values["w1"] = io::onnx_tensor{{ops::shape{2}, ops::dtype::f32}, {1, 2}};
+    CHECK_THROWS_WITH_AS((void)io::to_onnx(v, {.source = &wrong}),
+                         "onnx export: weight 'w1': the source's value is f32[2] (2 values): expected f32[8,4,3,3] "
+                         "as in the graph (is the source the file this graph came from?)",
+                         error);
+}
+
+TEST_CASE("write_onnx writes a file that imports") {
+    scratch_dir dir;
+    const io::onnx_model m = io::import_onnx(onnx_dir / "squeezenet1_1.onnx");
+    const auto file = dir.path / "squeezenet.onnx";
+    const auto report = io::write_onnx(m.graph, file, {.source = &m});
+    CHECK(report.nodes > 0);
+    const auto back = io::import_onnx(file);
+    CHECK(back.graph.num_ops() > 0);
+    CHECK(back.weight_values.size() == m.weight_values.size());
+}
+
+TEST_CASE("onnx.checker (full_check) accepts the exported files") {
+    const std::string python = python_with_onnx();
+    if (python.empty()) {
+        MESSAGE("skipped: no python3 with the onnx package (Debian: apt-get install python3-onnx)");
+        return;
+    }
+    scratch_dir dir;
+    std::vector<std::pair<std::string, onnx::ModelProto>> files;
+    for (const auto& g : kind_graphs())
+        for (const std::int64_t opset : {13, 17}) {
+            const auto feeds = float_feeds(g, 3);
+            const auto src = source_of(g, feeds);
+            files.emplace_back(concat(g.name(), "_", opset), io::to_onnx(g, {.source = &src, .opset = opset}).model);
+        }
+    for (const std::string stem : {"squeezenet1_1", "encoder_small", "lstm_lm", "ops_opset11"}) {
+        const io::onnx_model m = io::import_onnx(onnx_dir / (stem + ".onnx"));
+        files.emplace_back(stem, io::to_onnx(m.graph, {.source = &m}).model);
+    }
+    files.emplace_back("squeezenet_zoo", io::to_onnx(models::find_workload("squeezenet").build()).model);
+    for (const auto& [name, model] : files) {
+        CAPTURE(name);
+        const auto file = dir.path / (name + ".onnx");
+        std::ofstream(file, std::ios::binary) << bytes_of(model);
+        CHECK(onnx_checker(python, file) == "");
+    }
+}
+
+TEST_CASE("onnxruntime computes what the interpreter computes for every inference op kind") {
+    const std::string missing = onnxruntime_missing();
+    if (!missing.empty()) {
+        MESSAGE("skipped: ", missing);
+        return;
+    }
+    scratch_dir dir;
+    for (const auto& g : kind_graphs()) {
+        for (const std::int64_t opset : {13, 17}) {
+            CAPTURE(g.name());
+            CAPTURE(opset);
+            const auto feeds = float_feeds(g, 5);
+            const auto src = source_of(g, feeds);
+            const auto stem = dir.path / concat(g.name(), "_", opset);
+            io::write_onnx(g, stem.string() + ".onnx", {.source = &src, .opset = opset});
+            nlohmann::json in;
+            for (const auto i : g.ops_of_kind(op_kind::input))
+                in[g.get_op(i).name] = value_json(feeds.at(g.get_op(i).name));
+            std::ofstream(stem.string() + ".in.json") << in.dump();
+            const std::string cmd =
+                concat("node '", (ort_dir / "run_model.js").string(), "' '", stem.string(), ".onnx' --inputs '",
+                       stem.string(), ".in.json' --out '", stem.string(), ".out.json' 2>'", stem.string(), ".err'");
+            const int rc = std::system(cmd.c_str());
+            REQUIRE_MESSAGE(rc == 0, slurp(stem.string() + ".err"));
+            const auto out = nlohmann::json::parse(slurp(stem.string() + ".out.json")).at("outputs");
+            const auto want = interp::run<double>(g, feeds);
+            REQUIRE(out.size() == want.size());
+            double worst = 0;
+            for (std::size_t k = 0; k < want.size(); ++k) {
+                CAPTURE(out[k].at("name").get<std::string>());
+                std::vector<double> got = out[k].at("data").get<std::vector<double>>();
+                REQUIRE(got.size() == want[k].size());
+                double diff = 0, scale = 0;
+                for (std::size_t e = 0; e < got.size(); ++e) {
+                    diff = std::max(diff, std::abs(got[e] - want[k].data()[e]));
+                    scale = std::max(scale, std::abs(want[k].data()[e]));
+                }
+                CHECK(diff / std::max(scale, 1e-30) <= 1e-4);
+                worst = std::max(worst, diff / std::max(scale, 1e-30));
+            }
+            MESSAGE(g.name(), " at opset ", opset, ": onnxruntime vs the interpreter, largest max |a - b| / max |b| ",
+                    worst);
+        }
+    }
+}
+
+}  // namespace export_test

@@ -1,0 +1,95 @@
+// `goopt export`: a graph (built-in, goopt JSON or ONNX) written as ONNX or goopt JSON, the format by
+// --out's extension or --format; and the graph writer that `goopt superopt --out` shares with it.
+#include "cli.hpp"
+
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/graph_json.hpp>
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+#include <goopt/io/onnx.hpp>
+#endif
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+namespace goopt::cli {
+
+graph_file_format output_format(const std::string& path, const std::string& format) {
+    if (format == "json") return graph_file_format::json;
+    if (format == "onnx") return graph_file_format::onnx;
+    if (!format.empty()) throw error("--format", concat("'", format, "'"), "json or onnx");
+    const std::string ext = std::filesystem::path(path).extension().string();
+    if (ext == ".json") return graph_file_format::json;
+    if (ext == ".onnx") return graph_file_format::onnx;
+    throw error(concat("--out ", path),
+                ext.empty() ? std::string("the file name has no extension to tell the format by")
+                            : concat("the extension '", ext, "' names no graph format"),
+                "a .json (goopt.graph) or .onnx file, or --format json|onnx");
+}
+
+void add_format_flag(CLI::App& app, std::string& format) {
+    app.add_option("--format", format,
+                   "The format of --out: json (goopt.graph) or onnx; default: by its extension (.json, .onnx)")
+        ->check(CLI::IsMember({"json", "onnx"}))
+        ->type_name("json|onnx");
+}
+
+void write_graph_output(const std::string& path, graph_file_format format, const graph::computation_graph& g,
+                        const io::onnx_model* origin, std::int64_t opset) {
+    if (format == graph_file_format::json) {
+        io::write_graph_file(path, g);
+        std::printf("wrote %s (goopt.graph JSON, %zu ops)\n", path.c_str(), g.num_ops());
+        return;
+    }
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    const auto report = io::write_onnx(g, path, {.source = origin, .opset = opset});
+    for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
+    std::printf("wrote %s (ONNX opset %lld: %zu nodes, %zu initializers, %zu weights as graph inputs)\n", path.c_str(),
+                static_cast<long long>(report.opset), report.nodes, report.initializers, report.weight_inputs);
+#else
+    (void)g, (void)origin, (void)opset;
+    throw error(concat("--out ", path), "this goopt was built without ONNX support",
+                "a goopt built with libonnx-dev and libprotobuf-dev installed, or a .json file");
+#endif
+}
+
+namespace {
+
+struct export_flags {
+    graph_source source;
+    std::string out, format;
+    std::int64_t opset = 0;
+};
+
+int run_export(const export_flags& f) {
+    const auto format = output_format(f.out, f.format);
+    if (f.opset != 0 && format != graph_file_format::onnx)
+        throw error("--opset", concat(f.opset, " for a goopt.graph JSON file"), "an ONNX output (.onnx)");
+    const auto in = load_graph_with_origin(f.source);
+    graph::validate(in.loaded.graph);
+    std::printf("%s: %zu ops\n", in.loaded.name.c_str(), in.loaded.graph.num_ops());
+    write_graph_output(f.out, format, in.loaded.graph, in.onnx.get(), f.opset);
+    return 0;
+}
+
+}  // namespace
+
+command add_export_command(CLI::App& root) {
+    auto flags = std::make_shared<export_flags>();
+    auto* app = root.add_subcommand("export", "Write a graph as ONNX (or as goopt JSON): the format follows --out");
+    flags->source.add_flags(*app);
+    app->add_option("-o,--out", flags->out, "The file to write (atomically): .onnx or .json, else give --format")
+        ->type_name("FILE.onnx")
+        ->required();
+    add_format_flag(*app, flags->format);
+    app->add_option("--opset", flags->opset,
+                    "The ONNX operator set to write, 13-17 (default: the --onnx file's where it is 13-17, else 13)")
+        ->check(CLI::Range(13, 17))
+        ->type_name("13-17");
+    app->footer(
+        "An --onnx file's weights are written with their values; a graph without values (--model, --graph)\n"
+        "gets its weights as graph inputs, with a warning. Fused ops are written as standard ONNX operators.");
+    return {app, [flags] { return run_export(*flags); }};
+}
+
+}  // namespace goopt::cli

@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// Runs an ONNX model in onnxruntime (CPU) on given inputs and writes its outputs: the reference
+// runtime of goopt's ONNX round-trip tests. Install once with ./bootstrap.sh ort.
+//
+//   node run_model.js MODEL.onnx [--inputs IN.json] [--input NAME=FILE.f32]... [--random SEED]
+//                     [--save-inputs FILE.json] [--level disabled|basic|extended|all] [--out OUT.json]
+//                     [--repeat N]
+//
+// IN.json holds {"<input>": {"shape": [...], "data": [...]}, ...} (the "inputs" of tests/data/onnx/*.json);
+// FILE.f32 is raw little-endian float32 in the input's shape from the model. --random SEED fills every
+// input not given: floats uniform in [-1, 1], integers 0 or 1 (valid indices for any embedding).
+// --save-inputs writes the inputs used, to feed another model the same. OUT.json (default: stdout) is
+// {"outputs": [{"name", "type", "shape", "data"}, ...]} in the model's output order. The graph
+// optimization level is "all" (constant folding, fusions, layout passes) unless --level says otherwise.
+// --repeat N times N more runs and adds "milliseconds": {median, min, max, runs} to OUT.json.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+function fail(message) {
+    process.stderr.write(`run_model.js: error: ${message}\n`);
+    process.exit(1);
+}
+
+function loadOrt() {
+    try {
+        return require('onnxruntime-node');
+    } catch (e) {
+        fail(`onnxruntime-node is not installed next to ${__filename} (./bootstrap.sh ort): ${e.message.split('\n')[0]}`);
+    }
+}
+
+/// A seeded generator of uniform numbers in [0, 1) (mulberry32): the same inputs for the same seed.
+function uniform(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+
+const typedArrays = {
+    float32: Float32Array,
+    float64: Float64Array,
+    int64: BigInt64Array,
+    int32: Int32Array,
+    int8: Int8Array,
+    uint8: Uint8Array,
+    bool: Uint8Array,
+};
+
+function tensorOf(ort, meta, shape, values) {
+    const Array = typedArrays[meta.type];
+    if (!Array) fail(`input '${meta.name}' has element type ${meta.type}: expected one of ${Object.keys(typedArrays)}`);
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (values.length !== count) fail(`input '${meta.name}': ${values.length} values for shape [${shape}]`);
+    const data = meta.type === 'int64' ? BigInt64Array.from(values, (v) => BigInt(Math.trunc(v))) : Array.from(values);
+    return new ort.Tensor(meta.type, data, shape);
+}
+
+function staticShape(meta) {
+    const shape = meta.shape || [];
+    for (const d of shape)
+        if (typeof d !== 'number' || d < 0) fail(`input '${meta.name}' has a symbolic dimension: give it in --inputs`);
+    return shape;
+}
+
+function parseArgs(argv) {
+    const a = { model: null, inputs: null, raw: [], seed: null, saveInputs: null, level: 'all', out: null, repeat: 0 };
+    for (let i = 0; i < argv.length; ++i) {
+        const flag = argv[i];
+        const value = () => {
+            if (i + 1 >= argv.length) fail(`${flag} needs a value`);
+            return argv[++i];
+        };
+        if (flag === '--inputs') a.inputs = value();
+        else if (flag === '--input') a.raw.push(value());
+        else if (flag === '--random') a.seed = Number(value());
+        else if (flag === '--save-inputs') a.saveInputs = value();
+        else if (flag === '--level') a.level = value();
+        else if (flag === '--out') a.out = value();
+        else if (flag === '--repeat') a.repeat = Number(value());
+        else if (flag.startsWith('--')) fail(`unknown flag ${flag}`);
+        else if (a.model === null) a.model = flag;
+        else fail(`a second model '${flag}'`);
+    }
+    if (a.model === null) fail('no model given: node run_model.js MODEL.onnx [--inputs IN.json] [--out OUT.json]');
+    if (!['disabled', 'basic', 'extended', 'all'].includes(a.level))
+        fail(`--level ${a.level}: expected disabled, basic, extended or all`);
+    if (a.seed !== null && !Number.isInteger(a.seed)) fail('--random needs an integer seed');
+    if (!Number.isInteger(a.repeat) || a.repeat < 0) fail('--repeat needs a count >= 0');
+    return a;
+}
+
+/// The feeds of `session` from JSON values (name -> {shape?, data}), raw float32 files and a seed,
+/// as a map name -> ort.Tensor, and the same as plain JSON.
+function makeFeeds(ort, session, given, raw, seed) {
+    const feeds = {};
+    const json = {};
+    const next = seed === null ? null : uniform(seed);
+    const metas = session.inputMetadata;
+    const byName = Object.fromEntries(metas.map((m) => [m.name, m]));
+    for (const name of Object.keys(given)) if (!byName[name]) fail(`--inputs names '${name}', which the model has no input of`);
+    const rawFiles = {};
+    for (const r of raw) {
+        const eq = r.indexOf('=');
+        if (eq <= 0) fail(`--input ${r}: expected NAME=FILE.f32`);
+        rawFiles[r.slice(0, eq)] = r.slice(eq + 1);
+    }
+    for (const meta of metas) {
+        let shape;
+        let values;
+        if (given[meta.name]) {
+            shape = given[meta.name].shape || staticShape(meta);
+            values = given[meta.name].data;
+        } else if (rawFiles[meta.name]) {
+            if (meta.type !== 'float32') fail(`--input ${meta.name}: raw files are float32, the input is ${meta.type}`);
+            shape = staticShape(meta);
+            const b = fs.readFileSync(rawFiles[meta.name]);
+            values = Array.from(new Float32Array(b.buffer, b.byteOffset, Math.floor(b.length / 4)));
+        } else if (next) {
+            shape = staticShape(meta);
+            const count = shape.reduce((x, y) => x * y, 1);
+            const floating = meta.type === 'float32' || meta.type === 'float64';
+            values = Array.from({ length: count }, () => (floating ? 2 * next() - 1 : next() < 0.5 ? 0 : 1));
+            if (meta.type === 'float32') values = Array.from(Float32Array.from(values));
+        } else {
+            fail(`no value for input '${meta.name}': give it in --inputs, with --input, or draw it with --random SEED`);
+        }
+        feeds[meta.name] = tensorOf(ort, meta, shape, values);
+        json[meta.name] = { shape, data: values };
+    }
+    return { feeds, json };
+}
+
+async function runModel(ort, model, feedsOf, level) {
+    let session;
+    try {
+        session = await ort.InferenceSession.create(model, { graphOptimizationLevel: level });
+    } catch (e) {
+        fail(`${model}: onnxruntime cannot load it: ${e.message}`);
+    }
+    const { feeds, json } = feedsOf(session);
+    const results = await session.run(feeds);
+    const outputs = session.outputNames.map((name) => {
+        const t = results[name];
+        const data = Array.from(t.data, (v) => (typeof v === 'bigint' ? Number(v) : v));
+        return { name, type: t.type, shape: Array.from(t.dims), data };
+    });
+    return { outputs, inputs: json, session, feeds };
+}
+
+/// Milliseconds of one session.run of each of `runs` ({session, feeds}), `repeat` rounds with the
+/// runs interleaved (so that a machine's load falls on all of them alike): per run, sorted times.
+async function timeRuns(runs, repeat) {
+    const times = runs.map(() => []);
+    for (let r = 0; r < repeat; ++r)
+        for (let k = 0; k < runs.length; ++k) {
+            const t0 = process.hrtime.bigint();
+            await runs[k].session.run(runs[k].feeds);
+            times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+    return times.map((t) => t.sort((a, b) => a - b));
+}
+
+const median = (sorted) => sorted[Math.floor(sorted.length / 2)];
+
+async function main() {
+    const args = parseArgs(process.argv.slice(2));
+    const ort = loadOrt();
+    const given = args.inputs ? JSON.parse(fs.readFileSync(args.inputs, 'utf8')) : {};
+    const r = await runModel(ort, args.model, (s) => makeFeeds(ort, s, given, args.raw, args.seed), args.level);
+    if (args.saveInputs) fs.writeFileSync(args.saveInputs, JSON.stringify(r.inputs));
+    const result = { model: path.basename(args.model), outputs: r.outputs };
+    if (args.repeat > 0) {
+        const [t] = await timeRuns([r], args.repeat);
+        result.milliseconds = { median: median(t), min: t[0], max: t[t.length - 1], runs: t.length };
+    }
+    const text = JSON.stringify(result);
+    if (args.out) fs.writeFileSync(args.out, text);
+    else process.stdout.write(text + '\n');
+}
+
+module.exports = { loadOrt, makeFeeds, runModel, timeRuns, median, fail };
+
+if (require.main === module) main().catch((e) => fail(e.message));
