@@ -9,10 +9,12 @@
 #include <goopt/device/device_spec.hpp>
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/rl/ppo.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/concepts.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -93,6 +95,30 @@ struct optimize_context {
     std::uint64_t seed;
     std::string checkpoint;  ///< pre-trained policy to start from (empty: from scratch)
     progress_line& progress;
+};
+
+/// @brief The visitor of a learned task's training in the program: records the training curve into
+/// `out` (per update: samples so far, best and mean sampled step time), draws the progress line
+/// under `label`, and stops training when the run's time budget is spent.
+struct training_curve {
+    const optimize_context& ctx;
+    method_result& out;
+    std::string_view label;
+    double best = 0, sum = 0;
+    std::size_t in_update = 0, updates = 0, samples = 0;  // this run's (a pre-trained policy's counters go on)
+    void on_sample(std::span<const int>, const tasks::step_outcome& o) {
+        if (o.valid && !o.oom && (best == 0 || o.step_time < best)) best = o.step_time;
+        sum += o.step_time;
+        ++in_update;
+    }
+    bool on_update(const rl::update_stats&) {
+        samples += in_update;
+        out.curve.push_back({++updates, samples, best, in_update ? sum / static_cast<double>(in_update) : 0});
+        sum = 0;
+        in_update = 0;
+        ctx.progress.update(label, updates, ctx.limits.steps, "updates");
+        return ctx.limits.time_left();
+    }
 };
 
 /// The heuristic baselines, every one scored by the simulator (baselines.cpp: the one file that

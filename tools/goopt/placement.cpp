@@ -50,27 +50,7 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
                       0,
                       {},
                       "PPO update (16 samples)"};
-    struct visitor {
-        const optimize_context& ctx;
-        method_result& out;
-        double best = 0, sum = 0;
-        std::size_t in_update = 0;
-        void on_sample(std::span<const int>,
-                       const tasks::placement_task<device::device_spec, cost::roofline_model>::outcome& o) {
-            if (o.valid && !o.oom && (best == 0 || o.step_time < best)) best = o.step_time;
-            sum += o.step_time;
-            ++in_update;
-        }
-        std::size_t updates = 0, samples = 0;  // this run's (a pre-trained policy's counters go on)
-        bool on_update(const rl::update_stats&) {
-            samples += in_update;
-            out.curve.push_back({++updates, samples, best, in_update ? sum / static_cast<double>(in_update) : 0});
-            sum = 0;
-            in_update = 0;
-            ctx.progress.update("ppo_placement", updates, ctx.limits.steps, "updates");
-            return ctx.limits.time_left();
-        }
-    } v{ctx, out};
+    training_curve v{ctx, out, "ppo_placement"};
     std::mt19937_64 rng(ctx.seed);
     const auto r = tasks::train_placement(s.graph(), s.cluster(), cost::roofline_model{}, config, rng, v);
     ctx.progress.clear();

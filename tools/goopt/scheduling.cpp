@@ -32,26 +32,7 @@ method_result optimize_scheduling(const optimize_context& ctx, const decisions& 
                       0,
                       {},
                       "PPO update (16 samples)"};
-    using outcome = decltype(task)::outcome;
-    struct visitor {
-        const optimize_context& ctx;
-        method_result& out;
-        double best = 0, sum = 0;
-        std::size_t in_update = 0, updates = 0, samples = 0;
-        void on_sample(std::span<const int>, const outcome& o) {
-            if (o.valid && !o.oom && (best == 0 || o.step_time < best)) best = o.step_time;
-            sum += o.step_time;
-            ++in_update;
-        }
-        bool on_update(const rl::update_stats&) {
-            samples += in_update;
-            out.curve.push_back({++updates, samples, best, in_update ? sum / static_cast<double>(in_update) : 0});
-            sum = 0;
-            in_update = 0;
-            ctx.progress.update("ppo_scheduling", updates, ctx.limits.steps, "updates");
-            return ctx.limits.time_left();
-        }
-    } v{ctx, out};
+    training_curve v{ctx, out, "ppo_scheduling"};
     const auto r = tasks::train(
         task, net,
         {.ppo = {.updates = ctx.limits.steps, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2},

@@ -133,16 +133,7 @@ TEST_CASE("eqsat: each bound is reported") {
     graph::computation_graph flat_graph("distributable");
     graph::builder fb(flat_graph);
     flat_graph.mark_output(fb.ewmul(fb.ewadd(fb.input("x", {4, 8}), fb.input("y", {4, 8})), fb.input("z", {4, 8})));
-    rule distribute;
-    distribute.variables = {{"x0", {4, 8}}, {"x1", {4, 8}}, {"x2", {4, 8}}};
-    const auto v = [](std::uint16_t i) { return value_ref{variable_op, i}; };
-    distribute.source.ops = {{op_kind::ewadd, {}, {v(0), v(1)}}, {op_kind::ewmul, {}, {value_ref{0, 0}, v(2)}}};
-    distribute.source.outputs = {value_ref{1, 0}};
-    distribute.target.ops = {{op_kind::ewmul, {}, {v(0), v(2)}},
-                             {op_kind::ewmul, {}, {v(1), v(2)}},
-                             {op_kind::ewadd, {}, {value_ref{0, 0}, value_ref{1, 0}}}};
-    distribute.target.outputs = {value_ref{2, 0}};
-    const std::vector<rule> distributivity{distribute};
+    const std::vector<rule> distributivity{distributivity_rule()};
     const rewrite_space no_builtins{.use_builtins = false};
     const eqsat_config three{.iterations = 3};
     const auto flat = eqsat_search(flat_graph, distributivity, cost::roofline_model{}, device::t4, no_builtins, three);

@@ -309,14 +309,7 @@ TEST_CASE("optimize() runs any SubstitutionSearch, a user's own too, with its ow
 TEST_CASE("a refused match is a rewrite_refused, decided once per rule and signature") {
     // distributivity (given here: the sanitizer build ships no rule library) is proven at its match
     const auto v = [](std::uint16_t i) { return value_ref{variable_op, i}; };
-    rule distribute;
-    distribute.variables = {{"x0", {4, 8}}, {"x1", {4, 8}}, {"x2", {4, 8}}};
-    distribute.source.ops = {{op_kind::ewadd, {}, {v(0), v(1)}}, {op_kind::ewmul, {}, {value_ref{0, 0}, v(2)}}};
-    distribute.source.outputs = {value_ref{1, 0}};
-    distribute.target.ops = {{op_kind::ewmul, {}, {v(0), v(2)}},
-                             {op_kind::ewmul, {}, {v(1), v(2)}},
-                             {op_kind::ewadd, {}, {value_ref{0, 0}, value_ref{1, 0}}}};
-    distribute.target.outputs = {value_ref{2, 0}};
+    const rule distribute = distributivity_rule();
     graph::computation_graph g("distributable");
     graph::builder gb(g);
     g.mark_output(gb.ewmul(gb.ewadd(gb.input("a", {4, 8}), gb.input("b", {4, 8})), gb.input("c", {4, 8})));
