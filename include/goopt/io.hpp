@@ -1,10 +1,12 @@
 #pragma once
 /// @file
 /// @brief File I/O: graphs, rules, clusters, cost tables, decisions, optimization results and
-/// simulation traces as JSON, Graphviz drawings, SVG timelines, atomic file replacement.
+/// simulation traces as JSON, Graphviz drawings, SVG timelines, atomic file replacement, and the
+/// one binary record (weights, checkpoints).
 /// The only module that includes nlohmann/json; core headers stay free of it.
 
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/binary_record.hpp>
 #include <goopt/io/cluster_json.hpp>
 #include <goopt/io/decisions_json.hpp>
 #include <goopt/io/dot.hpp>
