@@ -140,7 +140,7 @@ TEST_CASE("go_policy: a seed reproduces parameters and samples; save/load round 
         std::ofstream extra(file, std::ios::binary | std::ios::app);
         extra.put('x');
     }
-    CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("1 bytes after the last parameter"),
+    CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("1 bytes after the end of the record"),
                          goopt::error);
     std::filesystem::resize_file(file, std::filesystem::file_size(file) - 10);
     CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("file ends at byte"), goopt::error);
