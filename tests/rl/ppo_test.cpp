@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 
 using namespace goopt;
 
@@ -154,6 +157,38 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     CHECK_THROWS_WITH_AS(trainer.load_checkpoint("/nonexistent/goopt.ckpt", rng), doctest::Contains("cannot open"),
                          error);
     CHECK_THROWS_AS(trainer.set_imitation_target({0, 1, 7}), error);
+
+    // checkpoints: every refusal names the file and what it found; a refused one changes nothing
+    const auto file = std::filesystem::temp_directory_path() / "goopt_ppo_refusals.ckpt";
+    trainer.save_checkpoint(file, rng, "state");
+    const std::string good = [&] {
+        std::ifstream in(file, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }();
+    const auto before = flat(net);
+    auto refused = [&](const std::string& bytes, const char* why) {
+        CAPTURE(why);
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+        CHECK_THROWS_WITH_AS(trainer.load_checkpoint(file, rng), doctest::Contains(why), error);
+        CHECK(flat(net) == before);
+    };
+    // the format before the one binary record: "goopt-ppo", u32 version 1 in host order, raw fields
+    refused(std::string("goopt-ppo\x01\x00\x00\x00\x08\x00\x00\x00", 17) + std::string(64, '\0'),
+            "format version 1 (an older format, no longer read)");
+    refused("goopt-nn" + good.substr(8), "not a 'goopt-ppo' record");
+    refused(good.substr(0, good.size() - 1), "truncated");
+    std::string flipped = good;
+    flipped[flipped.size() / 2] ^= 0x5a;
+    refused(flipped, "checksum mismatch (the file is corrupt)");
+    struct fewer_arms : bandit {
+        std::size_t num_choices() const { return 2; }
+    } other;
+    rl::ppo<fewer_arms, linear_net> elsewhere(other, net, {});
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << good;
+    CHECK_THROWS_WITH_AS(elsewhere.load_checkpoint(file, rng),
+                         doctest::Contains("made for 3 choices per node (devices): expected 2"), error);
+    CHECK(trainer.load_checkpoint(file, rng) == "state");
+    std::filesystem::remove(file);
     // the warm start needs a target for every node
     rl::ppo<bandit, linear_net> warm(env, net, {.imitation_steps = 2});
     CHECK_THROWS_AS(warm.train(rng), error);

@@ -5,7 +5,7 @@
 /// checkpoints that resume bit for bit.
 
 #include <goopt/error.hpp>
-#include <goopt/io/atomic_write.hpp>
+#include <goopt/io/binary_record.hpp>
 #include <goopt/nn/adam.hpp>
 #include <goopt/nn/heads.hpp>
 #include <goopt/nn/training_guard.hpp>
@@ -15,16 +15,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -74,8 +72,10 @@ concept SerializableRng = std::uniform_random_bit_generator<Rng> &&
     is >> r;
 };
 
-/// Version of the checkpoint format written by ppo::save_checkpoint.
-inline constexpr std::uint32_t checkpoint_format_version = 1;
+/// The tag and version of the io::binary_record written by ppo::save_checkpoint. Version 1 was a
+/// host-order blob read at fixed offsets; it is refused as an older format.
+inline constexpr std::string_view checkpoint_tag = "goopt-ppo";
+inline constexpr std::uint32_t checkpoint_format_version = 2;
 
 /// @brief The PPO trainer. It owns what a whole update needs for the backward passes: the
 /// observation, the sampled actions and their old log-probabilities.
@@ -207,16 +207,6 @@ namespace detail {
 /// Row-wise log-softmax of float or double logits, in double.
 template <std::floating_point S> nn::matrix<double> log_probs(const nn::matrix<S>& logits) {
     return nn::log_softmax<double>(logits.template cast<double>());
-}
-inline std::uint64_t fnv1a(const std::string& s, std::size_t len) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t i = 0; i < len; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
-    return h;
-}
-template <class T> void put(std::string& out, const T& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-inline void put_bytes(std::string& out, const std::string& s) {
-    put(out, static_cast<std::uint64_t>(s.size()));
-    out += s;
 }
 }  // namespace detail
 
@@ -409,112 +399,57 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <SerializableRng Rng>
 void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
-    using detail::put;
-    std::string out = "goopt-ppo";
-    put(out, checkpoint_format_version);
-    put(out, static_cast<std::uint32_t>(sizeof(scalar)));
-    put(out, static_cast<std::uint64_t>(env_->num_choices()));
-    put(out, static_cast<std::uint64_t>(updates_));
-    put(out, static_cast<std::uint64_t>(samples_));
-    put(out, static_cast<std::uint64_t>(imitation_done_));
-    put(out, average_);
-    put(out, static_cast<std::uint8_t>(average_set_));
+    io::record_writer out(checkpoint_tag, checkpoint_format_version);
+    out.u64(sizeof(scalar)).u64(env_->num_choices());
+    out.u64(updates_).u64(samples_).u64(imitation_done_);
+    out.f64(average_).u64(average_set_ ? 1 : 0);
     std::ostringstream rs;
     rs << rng;
-    detail::put_bytes(out, rs.str());
-    auto& opt = opt_;
-    put(out, static_cast<std::uint64_t>(opt.steps()));
-    put(out, static_cast<std::uint64_t>(ps_.size()));
-    for (std::size_t i = 0; i < ps_.size(); ++i) {
-        const auto* p = ps_[i];
-        detail::put_bytes(out, p->name);
-        put(out, static_cast<std::uint64_t>(p->value.rows()));
-        put(out, static_cast<std::uint64_t>(p->value.cols()));
-        const nn::matrix<scalar>* parts[] = {&p->value, &opt.first_moments()[i], &opt.second_moments()[i]};
-        for (const nn::matrix<scalar>* m : parts)
-            out.append(reinterpret_cast<const char*>(m->data()), static_cast<std::size_t>(m->size()) * sizeof(scalar));
-    }
-    detail::put_bytes(out, extra);
-    put(out, detail::fnv1a(out, out.size()));
-    io::atomic_write(path, out);
+    out.bytes(rs.str());
+    out.u64(opt_.steps()).u64(ps_.size());
+    for (std::size_t i = 0; i < ps_.size(); ++i)
+        out.bytes(ps_[i]->name).matrix(ps_[i]->value).matrix(opt_.first_moments()[i]).matrix(opt_.second_moments()[i]);
+    out.bytes(extra);
+    out.write(path);
 }
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <SerializableRng Rng>
 std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rng& rng) {
     const std::string where = concat("rl::ppo checkpoint '", path.string(), "'");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(where, "cannot open the file");
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::size_t pos = 0;
-    auto take = [&](void* dst, std::size_t bytes, const std::string& what) {
-        if (data.size() < 8 || data.size() - 8 - pos < bytes || pos > data.size() - 8)
-            throw error(where, concat("file ends (at byte ", data.size(), ") while reading ", what, " (truncated)"));
-        std::memcpy(dst, data.data() + pos, bytes);
-        pos += bytes;
-    };
-    auto get = [&](auto& v, const std::string& what) { take(&v, sizeof v, what); };
-    auto get_bytes = [&](const std::string& what) {
-        std::uint64_t len = 0;
-        get(len, what);
-        if (len > data.size() - pos) throw error(where, concat("file too short for ", what, " (truncated)"));
-        std::string s = data.substr(pos, len);
-        pos += len;
-        return s;
-    };
-    char magic[9];
-    take(magic, 9, "the header");
-    if (std::memcmp(magic, "goopt-ppo", 9) != 0) throw error(where, "not a goopt PPO checkpoint");
-    std::uint32_t version = 0, scalar_bytes = 0;
-    get(version, "the format version");
-    if (version != checkpoint_format_version)
-        throw error(where, concat("format version ", version), concat(checkpoint_format_version));
-    std::uint64_t stored_sum = 0;
-    std::memcpy(&stored_sum, data.data() + data.size() - 8, 8);
-    if (stored_sum != detail::fnv1a(data, data.size() - 8))
-        throw error(where, "checksum mismatch (the file is corrupt)");
-    get(scalar_bytes, "the scalar size");
-    if (scalar_bytes != sizeof(scalar))
+    auto in = io::record_reader::from_file(path, where, checkpoint_tag, checkpoint_format_version);
+    if (const auto scalar_bytes = in.u64("the scalar size"); scalar_bytes != sizeof(scalar))
         throw error(where, concat("scalars of ", scalar_bytes, " bytes"), concat(sizeof(scalar), " bytes"));
-    std::uint64_t choices = 0, updates = 0, samples = 0, imitation = 0, steps = 0, count = 0;
-    get(choices, "the number of choices");
-    if (choices != env_->num_choices())
+    if (const auto choices = in.u64("the number of choices"); choices != env_->num_choices())
         throw error(where, concat("made for ", choices, " choices per node (devices)"),
                     concat(env_->num_choices(), " (the devices of this run)"));
-    get(updates, "the update count");
-    get(samples, "the sample count");
-    get(imitation, "the warm-start count");
-    double average = 0;
-    std::uint8_t average_set = 0;
-    get(average, "the baseline");
-    get(average_set, "the baseline");
-    const std::string rng_state = get_bytes("the generator state");
-    get(steps, "the optimizer step count");
-    get(count, "the parameter count");
-    if (count != ps_.size())
+    const std::uint64_t updates = in.u64("the update count"), samples = in.u64("the sample count"),
+                        imitation = in.u64("the warm-start count");
+    const double average = in.f64("the baseline");
+    const bool average_set = in.u64("whether the baseline is set") != 0;
+    const std::string rng_state = in.bytes("the generator state");
+    const std::uint64_t steps = in.u64("the optimizer step count");
+    if (const auto count = in.u64("the parameter count"); count != ps_.size())
         throw error(where, concat(count, " parameters (another network shape)"),
                     concat(ps_.size(), ", as this network has"));
     std::vector<nn::matrix<scalar>> values, m1, m2;
     for (const auto* p : ps_) {
-        const std::string name = get_bytes("a parameter name");
+        const std::string name = in.bytes("a parameter name");
         if (name != p->name)
             throw error(where, concat("parameter '", name, "' found (another network shape)"),
                         concat("'", p->name, "'"));
-        std::uint64_t rows = 0, cols = 0;
-        get(rows, concat("the shape of '", name, "'"));
-        get(cols, concat("the shape of '", name, "'"));
-        if (rows != static_cast<std::uint64_t>(p->value.rows()) || cols != static_cast<std::uint64_t>(p->value.cols()))
-            throw error(where, concat("parameter '", name, "' is ", rows, "x", cols, " (another network shape)"),
-                        concat(p->value.rows(), "x", p->value.cols(), ", as this network's is"));
         std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
         for (auto* dst : parts) {
-            nn::matrix<scalar> v(p->value.rows(), p->value.cols());
-            take(v.data(), static_cast<std::size_t>(v.size()) * sizeof(scalar), concat("the values of '", name, "'"));
+            auto v = in.matrix<nn::matrix<scalar>>(concat("the values of '", name, "'"));
+            if (v.rows() != p->value.rows() || v.cols() != p->value.cols())
+                throw error(where,
+                            concat("parameter '", name, "' is ", v.rows(), "x", v.cols(), " (another network shape)"),
+                            concat(p->value.rows(), "x", p->value.cols(), ", as this network's is"));
             dst->push_back(std::move(v));
         }
     }
-    std::string extra = get_bytes("the caller's state");
-    if (pos != data.size() - 8) throw error(where, concat(data.size() - 8 - pos, " bytes before the checksum"), "none");
+    std::string extra = in.bytes("the caller's state");
+    in.finish();
     Rng restored = rng;
     std::istringstream rs(rng_state);
     rs >> restored;
@@ -533,7 +468,7 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     samples_ = samples;
     imitation_done_ = imitation;
     average_ = average;
-    average_set_ = average_set != 0;
+    average_set_ = average_set;
     return extra;
 }
 

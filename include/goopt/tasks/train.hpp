@@ -7,18 +7,19 @@
 /// sees everything (the library prints nothing; a program attaches a reporter). GO (NeurIPS'20 §3).
 
 #include <goopt/error.hpp>
+#include <goopt/io/binary_record.hpp>
 #include <goopt/nn/go_policy.hpp>
 #include <goopt/rl/ppo.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/tasks/concepts.hpp>
 
-#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -117,51 +118,10 @@ template <RankedOutcome Outcome> bool better_outcome(const Outcome& a, const Out
     return a.step_time < b.step_time;
 }
 
-/// Explicitly little-endian fields of the trainer's own checkpoint record, whatever the host's order.
-class le_record {
-public:
-    void put(std::uint64_t v) {
-        for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    }
-    void put(double v) { put(std::bit_cast<std::uint64_t>(v)); }
-    void put(std::int64_t v) { put(static_cast<std::uint64_t>(v)); }
-    std::string take() && { return std::move(bytes_); }
-
-private:
-    std::string bytes_;
-};
-
-/// Reads an le_record field by field; a short record is an error naming `where`.
-class le_reader {
-public:
-    le_reader(const std::string& bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
-    std::uint64_t u64() {
-        if (bytes_.size() - at_ < 8)
-            throw error(where_, concat("the trainer's record ends at byte ", bytes_.size()),
-                        concat("a field at byte ", at_));
-        std::uint64_t v = 0;
-        for (int i = 0; i < 8; ++i)
-            v |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes_[at_ + static_cast<std::size_t>(i)]))
-                 << (8 * i);
-        at_ += 8;
-        return v;
-    }
-    double f64() { return std::bit_cast<double>(u64()); }
-    std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
-    void finish() const {
-        if (at_ != bytes_.size())
-            throw error(where_, concat("the trainer's record has ", bytes_.size() - at_, " bytes after its end"),
-                        "none");
-    }
-
-private:
-    const std::string& bytes_;
-    std::string where_;
-    std::size_t at_ = 0;
-};
-
-/// Version of train()'s record in a checkpoint's extra bytes.
-inline constexpr std::uint64_t train_record_version = 1;
+/// The tag and version of train()'s own io::binary_record, kept in a PPO checkpoint's extra bytes.
+/// Version 1 was a bare list of little-endian words without a header; version 2 is a record.
+inline constexpr std::string_view train_record_tag = "goopt-train";
+inline constexpr std::uint32_t train_record_version = 2;
 
 }  // namespace detail
 
@@ -210,35 +170,26 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
 
     // the trainer's state in a checkpoint: the best decision so far and the warm start's agreement
     auto pack = [&] {
-        detail::le_record rec;
-        rec.put(detail::train_record_version);
-        rec.put(static_cast<std::uint64_t>(best_from));
-        rec.put(static_cast<std::uint64_t>(best_index));
-        rec.put(best.reward);
-        rec.put(best.step_time);
-        rec.put(static_cast<std::uint64_t>(best.oom));
-        rec.put(static_cast<std::uint64_t>(best.valid));
-        rec.put(agreement);
-        rec.put(static_cast<std::uint64_t>(best_actions.size()));
-        for (int a : best_actions) rec.put(static_cast<std::int64_t>(a));
-        return std::move(rec).take();
+        io::record_writer rec(detail::train_record_tag, detail::train_record_version);
+        rec.u64(static_cast<std::uint64_t>(best_from)).u64(best_index);
+        rec.f64(best.reward).f64(best.step_time).u64(best.oom ? 1 : 0).u64(best.valid ? 1 : 0);
+        rec.f64(agreement).u64(best_actions.size());
+        for (int a : best_actions) rec.i64(a);
+        return rec.bytes();
     };
     if (config.resume) {
-        const std::string s = trainer.load_checkpoint(config.checkpoint, rng);
-        detail::le_reader in(s, concat(who, ": checkpoint '", config.checkpoint.string(), "'"));
         const std::string where = concat(who, ": checkpoint '", config.checkpoint.string(), "'");
-        if (const auto v = in.u64(); v != detail::train_record_version)
-            throw error(where, concat("trainer record version ", v),
-                        concat(detail::train_record_version, " (written by tasks::train)"));
-        const auto from = in.u64();
-        const auto index = in.u64();
+        io::record_reader in(trainer.load_checkpoint(config.checkpoint, rng), where, detail::train_record_tag,
+                             detail::train_record_version);
+        const auto from = in.u64("the best decision's source");
+        const auto index = in.u64("the best decision's index");
         outcome o{};
-        o.reward = in.f64();
-        o.step_time = in.f64();
-        o.oom = in.u64() != 0;
-        o.valid = in.u64() != 0;
-        const double a = in.f64();
-        const auto len = in.u64();
+        o.reward = in.f64("the best reward");
+        o.step_time = in.f64("the best step time");
+        o.oom = in.u64("the best decision's out-of-memory flag") != 0;
+        o.valid = in.u64("the best decision's validity") != 0;
+        const double a = in.f64("the warm start's agreement");
+        const auto len = in.u64("the best decision's action count");
         if (from > static_cast<std::uint64_t>(best_source::mode))
             throw error(where, concat("a best decision of source ", from), "none, incumbent, sample or mode");
         const auto src = static_cast<best_source>(from);
@@ -249,7 +200,7 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
                         concat("a sample's or mode's ", task.num_nodes(), " actions, or one of the ",
                                config.incumbents.size(), " incumbents this run is given"));
         std::vector<int> actions(static_cast<std::size_t>(len));
-        for (auto& x : actions) x = static_cast<int>(in.i64());
+        for (auto& x : actions) x = static_cast<int>(in.i64("an action of the best decision"));
         in.finish();
         best_actions = std::move(actions);
         best = o;
