@@ -60,17 +60,24 @@ TEST_CASE("binary record: every field type round-trips exactly") {
 TEST_CASE("binary record: the bytes are little-endian whatever the host") {
     nn::matrix<float> m(1, 2);
     m << 1.0f, -2.0f;
-    const std::string got = io::record_writer("ab", 0x01020304).u64(0x1122334455667788).i64(-2).f64(1.0).f32(1.0f).bytes("xy").matrix(m).bytes();
+    const std::string got = io::record_writer("ab", 0x01020304)
+                                .u64(0x1122334455667788)
+                                .i64(-2)
+                                .f64(1.0)
+                                .f32(1.0f)
+                                .bytes("xy")
+                                .matrix(m)
+                                .bytes();
     const std::vector<unsigned char> body_and_header = {
-        'a', 'b', 0x04, 0x03, 0x02, 0x01,                    // tag, version
-        68, 0, 0, 0, 0, 0, 0, 0,                             // body length
-        1, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,  // unsigned
-        2, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  // signed -2
-        3, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,                    // double 1.0
-        4, 0, 0, 0x80, 0x3f,                                 // float 1.0
-        5, 2, 0, 0, 0, 0, 0, 0, 0, 'x', 'y',                 // bytes
-        6, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,  // float matrix 1 x 2
-        0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0};                    // 1.0f, -2.0f
+        'a', 'b',  0x04, 0x03, 0x02, 0x01,                                                // tag, version
+        68,  0,    0,    0,    0,    0,    0,    0,                                       // body length
+        1,   0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,                              // unsigned
+        2,   0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,                              // signed -2
+        3,   0,    0,    0,    0,    0,    0,    0xf0, 0x3f,                              // double 1.0
+        4,   0,    0,    0x80, 0x3f,                                                      // float 1.0
+        5,   2,    0,    0,    0,    0,    0,    0,    0,    'x', 'y',                    // bytes
+        6,   1,    0,    0,    0,    0,    0,    0,    0,    2,   0,   0, 0, 0, 0, 0, 0,  // float matrix 1 x 2
+        0,   0,    0x80, 0x3f, 0,    0,    0,    0xc0};                                   // 1.0f, -2.0f
     REQUIRE(got.size() == body_and_header.size() + 8);
     for (std::size_t i = 0; i < body_and_header.size(); ++i) {
         CAPTURE(i);
@@ -102,16 +109,15 @@ TEST_CASE("binary record: a flipped byte is refused; the header's fields name wh
         CAPTURE(i);
         std::string bad = whole;
         bad[i] = static_cast<char>(bad[i] ^ 0x10);
-        CHECK_THROWS_WITH_AS(io::record_reader(bad, "flipped", "goopt-test", 3), doctest::Contains("checksum"),
-                             error);
+        CHECK_THROWS_WITH_AS(io::record_reader(bad, "flipped", "goopt-test", 3), doctest::Contains("checksum"), error);
     }
     for (std::size_t i = 0; i < header; ++i) {  // tag, version or length: refused, whatever it says
         std::string bad = whole;
         bad[i] = static_cast<char>(bad[i] ^ 0x01);
         CHECK_THROWS_AS(io::record_reader(bad, "flipped", "goopt-test", 3), error);
     }
-    CHECK_THROWS_WITH_AS(io::record_reader(whole, "f", "goopt-other", 3), doctest::Contains("not a 'goopt-other' record"),
-                         error);
+    CHECK_THROWS_WITH_AS(io::record_reader(whole, "f", "goopt-other", 3),
+                         doctest::Contains("not a 'goopt-other' record"), error);
     CHECK_THROWS_WITH_AS(io::record_reader(whole, "f", "goopt-test", 4),
                          "f: format version 3 (an older format, no longer read): expected format version 4 (write the "
                          "file again with this goopt)",
@@ -133,8 +139,8 @@ TEST_CASE("binary record: reading other fields than were written names the field
     // a float matrix is not read as a double one
     const std::string m = io::record_writer("t", 1).matrix(nn::matrix<float>::Zero(2, 2)).bytes();
     io::record_reader r3(m, "rec", "t", 1);
-    CHECK_THROWS_WITH_AS(r3.matrix<nn::matrix<double>>("w"), "rec: w is stored as a float matrix: expected a double matrix",
-                         error);
+    CHECK_THROWS_WITH_AS(r3.matrix<nn::matrix<double>>("w"),
+                         "rec: w is stored as a float matrix: expected a double matrix", error);
 }
 
 TEST_CASE("binary record: written atomically and read back from a file") {
@@ -144,5 +150,6 @@ TEST_CASE("binary record: written atomically and read back from a file") {
     CHECK(r.f64("x") == 2.0);
     r.finish();
     std::filesystem::remove(path);
-    CHECK_THROWS_WITH_AS(io::record_reader::from_file(path, "rec", "goopt-test", 1), "rec: cannot open the file", error);
+    CHECK_THROWS_WITH_AS(io::record_reader::from_file(path, "rec", "goopt-test", 1), "rec: cannot open the file",
+                         error);
 }

@@ -33,16 +33,9 @@ namespace detail {
 enum class field_type : std::uint8_t { unsigned_int = 1, signed_int, f64, f32, bytes, f32_matrix, f64_matrix };
 
 inline const char* field_type_name(std::uint8_t t) {
-    switch (t) {
-    case 1: return "an unsigned integer";
-    case 2: return "a signed integer";
-    case 3: return "a double";
-    case 4: return "a float";
-    case 5: return "bytes";
-    case 6: return "a float matrix";
-    case 7: return "a double matrix";
-    default: return "an unknown field type";
-    }
+    constexpr const char* names[] = {"an unsigned integer", "a signed integer", "a double", "a float", "bytes",
+                                     "a float matrix",      "a double matrix"};
+    return t >= 1 && t <= 7 ? names[t - 1] : "an unknown field type";
 }
 
 /// FNV-1a, 64 bits, over `s`.
@@ -79,8 +72,8 @@ template <std::floating_point S> S from_bits(std::uint64_t b) {
 /// A matrix a record can hold: float or double scalars, a shape and element access (Eigen's dense
 /// matrices and expressions, nn::matrix).
 template <class M>
-concept record_matrix = (std::same_as<typename M::Scalar, float> || std::same_as<typename M::Scalar, double>) &&
-    requires(const M& c, std::ptrdiff_t i) {
+concept record_matrix = (std::same_as<typename M::Scalar, float> ||
+                         std::same_as<typename M::Scalar, double>)&&requires(const M& c, std::ptrdiff_t i) {
     { c.rows() } -> std::convertible_to<std::ptrdiff_t>;
     { c.cols() } -> std::convertible_to<std::ptrdiff_t>;
     { c(i, i) } -> std::convertible_to<typename M::Scalar>;
@@ -88,7 +81,9 @@ concept record_matrix = (std::same_as<typename M::Scalar, float> || std::same_as
 /// A record_matrix a reader can make: built from its shape, its elements assignable.
 template <class M>
 concept readable_record_matrix = record_matrix<M> && std::constructible_from<M, std::ptrdiff_t, std::ptrdiff_t> &&
-    requires(M& m, std::ptrdiff_t i) { m(i, i) = typename M::Scalar{}; };
+    requires(M& m, std::ptrdiff_t i) {
+    m(i, i) = typename M::Scalar{};
+};
 
 }  // namespace detail
 
