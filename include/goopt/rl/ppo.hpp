@@ -20,6 +20,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -208,6 +209,101 @@ namespace detail {
 template <std::floating_point S> nn::matrix<double> log_probs(const nn::matrix<S>& logits) {
     return nn::log_softmax<double>(logits.template cast<double>());
 }
+
+/// One minibatch's PPO loss and its gradient, and how many node ratios left the clip window.
+struct ppo_minibatch_result {
+    double loss = 0;
+    nn::matrix<double> dlogits;  ///< d loss / d logits (nodes x choices)
+    double dvalue = 0;           ///< d loss / d value (0 unless the baseline is the value head)
+    std::size_t clipped = 0, counted = 0;
+};
+
+/// @brief The loss update() minimizes on one minibatch, and its gradient, derived by hand: the
+/// clipped surrogate with a ratio per active node, minus the entropy bonus, plus the value loss
+/// (value_head baseline). A pure function, so that it is checked against finite differences.
+///
+/// Per active node i of sample s with action a, ratio = exp(lp_s(i, a) - old_log_probs[s][i]) and
+/// the loss gets -min(ratio A_s, clamp(ratio) A_s) / (m n_active); the entropy bonus is
+/// -entropy_coef H_i / n_active on the unbiased logits; the value loss value_coef (v - R_s)^2 / 2m.
+/// @param logits current logits (nodes x choices). @param batch the minibatch's sample indices.
+/// @param actions, old_log_probs per sample and node: the action drawn and its log-probability
+/// when it was drawn. @param advantages, returns per sample. @param active per node.
+/// @param bias empty, or per sample a nodes x choices matrix added to the logits before the
+/// softmax (a decoder's own scores; -infinity marks an infeasible action, which then has
+/// probability 0: a row with one feasible action gives no gradient). The taken action must be
+/// feasible. @throws goopt::error when it is not.
+inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                               std::span<const std::vector<int>> actions,
+                                               std::span<const std::vector<double>> old_log_probs,
+                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                               const ppo_config& c, double value, std::span<const double> returns,
+                                               std::span<const nn::matrix<double>> bias = {}) {
+    const auto n = static_cast<std::size_t>(logits.rows()), k_choices = static_cast<std::size_t>(logits.cols());
+    std::size_t n_active = 0;
+    for (auto a : active) n_active += a != 0;
+    const nn::matrix<double> lp = nn::log_softmax<double>(logits);
+    // probabilities once per step, not once per sample (std::exp: the same bits as per term)
+    auto probs = [](const nn::matrix<double>& x) { return x.unaryExpr([](double v) { return std::exp(v); }); };
+    const nn::matrix<double> p = probs(lp);
+    // with a bias, each sample of the minibatch draws from its own distribution
+    std::vector<nn::matrix<double>> biased_lp, biased_p;
+    for (std::size_t b = 0; b < batch.size() && !bias.empty(); ++b) {
+        biased_lp.push_back(nn::log_softmax<double>(logits + bias[batch[b]]));
+        biased_p.push_back(probs(biased_lp.back()));
+    }
+    ppo_minibatch_result r;
+    r.dlogits = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
+    nn::matrix<double>& d = r.dlogits;
+    const double lo = 1 - c.clip, hi = 1 + c.clip;
+    const double m = static_cast<double>(batch.size());
+    const double w = 1.0 / (m * static_cast<double>(n_active));
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!active[i]) continue;
+        const auto ii = static_cast<Eigen::Index>(i);
+        for (std::size_t b = 0; b < batch.size(); ++b) {
+            const std::size_t s = batch[b];
+            const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp[b];
+            const nn::matrix<double>& sp = bias.empty() ? p : biased_p[b];
+            const int a = actions[s][i];
+            if (!std::isfinite(slp(ii, a)))
+                throw error("rl::ppo",
+                            concat("sample ", s, " takes action ", a, " at node ", i, ", which its bias forbids"),
+                            "a feasible action (a finite bias)");
+            const double ratio = std::exp(slp(ii, a) - old_log_probs[s][i]), A = advantages[s];
+            const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
+            ++r.counted;
+            if (ratio < lo || ratio > hi) ++r.clipped;
+            r.loss -= w * std::min(unclipped, kept);
+            if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
+                const double g = w * A * ratio;
+                for (std::size_t j = 0; j < k_choices; ++j)
+                    d(ii, static_cast<Eigen::Index>(j)) += g * sp(ii, static_cast<Eigen::Index>(j));
+                d(ii, a) -= g;
+            }
+        }
+        // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H); a choice of
+        // probability 0 adds nothing (and its log-probability may be -infinity: 0 * -inf is NaN)
+        double H = 0;
+        for (std::size_t j = 0; j < k_choices; ++j) {
+            const auto jj = static_cast<Eigen::Index>(j);
+            if (p(ii, jj) != 0) H -= p(ii, jj) * lp(ii, jj);
+        }
+        r.loss -= c.entropy_coef * H / static_cast<double>(n_active);
+        for (std::size_t j = 0; j < k_choices; ++j) {
+            const auto jj = static_cast<Eigen::Index>(j);
+            if (p(ii, jj) != 0)
+                d(ii, jj) += c.entropy_coef / static_cast<double>(n_active) * p(ii, jj) * (lp(ii, jj) + H);
+        }
+    }
+    if (c.baseline == baseline_kind::value_head) {
+        for (const std::size_t s : batch) {
+            const double e = value - returns[s];
+            r.loss += c.value_coef * 0.5 * e * e / m;
+            r.dvalue += c.value_coef * e / m;
+        }
+    }
+    return r;
+}
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
@@ -329,65 +425,31 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     for (std::size_t s = 0; s < K; ++s)
         adv[s] = (r[s] - base) / (c_.normalize_advantages && spread > 1e-12 ? spread : 1.0);
 
+    // each sample's log-probability per node when it was drawn (the ratio's denominator)
+    std::vector<std::vector<double>> old_taken(K, std::vector<double>(n));
+    for (std::size_t s = 0; s < K; ++s)
+        for (std::size_t i = 0; i < n; ++i) old_taken[s][i] = old_lp(static_cast<Eigen::Index>(i), actions[s][i]);
+
     std::vector<std::size_t> order(K);
     std::iota(order.begin(), order.end(), std::size_t{0});
-    const double lo = 1 - c_.clip, hi = 1 + c_.clip;
     for (std::size_t epoch = 0; epoch < c_.epochs; ++epoch) {
         std::shuffle(order.begin(), order.end(), rng);
         std::size_t clipped = 0, counted = 0;
         for (std::size_t b0 = 0; b0 < K; b0 += c_.minibatch) {
-            const std::size_t b1 = std::min(K, b0 + c_.minibatch), m = b1 - b0;
+            const std::size_t m = std::min(K, b0 + c_.minibatch) - b0;
             nn::zero_grad(ps_);
             // the first step's parameters are those the samples were drawn with: its forward pass is
             // the sampling one, whose activations the network still holds for backward
             auto out = epoch == 0 && b0 == 0 ? std::move(first) : net_->evaluate(obs, {});
-            const nn::matrix<double> lp = detail::log_probs(out.logits.at(0));
-            // probabilities once per step, not once per sample (std::exp: the same bits as per term)
-            const nn::matrix<double> p = lp.unaryExpr([](double x) { return std::exp(x); });
-            nn::matrix<double> d =
-                nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
-            double loss = 0;
-            const double w = 1.0 / (static_cast<double>(m) * static_cast<double>(n_active));
-            for (std::size_t i = 0; i < n; ++i) {
-                if (!active[i]) continue;
-                const auto ii = static_cast<Eigen::Index>(i);
-                for (std::size_t b = b0; b < b1; ++b) {
-                    const std::size_t s = order[b];
-                    const int a = actions[s][i];
-                    const double ratio = std::exp(lp(ii, a) - old_lp(ii, a)), A = adv[s];
-                    const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
-                    ++counted;
-                    if (ratio < lo || ratio > hi) ++clipped;
-                    loss -= w * std::min(unclipped, kept);
-                    if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
-                        const double g = w * A * ratio;
-                        for (std::size_t j = 0; j < k_choices; ++j)
-                            d(ii, static_cast<Eigen::Index>(j)) += g * p(ii, static_cast<Eigen::Index>(j));
-                        d(ii, a) -= g;
-                    }
-                }
-                // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H)
-                double H = 0;
-                for (std::size_t j = 0; j < k_choices; ++j)
-                    H -= p(ii, static_cast<Eigen::Index>(j)) * lp(ii, static_cast<Eigen::Index>(j));
-                loss -= c_.entropy_coef * H / static_cast<double>(n_active);
-                for (std::size_t j = 0; j < k_choices; ++j) {
-                    const auto jj = static_cast<Eigen::Index>(j);
-                    d(ii, jj) += c_.entropy_coef / static_cast<double>(n_active) * p(ii, jj) * (lp(ii, jj) + H);
-                }
-            }
-            double dv = 0;
-            if (c_.baseline == baseline_kind::value_head) {
-                const double v = static_cast<double>(out.value);
-                for (std::size_t b = b0; b < b1; ++b) {
-                    const double e = v - r[order[b]];
-                    loss += c_.value_coef * 0.5 * e * e / static_cast<double>(m);
-                    dv += c_.value_coef * e / static_cast<double>(m);
-                }
-            }
-            net_->backward({d.template cast<scalar>()}, static_cast<scalar>(dv));
-            step(loss);
-            st.loss = loss;
+            const auto mb = detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(),
+                                                       std::span<const std::size_t>(order).subspan(b0, m),
+                                                       std::span<const std::vector<int>>(actions).first(K), old_taken,
+                                                       adv, active, c_, static_cast<double>(out.value), r);
+            clipped += mb.clipped;
+            counted += mb.counted;
+            net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));
+            step(mb.loss);
+            st.loss = mb.loss;
         }
         st.clip_fraction = counted ? static_cast<double>(clipped) / static_cast<double>(counted) : 0.0;
     }

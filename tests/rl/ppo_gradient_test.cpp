@@ -1,0 +1,175 @@
+// rl::ppo's hand-derived gradient (rl::detail::ppo_minibatch_loss, the function update() calls for
+// every minibatch) against central finite differences in double precision, like every nn layer's.
+
+#include <goopt/nn/gradient_check.hpp>
+#include <goopt/rl/ppo.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace goopt;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+/// One minibatch's inputs: 7 nodes (node 2 inactive), 4 choices, 6 samples of which 4 are in the
+/// minibatch. The samples were drawn from older logits, so their ratios spread over and beyond the
+/// clip window.
+struct minibatch_case {
+    static constexpr int nodes = 7, choices = 4, samples = 6;
+    nn::matrix<double> logits;
+    std::vector<std::size_t> batch{4, 0, 5, 2};
+    std::vector<std::vector<int>> actions;
+    std::vector<std::vector<double>> old_log_probs;
+    std::vector<double> advantages, returns;
+    std::vector<std::uint8_t> active = std::vector<std::uint8_t>(nodes, 1);
+    std::vector<nn::matrix<double>> bias;  // empty: none
+    rl::ppo_config config{.clip = 0.2, .value_coef = 0.5, .entropy_coef = 0.05};
+    double value = 0.3;
+
+    minibatch_case(std::uint64_t seed, bool biased) {
+        std::mt19937_64 rng(seed);
+        std::normal_distribution<double> normal;
+        std::uniform_real_distribution<double> uniform(-2, 2);
+        logits = nn::matrix<double>(nodes, choices);
+        for (Eigen::Index i = 0; i < logits.size(); ++i) logits.data()[i] = normal(rng);
+        nn::matrix<double> old = logits;
+        for (Eigen::Index i = 0; i < old.size(); ++i) old.data()[i] += 0.5 * normal(rng);
+        active[2] = 0;
+        for (int s = 0; s < samples; ++s) {
+            nn::matrix<double> b = nn::matrix<double>::Zero(nodes, choices);
+            if (biased) {
+                for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = normal(rng);
+                b(1, (s + 1) % choices) = -inf;  // an infeasible action
+                b(3, 0) = b(3, 2) = -inf;
+                for (int j = 1; j < choices; ++j) b(5, j) = -inf;  // node 5: one feasible action
+                bias.push_back(b);
+            }
+            const nn::matrix<double> lp = nn::log_softmax<double>(old + b);
+            std::vector<int> a = nn::sample_rows(nn::matrix<double>(old + b), rng);
+            std::vector<double> olp(nodes);
+            for (int i = 0; i < nodes; ++i) olp[i] = lp(i, a[i]);
+            actions.push_back(a);
+            old_log_probs.push_back(olp);
+            advantages.push_back(uniform(rng));
+            returns.push_back(uniform(rng));
+        }
+    }
+    rl::detail::ppo_minibatch_result operator()(const nn::matrix<double>& l, double v) const {
+        return rl::detail::ppo_minibatch_loss(l, batch, actions, old_log_probs, advantages, active, config, v,
+                                              returns, bias);
+    }
+    /// Each node ratio's distance to the clip window's nearest edge: finite differences need the
+    /// minimum in the surrogate to stay on one side.
+    double closest_to_an_edge() const {
+        double closest = inf;
+        const nn::matrix<double> lp = nn::log_softmax<double>(logits);
+        for (std::size_t b = 0; b < batch.size(); ++b) {
+            const std::size_t s = batch[b];
+            const nn::matrix<double> slp = bias.empty() ? lp : nn::log_softmax<double>(logits + bias[s]);
+            for (int i = 0; i < nodes; ++i) {
+                if (!active[i]) continue;
+                const double ratio = std::exp(slp(i, actions[s][i]) - old_log_probs[s][i]);
+                closest = std::min({closest, std::abs(ratio - (1 - config.clip)), std::abs(ratio - (1 + config.clip))});
+            }
+        }
+        return closest;
+    }
+};
+
+/// The loss's gradient in the logits and the value equals central differences, and the surrogate
+/// had ratios both inside and outside the clip window.
+void check_against_finite_differences(minibatch_case& c) {
+    REQUIRE(c.closest_to_an_edge() > 1e-4);
+    const auto r = c(c.logits, c.value);
+    CHECK(r.counted == c.batch.size() * (minibatch_case::nodes - 1));
+    CHECK(r.clipped > 0);           // some ratios outside the window ...
+    CHECK(r.clipped < r.counted);   // ... and some inside
+    CHECK(r.dlogits.allFinite());
+    CHECK(std::isfinite(r.loss));
+    const double err = nn::gradient_error(c.logits, r.dlogits, [&] { return c(c.logits, c.value).loss; });
+    CHECK(err < 1e-7);
+    // an inactive node takes no part: no gradient at all
+    CHECK(r.dlogits.row(2).isZero(0));
+    const double h = 1e-6;
+    const double numeric = (c(c.logits, c.value + h).loss - c(c.logits, c.value - h).loss) / (2 * h);
+    CHECK(r.dvalue == doctest::Approx(numeric).epsilon(1e-7));
+    if (c.config.baseline == rl::baseline_kind::moving_average) {
+        CHECK(r.dvalue == 0);
+        CHECK(c(c.logits, c.value + 1).loss == r.loss);
+    } else {
+        CHECK(r.dvalue != 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("PPO gradient: the clipped surrogate, entropy and value loss match finite differences") {
+    for (const auto baseline : {rl::baseline_kind::value_head, rl::baseline_kind::moving_average}) {
+        for (std::uint64_t seed : {1u, 2u, 3u}) {
+            CAPTURE(seed);
+            CAPTURE(static_cast<int>(baseline));
+            minibatch_case c(seed, false);
+            c.config.baseline = baseline;
+            check_against_finite_differences(c);
+        }
+    }
+}
+
+TEST_CASE("PPO gradient: with a per-sample bias and infeasible actions, it still matches finite differences") {
+    for (const auto baseline : {rl::baseline_kind::value_head, rl::baseline_kind::moving_average}) {
+        for (std::uint64_t seed : {4u, 5u, 6u}) {
+            CAPTURE(seed);
+            minibatch_case c(seed, true);
+            c.config.baseline = baseline;
+            check_against_finite_differences(c);
+        }
+    }
+}
+
+TEST_CASE("PPO gradient: a node with one feasible action gives no surrogate gradient; a forbidden action is an error") {
+    minibatch_case c(7, true);
+    c.config.entropy_coef = 0;  // the entropy bonus is on the unbiased logits: leave only the surrogate
+    const auto r = c(c.logits, c.value);
+    CHECK(r.dlogits.row(5).isZero(0));  // node 5 has one feasible action in every sample
+    CHECK(!r.dlogits.row(1).isZero(0));
+    // the infeasible choices of node 3 (in every sample) get no surrogate gradient either
+    CHECK(r.dlogits(3, 0) == 0);
+    CHECK(r.dlogits(3, 2) == 0);
+    // a biased log-probability of -infinity in the entropy term adds nothing, never NaN
+    c.config.entropy_coef = 0.05;
+    c.logits(3, 0) = -inf;  // no sample takes it (its bias is -infinity too)
+    const auto masked = c(c.logits, c.value);
+    CHECK(std::isfinite(masked.loss));
+    CHECK(masked.dlogits.row(3).allFinite());
+    // a sample whose action its own bias forbids
+    minibatch_case bad(8, true);
+    bad.actions[bad.batch[0]][5] = 1;
+    CHECK_THROWS_WITH_AS(bad(bad.logits, bad.value), doctest::Contains("which its bias forbids"), error);
+}
+
+TEST_CASE("PPO gradient: without a bias, the loss is the textbook one computed term by term") {
+    // an independent evaluation of the same loss (no shared code beyond log_softmax)
+    minibatch_case c(9, false);
+    const auto r = c(c.logits, c.value);
+    const nn::matrix<double> lp = nn::log_softmax<double>(c.logits);
+    double surrogate = 0, entropy = 0, value_loss = 0;
+    for (std::size_t s : c.batch)
+        for (int i = 0; i < minibatch_case::nodes; ++i) {
+            if (!c.active[i]) continue;
+            const double ratio = std::exp(lp(i, c.actions[s][i]) - c.old_log_probs[s][i]);
+            surrogate += std::min(ratio * c.advantages[s], std::clamp(ratio, 0.8, 1.2) * c.advantages[s]);
+        }
+    for (int i = 0; i < minibatch_case::nodes; ++i)
+        if (c.active[i])
+            for (int j = 0; j < minibatch_case::choices; ++j) entropy -= std::exp(lp(i, j)) * lp(i, j);
+    for (std::size_t s : c.batch) value_loss += 0.5 * (c.value - c.returns[s]) * (c.value - c.returns[s]);
+    const double active_nodes = minibatch_case::nodes - 1, m = static_cast<double>(c.batch.size());
+    const double expected = -surrogate / (m * active_nodes) - 0.05 * entropy / active_nodes + 0.5 * value_loss / m;
+    CHECK(r.loss == doctest::Approx(expected).epsilon(1e-12));
+}
