@@ -61,8 +61,8 @@ struct minibatch_case {
         }
     }
     rl::detail::ppo_minibatch_result operator()(const nn::matrix<double>& l, double v) const {
-        return rl::detail::ppo_minibatch_loss(l, batch, actions, old_log_probs, advantages, active, config, v,
-                                              returns, bias);
+        return rl::detail::ppo_minibatch_loss(l, batch, actions, old_log_probs, advantages, active, config, v, returns,
+                                              bias);
     }
     /// Each node ratio's distance to the clip window's nearest edge: finite differences need the
     /// minimum in the surrogate to stay on one side.
@@ -88,8 +88,8 @@ void check_against_finite_differences(minibatch_case& c) {
     REQUIRE(c.closest_to_an_edge() > 1e-4);
     const auto r = c(c.logits, c.value);
     CHECK(r.counted == c.batch.size() * (minibatch_case::nodes - 1));
-    CHECK(r.clipped > 0);           // some ratios outside the window ...
-    CHECK(r.clipped < r.counted);   // ... and some inside
+    CHECK(r.clipped > 0);          // some ratios outside the window ...
+    CHECK(r.clipped < r.counted);  // ... and some inside
     CHECK(r.dlogits.allFinite());
     CHECK(std::isfinite(r.loss));
     const double err = nn::gradient_error(c.logits, r.dlogits, [&] { return c(c.logits, c.value).loss; });
