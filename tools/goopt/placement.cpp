@@ -1,7 +1,9 @@
 // Hook of `--tasks placement`: the GO policy trained by PPO on this graph (GO-one, NeurIPS'20 §4),
-// a device per op scored with critical-path list scheduling, warm-started by imitating Baechi's
-// m-ETF placement (memory-aware, so the policy starts from a decision that fits), or started from a
-// pre-trained policy (--checkpoint); m-ETF's decision is the incumbent either way.
+// a device per op drawn by the guided decoder (m-ETF's list scheduler, the policy's logits as
+// residuals on its earliest-start scores: tasks::placement_decoder::guided), scored with
+// critical-path list scheduling; or started from a pre-trained policy (--checkpoint). A fresh
+// policy's logits are zero, so its first mode is m-ETF's placement; m-ETF's own decision is the
+// incumbent either way.
 #include "optimizer.hpp"
 
 #include <goopt/cost/roofline_model.hpp>
@@ -22,7 +24,7 @@ namespace {
 tasks::placement_config settings(std::size_t updates) {
     return {.ppo = {.updates = updates, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2},
             .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
-            .task = {.schedule = tasks::ready_order::critical_path},
+            .task = {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided},
             .progress = {.status = rl::status_mode::never}};
 }
 
@@ -32,19 +34,16 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
     auto config = settings(ctx.limits.steps);
-    if (ctx.checkpoint.empty()) {  // a fresh policy first imitates m-ETF
-        config.ppo.imitation_steps = 100;
-        config.warm_start = metf.placement;
-    } else {  // a pre-trained policy is the start itself: imitation would overwrite what it learned
-        config.pretrained = ctx.checkpoint;  // read only: the pre-trained policy stays as it is
-    }
-    // m-ETF's own decision is kept until PPO beats it: never worse than it (with a warm start, its
-    // placement under the task's critical-path priorities is a second incumbent)
+    // a pre-trained policy is the start itself (read only: the file stays as it is); a fresh one
+    // needs no warm start: its zero logits decode to m-ETF's placement
+    if (!ctx.checkpoint.empty()) config.pretrained = ctx.checkpoint;
+    // m-ETF's own decision is kept until PPO beats it: never worse than it
     config.incumbents = {metf};
     method_result out{"ppo_placement",
                       ctx.checkpoint.empty()
-                          ? "GO policy trained by PPO on this graph (warm start: m-ETF), critical-path priorities"
-                          : "GO policy pre-trained, then trained by PPO on this graph, critical-path priorities",
+                          ? "GO policy trained by PPO on this graph, m-ETF as the decoder, critical-path priorities"
+                          : "GO policy pre-trained, then trained by PPO on this graph, m-ETF as the decoder, "
+                            "critical-path priorities",
                       {},
                       {},
                       0,
@@ -57,10 +56,7 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     out.chosen = r.best.decision;
     out.result = r.best.result;
     if (r.best_from == tasks::best_source::incumbent)
-        out.note = r.best_sample == 0
-                       ? "no placement PPO sampled beat m-ETF's decision, so ppo_placement is that decision"
-                       : "no placement PPO sampled beat m-ETF's placement under critical-path priorities, so "
-                         "ppo_placement is that decision";
+        out.note = "no placement PPO sampled beat m-ETF's decision, so ppo_placement is that decision";
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 }

@@ -329,8 +329,10 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
 
 /// The list scheduler behind m-ETF and m-SCT: repeatedly the ready op that can start earliest goes
 /// to the device where it starts earliest, among the devices where it fits (its unit's device when
-/// that is already placed; the roomiest device when it fits nowhere). `prefer(o, d, start)` may name
-/// a device to take instead of the earliest one (m-SCT's favourite parent), or unplaced.
+/// that is already placed; the roomiest device when it fits nowhere). `prefer(o, d, start, dev,
+/// arrival, free_at, fits)` may name a device to take instead of the earliest one (m-SCT's favourite
+/// parent; a sample of the guided placement decoder, tasks::placement_task), or unplaced; `fits(q)`
+/// says whether o fits on q now, and a device where it does not fit is never taken.
 /// Ready ops sit in a heap keyed by their earliest start, recomputed lazily when popped (device free
 /// times only grow, so a popped key that grew goes back), which keeps 60k-op graphs to a second.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Prefer>
@@ -401,7 +403,8 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
             continue;
         }
         if (m.device_of(o) == baechi_memory::unplaced)
-            if (const sim::device_id q = prefer(o, d, st, dev, arrival, free_at);
+            if (const sim::device_id q =
+                    prefer(o, d, st, dev, arrival, free_at, [&](sim::device_id x) { return m.fits(o, x); });
                 q != baechi_memory::unplaced && m.fits(o, q)) {
                 d = q;
                 st = std::max(free_at[q], arrival(o, q));
@@ -490,7 +493,7 @@ sim::decision m_sct(const sim::simulator<D, Cost>& s, const baechi_config& confi
         return detail::earliest_task_first(
             s, config, scale,
             [&](graph::op_id o, sim::device_id best, double best_st, const auto& dev, auto&& arrival,
-                const auto& free_at) {
+                const auto& free_at, auto&&) {
                 const graph::op_id p = fav_parent[o];
                 if (p == none || dev[p] == baechi_memory::unplaced || dev[p] == best) return baechi_memory::unplaced;
                 const sim::device_id d = dev[p];

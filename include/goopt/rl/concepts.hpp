@@ -42,6 +42,35 @@ concept Environment = requires(E& e, const E& ce, std::mt19937_64& rng, const ty
     { out.reward } -> std::convertible_to<double>;
 };
 
+/// @brief One decision drawn by an environment's own decoder from the network's logits: the actions
+/// and, per node, the bias the decoder added to that node's logits when it drew its action (-inf for
+/// an action it could not take), so that the probability of the action under other logits is
+/// softmax(logits + bias) again, exactly, without running the decoder twice.
+struct guided_sample {
+    std::vector<int> actions;
+    nn::matrix<float> bias;  ///< nodes x choices
+};
+
+/// @brief An rl::Environment that decodes decisions itself (a heuristic as the decoder, the network's
+/// logits as learned residuals on its scores: PPO-BiHyb, NeurIPS'21; Jeon et al., ICLR'23) instead of
+/// rl::ppo drawing each node's action independently. rl::ppo uses the decoder when `e.guided()`.
+/// Models: tasks::placement_task (placement_decoder::guided).
+/// @code
+///   e.guided()                                        -> bool
+///   e.decode(obs, logits, seed, greedy, worker)       -> rl::guided_sample
+///   // logits: const nn::matrix<double>& (nodes x choices); seed: std::uint64_t, the sample's own
+///   // random stream; greedy: the most likely action at every step (the policy's mode)
+/// @endcode
+/// `decode` must be a function of its arguments alone and safe to call concurrently for distinct
+/// workers, as `evaluate` is: samples are decoded on the worker threads.
+template <class E>
+concept GuidedEnvironment = Environment<E> &&
+    requires(E& e, const E& ce, const typename E::observation& obs, const nn::matrix<double>& logits,
+             std::uint64_t seed, bool greedy, std::size_t worker) {
+    { ce.guided() } -> std::convertible_to<bool>;
+    { e.decode(obs, logits, seed, greedy, worker) } -> std::same_as<guided_sample>;
+};
+
 /// @brief An actor-critic network over observations of type Obs: per node logits of one categorical
 /// distribution (task 0 of nn::policy_output) and a value, with an explicit backward pass.
 /// Models: nn::go_policy<float> and nn::go_policy<double> over nn::graph_features.

@@ -374,10 +374,26 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     st.entropy /= static_cast<double>(n_active);
 
-    std::vector<std::vector<int>> actions(K);
-    for (auto& a : actions) a = nn::sample_rows(logits, rng);
-    if (c_.evaluate_mode) actions.push_back(nn::argmax_rows(logits));  // evaluated last, not trained on
-    const std::size_t E = actions.size();
+    // a guided environment decodes each sample itself (on the workers, each from its own seed drawn
+    // here in order, so any thread count gives the same samples) and reports the bias it added
+    const bool guided = [&] {
+        if constexpr (GuidedEnvironment<Env>) return static_cast<bool>(env_->guided());
+        else return false;
+    }();
+    const std::size_t E = K + (c_.evaluate_mode ? 1 : 0);  // the mode is evaluated last, not trained on
+    std::vector<std::vector<int>> actions(E);
+    std::vector<nn::matrix<float>> drawn_bias;
+    std::vector<std::uint64_t> seeds;
+    nn::matrix<double> logits_d;
+    if (guided) {
+        std::uniform_int_distribution<std::uint64_t> draw;
+        for (std::size_t s = 0; s < E; ++s) seeds.push_back(s < K ? draw(rng) : 0);
+        drawn_bias.resize(E);
+        logits_d = logits.template cast<double>();
+    } else {
+        for (std::size_t s = 0; s < K; ++s) actions[s] = nn::sample_rows(logits, rng);
+        if (c_.evaluate_mode) actions[K] = nn::argmax_rows(logits);
+    }
     std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
     std::vector<std::exception_ptr> failed(T);
@@ -385,7 +401,21 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     // joined: one escaping a std::thread would terminate the program instead
     auto work = [&](std::size_t w) {
         try {
-            for (std::size_t s = w; s < E; s += T) outs[s] = env_->evaluate(obs, actions[s], w);
+            for (std::size_t s = w; s < E; s += T) {
+                if constexpr (GuidedEnvironment<Env>)
+                    if (guided) {  // the mode: the decoder's greedy decision
+                        guided_sample g = env_->decode(obs, logits_d, seeds[s], s >= K, w);
+                        if (g.actions.size() != n || static_cast<std::size_t>(g.bias.rows()) != n ||
+                            static_cast<std::size_t>(g.bias.cols()) != k_choices)
+                            throw error("rl::ppo",
+                                        concat("the decoder gave ", g.actions.size(), " actions and a ", g.bias.rows(),
+                                               " x ", g.bias.cols(), " bias"),
+                                        concat(n, " actions and a ", n, " x ", k_choices, " bias"));
+                        actions[s] = std::move(g.actions);
+                        drawn_bias[s] = std::move(g.bias);
+                    }
+                outs[s] = env_->evaluate(obs, actions[s], w);
+            }
         } catch (...) {
             failed[w] = std::current_exception();
         }
@@ -425,10 +455,18 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     for (std::size_t s = 0; s < K; ++s)
         adv[s] = (r[s] - base) / (c_.normalize_advantages && spread > 1e-12 ? spread : 1.0);
 
-    // each sample's log-probability per node when it was drawn (the ratio's denominator)
+    // each sample's log-probability per node when it was drawn (the ratio's denominator): of
+    // softmax(logits), or under a guided decoder of softmax(logits + the decoder's bias), which is
+    // fixed per sample, so the ratio of the decoder's own draw is exact
+    std::vector<nn::matrix<double>> bias;
+    for (std::size_t s = 0; s < K && guided; ++s) bias.push_back(drawn_bias[s].template cast<double>());
+    drawn_bias.clear();
     std::vector<std::vector<double>> old_taken(K, std::vector<double>(n));
-    for (std::size_t s = 0; s < K; ++s)
-        for (std::size_t i = 0; i < n; ++i) old_taken[s][i] = old_lp(static_cast<Eigen::Index>(i), actions[s][i]);
+    for (std::size_t s = 0; s < K; ++s) {
+        const nn::matrix<double> lp_s = guided ? detail::log_probs<double>(logits_d + bias[s]) : nn::matrix<double>();
+        const nn::matrix<double>& from = guided ? lp_s : old_lp;
+        for (std::size_t i = 0; i < n; ++i) old_taken[s][i] = from(static_cast<Eigen::Index>(i), actions[s][i]);
+    }
 
     std::vector<std::size_t> order(K);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -444,7 +482,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             const auto mb = detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(),
                                                        std::span<const std::size_t>(order).subspan(b0, m),
                                                        std::span<const std::vector<int>>(actions).first(K), old_taken,
-                                                       adv, active, c_, static_cast<double>(out.value), r);
+                                                       adv, active, c_, static_cast<double>(out.value), r, bias);
             clipped += mb.clipped;
             counted += mb.counted;
             net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));

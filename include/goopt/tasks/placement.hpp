@@ -3,6 +3,7 @@
 /// @brief The placement task: a device for every op, scored by the simulator (GO, NeurIPS'20 §3:
 /// one softmax over devices per node, all nodes decided at once).
 
+#include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/cost/concepts.hpp>
 #include <goopt/cost/roofline_model.hpp>
@@ -11,6 +12,7 @@
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/nn/node_features.hpp>
+#include <goopt/rl/concepts.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/simulator.hpp>
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <span>
@@ -31,6 +34,19 @@ namespace goopt::tasks {
 enum class ready_order : std::uint8_t {
     fifo,           ///< TensorFlow's executor (GO's placement task)
     critical_path,  ///< upward-rank priorities computed for the placement (baselines::critical_path_priorities)
+};
+
+/// How a placement is drawn from the policy's logits (one row per op, one column per device).
+enum class placement_decoder : std::uint8_t {
+    /// GO's: every op's device drawn independently from softmax(logits) (NeurIPS'20 §3).
+    independent,
+    /// m-ETF as the decoder (Baechi §4.2): ops are taken in m-ETF's order (the ready op that can
+    /// start earliest) and each op's device is drawn from softmax(logits + bias) over the devices
+    /// where it fits in memory, bias = -(start there - earliest start) / (temperature x the mean
+    /// op time). Zero logits and greedy decoding give m-ETF's placement; every sample fits where
+    /// m-ETF's estimate does; the policy learns where to depart from the heuristic (PPO-BiHyb,
+    /// NeurIPS'21; Jeon et al., ICLR'23).
+    guided,
 };
 
 /// Knobs of the placement task.
@@ -49,6 +65,12 @@ struct placement_task_config {
     /// devices, an action naming no device). Any other error while evaluating is not a decision's
     /// fault and propagates out of evaluate().
     double invalid_reward = -10.0;
+    placement_decoder decoder = placement_decoder::independent;
+    /// guided: how far from the earliest start a device may be and still be drawn, in mean op times
+    /// (0 < temperature; larger: samples depart more from m-ETF before any learning).
+    double temperature = 1.0;
+    /// guided: m-ETF's memory estimate and budget (baselines::baechi_config; verify_rounds unused).
+    baselines::baechi_config guide = {};
 };
 
 /// @brief Placement as a tasks::Task and rl::Environment.
@@ -101,6 +123,24 @@ public:
             if (grp >= 0) follow = source_group.try_emplace(grp, follow).first->second;
             deciding_[o] = follow == graph::no_op ? graph::no_op : deciding_[follow];
         }
+        if (config_.decoder == placement_decoder::guided) {
+            if (!(config_.temperature > 0) || !std::isfinite(config_.temperature))
+                throw error("tasks::placement_task", concat("temperature ", config_.temperature),
+                            "a finite temperature > 0");
+            // every computing op draws its device where the decoder reaches it first (a colocation
+            // group's first member placed decides for the group, whichever it is)
+            for (graph::op_id o = 0; o < n; ++o) active_[o] = is_source(o) ? 0 : 1;
+            double sum = 0;
+            std::size_t count = 0;
+            for (graph::op_id o = 0; o < n; ++o) {
+                if (is_source(o)) continue;
+                double t = sims_[0]->op_time(o, 0);
+                for (sim::device_id d = 1; d < c.num_devices(); ++d) t = std::min(t, sims_[0]->op_time(o, d));
+                sum += t;
+                ++count;
+            }
+            tau_ = config_.temperature * std::max(count ? sum / static_cast<double>(count) : 0.0, 1e-12);
+        }
         if (!config_.reference.empty() && config_.reference.size() != n)
             throw error("tasks::placement_task",
                         concat("the reference placement has ", config_.reference.size(), " entries"),
@@ -131,10 +171,89 @@ public:
         return out;
     }
 
+    // ---- rl::GuidedEnvironment
+    bool guided() const noexcept { return config_.decoder == placement_decoder::guided; }
+    /// @brief The guided decoder (placement_decoder::guided): m-ETF's list scheduler, each op's
+    /// device drawn from softmax(logits + bias) over the devices where it fits, with a generator
+    /// seeded by `seed` (greedy: the most likely device). Actions: every op's device (sources as
+    /// m-ETF places them). A row whose device was forced (a colocation group placed before, or
+    /// no device with room) has bias 0 at that device and -inf elsewhere: it carries no choice.
+    rl::guided_sample decode(const observation&, const nn::matrix<double>& logits, std::uint64_t seed, bool greedy,
+                             std::size_t worker) {
+        const std::size_t n = g_->num_ops(), k = c_->num_devices();
+        if (worker >= sims_.size())
+            throw error("tasks::placement_task", concat("worker ", worker),
+                        concat("below ", sims_.size(), " (set_workers)"));
+        if (static_cast<std::size_t>(logits.rows()) != n || static_cast<std::size_t>(logits.cols()) != k)
+            throw error("tasks::placement_task", concat(logits.rows(), " x ", logits.cols(), " logits"),
+                        concat(n, " x ", k, " (ops x devices)"));
+        constexpr float never = -std::numeric_limits<float>::infinity();
+        rl::guided_sample out{
+            .actions = std::vector<int>(n, 0),
+            .bias = nn::matrix<float>::Constant(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k), never)};
+        std::vector<std::uint8_t> drawn(n, 0);
+        std::mt19937_64 rng(seed);
+        std::uniform_real_distribution<double> uniform(0.0, 1.0);
+        std::vector<double> score(k);
+        const std::vector<double> scale(k, 1.0);
+        auto prefer = [&](graph::op_id o, sim::device_id best, double best_start, const auto&, auto&& arrival,
+                          const auto& free_at, auto&& fits) {
+            const auto oo = static_cast<Eigen::Index>(o);
+            double top = -std::numeric_limits<double>::infinity();
+            std::size_t open = 0;
+            for (sim::device_id q = 0; q < k; ++q) {
+                score[q] = -std::numeric_limits<double>::infinity();
+                if (!fits(q)) continue;
+                ++open;
+                const double b = q == best ? 0.0 : -(std::max(free_at[q], arrival(o, q)) - best_start) / tau_;
+                out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(b);
+                score[q] = logits(oo, static_cast<Eigen::Index>(q)) + static_cast<double>(static_cast<float>(b));
+                top = std::max(top, score[q]);
+            }
+            if (open == 0) {  // fits nowhere: the roomiest device, forced (the row is rewritten below)
+                out.bias.row(oo).setConstant(never);
+                return baselines::baechi_memory::unplaced;
+            }
+            drawn[o] = 1;
+            sim::device_id pick = best;
+            if (greedy) {
+                for (sim::device_id q = 0; q < k; ++q)
+                    if (score[q] == top) {
+                        pick = q;
+                        break;
+                    }
+            } else {
+                double z = 0;
+                for (double x : score) z += std::exp(x - top);
+                double r = uniform(rng) * z;
+                for (sim::device_id q = 0; q < k; ++q) {
+                    if (score[q] == -std::numeric_limits<double>::infinity()) continue;
+                    pick = q;
+                    r -= std::exp(score[q] - top);
+                    if (r < 0) break;
+                }
+            }
+            return pick == best ? baselines::baechi_memory::unplaced : pick;
+        };
+        const sim::decision d = baselines::detail::earliest_task_first(*sims_[worker], config_.guide,
+                                                                       std::span<const double>(scale), prefer);
+        for (graph::op_id o = 0; o < n; ++o) {
+            out.actions[o] = static_cast<int>(d.placement[o]);
+            if (!drawn[o]) {
+                const auto oo = static_cast<Eigen::Index>(o);
+                out.bias.row(oo).setConstant(never);
+                out.bias(oo, static_cast<Eigen::Index>(d.placement[o])) = 0;
+            }
+        }
+        return out;
+    }
+
     // ---- tasks::Task
     std::size_t num_nodes() const { return g_->num_ops(); }
-    /// @throws goopt::error for an action count other than num_nodes() (the caller's mistake);
+    /// @throws goopt::error (not a refusal) for an action count other than num_nodes() (the caller's mistake);
     /// sim::decision_refused for an action that names no device of the cluster.
+    /// Independent decoder: each op takes its deciding op's action (see the class comment); guided:
+    /// the actions are every op's device as the decoder placed it.
     sim::decision decide(std::span<const int> actions) const {
         const std::size_t n = g_->num_ops();
         if (actions.size() != n)
@@ -142,7 +261,7 @@ public:
         sim::decision d;
         d.placement.resize(n);
         for (graph::op_id o = 0; o < n; ++o) {
-            const graph::op_id k = deciding_[o];
+            const graph::op_id k = guided() ? o : deciding_[o];
             const int a = k == graph::no_op ? 0 : actions[k];
             if (a < 0 || static_cast<std::size_t>(a) >= c_->num_devices())
                 throw sim::decision_refused("tasks::placement_task", concat("action ", a, " of op ", g_->describe(k)),
@@ -205,8 +324,10 @@ private:
     std::vector<graph::op_id> deciding_;  // the op whose action each op takes (no_op: device 0)
     std::vector<std::uint8_t> active_;
     sim::simulation_result reference_;
+    double tau_ = 1;  // guided: the bias's time unit (seconds)
 };
 
 static_assert(Task<placement_task<device::device_spec>>);
+static_assert(rl::GuidedEnvironment<placement_task<device::device_spec>>);
 
 }  // namespace goopt::tasks

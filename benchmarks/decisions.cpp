@@ -1,0 +1,297 @@
+// Learned decisions against the heuristics, per (graph, device count, experiment), on the same
+// simulator (n x V100 with NVLink, roofline costs).
+//
+//   decisions [--quick] [--out FILE] [--experiments placement,scheduling] [--graphs a,b,...]
+//             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
+//             [--temperature 1] [--independent]
+//
+// placement: every placement heuristic (benchmarks/placement_heuristics.hpp) and the GO policy
+// trained by PPO with the guided decoder (m-ETF as the decoder, the policy's logits as residuals on
+// its scores: tasks::placement_decoder::guided); --independent also trains GO's own decoder (every
+// op's device drawn independently). scheduling: on the best placement heuristic's placement, the
+// critical-path priorities of that placement, HEFT's upward-rank priorities and the heuristic's own
+// order, against learned priority levels (tasks::scheduling_decider).
+// No incumbent is given to any training: "learned_ms" is the best of the policy's own samples and
+// modes (learned_from says which), per seed, and the row reports the mean over the seeds and the
+// spread (max - min). "lower_bound_ms" is sim::step_time_lower_bound (no placement and schedule is
+// faster). JSON list, one object per row: {"experiment", "graph", "devices", "ops", "lower_bound_ms",
+// "best_heuristic", "best_heuristic_ms", "<heuristic>_ms"..., "learned_ms", "learned_spread_ms",
+// "learned_seeds_ms", "learned_from", "learned_oom", "samples", "updates", "seconds",
+// "peak_memory_bytes"}; placement rows add "independent_ms" (with --independent), and
+// "heuristics_oom" names the heuristics that ran out of memory.
+#include "benchmark_main.hpp"
+#include "placement_heuristics.hpp"
+
+#include <goopt/device.hpp>
+#include <goopt/models/zoo.hpp>
+#include <goopt/sim.hpp>
+#include <goopt/tasks.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace goopt;
+
+const char* source_name(tasks::best_source s) {
+    switch (s) {
+        case tasks::best_source::incumbent:
+            return "incumbent";
+        case tasks::best_source::sample:
+            return "sample";
+        case tasks::best_source::mode:
+            return "mode";
+        case tasks::best_source::none:
+            break;
+    }
+    return "none";
+}
+
+struct settings {
+    std::size_t updates = 100, samples = 16, threads = 2;
+    std::vector<std::uint64_t> seeds{1, 2, 3};
+    double temperature = 1.0;
+    bool independent = false;
+};
+
+/// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
+/// mean, spread and totals.
+struct seeds_result {
+    std::vector<double> ms;
+    std::vector<std::string> from;
+    bool oom = false;
+    std::size_t samples = 0, updates = 0;
+    double seconds = 0;
+    void add(double step, tasks::best_source f, bool out_of_memory, std::size_t s, std::size_t u, double secs) {
+        ms.push_back(step * 1e3);
+        from.push_back(source_name(f));
+        oom = oom || out_of_memory;
+        samples += s;
+        updates += u;
+        seconds += secs;
+    }
+    double mean() const {
+        double sum = 0;
+        for (double x : ms) sum += x;
+        return ms.empty() ? 0 : sum / static_cast<double>(ms.size());
+    }
+    double spread() const {
+        return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()) - *std::min_element(ms.begin(), ms.end());
+    }
+    void write(nlohmann::ordered_json& row, const std::string& key) const {
+        row[key + "_ms"] = mean();
+        row[key + "_spread_ms"] = spread();
+        row[key + "_seeds_ms"] = ms;
+        row[key + "_from"] = from;
+        row[key + "_oom"] = oom;
+    }
+};
+
+rl::ppo_config ppo_of(const settings& st) {
+    return {.updates = st.updates,
+            .samples_per_update = st.samples,
+            .minibatch = st.samples,
+            .learning_rate = 1e-3,
+            .threads = st.threads};
+}
+
+const nn::policy_config network{.hidden = 64, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4};
+
+template <class Sim>
+seeds_result learn_placement(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
+                             const settings& st, tasks::placement_decoder decoder) {
+    seeds_result r;
+    for (std::uint64_t seed : st.seeds) {
+        tasks::placement_config c{
+            .ppo = ppo_of(st),
+            .policy = network,
+            .task = {.schedule = tasks::ready_order::critical_path, .decoder = decoder, .temperature = st.temperature},
+            .progress = {.status = rl::status_mode::never}};
+        std::mt19937_64 rng(seed);
+        const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
+        r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
+    }
+    return r;
+}
+
+int run(int argc, char** argv) {
+    std::string out;
+    std::vector<std::string> names, experiments{"placement", "scheduling"};
+    std::vector<std::size_t> counts;
+    settings st;
+    bool quick = false;
+    bench::command_line cli("decisions",
+                            "Learned placement and scheduling (GO policy, PPO, the heuristic as the decoder) against "
+                            "every heuristic on the same simulator, per graph, device count and experiment.");
+    cli.add_flag("--quick", quick, "Two graphs on 2 and 4 devices, 40 updates, seeds 1,2,3 (flags given win)");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--experiments", experiments, "Experiments to run")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(CLI::IsMember({"placement", "scheduling"}))
+        ->type_name("NAME,...")
+        ->capture_default_str();
+    cli.add_option("--graphs", names, "Models of the zoo (default: GO's workloads)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("NAME,...");
+    cli.add_option("--devices", counts, "Device counts (n x V100:nvlink), one row each (default 2,4,8)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(bench::count(2, 1024))
+        ->type_name("N,...");
+    auto* updates = cli.add_option("--updates", st.updates, "PPO updates per training")
+                        ->transform(bench::count(1, 1000000))
+                        ->type_name("N")
+                        ->capture_default_str();
+    cli.add_option("--samples", st.samples, "Decisions sampled per update")
+        ->transform(bench::count(1, 4096))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--seeds", st.seeds, "One training per seed; the row reports the mean and the spread")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(bench::count())
+        ->type_name("N,...");
+    cli.add_option("--threads", st.threads, "Threads decoding and scoring the samples")
+        ->transform(bench::count(1, 256))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--temperature", st.temperature,
+                   "Guided decoder: departure from m-ETF's earliest start, in mean op times")
+        ->transform(bench::non_negative_real())
+        ->capture_default_str();
+    cli.add_flag("--independent", st.independent, "Also train GO's independent decoder (placement)");
+    if (!cli.parse_flags(argc, argv)) return 0;
+    if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
+    if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
+    std::erase(names, std::string{});
+    if (names.empty())
+        names = quick ? std::vector<std::string>{"rnnlm2", "wavenet_2x18"}
+                      : std::vector<std::string>{"rnnlm2",          "rnnlm4",          "gnmt2",
+                                                 "gnmt4",           "transformer_xl2", "transformer_xl4",
+                                                 "wavenet_2x18",    "wavenet_4x36",    "inception_v3_train",
+                                                 "amoebanet_train", "nasnet_a_train",  "resnet50_train"};
+    if (counts.empty()) counts = quick ? std::vector<std::size_t>{2, 4} : std::vector<std::size_t>{2, 4, 8};
+    if (quick && updates->count() == 0) st.updates = 40;
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    std::printf(
+        "simulated step time in ms on n x V100:nvlink (* = out of memory); learned: PPO %zu updates x %zu "
+        "samples, mean of %zu seeds (spread), no incumbent\n",
+        st.updates, st.samples, st.seeds.size());
+    std::printf("%-11s %-20s %2s %6s %9s %-14s %9s %9s %8s %-6s %9s %7s\n", "experiment", "graph", "n", "ops", "bound",
+                "best_heur", "best_ms", "learned", "spread", "from", "indep", "s");
+    for (const auto& name : names) {
+        const auto w = models::find_workload(name);
+        const auto g = w.build();
+        for (std::size_t n : counts) {
+            const auto cl = device::parse_cluster(std::to_string(n) + "xV100:nvlink");
+            sim::simulator s(g, cl);
+            const double bound = sim::step_time_lower_bound(s) * 1e3;
+            // every placement heuristic: the best that fits is the scheduling experiment's placement
+            nlohmann::ordered_json heur = nlohmann::ordered_json::object();
+            std::vector<std::string> oom;
+            std::string best_name;
+            sim::decision best;
+            double best_ms = 0;
+            for (const auto& h : bench::placement_heuristics(s, w.family)) {
+                if (!h.decision) {
+                    heur[h.name + "_ms"] = nullptr;
+                    continue;
+                }
+                const auto r = sim::run(s, *h.decision);
+                heur[h.name + "_ms"] = r.step_time * 1e3;
+                if (r.oom) oom.push_back(h.name);
+                else if (best_name.empty() || r.step_time * 1e3 < best_ms) {
+                    best_name = h.name;
+                    best = *h.decision;
+                    best_ms = r.step_time * 1e3;
+                }
+            }
+            for (const auto& experiment : experiments) {
+                nlohmann::ordered_json row{{"experiment", experiment},
+                                           {"graph", name},
+                                           {"devices", n},
+                                           {"ops", g.num_ops()},
+                                           {"lower_bound_ms", bound}};
+                seeds_result learned;
+                double row_best_ms = best_ms, independent_ms = -1;
+                std::string row_best = best_name;
+                if (experiment == "placement") {
+                    row["best_heuristic"] = best_name.empty() ? nlohmann::ordered_json() : best_name;
+                    row["best_heuristic_ms"] = best_name.empty() ? nlohmann::ordered_json() : best_ms;
+                    row.update(heur);
+                    row["heuristics_oom"] = oom;
+                    learned = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided);
+                    learned.write(row, "learned");
+                    if (st.independent) {
+                        const auto ind = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::independent);
+                        ind.write(row, "independent");
+                        independent_ms = ind.mean();
+                    }
+                } else {
+                    if (best_name.empty()) continue;  // no placement fits: nothing to schedule
+                    // the heuristics' priorities on that placement
+                    const auto& p = best.placement;
+                    const sim::decision cp{
+                        .placement = p, .priorities = baselines::critical_path_priorities(s, p), .fusion = {}};
+                    const sim::decision rank{
+                        .placement = p, .priorities = baselines::detail::heft_steps::heft_ranks(s), .fusion = {}};
+                    const std::pair<const char*, const sim::decision*> schedules[] = {
+                        {"critical_path", &cp}, {"heft_rank", &rank}, {"own", &best}};
+                    row_best.clear();
+                    for (const auto& [key, d] : schedules) {
+                        const double ms = sim::run(s, *d).step_time * 1e3;
+                        row[std::string(key) + "_ms"] = ms;
+                        if (row_best.empty() || ms < row_best_ms) {
+                            row_best = key;
+                            row_best_ms = ms;
+                        }
+                    }
+                    row["placement"] = best_name;
+                    row["best_heuristic"] = row_best;
+                    row["best_heuristic_ms"] = row_best_ms;
+                    const tasks::scheduling_decider decider(s, p);
+                    for (std::uint64_t seed : st.seeds) {
+                        tasks::simulated_task task(g, cl, decider);
+                        std::mt19937_64 rng(seed);
+                        nn::policy_config pc = network;
+                        pc.task_choices = {decider.num_choices()};
+                        nn::go_policy<float> net(pc, rng);
+                        const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
+                        learned.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates,
+                                    t.seconds);
+                    }
+                    learned.write(row, "learned");
+                }
+                row["samples"] = learned.samples;
+                row["updates"] = learned.updates;
+                row["seconds"] = learned.seconds;
+                row["peak_memory_bytes"] = bench::peak_memory_bytes();
+                std::printf("%-11s %-20s %2zu %6zu %9.3f %-14s %9.3f %9.3f %8.3f %-6s ", experiment.c_str(),
+                            name.c_str(), n, g.num_ops(), bound, row_best.c_str(), row_best_ms, learned.mean(),
+                            learned.spread(), learned.from.empty() ? "-" : learned.from.front().c_str());
+                if (independent_ms >= 0) std::printf("%9.3f", independent_ms);
+                else std::printf("%9s", "-");
+                std::printf(" %7.1f\n", learned.seconds);
+                std::fflush(stdout);
+                results.push_back(row);
+                if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");  // after every row
+            }
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("decisions", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,50 @@
+#pragma once
+/// @file
+/// @brief The placement heuristics the placement benchmarks compare against, each as its own
+/// decision (placement and priorities): single device, expert, METIS where built, HEFT, critical
+/// path on the expert placement, Baechi's m-TOPO, m-ETF and m-SCT.
+
+#include <goopt/baselines.hpp>
+#include <goopt/models/zoo.hpp>
+#include <goopt/sim.hpp>
+#if defined(GOOPT_HAS_METIS)
+#include <goopt/baselines/metis_placement.hpp>
+#endif
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace goopt::bench {
+
+/// One heuristic's decision; `decision` is empty where the build lacks the heuristic (METIS).
+struct named_decision {
+    std::string name;
+    std::optional<sim::decision> decision;
+};
+
+/// Every placement heuristic's decision for `s`'s graph (a workload of `family`) on its cluster.
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+std::vector<named_decision> placement_heuristics(sim::simulator<D, Cost>& s, const std::string& family) {
+    const auto& g = s.graph();
+    const auto expert = baselines::expert_placement(g, s.cluster().num_devices(), baselines::family_convention(family));
+    std::vector<named_decision> r;
+    r.push_back(
+        {"single", sim::decision{.placement = baselines::single_device_placement(g), .priorities = {}, .fusion = {}}});
+    r.push_back({"expert", sim::decision{.placement = expert, .priorities = {}, .fusion = {}}});
+#if defined(GOOPT_HAS_METIS)
+    r.push_back({"metis", sim::decision{.placement = baselines::metis_placement(s), .priorities = {}, .fusion = {}}});
+#else
+    r.push_back({"metis", std::nullopt});
+#endif
+    r.push_back({"heft", baselines::heft(s).decision()});
+    r.push_back({"critical_path",
+                 sim::decision{
+                     .placement = expert, .priorities = baselines::critical_path_priorities(s, expert), .fusion = {}}});
+    r.push_back({"m_topo", baselines::m_topo(s)});
+    r.push_back({"m_etf", baselines::m_etf(s)});
+    r.push_back({"m_sct", baselines::m_sct(s)});
+    return r;
+}
+
+}  // namespace goopt::bench
