@@ -76,7 +76,7 @@ double rewritten_difference(const graph::computation_graph& before, const std::v
             }
             continue;
         }
-        if (op.kind == ops::op_kind::input || op.kind == ops::op_kind::weight)
+        if (op.kind == ops::op_kind::input || op.kind == ops::op_kind::weight || op.kind == ops::op_kind::constant)
             throw error("rewritten graph", concat("source op ", after.describe(o), " is not in the original"));
         args.clear();
         for (auto t : op.inputs) args.push_back(at[t]);

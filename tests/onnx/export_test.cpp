@@ -2,10 +2,15 @@
 // they computed (the test models with their weights, and graphs that use every inference op
 // kind); onnx.checker accepts the files with full_check (Python's onnx, where installed); and
 // onnxruntime, where tools/ort is installed, computes what goopt's interpreter computes.
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/preset.hpp>
 #include <goopt/graph/validate.hpp>
 #include <goopt/interp/interpreter.hpp>
+#include <goopt/io/graph_json.hpp>
 #include <goopt/io/onnx.hpp>
+#include <goopt/models/training_graph.hpp>
 #include <goopt/models/zoo.hpp>
+#include <goopt/subst/search/optimize.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -88,10 +93,12 @@ interp::feed_map<double> float_feeds(const graph::computation_graph& g, std::uin
     return feeds;
 }
 
-/// What an import of g would have given: g's weights with the values in `feeds`.
+/// What an import of g would have given: g's weights and constants with the values in `feeds`.
 io::onnx_model source_of(const graph::computation_graph& g, const interp::feed_map<double>& feeds) {
     io::onnx_model m;
-    for (const auto w : g.ops_of_kind(op_kind::weight)) {
+    auto stored = g.ops_of_kind(op_kind::weight);
+    for (const auto c : g.ops_of_kind(op_kind::constant)) stored.push_back(c);
+    for (const auto w : stored) {
         const auto& op = g.get_op(w);
         const auto& v = feeds.at(op.name);
         m.weight_values[op.name] = io::onnx_tensor{g.type_of(op.outputs[0]), {v.begin(), v.end()}};
@@ -196,7 +203,7 @@ graph::computation_graph transformer_graph() {
     const auto su = g.add1(op_kind::sub, {g.add1(op_kind::div, {cl, half}, {}, "div"), ln}, {}, "sub");
     const auto one = g.add1(op_kind::const_one, {}, source_shape({2, 3, 8}), "ones");
     const auto base = g.add1(op_kind::ewadd, {g.add1(op_kind::ewmul, {su, su}, {}, "square"), one}, {}, "base");
-    const auto pw = g.add1(op_kind::pow, {base, g.weight("expo", {1})}, {}, "pow");
+    const auto pw = g.add1(op_kind::pow, {base, g.constant("expo", {1})}, {}, "pow");
     const auto sq = g.add1(op_kind::sqrt, {base}, {}, "sqrt");
     const auto lg = g.add1(op_kind::log, {base}, {}, "log");
     const auto sg = g.add1(op_kind::sigmoid,
@@ -332,9 +339,10 @@ TEST_CASE("every inference op kind exports at opset 13 and 17 and imports back t
                 CHECK((types.count("LayerNormalization") > 0) == (opset == 17));
         }
     }
-    // every kind of an inference graph is covered: all but the gradients and optimizer updates
+    // every kind of an inference graph is covered: all but the gradients and optimizer updates (the
+    // imported constants come after them)
     for (const auto k : ops::all_op_kinds) {
-        const bool training = k > op_kind::add_n;
+        const bool training = k > op_kind::add_n && k != op_kind::constant;
         CHECK_MESSAGE(seen.count(k) != training, ops::name(k));
     }
 }
@@ -393,7 +401,8 @@ TEST_CASE("a graph without weight values exports its weights as graph inputs, wi
     // a stripped file (some weights without values) says how many
     const io::onnx_model resnet = io::import_onnx(onnx_dir / "resnet50.onnx");
     const auto rr = io::to_onnx(resnet.graph, {.source = &resnet});
-    const std::size_t resnet_weights = resnet.graph.ops_of_kind(op_kind::weight).size();
+    const std::size_t resnet_weights =
+        resnet.graph.ops_of_kind(op_kind::weight).size() + resnet.graph.ops_of_kind(op_kind::constant).size();
     CHECK(rr.report.weight_inputs == resnet_weights - resnet.weight_values.size());
     REQUIRE(rr.report.warnings.size() == 1);
     CHECK(rr.report.warnings[0].starts_with(
@@ -508,6 +517,159 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
                     worst);
         }
     }
+}
+
+// ---- operators goopt has no kind for: opaque ops
+
+/// The message of the goopt::error that `f` raises, or "".
+template <class F> std::string error_of(F f) {
+    try {
+        f();
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around and exported unchanged") {
+    const auto file = onnx_dir / "opaque_ops.onnx";
+    const io::onnx_model m = io::import_onnx(file);
+    const auto& g = m.graph;
+    graph::validate(g);
+    // a warning names the kinds; the shapes come from ONNX shape inference
+    REQUIRE(m.warnings.size() == 1);
+    CHECK(m.warnings[0] ==
+          "3 nodes of operators goopt has no kind for kept as opaque ops (no rule rewrites them, the interpreter "
+          "cannot run them, an ONNX export writes them unchanged): CumSum, Hardmax, LRN");
+    const auto opaque = g.ops_of_kind(op_kind::opaque);
+    REQUIRE(opaque.size() == 3);
+    REQUIRE(m.opaque_nodes.size() == 3);
+    const auto lrn = *g.find("lrn"), cumsum = *g.find("cumsum"), hardmax = *g.find("hardmax");
+    CHECK(g.type_of(g.get_op(lrn).outputs[0]).dims == ops::shape{1, 4, 8, 8});
+    CHECK(g.get_op(g.producer(g.get_op(cumsum).inputs[1])).kind == op_kind::constant);  // the axis, with its value
+    CHECK(m.weight_values.at("axis").values == std::vector<double>{1});
+    CHECK(g.type_of(g.get_op(hardmax).outputs[0]).dims == ops::shape{1, 4});
+    // memory-bound by the documented rule: inputs and outputs once, one FLOP per output element
+    CHECK(g.bytes_accessed(lrn) == 2 * 4 * 4 * 8 * 8);
+    CHECK(g.flops(lrn) == 4 * 8 * 8);
+
+    // refused where opaque ops are not kept, by the interpreter, and by training (no gradient)
+    CHECK(error_of([&] {
+              (void)io::import_onnx(file, {.keep_unknown_ops = false});
+          }).find("unsupported operators in this file: CumSum, Hardmax, LRN") != std::string::npos);
+    interp::feed_map<double> feeds = io::weight_feeds<double>(m);
+    feeds.emplace("x", interp::detail::filled(ops::shape{1, 3, 8, 8}, 0.5));
+    CHECK(error_of([&] {
+              (void)interp::run<double>(g, feeds);
+          }).find("'lrn' (opaque): an opaque op (an imported operator goopt has no kind for) cannot be evaluated") !=
+          std::string::npos);
+    CHECK(error_of([&] {
+              (void)models::make_training_graph(g);
+          }).find("(opaque) lies on a path from a weight to the loss, but its kind has no gradient rule") !=
+          std::string::npos);
+
+    // the search still rewrites the rest (each conv's bias add fused), never the opaque ops
+    const auto r = subst::optimize(g, {}, cost::roofline_model{}, device::t4);
+    graph::validate(r.graph);
+    CHECK(r.graph.ops_of_kind(op_kind::conv2d_bias).size() == 2);
+    REQUIRE(r.graph.ops_of_kind(op_kind::opaque).size() == 3);
+    for (const auto o : r.graph.ops_of_kind(op_kind::opaque)) {
+        const auto& op = r.graph.get_op(o);
+        CHECK(op.attrs == g.get_op(*g.find(op.name)).attrs);
+    }
+
+    // exported: the same op type, domain and attributes, between the same neighbours
+    const auto exported = io::to_onnx(r.graph, {.source = &m});
+    std::map<std::string, const onnx::NodeProto*> by_type;
+    for (const auto& n : exported.model.graph().node()) by_type[n.op_type()] = &n;
+    for (const auto& n : m.opaque_nodes) {
+        onnx::NodeProto want;
+        REQUIRE(want.ParseFromString(n));
+        CAPTURE(want.op_type());
+        REQUIRE(by_type.count(want.op_type()) == 1);
+        const onnx::NodeProto& got = *by_type.at(want.op_type());
+        CHECK(got.domain() == want.domain());
+        CHECK(got.attribute_size() == want.attribute_size());
+        for (int a = 0; a < want.attribute_size(); ++a)
+            CHECK(got.attribute(a).SerializeAsString() == want.attribute(a).SerializeAsString());
+    }
+    CHECK(by_type.at("CumSum")->input(0) == by_type.at("ReduceMean")->output(0));
+    CHECK(by_type.at("Hardmax")->input(0) == by_type.at("CumSum")->output(0));
+    // and imports back with its opaque ops
+    const auto back = io::import_onnx_bytes(bytes_of(exported.model), "opaque_ops (exported)");
+    CHECK(back.graph.ops_of_kind(op_kind::opaque).size() == 3);
+
+    // a JSON graph keeps them (kind and attributes), but exports only with the file they came from
+    const auto text = io::to_json_string(r.graph);
+    const auto from_json = io::from_json_string(text, "opaque.json");
+    CHECK(io::to_json_string(from_json) == text);
+    CHECK(io::to_onnx(from_json, {.source = &m}).model.graph().node_size() == exported.model.graph().node_size());
+    CHECK(error_of([&] { (void)io::to_onnx(from_json); })
+              .starts_with("onnx export: op 'lrn' (opaque): an opaque op stands for node 0 of the ONNX file it was "
+                           "imported from, which is not given (onnx_export_options::source)"));
+
+    scratch_dir dir;
+    const auto out = dir.path / "opaque_ops_opt.onnx";
+    std::ofstream(out, std::ios::binary) << bytes_of(exported.model);
+    if (const std::string python = python_with_onnx(); python.empty())
+        MESSAGE("onnx.checker skipped: no python3 with the onnx package");
+    else CHECK(onnx_checker(python, out) == "");
+    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
+        MESSAGE("onnxruntime skipped: ", missing);
+    } else {
+        // onnxruntime runs the original file and goopt's optimized export on the same random inputs
+        const std::string cmd = concat("node '", (ort_dir / "compare_models.js").string(), "' '", file.string(), "' '",
+                                       out.string(), "' --seed 3 --tolerance 1e-4 >'", out.string(), ".log' 2>&1");
+        CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+    }
+}
+
+TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, else refused at the node") {
+    // a batch bound at import reaches the opaque op's output types (the file's value_info is stale)
+    onnx::ModelProto mp;
+    REQUIRE(mp.ParseFromString(slurp(onnx_dir / "opaque_ops.onnx")));
+    auto* d0 =
+        mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+    d0->clear_dim_value();
+    d0->set_dim_param("batch");
+    const auto m = io::import_onnx_bytes(bytes_of(mp), "batch.onnx", {.dim_values = {{"batch", 2}}});
+    CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("lrn")).outputs[0]).dims == ops::shape{2, 4, 8, 8});
+    CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("hardmax")).outputs[0]).dims == ops::shape{2, 4});
+    // an operator no schema knows, with no value_info: refused naming the node and what would do
+    auto* n = mp.mutable_graph()->mutable_node(2);
+    n->set_op_type("Frobnicate");
+    n->set_domain("example.com");
+    auto* o = mp.add_opset_import();
+    o->set_domain("example.com");
+    o->set_version(1);
+    const std::string e = error_of([&] {
+        (void)io::import_onnx_bytes(bytes_of(mp), "f.onnx", {.dim_values = {{"batch", 2}}});
+    });
+    CHECK(
+        e.starts_with("f.onnx: node 'lrn' (Frobnicate): operator 'Frobnicate' has no goopt kind, and the type of its "
+                      "output 'n1' is unknown"));
+    // with the file's own shapes, a value_info for the output does
+    mp.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->set_dim_value(1);
+    auto* vi = mp.mutable_graph()->add_value_info();
+    vi->set_name("n1");
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+    for (const std::int64_t d : {1, 4, 8, 8}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    const auto custom = io::import_onnx_bytes(bytes_of(mp), "f.onnx");
+    REQUIRE(custom.graph.ops_of_kind(op_kind::opaque).size() == 3);
+    CHECK(custom.warnings.at(0).ends_with(": CumSum, Hardmax, example.com.Frobnicate"));
+    // and the export imports its domain's operator set
+    const auto r = io::to_onnx(custom.graph, {.source = &custom});
+    bool imported = false;
+    for (const auto& s : r.model.opset_import())
+        imported = imported || (s.domain() == "example.com" && s.version() == 1);
+    CHECK(imported);
 }
 
 }  // namespace export_test

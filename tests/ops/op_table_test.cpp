@@ -186,6 +186,16 @@ const std::vector<example>& examples() {
          {f32({4}), f32({4}), f32({4}), f32({4}), f32({}), f32({}), f32({1})},
          {},
          {f32({4}), f32({4}), f32({4})}},
+        {op_kind::constant,
+         {},
+         {{A::shape, ints{3}}, {A::dtype, std::int64_t(ops::dtype::i64)}},
+         {{{3}, ops::dtype::i64}}},
+        {op_kind::opaque,
+         {f32({2, 5})},
+         {{A::node, std::int64_t(0)},
+          {A::shapes, ints{2, 2, 5, 1, 2}},
+          {A::dtypes, ints{std::int64_t(ops::dtype::f32), std::int64_t(ops::dtype::i64)}}},
+         {f32({2, 5}), {{2}, ops::dtype::i64}}},
     };
     return list;
 }

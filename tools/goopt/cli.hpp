@@ -89,9 +89,12 @@ void add_format_flag(CLI::App& app, std::string& format);
 void write_graph_output(const std::string& path, graph_file_format format, const graph::computation_graph& g,
                         const io::onnx_model* origin, std::int64_t opset = 0);
 
-/// An ONNX file imported with the --dim and --input-shape bindings (exit 1 without ONNX support).
+/// An ONNX file imported with the --dim and --input-shape bindings (exit 1 without ONNX support);
+/// `param_inputs` / `data_inputs`: `goopt import`'s --param-inputs / --data-inputs lists
+/// (comma-separated names: the graph inputs that are parameters, or those that are not).
 graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
-                                          const std::vector<std::string>& input_shapes);
+                                          const std::vector<std::string>& input_shapes,
+                                          const std::string& param_inputs = {}, const std::string& data_inputs = {});
 
 /// `--dim`/`--input-shape` flags, declared on `app` (shared by import and the graph source).
 void add_binding_flags(CLI::App& app, std::vector<std::string>& dims, std::vector<std::string>& input_shapes);

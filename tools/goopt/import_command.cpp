@@ -15,10 +15,11 @@ namespace {
 struct import_flags {
     std::string onnx_file, out;
     std::vector<std::string> dims, input_shapes;
+    std::string param_inputs, data_inputs;
 };
 
 int run_import(const import_flags& f) {
-    const auto g = import_onnx_file(f.onnx_file, f.dims, f.input_shapes);
+    const auto g = import_onnx_file(f.onnx_file, f.dims, f.input_shapes, f.param_inputs, f.data_inputs);
     graph::validate(g);
     io::write_graph_file(f.out, g);
     double flops = 0;
@@ -36,9 +37,18 @@ command add_import_command(CLI::App& root) {
     app->add_option("model", flags->onnx_file, "The ONNX file")->type_name("FILE.onnx")->required();
     app->add_option("-o,--out", flags->out, "The graph file to write (atomically)")->type_name("FILE.json")->required();
     add_binding_flags(*app, flags->dims, flags->input_shapes);
+    auto* params = app->add_option("--param-inputs", flags->param_inputs,
+                                   "Graph inputs that are parameters (weights trained in a training step), not data")
+                       ->type_name("NAME,...");
+    app->add_option("--data-inputs", flags->data_inputs,
+                    "The graph inputs that are data: every other one is a parameter")
+        ->type_name("NAME,...")
+        ->excludes(params);
     app->footer(
         "A symbolic dimension (a dynamic batch or sequence axis) must be bound: --dim batch=8 binds every\n"
-        "input dimension named 'batch'; --input-shape gives an input's whole shape instead.");
+        "input dimension named 'batch'; --input-shape gives an input's whole shape instead.\n"
+        "Floating-point initializers of more than one element are parameters (weight ops), every other\n"
+        "value of the file a constant; --param-inputs or --data-inputs say which graph inputs are parameters.");
     return {app, [flags] { return run_import(*flags); }};
 }
 

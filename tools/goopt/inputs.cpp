@@ -20,6 +20,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <string>
 
 namespace goopt::cli {
 
@@ -68,10 +70,29 @@ void graph_source::add_flags(CLI::App& app) {
 
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
 namespace {
+/// The names of a comma-separated list (`--param-inputs w1,w2`); an empty name is an error.
+std::set<std::string, std::less<>> name_list(std::string_view flag, const std::string& list) {
+    std::set<std::string, std::less<>> names;
+    if (list.empty()) return names;
+    std::size_t begin = 0;
+    while (true) {
+        const auto comma = list.find(',', begin);
+        const std::string name = list.substr(begin, comma - begin);
+        if (name.empty()) throw error(flag, concat("'", list, "' has an empty name"), "NAME,NAME,...");
+        names.insert(name);
+        if (comma == std::string::npos) break;
+        begin = comma + 1;
+    }
+    return names;
+}
+
 io::onnx_model import_onnx_model(const std::string& file, const std::vector<std::string>& dims,
-                                 const std::vector<std::string>& input_shapes) {
+                                 const std::vector<std::string>& input_shapes, const std::string& param_inputs = {},
+                                 const std::string& data_inputs = {}) {
     io::onnx_options options;
     options.command_line_hints = true;
+    options.param_inputs = name_list("--param-inputs", param_inputs);
+    options.data_inputs = name_list("--data-inputs", data_inputs);
     for (const auto& d : dims) {
         const auto [name, value] = binding("--dim", d, "NAME=VALUE, e.g. batch=8");
         options.dim_values[name] = positive_integer("--dim", d, value);
@@ -88,18 +109,23 @@ io::onnx_model import_onnx_model(const std::string& file, const std::vector<std:
         }
         options.input_shapes[name] = std::move(shape);
     }
-    return io::import_onnx(file, options);
+    auto m = io::import_onnx(file, options);
+    for (const auto& w : m.warnings) std::printf("warning: %s: %s\n", file.c_str(), w.c_str());
+    return m;
 }
 }  // namespace
 #endif
 
 graph::computation_graph import_onnx_file(const std::string& file, const std::vector<std::string>& dims,
-                                          const std::vector<std::string>& input_shapes) {
+                                          const std::vector<std::string>& input_shapes, const std::string& param_inputs,
+                                          const std::string& data_inputs) {
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
-    return import_onnx_model(file, dims, input_shapes).graph;
+    return import_onnx_model(file, dims, input_shapes, param_inputs, data_inputs).graph;
 #else
     (void)dims;
     (void)input_shapes;
+    (void)param_inputs;
+    (void)data_inputs;
     throw error(file, "this goopt was built without ONNX import",
                 "a goopt built with libonnx-dev and libprotobuf-dev installed");
 #endif

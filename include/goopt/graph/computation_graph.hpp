@@ -96,6 +96,11 @@ public:
     tensor_id weight(std::string name, const ops::shape& s, ops::dtype t = ops::dtype::f32) {
         return add1(ops::op_kind::weight, {}, source_attrs(s, t), std::move(name));
     }
+    /// A value the model holds that is not trained (an exponent, an epsilon, indices): fed like a
+    /// weight, but no parameter (make_training_graph gives it no gradient and no update).
+    tensor_id constant(std::string name, const ops::shape& s, ops::dtype t = ops::dtype::f32) {
+        return add1(ops::op_kind::constant, {}, source_attrs(s, t), std::move(name));
+    }
 
     /// Marks a tensor as a graph output (its value is what running the graph returns).
     void mark_output(tensor_id t) {

@@ -31,7 +31,7 @@ template <std::floating_point T> using feed_map = std::unordered_map<std::string
 
 /// @brief Evaluates every op of `g` in topological order.
 /// @tparam T the scalar all tensors are evaluated in (float or double).
-/// @param feeds the value of every `input` and `weight` op, by op name, shaped as the op's output;
+/// @param feeds the value of every `input`, `weight` and `constant` op, by op name, shaped as the op's output;
 ///        feeds naming no source op are ignored.
 /// @return the value of every tensor, indexed by graph::tensor_id.
 /// @throws goopt::error naming the op for a missing feed, a feed of the wrong shape, a cyclic graph
@@ -42,7 +42,7 @@ std::vector<value<T>> evaluate(const graph::computation_graph& g, const feed_map
 /// @brief Evaluates `g` and returns the values of its outputs, in g.outputs() order.
 template <std::floating_point T> std::vector<value<T>> run(const graph::computation_graph& g, const feed_map<T>& feeds);
 
-/// @brief Random feeds for every `input` and `weight` op of `g`, for checking rewrites numerically.
+/// @brief Random feeds for every `input`, `weight` and `constant` op of `g`, for checking rewrites numerically.
 /// Floating sources get values uniform in [-1, 1). A source of integral dtype (gather indices) gets
 /// integers in [0, 4), and fewer when a gather reads it along a shorter axis: [0, min(4, n)) for the
 /// shortest such axis n, so that random indices are always in range.
@@ -60,7 +60,7 @@ std::vector<value<T>> evaluate(const graph::computation_graph& g, const feed_map
     for (const std::size_t i : graph::topological_order(g)) {
         const auto o = static_cast<graph::op_id>(i);
         const graph::op& op = g.get_op(o);
-        if (op.kind == ops::op_kind::input || op.kind == ops::op_kind::weight) {
+        if (op.kind == ops::op_kind::input || op.kind == ops::op_kind::weight || op.kind == ops::op_kind::constant) {
             const ops::shape& dims = g.type_of(op.outputs[0]).dims;
             const auto it = feeds.find(op.name);
             if (it == feeds.end())
@@ -96,7 +96,8 @@ feed_map<T> random_feeds(const graph::computation_graph& g, Rng& rng) {
     feed_map<T> feeds;
     for (graph::op_id o = 0; o < g.num_ops(); ++o) {
         const graph::op& op = g.get_op(o);
-        if (op.kind != ops::op_kind::input && op.kind != ops::op_kind::weight) continue;
+        if (op.kind != ops::op_kind::input && op.kind != ops::op_kind::weight && op.kind != ops::op_kind::constant)
+            continue;
         const graph::tensor_id t = op.outputs[0];
         const ops::tensor_type& type = g.type_of(t);
         value<T> v = detail::filled(type.dims, T(0));

@@ -34,5 +34,6 @@
 #include <goopt/io/onnx/importer.hpp>
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
+#include <goopt/io/onnx/opaque.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/resize.hpp>

@@ -534,6 +534,8 @@ inline constexpr std::array<gradient_rule, ops::num_op_kinds> gradient_table = o
     {op_kind::gru_cell_grad, no_gradient},
     {op_kind::sgd_update, no_gradient},
     {op_kind::adam_update, no_gradient},
+    {op_kind::constant, no_gradient},
+    {op_kind::opaque, no_gradient},  // its semantics are unknown
 }});
 
 /// Whether input `slot` of an op of kind k carries a gradient at all.

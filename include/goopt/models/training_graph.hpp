@@ -34,6 +34,10 @@ struct training_options {
     double beta1 = 0.9;     ///< Adam's first-moment decay
     double beta2 = 0.999;   ///< Adam's second-moment decay
     double epsilon = 1e-8;  ///< Adam's denominator guard
+    /// Where the transform's warnings go, one line each (the library prints nothing): a forward
+    /// graph in which no parameter (`weight` op) reaches the loss gives a step with no backward
+    /// pass and no update, which is said here.
+    std::vector<std::string>* warnings = nullptr;
 };
 
 /// @brief The training step of `forward`.
@@ -44,7 +48,8 @@ struct training_options {
 ///   the structure of a step does not depend on it: each output receives one seed gradient.
 /// - the backward pass, in reverse topological order: every forward op that lies on a path from a
 ///   weight to the loss gets its gradient ops (named `grad/<op>/<k>`, in the op's layer); ops with no
-///   weight upstream get none. Existing ops express a gradient where they do so exactly (matmul and
+///   weight upstream get none, and `constant` ops (a model file's exponents, epsilons, indices) are
+///   not parameters. Existing ops express a gradient where they do so exactly (matmul and
 ///   transpose for matmul, reduce_sum to undo broadcasting, split / concat / slice / pad / reshape
 ///   / transpose as each other's inverses); the rest use the gradient kinds of ops::op_kind.
 ///   Partial gradients of a tensor with several consumers are summed by one add_n.
@@ -159,6 +164,15 @@ private:
         std::vector<op_id> weights;  // forward weights that receive a gradient, in id order
         for (op_id w = 0; w < fwd_.num_ops(); ++w)
             if (fwd_.get_op(w).kind == op_kind::weight && grad_of_weight_[w] != no_tensor) weights.push_back(w);
+        if (weights.empty() && opt_.warnings) {
+            const std::size_t params = fwd_.ops_of_kind(op_kind::weight).size();
+            opt_.warnings->push_back(concat(
+                "graph '", fwd_.name(), "' has ", params == 0 ? "no parameter" : "no parameter on a path to the loss",
+                " (", params, " weights, ", fwd_.ops_of_kind(op_kind::constant).size(), " constants, ",
+                fwd_.ops_of_kind(op_kind::input).size(),
+                " graph inputs): the training step has no backward pass and no update; if the model's parameters "
+                "are graph inputs, import them as parameters (io::onnx_options::param_inputs, goopt --param-inputs)"));
+        }
         // union-find over `weights`: two weights whose gradients come from one op share a group
         std::vector<std::size_t> parent(weights.size());
         std::iota(parent.begin(), parent.end(), std::size_t(0));

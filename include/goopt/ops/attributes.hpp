@@ -39,14 +39,18 @@ enum class attr_id : std::uint8_t {
     max,         ///< real, for clip
     value,       ///< real, pad value
     dilation,    ///< ints [dh, dw]: spacing of a conv2d kernel's taps (WaveNet's dilated convolutions)
+    node,        ///< int: an opaque op's node in the model it was imported from (io::onnx_model::opaque_nodes)
+    shapes,      ///< ints: an opaque op's output shapes, each as its rank and then its dimensions
+    dtypes,      ///< ints: an opaque op's output element types (ops::dtype), one per output
 };
 
-inline constexpr std::size_t num_attr_ids = 19;
+inline constexpr std::size_t num_attr_ids = 22;
 
 constexpr std::string_view name(attr_id a) noexcept {
     constexpr std::string_view names[num_attr_ids] = {
-        "shape", "dtype", "stride", "kernel",   "padding", "activation", "axis", "axes",  "perm",    "sizes",
-        "pads",  "begin", "end",    "keepdims", "epsilon", "min",        "max",  "value", "dilation"};
+        "shape", "dtype", "stride",   "kernel", "padding", "activation", "axis",    "axes",
+        "perm",  "sizes", "pads",     "begin",  "end",     "keepdims",   "epsilon", "min",
+        "max",   "value", "dilation", "node",   "shapes",  "dtypes"};
     return names[static_cast<std::size_t>(a)];
 }
 

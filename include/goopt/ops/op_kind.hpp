@@ -85,8 +85,14 @@ enum class op_kind : std::uint8_t {
     gru_cell_grad,
     sgd_update,
     adam_update,
+    // a value a model file holds that is not trained (an exponent, an epsilon, a shape, indices):
+    // fed like a weight, never a parameter (appended, so that kind numbers in stored files stay)
+    constant,
+    // an operator of an imported model that goopt has no kind for, kept with its output types: no
+    // rule matches it, the interpreter cannot run it, the ONNX export writes the original node
+    opaque,
 };
 
-inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::adam_update) + 1;
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::opaque) + 1;
 
 }  // namespace goopt::ops

@@ -62,6 +62,8 @@ inline constexpr std::array maxpool_grad_attrs{attr_spec{A::kernel, T::ints, tru
                                                attr_spec{A::padding, T::integer}};
 inline constexpr std::array gather_grad_attrs{attr_spec{A::axis, T::integer}, attr_spec{A::shape, T::ints, true}};
 inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 1e-8}};
+inline constexpr std::array opaque_attrs{attr_spec{A::node, T::integer, true}, attr_spec{A::shapes, T::ints, true},
+                                         attr_spec{A::dtypes, T::ints, true}};
 
 namespace cf = cost_formulas;
 namespace sr = shape_rules;
@@ -519,6 +521,14 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
          detail::cf::per_output<4>, detail::cf::io_bytes, multi_output, 0,
          "(w, g, m, v, lr, beta1, beta2) -> w', m', v': m' = b1 m + (1-b1) g, v' = b2 v + (1-b2) g^2, "
          "w' = w - lr m' / (sqrt(v') + epsilon)"},
+        // ---- imported constants
+        {op_kind::constant, "constant", 0, 0, 1, detail::source_attrs, detail::sr::source, detail::cf::zero,
+         detail::cf::no_bytes, source, 0, "a value the model file holds that is not trained (fed like a weight)"},
+        // ---- operators of imported models that goopt has no kind for: memory-bound by assumption
+        // (inputs read and outputs written once, one FLOP per output element, plus a launch)
+        {op_kind::opaque, "opaque", 0, variadic, 0, detail::opaque_attrs, detail::sr::opaque, detail::cf::per_output<1>,
+         detail::cf::io_bytes, multi_output, 0,
+         "an imported operator goopt has no kind for: output types from `shapes` and `dtypes`, semantics unknown"},
     }});
 
 /// The spec of an operator kind.

@@ -143,6 +143,33 @@ inline output_types source(std::span<const tensor_type>, const attribute_map& a)
     return {tensor_type{detail::shape_attr(a), detail::dtype_attr(a)}};
 }
 
+/// An opaque op's output types, as its attributes record them (the importer took them from ONNX
+/// shape inference): `shapes` holds each output's rank and then its dimensions, `dtypes` each
+/// output's element type. Its inputs say nothing about them.
+inline output_types opaque(std::span<const tensor_type>, const attribute_map& a) {
+    const std::vector<std::int64_t>& s = a.get_ints(attr_id::shapes);
+    const std::vector<std::int64_t>& types = a.get_ints(attr_id::dtypes);
+    detail::expect(!types.empty(), "an opaque op without outputs", detail::expecting, "one dtype per output");
+    output_types out;
+    std::size_t at = 0;
+    for (const auto t : types) {
+        detail::expect(t >= 0 && t < static_cast<std::int64_t>(num_dtypes), "attribute 'dtypes' is out of range");
+        detail::expect(at < s.size() && s[at] >= 0 && s[at] <= static_cast<std::int64_t>(max_rank) &&
+                           static_cast<std::size_t>(s[at]) < s.size() - at,
+                       "attribute 'shapes' ", detail::bracketed(s), " does not hold output ", out.size(),
+                       detail::expecting, "a rank of at most ", max_rank, " and that many dimensions per output");
+        shape d;
+        for (std::int64_t k = s[at++]; k > 0; --k) {
+            detail::expect(s[at] >= 1, "attribute 'shapes' has a dimension ", s[at], detail::expecting, "at least 1");
+            d.push_back(s[at++]);
+        }
+        out.push_back(tensor_type{d, static_cast<dtype>(t)});
+    }
+    detail::expect(at == s.size(), "attribute 'shapes' ", detail::bracketed(s), " holds more than ", types.size(),
+                   " outputs");
+    return out;
+}
+
 /// Average-pool kernel for a depthwise conv: shape [C, 1, kh, kw].
 inline output_types const_pool(std::span<const tensor_type>, const attribute_map& a) {
     shape s = detail::shape_attr(a);

@@ -95,8 +95,8 @@ public:
         for (auto c : children) n.children.push_back(find(c));
         if (auto it = memo_.find(n); it != memo_.end()) return find(it->second);
         const ops::op_spec& s = ops::spec(kind);
-        if (kind == ops::op_kind::input || kind == ops::op_kind::weight)
-            return std::nullopt;  // inputs and weights are variables here, not ops
+        if (kind == ops::op_kind::input || kind == ops::op_kind::weight || kind == ops::op_kind::constant)
+            return std::nullopt;  // inputs, weights and imported constants are variables here, not ops
         if (s.has(ops::source) && kind != ops::op_kind::const_pool && kind != ops::op_kind::const_iconv &&
             kind != ops::op_kind::const_imm && kind != ops::op_kind::const_one)
             return children.empty() ? add_constant(kind, attrs) : std::nullopt;  // a filled constant

@@ -432,6 +432,8 @@ inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table 
     {ops::op_kind::gru_cell_grad, not_enumerated},
     {ops::op_kind::sgd_update, not_enumerated},
     {ops::op_kind::adam_update, not_enumerated},
+    {ops::op_kind::constant, not_enumerated},
+    {ops::op_kind::opaque, not_enumerated},
 }});
 }  // namespace detail
 

@@ -125,6 +125,11 @@ template <std::floating_point T> std::vector<value<T>> adam_update(const kernel_
 template <std::floating_point T> value<T> fed_source(const kernel_args<T>& a) {
     a.fail("the value of a source op is fed, not computed", "evaluation of the graph with interp::evaluate");
 }
+/// An opaque op (an imported operator goopt has no kind for): its semantics are unknown here.
+template <std::floating_point T> std::vector<value<T>> opaque(const kernel_args<T>& a) {
+    a.fail("an opaque op (an imported operator goopt has no kind for) cannot be evaluated",
+           "a graph without opaque ops (onnxruntime runs the exported model instead)");
+}
 template <std::floating_point T> value<T> const_one(const kernel_args<T>& a) { return filled(a.out_dims(), T(1)); }
 template <std::floating_point T> value<T> const_fill(const kernel_args<T>& a) {
     return filled(a.out_dims(), static_cast<T>(a.attrs().get_real(ops::attr_id::value)));

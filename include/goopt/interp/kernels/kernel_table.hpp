@@ -106,6 +106,8 @@ inline constexpr std::array<ops::required_fn<kernel_fn<T>>, ops::num_op_kinds> k
         {ops::op_kind::gru_cell_grad, gru_cell_grad<T>},
         {ops::op_kind::sgd_update, single<T, sgd_update<T>>},
         {ops::op_kind::adam_update, adam_update<T>},
+        {ops::op_kind::constant, single<T, fed_source<T>>},
+        {ops::op_kind::opaque, opaque<T>},
     }});
 
 }  // namespace goopt::interp::detail

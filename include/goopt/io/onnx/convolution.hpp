@@ -196,7 +196,7 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
                         cw.f[static_cast<std::size_t>((((g * og + o) * cg + c) * kh + p) * kw + q)] =
                             w.at(static_cast<std::size_t>((((g * cg + c) * og + o) * kh + (kh - 1 - p)) * kw +
                                                           (kw - 1 - q)));
-    graph::tensor_id y = add1(ops::op_kind::conv2d, {z, constant(n.input(1) + "/flipped", cw)},
+    graph::tensor_id y = add1(ops::op_kind::conv2d, {z, constant(n.input(1) + "/flipped", cw, parameter_in(n, 1))},
                               {{attr_id::stride, ints{1, 1}},
                                {attr_id::padding, static_cast<std::int64_t>(ops::padding_mode::valid)},
                                {attr_id::dilation, dil}},

@@ -69,8 +69,14 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
         }
     };
     lower_if([](ops::op_kind k) { return k == ops::op_kind::input; });
-    lower_if([](ops::op_kind k) { return k == ops::op_kind::weight; });
-    lower_if([](ops::op_kind k) { return k != ops::op_kind::input && k != ops::op_kind::weight; });
+    auto stored = [](ops::op_kind k) { return k == ops::op_kind::weight || k == ops::op_kind::constant; };
+    lower_if(stored);
+    lower_if([&](ops::op_kind k) { return k != ops::op_kind::input && !stored(k); });
+    for (const auto& [domain, version] : domains_) {  // of the opaque nodes written
+        auto& d = *m.add_opset_import();
+        d.set_domain(domain);
+        d.set_version(version);
+    }
     const auto& outs = g_.outputs();
     for (std::size_t i = 0; i < outs.size(); ++i) {
         if (output_identity_[i]) {
@@ -88,7 +94,8 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
         for (std::size_t k = 0; k < weight_inputs_.size() && k < 3; ++k)
             some += concat(k ? ", '" : "'", weight_inputs_[k], "'");
         if (weight_inputs_.size() > 3) some += ", ...";
-        const std::size_t weights = g_.ops_of_kind(ops::op_kind::weight).size();
+        const std::size_t weights =
+            g_.ops_of_kind(ops::op_kind::weight).size() + g_.ops_of_kind(ops::op_kind::constant).size();
         report.warnings.push_back(
             options_.source
                 ? concat(weight_inputs_.size(), " of ", weights,

@@ -153,6 +153,9 @@ public:
     const onnx_tensor* weight_value(graph::op_id o) const;
     /// Counts a weight written as a graph input (the report warns about them).
     void weight_as_input(graph::op_id o) { weight_inputs_.push_back(op(o).name); }
+    /// The source's node that opaque op o stands for; refuses when there is none. Its domain's
+    /// operator set is imported by the model written.
+    onnx::NodeProto opaque_node(graph::op_id o);
     /// `onnx export: op '<name>' (<kind>): <what>: expected <expected>`.
     [[noreturn]] void refuse(graph::op_id o, std::string_view what, std::string_view expected) const {
         throw error("onnx export", concat("op ", g_.describe(o), ": ", what), expected);
@@ -184,6 +187,7 @@ private:
     std::map<std::pair<double, ops::dtype>, std::string> scalars_;
     std::vector<std::string> weight_inputs_;
     std::size_t initializers_ = 0;
+    std::map<std::string, std::int64_t> domains_;  // other domains than ai.onnx that opaque nodes use
 };
 
 // ---- implementation ----
@@ -294,6 +298,27 @@ inline const onnx_tensor* onnx_exporter::weight_value(graph::op_id o) const {
                            it->second.values.size(), " values)"),
                     concat(to_string(t), " as in the graph (is the source the file this graph came from?)"));
     return &it->second;
+}
+
+inline onnx::NodeProto onnx_exporter::opaque_node(graph::op_id o) {
+    const std::int64_t index = op(o).attrs.get_int(ops::attr_id::node);
+    if (!options_.source || index < 0 || static_cast<std::size_t>(index) >= options_.source->opaque_nodes.size())
+        refuse(o,
+               concat("an opaque op stands for node ", index, " of the ONNX file it was imported from, which ",
+                      options_.source ? "has no such node" : "is not given (onnx_export_options::source)"),
+               "the import the graph came from as the source (an opaque op's ONNX node is kept there)");
+    onnx::NodeProto n;
+    if (!n.ParseFromString(options_.source->opaque_nodes[static_cast<std::size_t>(index)]))
+        refuse(o, "the source's node does not parse", "a serialized NodeProto (io::onnx_model::opaque_nodes)");
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!default_domain) {
+        const auto it = options_.source->opset_imports.find(n.domain());
+        if (it == options_.source->opset_imports.end())
+            refuse(o, concat("the source imports no operator set of domain '", n.domain(), "'"),
+                   "the domain's version in io::onnx_model::opset_imports");
+        domains_[n.domain()] = it->second;
+    }
+    return n;
 }
 
 inline void onnx_exporter::name_tensors(const std::vector<std::size_t>& order) {

@@ -8,6 +8,7 @@
 #include <goopt/io/onnx/handlers.hpp>
 #include <goopt/io/onnx/importer.hpp>
 #include <goopt/io/onnx/model.hpp>
+#include <goopt/io/onnx/opaque.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -22,12 +23,18 @@ namespace goopt::io {
 
 namespace detail {
 
+inline const onnx_handler* onnx_importer::handler_of(const node_t& n) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    return default_domain ? find_handler(n.op_type()) : nullptr;
+}
+
 inline void onnx_importer::check_supported(const onnx::GraphProto& gp) {
+    if (opt_.keep_unknown_ops) return;  // kept as opaque ops
     std::set<std::string> unsupported;
     const node_t* first = nullptr;
     for (const auto& n : gp.node()) {
+        if (handler_of(n)) continue;
         const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-        if (default_domain && find_handler(n.op_type())) continue;
         unsupported.insert(default_domain ? n.op_type() : concat(n.domain(), ".", n.op_type()));
         if (!first) first = &n;
     }
@@ -59,7 +66,9 @@ inline bool onnx_importer::try_fold(const node_t& n, const onnx_handler& h) {
                     " per element of the file's own constants"),
              "a model whose constant subgraphs are smaller");
     }
-    bind_const(n, 0, std::move(*c));
+    bool parameter = false;  // folded from a parameter (a transposed weight): a parameter too
+    for (int k = 0; k < n.input_size(); ++k) parameter = parameter || parameter_in(n, k);
+    bind_const(n, 0, std::move(*c), parameter);
     ++result_.folded_nodes;
     return true;
 }
@@ -69,8 +78,10 @@ inline void onnx_importer::import_node(const node_t& n) {
     for (int k = 0; k < n.input_size(); ++k)
         if (!n.input(k).empty()) (void)entry(n, k);  // dangling inputs are errors
     if (n.output_size() == 0) fail(n, "has no outputs", "at least one output (every supported operator has one)");
-    const onnx_handler& h = *find_handler(n.op_type());  // check_supported ran first
+    const onnx_handler* found = handler_of(n);
     try {
+        if (!found) return convert_opaque(n);  // check_supported refused it unless opaque ops are kept
+        const onnx_handler& h = *found;
         if (try_fold(n, h)) return;
         if (!h.convert)
             fail(n, "a computed input", "inputs known at import time (the operator is supported on constants only)");
@@ -80,15 +91,55 @@ inline void onnx_importer::import_node(const node_t& n) {
         if (what.rfind(concat(source_, ": "), 0) == 0) throw;
         // "onnx: <what>" of the shared steps becomes "<file>: node '<name>' (<op>): <what>"
         constexpr std::string_view own = "onnx: ";
-        fail(n, what.rfind(own, 0) == 0 ? what.substr(own.size()) : what);
+        fail(n, concat(what.rfind(own, 0) == 0 ? what.substr(own.size()) : what, rebinding_hint(n)));
     }
+}
+
+/// Graph inputs that are parameters (onnx_options::param_inputs or every input but
+/// onnx_options::data_inputs); every name given must be a graph input or an initializer.
+inline std::set<std::string, std::less<>> onnx_importer::check_parameter_inputs(const onnx::GraphProto& gp) const {
+    if (!opt_.param_inputs.empty() && !opt_.data_inputs.empty())
+        fail(concat(opt_.command_line_hints ? "--param-inputs and --data-inputs"
+                                            : "onnx_options::param_inputs and ::data_inputs",
+                    " are both given"),
+             "one of them (the parameters, or the data inputs when every other input is a parameter)");
+    std::set<std::string, std::less<>> inputs, initializers, params;
+    for (const auto& t : gp.initializer()) initializers.insert(t.name());
+    for (const auto& v : gp.input())
+        if (!initializers.count(v.name())) inputs.insert(v.name());
+    const auto& named = opt_.param_inputs.empty() ? opt_.data_inputs : opt_.param_inputs;
+    for (const auto& name : named) {
+        if (inputs.count(name) || initializers.count(name)) continue;
+        std::string known;
+        for (const auto& i : inputs) known += concat(known.empty() ? "" : ", ", i);
+        fail(concat(parameter_list_name(), ": '", name, "' is not a graph input or an initializer (the graph inputs: ",
+                    known.empty() ? std::string("none") : known, ")"));
+    }
+    if (!opt_.param_inputs.empty())
+        for (const auto& i : inputs)
+            if (opt_.param_inputs.count(i)) params.insert(i);
+    if (!opt_.data_inputs.empty())
+        for (const auto& i : inputs)
+            if (!opt_.data_inputs.count(i)) params.insert(i);
+    return params;
+}
+
+/// A note for a Reshape that failed where a given input shape or dimension binding changed a
+/// dimension: the file's constant target shape was made for the file's own input shapes.
+inline std::string onnx_importer::rebinding_hint(const node_t& n) const {
+    if (n.op_type() != "Reshape" || rebound_.empty()) return {};
+    return concat("; its target shape is a constant of the file, made for the file's own input shapes, and ", rebound_,
+                  ": the export baked that dimension in (re-export the model with a dynamic axis, or import it at "
+                  "the file's shape)");
 }
 
 inline onnx_model onnx_importer::run() {
     if (!model_.has_graph()) fail("the model has no graph", "a ModelProto with a graph");
     const onnx::GraphProto& gp = model_.graph();
-    for (const auto& o : model_.opset_import())
+    for (const auto& o : model_.opset_import()) {
         if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+        else result_.opset_imports[o.domain()] = o.version();
+    }
     if (opset_ == 0) fail("the model imports no default-domain operator set", "an ai.onnx opset import");
     if (opset_ < 7 || opset_ > 18)
         fail(concat("operator set version ", opset_, " is not supported"), "7-18 (tested: 11-17)");
@@ -100,6 +151,7 @@ inline onnx_model onnx_importer::run() {
     g_.set_name(gp.name());
     g_.reserve(static_cast<std::size_t>(gp.node_size()) * 2, static_cast<std::size_t>(gp.node_size()) * 2);
 
+    const std::set<std::string, std::less<>> parameter_inputs = check_parameter_inputs(gp);
     for (const auto& t : gp.initializer()) {
         onnx_entry e;
         e.is_weight = true;
@@ -119,6 +171,9 @@ inline onnx_model onnx_importer::run() {
             e.type = {c.dims, c.type};
             e.value = std::make_shared<const onnx_const>(std::move(c));
         }
+        // the rule, or the caller's word for it (onnx_options::param_inputs)
+        e.parameter = is_parameter_seed(e.type, true) ||
+                      (opt_.param_inputs.count(t.name()) != 0 && ops::is_floating(e.type.type));
         env_[t.name()] = std::move(e);
     }
     check_dim_values(gp);
@@ -127,7 +182,13 @@ inline onnx_model onnx_importer::run() {
         const ops::tensor_type type = value_type(v);
         onnx_entry e;
         e.type = type;
-        e.tensor = g_.input(unique(v.name()), type.dims, type.type);
+        e.parameter = parameter_inputs.count(v.name()) != 0;
+        if (e.parameter && !ops::is_floating(type.type))
+            fail(concat("graph input '", v.name(), "' is ", ops::name(type.type), " and named a parameter by ",
+                        opt_.param_inputs.empty() ? "leaving it out of " : "", parameter_list_name()),
+                 "a floating-point tensor (indices and masks are data inputs)");
+        e.tensor = e.parameter ? g_.weight(unique(v.name()), type.dims, type.type)
+                               : g_.input(unique(v.name()), type.dims, type.type);
         env_[v.name()] = std::move(e);
     }
     for (const auto& n : gp.node()) import_node(n);
@@ -138,6 +199,19 @@ inline onnx_model onnx_importer::run() {
         if (!it->second.tensor) it->second.tensor = weight_of(o.name(), it->second, it->second.type.dims);
         g_.mark_output(*it->second.tensor);
         result_.output_names.push_back(o.name());
+    }
+    if (!kept_opaque_.empty()) {
+        std::size_t nodes = 0;
+        std::string kinds;
+        for (const auto& [type, count] : kept_opaque_) {
+            nodes += count;
+            kinds += concat(kinds.empty() ? "" : ", ", type, count > 1 ? concat(" (", count, ")") : std::string());
+        }
+        result_.warnings.push_back(
+            concat(nodes, " node", nodes > 1 ? "s" : "",
+                   " of operators goopt has no kind for kept as opaque ops (no rule "
+                   "rewrites them, the interpreter cannot run them, an ONNX export writes them unchanged): ",
+                   kinds));
     }
     result_.graph = std::move(g_);
     return std::move(result_);

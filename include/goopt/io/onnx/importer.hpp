@@ -34,6 +34,9 @@ struct onnx_entry {
     std::optional<graph::tensor_id> tensor;   ///< the graph tensor, once there is one
     std::shared_ptr<const onnx_const> value;  ///< its value, when known at import time
     bool is_weight = false;                   ///< an initializer (with or without data)
+    /// a trained parameter (a `weight` op), not a constant: onnx_importer::is_parameter_seed says
+    /// which of the file's values are; a value folded from a parameter is one too
+    bool parameter = false;
 };
 
 struct onnx_handler;
@@ -103,6 +106,8 @@ public:
     void convert_lstm(const node_t& n, const onnx_handler&);
     void convert_gru(const node_t& n, const onnx_handler&);
     void convert_resize(const node_t& n, const onnx_handler&);
+    /// An operator goopt has no kind for, as an `opaque` op (opaque.hpp).
+    void convert_opaque(const node_t& n);
 
 private:
     // ---- errors: `<file>: <what>: expected <expected>`, with the node where there is one
@@ -151,8 +156,25 @@ private:
 
     // ---- tensors
     onnx_const decode(const onnx::TensorProto& t, const std::string& place) const;
-    ops::tensor_type value_type(const onnx::ValueInfoProto& v) const;
+    ops::tensor_type value_type(const onnx::ValueInfoProto& v);
+    void check_given_shape(const onnx::ValueInfoProto& v, const ops::shape& given);
+    void note_rebound(const std::string& input, std::size_t axis, std::int64_t value, const std::string& file_value) {
+        rebound_ += concat(rebound_.empty() ? "" : ", ", "graph input '", input, "' axis ", axis, " is ", value,
+                           " (the file has ", file_value, ")");
+    }
     void check_dim_values(const onnx::GraphProto& gp) const;
+    std::set<std::string, std::less<>> check_parameter_inputs(const onnx::GraphProto& gp) const;
+    std::string rebinding_hint(const node_t& n) const;
+    /// The list of parameter inputs given, as the caller named it: `--param-inputs` or `--data-inputs`
+    /// (the program's flags), or the onnx_options member.
+    std::string_view parameter_list_name() const {
+        const bool data = opt_.param_inputs.empty();
+        if (opt_.command_line_hints) return data ? "--data-inputs" : "--param-inputs";
+        return data ? "onnx_options::data_inputs" : "onnx_options::param_inputs";
+    }
+    std::vector<ops::tensor_type> opaque_output_types(const node_t& n);
+    /// The handler of n's op type; null for an operator goopt has no kind for (another domain's too).
+    static const onnx_handler* handler_of(const node_t& n);
     bool has_input(const node_t& n, int k) const { return n.input_size() > k && !n.input(k).empty(); }
     onnx_entry& entry(const node_t& n, int k);
     const ops::tensor_type& type_in(const node_t& n, int k) { return entry(n, k).type; }
@@ -167,7 +189,12 @@ private:
     graph::tensor_id weight_of(const std::string& onnx_name, const onnx_entry& e, const ops::shape& dims);
     graph::tensor_id tensor_in(const node_t& n, int k);
     graph::tensor_id tensor_as(const node_t& n, int k, const ops::shape& dims);
-    graph::tensor_id constant(const std::string& name, const onnx_const& c);
+    /// A value the importer computed (a reordered LSTM weight, a zero bias, an interpolation matrix)
+    /// as a graph source: a parameter where it was made from one, else a constant.
+    graph::tensor_id constant(const std::string& name, const onnx_const& c, bool parameter = false);
+    /// Whether input k is given and a parameter (see onnx_entry::parameter).
+    bool parameter_in(const node_t& n, int k) { return has_input(n, k) && entry(n, k).parameter; }
+    static bool is_parameter_seed(const ops::tensor_type& t, bool initializer);
     graph::tensor_id scalar(const std::string& name, double v, ops::dtype t);
     graph::tensor_id add1(ops::op_kind k, std::initializer_list<graph::tensor_id> in, ops::attribute_map a,
                           const std::string& name) {
@@ -192,8 +219,9 @@ private:
         e.tensor = t;
         env_[output(n, k)] = std::move(e);
     }
-    void bind_const(const node_t& n, int k, onnx_const c) {
+    void bind_const(const node_t& n, int k, onnx_const c, bool parameter) {
         onnx_entry e;
+        e.parameter = parameter && ops::is_floating(c.type);
         e.type = ops::tensor_type{c.dims, c.type};
         e.value = std::make_shared<const onnx_const>(std::move(c));
         env_[output(n, k)] = std::move(e);
@@ -223,6 +251,10 @@ private:
     /// (try_fold) and the limit of every result that can outgrow its inputs (before it is computed).
     std::int64_t fold_budget_ = onnx_const::max_folded_elements;
     std::map<std::string, graph::tensor_id> reshaped_weights_;
+    /// The graph input dimensions a binding set to other values than the file's (`graph input 'x'
+    /// axis 0 is 8, not 1 as in the file`), for the errors a baked-in shape then causes.
+    std::string rebound_;
+    std::map<std::string, std::size_t> kept_opaque_;  // op type -> nodes kept as opaque ops
 };
 
 /// Folds a node whose inputs are known at import time; nullopt: this form becomes graph ops.
@@ -423,7 +455,37 @@ inline onnx_const onnx_importer::decode(const onnx::TensorProto& t, const std::s
     return c;
 }
 
-inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v) const {
+/// A given input shape against the file's: a fixed dimension keeps its value, a symbolic one bound
+/// by name (onnx_options::dim_values) takes the bound value.
+inline void onnx_importer::check_given_shape(const onnx::ValueInfoProto& v, const ops::shape& given) {
+    const auto& dims = v.type().tensor_type().shape().dim();
+    const std::string flag = opt_.command_line_hints ? "--input-shape" : "onnx_options::input_shapes";
+    for (int a = 0; a < dims.size(); ++a) {
+        const auto& d = dims[a];
+        const std::int64_t want = given[static_cast<std::size_t>(a)];
+        if (d.has_dim_value() && d.dim_value() != want)
+            fail(concat("graph input '", v.name(), "': ", flag, " gives dimension ", a, " the value ", want,
+                        ", but the file fixes it to ", d.dim_value(),
+                        " (a model exported with that dimension fixed may have it baked into its constants too)"),
+                 concat(d.dim_value(),
+                        " as in the file (only a symbolic or unknown dimension takes another value; "
+                        "re-export the model with a dynamic axis)"));
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+            const auto bound = opt_.dim_values.find(d.dim_param());
+            if (bound != opt_.dim_values.end() && bound->second != want)
+                fail(concat("graph input '", v.name(), "': ", flag, " gives dimension ", a, " ('", d.dim_param(),
+                            "') the value ", want, ", but ",
+                            opt_.command_line_hints ? "--dim" : "onnx_options::dim_values", " binds '", d.dim_param(),
+                            "' to ", bound->second),
+                     "one value for one symbolic dimension");
+            note_rebound(v.name(), static_cast<std::size_t>(a), want, concat("'", d.dim_param(), "'"));
+        } else if (!d.has_dim_value()) {
+            note_rebound(v.name(), static_cast<std::size_t>(a), want, "an unknown extent");
+        }
+    }
+}
+
+inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v) {
     const std::string place = concat("graph input '", v.name(), "'");
     if (!v.type().has_tensor_type()) fail(concat(place, " is not a tensor"), "a tensor");
     const auto& tt = v.type().tensor_type();
@@ -441,6 +503,7 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
         if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(r.dims.rank()))
             fail(concat(place, ": given shape ", ints_string(given->second), " has rank ", r.dims.rank()),
                  concat("rank ", tt.shape().dim_size(), " as the file says"));
+        if (tt.has_shape()) check_given_shape(v, r.dims);
         return r;
     }
     // these say what to do rather than what was expected (`<file>: <what>; <remedy>`), as the goopt
@@ -458,6 +521,7 @@ inline ops::tensor_type onnx_importer::value_type(const onnx::ValueInfoProto& v)
                 if (bound->second < 1)
                     fail(concat(place, ": symbolic dimension '", d.dim_param(), "' bound to ", bound->second),
                          "at least 1");
+                note_rebound(v.name(), r.dims.rank(), bound->second, concat("'", d.dim_param(), "'"));
                 r.dims.push_back(bound->second);
                 continue;
             }
@@ -499,7 +563,7 @@ inline graph::tensor_id onnx_importer::weight_of(const std::string& onnx_name, c
         if (d < 1)
             fail(concat("constant '", onnx_name, "' of shape ", dims.to_string(), " is empty"), "dimensions >= 1");
     const std::string name = unique(onnx_name);
-    const graph::tensor_id t = g_.weight(name, dims, e.type.type);
+    const graph::tensor_id t = e.parameter ? g_.weight(name, dims, e.type.type) : g_.constant(name, dims, e.type.type);
     if (e.value) {
         onnx_tensor v{{dims, e.type.type}, {}};
         v.values.reserve(e.value->size());
@@ -509,7 +573,8 @@ inline graph::tensor_id onnx_importer::weight_of(const std::string& onnx_name, c
     return t;
 }
 
-/// The graph tensor of input k; a constant or an initializer becomes a weight op at its first use.
+/// The graph tensor of input k; a known value becomes a weight (a parameter) or a constant op at
+/// its first use.
 inline graph::tensor_id onnx_importer::tensor_in(const node_t& n, int k) {
     onnx_entry& e = entry(n, k);
     if (!e.tensor) e.tensor = weight_of(n.input(k), e, e.type.dims);
@@ -533,10 +598,20 @@ inline graph::tensor_id onnx_importer::tensor_as(const node_t& n, int k, const o
     return reshape(*e.tensor, dims, node_name(n) + "/reshape");
 }
 
-inline graph::tensor_id onnx_importer::constant(const std::string& name, const onnx_const& c) {
+/// The rule that says which values of the file are parameters (docs/formats.md, "Parameters and
+/// constants"): a floating-point initializer with more than one element. Scalars and one-element
+/// tensors (exponents, epsilons, scales), integer and boolean tensors (shapes, indices, masks) and
+/// the values of Constant nodes are constants; a value folded at import time is a parameter when
+/// one of its inputs is (a transposed or reshaped weight).
+inline bool onnx_importer::is_parameter_seed(const ops::tensor_type& t, bool initializer) {
+    return initializer && ops::is_floating(t.type) && t.dims.num_elements() > 1;
+}
+
+inline graph::tensor_id onnx_importer::constant(const std::string& name, const onnx_const& c, bool parameter) {
     onnx_entry e;
     e.type = {c.dims, c.type};
     e.value = std::make_shared<const onnx_const>(c);
+    e.parameter = parameter;
     return weight_of(name, e, c.dims);
 }
 

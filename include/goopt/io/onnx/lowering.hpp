@@ -151,6 +151,22 @@ inline void weight(onnx_exporter& e, graph::op_id o) {
     }
 }
 
+/// An opaque op: the source file's node as it was (type, domain, attributes), over the tensors the
+/// op reads and writes now; an input or output the node left empty stays empty.
+inline void opaque(onnx_exporter& e, graph::op_id o) {
+    const onnx::NodeProto src = e.opaque_node(o);
+    std::vector<std::string> in, out;
+    std::size_t k = 0, j = 0;
+    for (const auto& i : src.input()) in.push_back(i.empty() ? std::string() : e.in(o, k++));
+    for (const auto& x : src.output()) out.push_back(x.empty() ? std::string() : e.out(o, j++));
+    if (k != e.op(o).inputs.size() || j != e.op(o).outputs.size())
+        e.refuse(o, concat("reads ", e.op(o).inputs.size(), " tensors and writes ", e.op(o).outputs.size()),
+                 concat(k, " and ", j, " as its source node '", src.name(), "' (", src.op_type(), ")"));
+    auto& n = e.main(o, src.op_type(), in, out);
+    n.set_domain(src.domain());
+    *n.mutable_attribute() = src.attribute();
+}
+
 /// The constant sources: their values, computed from their attributes as goopt's kernels do.
 template <ops::op_kind K> void constant(onnx_exporter& e, graph::op_id o) {
     const ops::tensor_type& t = e.out_type(o);
@@ -585,6 +601,8 @@ inline constexpr std::array<ops::required_fn<onnx_lowering>, ops::num_op_kinds> 
         {ops::op_kind::gru_cell_grad, lower::training_op},
         {ops::op_kind::sgd_update, lower::training_op},
         {ops::op_kind::adam_update, lower::training_op},
+        {ops::op_kind::constant, lower::weight},
+        {ops::op_kind::opaque, lower::opaque},
     }});
 
 }  // namespace goopt::io::detail

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,14 +22,28 @@ namespace goopt::io {
 /// Knobs of the importer.
 struct onnx_options {
     /// Shapes of graph inputs, by name: required for inputs with symbolic or unknown dimensions
-    /// (a dynamic batch axis), optional otherwise (then they must agree with the file).
+    /// (a dynamic batch axis), optional otherwise. Every dimension the file fixes must be given its
+    /// value (a model exported with batch 1 cannot be re-batched here: re-export it with a dynamic
+    /// axis), and a symbolic dimension bound in dim_values too must be given the bound value.
     std::map<std::string, std::vector<std::int64_t>, std::less<>> input_shapes = {};
     /// Values of symbolic dimensions, by their name in the file ("batch", "sequence"): every graph
     /// input dimension with that name takes the value. A name no graph input uses is an error (a typo
     /// would otherwise go unnoticed).
     std::map<std::string, std::int64_t, std::less<>> dim_values = {};
-    /// Name the two knobs above in errors as the `goopt` program's flags (`--dim NAME=VALUE`,
-    /// `--input-shape INPUT=d0,d1,...`) instead of as these members.
+    /// Graph inputs that are parameters (external weights, or an export that lists its parameters
+    /// as graph inputs): each becomes a `weight` op, which models::make_training_graph trains,
+    /// instead of an `input` op. An initializer named here is a parameter whatever the rule of
+    /// docs/formats.md says (a one-element learned scale). Names must be graph inputs or initializers.
+    std::set<std::string, std::less<>> param_inputs = {};
+    /// The same the other way round: when not empty, every graph input not named here (and not an
+    /// initializer) is a parameter. Give param_inputs or data_inputs, not both.
+    std::set<std::string, std::less<>> data_inputs = {};
+    /// Keep an operator goopt has no kind for as an `opaque` op (its output types from ONNX shape
+    /// inference or the file's value_info; docs/formats.md, "Opaque operators") instead of refusing
+    /// the file with a list of every such operator.
+    bool keep_unknown_ops = true;
+    /// Name the knobs above in errors as the `goopt` program's flags (`--dim NAME=VALUE`,
+    /// `--input-shape INPUT=d0,d1,...`, `--param-inputs`, `--data-inputs`) instead of as these members.
     bool command_line_hints = false;
 };
 
@@ -42,8 +57,8 @@ struct onnx_tensor {
 /// What the importer returns: the graph and what it knows besides.
 struct onnx_model {
     graph::computation_graph graph;
-    /// Values of the `weight` ops whose data the file holds, by op name. Weights whose data is
-    /// external (stripped) are absent.
+    /// Values of the `weight` and `constant` ops whose data the file holds, by op name. Weights
+    /// whose data is external (stripped) are absent, and so are parameters given as graph inputs.
     std::map<std::string, onnx_tensor, std::less<>> weight_values;
     /// Names of the file's graph outputs, one per graph output in order (the graph IR names ops,
     /// not tensors): what an export (io::write_onnx) names them again.
@@ -53,6 +68,13 @@ struct onnx_model {
     /// ONNX nodes by op type, as in the file (folded ones included).
     std::map<std::string, std::size_t, std::less<>> onnx_nodes;
     std::size_t folded_nodes = 0;  ///< nodes evaluated at import time (shape-only subgraphs)
+    /// The file's nodes kept as `opaque` ops, serialized NodeProtos indexed by the op's `node`
+    /// attribute: what an export writes back.
+    std::vector<std::string> opaque_nodes;
+    /// Versions of the operator sets of other domains than ai.onnx the file imports, by domain.
+    std::map<std::string, std::int64_t, std::less<>> opset_imports;
+    /// One line each: the operators kept opaque. The library prints nothing: they are for the caller.
+    std::vector<std::string> warnings;
 };
 
 /// @brief Reads and imports an ONNX model file.

@@ -142,7 +142,9 @@ inline void onnx_importer::recurrent(const node_t& n, bool lstm) {
                 if (reset_product && augment) u.f[static_cast<std::size_t>(H * cols + col)] = wb(G * H + src);
             }
         if (augment) b.f[static_cast<std::size_t>(Hs + H)] = 100.0;  // the extra unit's update gate: z = 1
-        const graph::tensor_id wt = constant(dn + "/w", w), ut = constant(dn + "/u", u), bt = constant(dn + "/b", b);
+        const graph::tensor_id wt = constant(dn + "/w", w, parameter_in(n, 1)),
+                               ut = constant(dn + "/u", u, parameter_in(n, 2)),
+                               bt = constant(dn + "/b", b, parameter_in(n, 3));
 
         graph::tensor_id h = initial(5, d, "initial_h"), c{};
         if (lstm) c = initial(6, d, "initial_c");

@@ -1,0 +1,131 @@
+#pragma once
+// goopt: optional-edge (part of the ONNX importer, goopt::onnx: included through <goopt/io/onnx.hpp>)
+/// @file
+/// @brief Operators goopt has no kind for, kept as `opaque` ops: their output types come from ONNX's
+/// own shape inference (libonnx) run on the node alone with goopt's input types, else from the
+/// file's value_info; the node itself is kept (io::onnx_model::opaque_nodes) for the export.
+
+#include <goopt/io/onnx/exporter.hpp>
+#include <goopt/io/onnx/importer.hpp>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <exception>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace goopt::io::detail {
+
+/// The static type of `t` when it has one: a tensor type goopt holds, every dimension a value >= 1.
+inline std::optional<ops::tensor_type> static_type(const onnx::TypeProto& t) {
+    if (!t.has_tensor_type() || !t.tensor_type().has_shape()) return std::nullopt;
+    const auto type = onnx_dtype(t.tensor_type().elem_type());
+    const auto& dims = t.tensor_type().shape().dim();
+    if (!type || static_cast<std::size_t>(dims.size()) > ops::max_rank) return std::nullopt;
+    ops::tensor_type r{{}, *type};
+    for (const auto& d : dims) {
+        if (!d.has_dim_value() || d.dim_value() < 1) return std::nullopt;
+        r.dims.push_back(d.dim_value());
+    }
+    return r;
+}
+
+inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const node_t& n) {
+    // the node alone, its inputs typed as goopt has them (the file's value_info may be stale where
+    // a binding changed a dimension), integer constants given as initializers (K, axes, repeats)
+    onnx::ModelProto one;
+    one.set_ir_version(model_.ir_version());
+    *one.mutable_opset_import() = model_.opset_import();
+    onnx::GraphProto& g = *one.mutable_graph();
+    g.set_name("opaque");
+    std::set<std::string> seen;
+    for (int k = 0; k < n.input_size(); ++k) {
+        const std::string& name = n.input(k);
+        if (name.empty() || !seen.insert(name).second) continue;
+        const onnx_entry& e = entry(n, k);
+        auto& tt = *[&] {
+            auto* v = g.add_input();
+            v->set_name(name);
+            return v->mutable_type()->mutable_tensor_type();
+        }();
+        tt.set_elem_type(onnx_data_type(e.type.type));
+        for (const auto d : e.type.dims) tt.mutable_shape()->add_dim()->set_dim_value(d);
+        if (!e.value || !ops::is_integral(e.type.type)) continue;
+        auto& t = *g.add_initializer();
+        t.set_name(name);
+        t.set_data_type(onnx_data_type(e.type.type));
+        for (const auto d : e.type.dims) t.add_dims(d);
+        for (const auto v : e.value->i) {
+            if (e.type.type == ops::dtype::i64) t.add_int64_data(v);
+            else t.add_int32_data(static_cast<std::int32_t>(v));
+        }
+    }
+    *g.add_node() = n;
+    for (const auto& o : n.output())
+        if (!o.empty()) g.add_output()->set_name(o);
+    std::string why;
+    try {
+        onnx::shape_inference::InferShapes(one, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(false, 1, true));
+    } catch (const std::exception& ex) {
+        why = ex.what();
+    }
+    auto typed = [](const auto& values, const std::string& name) -> std::optional<ops::tensor_type> {
+        for (const auto& v : values)
+            if (v.name() == name) return static_type(v.type());
+        return std::nullopt;
+    };
+    std::vector<ops::tensor_type> types;
+    for (const auto& o : n.output()) {
+        if (o.empty()) continue;
+        auto t = typed(g.output(), o);
+        if (!t) t = typed(g.value_info(), o);
+        // the file's own value_info holds for the file's input shapes only
+        if (!t && rebound_.empty()) t = typed(model_.graph().value_info(), o);
+        if (!t && rebound_.empty()) t = typed(model_.graph().output(), o);
+        if (!t)
+            fail(n,
+                 concat("operator '", n.op_type(), "' has no goopt kind, and the type of its output '", o,
+                        "' is unknown", why.empty() ? std::string() : concat(" (ONNX shape inference: ", why, ")")),
+                 rebound_.empty() ? "an operator ONNX's shape inference knows, or a static type for the output in the "
+                                    "file's value_info"
+                                  : "an operator ONNX's shape inference knows (the file's value_info holds for the "
+                                    "file's input shapes, not for bound ones)");
+        types.push_back(*t);
+    }
+    return types;
+}
+
+inline void onnx_importer::convert_opaque(const node_t& n) {
+    for (const auto& a : n.attribute())
+        if (a.has_g() || a.graphs_size() > 0)
+            fail(n,
+                 concat("operator '", n.op_type(), "' has no goopt kind and holds a subgraph (attribute '", a.name(),
+                        "')"),
+                 "no subgraph (control flow is not kept opaque)");
+    std::vector<graph::tensor_id> in;
+    for (int k = 0; k < n.input_size(); ++k)
+        if (has_input(n, k)) in.push_back(tensor_in(n, k));
+    const auto types = opaque_output_types(n);
+    std::vector<std::int64_t> shapes, dtypes;
+    for (const auto& t : types) {
+        shapes.push_back(static_cast<std::int64_t>(t.dims.rank()));
+        shapes.insert(shapes.end(), t.dims.begin(), t.dims.end());
+        dtypes.push_back(static_cast<std::int64_t>(t.type));
+    }
+    const auto index = static_cast<std::int64_t>(result_.opaque_nodes.size());
+    result_.opaque_nodes.push_back(n.SerializeAsString());
+    const auto out =
+        g_.add(ops::op_kind::opaque, in,
+               {{ops::attr_id::node, index}, {ops::attr_id::shapes, shapes}, {ops::attr_id::dtypes, dtypes}},
+               unique(node_name(n)));
+    std::size_t j = 0;
+    for (int k = 0; k < n.output_size(); ++k)
+        if (!n.output(k).empty()) bind(n, k, out[j++]);
+    ++kept_opaque_[n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : concat(n.domain(), ".", n.op_type())];
+}
+
+}  // namespace goopt::io::detail
