@@ -22,9 +22,12 @@ inline std::span<const std::uint32_t> updated_slots(ops::op_kind k) {
     static constexpr std::uint32_t sgd[] = {0};         // (w, g, lr)
     static constexpr std::uint32_t adam[] = {0, 2, 3};  // (w, g, m, v, lr, beta1, beta2)
     switch (k) {
-    case ops::op_kind::sgd_update: return sgd;
-    case ops::op_kind::adam_update: return adam;
-    default: return {};
+        case ops::op_kind::sgd_update:
+            return sgd;
+        case ops::op_kind::adam_update:
+            return adam;
+        default:
+            return {};
     }
 }
 

@@ -15,8 +15,8 @@ TEST_CASE("standard fusions fold batchnorm, take biases and activations into the
     graph::computation_graph g("standard");
     graph::builder b(g);
     const auto x = b.input("x", {1, 4, 6, 6});
-    const auto y = b.relu(b.batchnorm(b.conv2d(x, b.weight("k1", {6, 4, 3, 3})), b.weight("s", {6}),
-                                      b.weight("b", {6}), b.weight("m", {6}), b.weight("v", {6}), 1e-3, "bn"));
+    const auto y = b.relu(b.batchnorm(b.conv2d(x, b.weight("k1", {6, 4, 3, 3})), b.weight("s", {6}), b.weight("b", {6}),
+                                      b.weight("m", {6}), b.weight("v", {6}), 1e-3, "bn"));
     const auto h = b.input("h", {3, 7});
     const auto m = b.unary(op_kind::tanh, b.ewadd(b.matmul(h, b.weight("u", {7, 5})), b.weight("c", {5})));
     // two convs of one input: a merge is a search's rewrite, not a standard fusion
