@@ -233,13 +233,17 @@ int run(int argc, char** argv) {
     }
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    std::printf("%-13s %-5s %-9s %6s %6s %10s %10s %7s %8s %-12s %6s %10s\n", "model", "dev", "search", "ops", "after",
-                "before_ms", "after_ms", "gain", "seconds", "bound", "rules", "max_rel");
+    std::printf("%-13s %-5s %-9s %6s %6s %10s %10s %7s %10s %7s %8s %-12s %6s %10s\n", "model", "dev", "search", "ops",
+                "after", "before_ms", "after_ms", "gain", "std_ms", "vs_std", "seconds", "bound", "rules", "max_rel");
     for (const auto& w : models) {
         if (!only.empty() && std::find(only.begin(), only.end(), w.name) == only.end()) continue;
         const auto g = w.full();
         const auto small = w.small();
+        // the standard fusions alone (batchnorm fold, bias and activation epilogues: what a runtime
+        // does without any search), the baseline of each row's gain_over_standard
+        const auto fused = subst::standard_fusions(g);
         auto row = [&](const auto& device, std::string_view device_name) {
+            const double standard = subst::inference_cost(fused, cost::roofline_model{}, device);
             for (const auto& method : methods) {
                 const std::string& method_name = method.name;
                 const auto report = method.ilp ? std::make_shared<ilp_report>() : nullptr;
@@ -255,6 +259,7 @@ int run(int argc, char** argv) {
                 graph::validate(rs.graph);
                 const double small_diff = subst::max_relative_difference(small, rs.graph, 2019);
                 const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
+                const double over_standard = 1 - r.stats.cost_after / standard;
                 rows.push_back({{"model", w.name},
                                 {"device", device_name},
                                 {"ops_before", subst::inference_ops(g)},
@@ -262,17 +267,20 @@ int run(int argc, char** argv) {
                                 {"cost_before_ms", r.stats.cost_before * 1e3},
                                 {"cost_after_ms", r.stats.cost_after * 1e3},
                                 {"gain", gain},
+                                {"standard_fusions_cost_ms", standard * 1e3},
+                                {"gain_over_standard", over_standard},
                                 {"search", method_name},
                                 {"seconds", r.stats.seconds},
                                 {"bound_hit", std::string(r.stats.bound)},
                                 {"rules_applied", r.stats.rules_applied},
                                 {"max_rel_diff", diff ? nlohmann::ordered_json(*diff) : nlohmann::ordered_json()},
                                 {"max_rel_diff_small_instance", small_diff}});
-                std::printf("%-13s %-5s %-9s %6zu %6zu %10.4f %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e%s\n",
-                            w.name.c_str(), std::string(device_name).c_str(), method_name.c_str(),
-                            subst::inference_ops(g), subst::inference_ops(r.graph), r.stats.cost_before * 1e3,
-                            r.stats.cost_after * 1e3, 100 * gain, r.stats.seconds, std::string(r.stats.bound).c_str(),
-                            r.stats.rules_applied, diff ? *diff : small_diff, diff ? "" : "*");
+                std::printf(
+                    "%-13s %-5s %-9s %6zu %6zu %10.4f %10.4f %6.2f%% %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e%s\n",
+                    w.name.c_str(), std::string(device_name).c_str(), method_name.c_str(), subst::inference_ops(g),
+                    subst::inference_ops(r.graph), r.stats.cost_before * 1e3, r.stats.cost_after * 1e3, 100 * gain,
+                    standard * 1e3, 100 * over_standard, r.stats.seconds, std::string(r.stats.bound).c_str(),
+                    r.stats.rules_applied, diff ? *diff : small_diff, diff ? "" : "*");
                 std::fflush(stdout);
 #if defined(GOOPT_HAS_CBC)
                 if (report) {

@@ -12,4 +12,5 @@
 #include <goopt/graph/reachability.hpp>
 #include <goopt/graph/structural_hash.hpp>
 #include <goopt/graph/topological_order.hpp>
+#include <goopt/graph/training_step.hpp>
 #include <goopt/graph/validate.hpp>

@@ -33,6 +33,7 @@
 #include <goopt/subst/rewriting/pattern_matcher.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rewriting/soundness_cache.hpp>
+#include <goopt/subst/rewriting/standard_fusions.hpp>
 #include <goopt/subst/rule.hpp>
 #include <goopt/subst/search/concepts.hpp>
 #include <goopt/subst/search/eqsat_search.hpp>

@@ -222,3 +222,31 @@ TEST_CASE("what simulate reads: a decisions document or a result, made for the g
         doctest::Contains((other.string() + R"(: /format: expected "goopt.decisions" or "goopt.result")").c_str()),
         error);
 }
+
+TEST_CASE("goopt.result: the two pipelines of a run whose substitution rewrote the graph (optional keys)") {
+    auto r = sample_result();
+    r.methods[0].pipeline = "original";
+    r.methods[1].pipeline = "rewritten";
+    r.substitution = "substitution: one device (FIFO): 2 ms -> 1 ms: the rewritten graph is handed on";
+    r.pipelines = {{"original", 3, "single_device", 2e-5}, {"rewritten", 3, "ppo_placement", 1e-5}};
+    const std::string text = io::result_to_json(r).dump(1);
+    const auto back = io::result_from_json(nlohmann::json::parse(text), "r.json");
+    CHECK(io::result_to_json(back).dump(1) == text);
+    CHECK(back.methods[0].pipeline == "original");
+    CHECK(back.substitution == r.substitution);
+    REQUIRE(back.pipelines.size() == 2);
+    CHECK(back.pipelines[1].best == "ppo_placement");
+    CHECK(back.pipelines[1].step_time == 1e-5);
+    // a result without them (one pipeline) writes none of the three keys, and reads as before
+    const std::string plain = io::result_to_json(sample_result()).dump(1);
+    for (const char* key : {"\"pipeline\"", "\"pipelines\"", "\"substitution\""})
+        CHECK(plain.find(key) == std::string::npos);
+    // a pipeline is one of the two, and its best is a method of the result
+    auto j = nlohmann::json::parse(text);
+    j["methods"][0]["pipeline"] = "other";
+    CHECK(result_error(j).find("r.json: /methods/0/pipeline: is 'other': expected \"original\" or \"rewritten\"") !=
+          std::string::npos);
+    j = nlohmann::json::parse(text);
+    j["pipelines"][0]["best"] = "nobody";
+    CHECK(result_error(j).find("/pipelines/0/best: 'nobody' is not a method of /methods") != std::string::npos);
+}

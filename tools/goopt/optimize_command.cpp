@@ -26,7 +26,7 @@ struct task_entry {
     std::string_view help;  ///< what it decides, for --help
     task_status (*status)();
     bool learned;  ///< trains a policy, so --checkpoint can start it
-    graph::computation_graph (*rewrite)(const optimize_context&);
+    stage_result (*rewrite)(const optimize_context&);
     method_result (*decide)(const optimize_context&, const decisions& m_etf);
 };
 
@@ -146,6 +146,42 @@ io::training_curve curve_of(const method_result& m) {
     return c;
 }
 
+/// One pipeline: the baselines, then the deciding tasks (from m-ETF's decision), on one graph.
+struct pipeline {
+    std::string label;  ///< "" when the run has one pipeline, else "original" or "rewritten"
+    std::size_t ops = 0;
+    std::vector<method_result> methods = {};
+    std::size_t first_learned = 0, best = 0, best_baseline = 0;
+};
+
+pipeline run_pipeline(std::string label, const loaded_graph& input, const cluster_type& cluster,
+                      const std::vector<std::string>& tasks, const budget& limits, const optimize_flags& f,
+                      progress_line& progress) {
+    simulator_type s(input.graph, cluster);
+    const optimize_context ctx{input, s, limits, f.seed, f.checkpoint, progress};
+    pipeline p{std::move(label), input.graph.num_ops(), run_baselines(ctx)};
+    p.first_learned = p.methods.size();
+    // m-ETF's decision starts the learned placement (a copy: `methods` grows below)
+    const auto metf =
+        std::find_if(p.methods.begin(), p.methods.end(), [](const method_result& m) { return m.name == "m_etf"; });
+    if (metf == p.methods.end()) throw error("goopt optimize", "no m_etf baseline", "run_baselines to include m_etf");
+    const decisions metf_decision = metf->chosen;
+    for (const auto& t : tasks)
+        if (const auto decide = task_named(t).decide) p.methods.push_back(decide(ctx, metf_decision));
+    progress.clear();
+    for (std::size_t i = 0; i < p.methods.size(); ++i)
+        if (better_method(p.methods[i], p.methods[p.best])) p.best = i;
+    for (std::size_t i = 0; i < p.first_learned; ++i)
+        if (better_method(p.methods[i], p.methods[p.best_baseline])) p.best_baseline = i;
+    return p;
+}
+
+void print_row(const method_result& m, double reference) {
+    std::printf("%-16s %12s %3s %7.2fx  %-36s %10s\n", m.name.c_str(), format_seconds(m.result.step_time).c_str(),
+                m.result.oom ? "OOM" : "", ratio(reference, m.result.step_time), memory_list(m.result).c_str(),
+                format_seconds(m.seconds).c_str());
+}
+
 int run_optimize(optimize_flags& f) {
     // a checkpoint with only non-learned tasks asked for is a usage mistake, whatever this build has
     auto learned = [](const std::vector<std::string>& ts) {
@@ -160,73 +196,96 @@ int run_optimize(optimize_flags& f) {
     if (!f.checkpoint.empty() && !learned(tasks)) throw no_learned_task();
     f.limits.start = std::chrono::steady_clock::now();
     progress_line progress(f.quiet);
-    loaded_graph input = load_graph(f.source);
+    const loaded_graph input = load_graph(f.source);
     const auto cluster = load_cluster(f.cluster);
     const std::size_t original_ops = input.graph.num_ops();
 
-    // Substitution is a graph-to-graph stage: everything after it runs on the rewritten graph, and
-    // the original graph's default (one device, FIFO) stays in the table as the reference.
-    std::vector<method_result> methods;
-    bool substituted = false;
+    // Substitution is a graph-to-graph stage; the original graph's default (one device, FIFO) stays
+    // in the table as the reference. A stage hands on a rewritten graph only when it is faster on one
+    // device; merging branches can still take parallelism from a placement, so the baselines and the
+    // deciding tasks then run on both graphs (two pipelines) and the better one is goopt's result.
+    method_result original{
+        "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
+    loaded_graph rewritten = input;
+    bool substituted = false, rewrote = false;
+    std::string stage_notes;
     for (const auto& t : tasks) {
         const auto rewrite = task_named(t).rewrite;
         if (!rewrite) continue;
-        simulator_type before(input.graph, cluster);
+        simulator_type before(rewritten.graph, cluster);
         if (!substituted) {
-            method_result original{
-                "original_graph", "the graph before substitution: every op on device 0, FIFO", {}, {}, 0, {}, {}};
             original.chosen.placement.assign(input.graph.num_ops(), 0);
             original.result = before.run(original.chosen.placement, {.record_trace = false});
-            methods.push_back(std::move(original));
         }
-        optimize_context ctx{input, before, f.limits, f.seed, f.checkpoint, progress};
-        graph::computation_graph rewritten = rewrite(ctx);
-        input.graph = std::move(rewritten);
+        optimize_context ctx{rewritten, before, f.limits, f.seed, f.checkpoint, progress};
+        auto stage = rewrite(ctx);
+        stage_notes += concat(stage_notes.empty() ? "" : "; ", t, ": ", stage.note);
+        rewrote = rewrote || stage.rewritten;
+        rewritten.graph = std::move(stage.graph);
         substituted = true;
     }
-    simulator_type s(input.graph, cluster);
-    const optimize_context ctx{input, s, f.limits, f.seed, f.checkpoint, progress};
-    auto baselines = run_baselines(ctx);
-    const std::size_t first_baseline = methods.size();
-    for (auto& b : baselines) methods.push_back(std::move(b));
-    const std::size_t first_learned = methods.size();
-    // m-ETF's decision starts the learned placement (a copy: `methods` grows below)
-    const auto metf = std::find_if(methods.begin() + static_cast<std::ptrdiff_t>(first_baseline), methods.end(),
-                                   [](const method_result& m) { return m.name == "m_etf"; });
-    if (metf == methods.end()) throw error("goopt optimize", "no m_etf baseline", "run_baselines to include m_etf");
-    const decisions metf_decision = metf->chosen;
-    for (const auto& t : tasks)
-        if (const auto decide = task_named(t).decide) methods.push_back(decide(ctx, metf_decision));
-    progress.clear();
 
-    std::size_t best = first_baseline;
-    for (std::size_t i = first_baseline; i < methods.size(); ++i)
-        if (better_method(methods[i], methods[best])) best = i;
-    std::size_t best_baseline = first_baseline;
-    for (std::size_t i = first_baseline; i < first_learned; ++i)
-        if (better_method(methods[i], methods[best_baseline])) best_baseline = i;
-    const double reference = methods.front().result.step_time;  // the default: original graph, one device, FIFO
+    // each pipeline gets --steps; with --time, each gets half of what the stages left
+    std::vector<pipeline> pipelines;
+    const std::size_t runs = rewrote ? 2 : 1;
+    for (std::size_t k = 0; k < runs; ++k) {
+        budget limits = f.limits;
+        if (f.limits.seconds > 0) {
+            const double left =
+                f.limits.seconds -
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - f.limits.start).count();
+            limits.seconds = std::max(left, 1e-3) / static_cast<double>(runs - k);
+            limits.start = std::chrono::steady_clock::now();
+        }
+        const bool on_original = rewrote && k == 0;
+        pipelines.push_back(run_pipeline(rewrote ? (on_original ? "original" : "rewritten") : "",
+                                         on_original ? input : rewritten, cluster, tasks, limits, f, progress));
+    }
+    // the rewritten graph's pipeline wins only when its best is strictly better
+    std::size_t chosen = 0;
+    for (std::size_t k = 1; k < pipelines.size(); ++k)
+        if (better_method(pipelines[k].methods[pipelines[k].best], pipelines[chosen].methods[pipelines[chosen].best]))
+            chosen = k;
+    const pipeline& won = pipelines[chosen];
+    const loaded_graph& decided = rewrote && chosen == 0 ? input : rewritten;
+    const method_result& winner = won.methods[won.best];
+    const method_result& best_baseline = won.methods[won.best_baseline];
+    const method_result& reference_method = substituted ? original : pipelines.front().methods.front();
+    const double reference = reference_method.result.step_time;  // the default: original graph, one device, FIFO
 
-    std::printf("%s: %s, %zu ops%s, on %s (%zu devices); seed %llu, %zu steps%s\n", input.name.c_str(),
-                input.training ? "training step" : "inference", input.graph.num_ops(),
-                input.graph.num_ops() != original_ops
+    std::printf("%s: %s, %zu ops%s, on %s (%zu devices); seed %llu, %zu steps%s%s\n", input.name.c_str(),
+                input.training ? "training step" : "inference", rewritten.graph.num_ops(),
+                rewritten.graph.num_ops() != original_ops
                     ? (" (" + std::to_string(original_ops) + " before substitution)").c_str()
                     : "",
                 cluster.description().c_str(), cluster.num_devices(), static_cast<unsigned long long>(f.seed),
-                f.limits.steps, f.limits.seconds > 0 ? (", at most " + format_seconds(f.limits.seconds)).c_str() : "");
+                f.limits.steps, f.limits.seconds > 0 ? (", at most " + format_seconds(f.limits.seconds)).c_str() : "",
+                runs > 1 ? " per pipeline" : "");
     std::printf("%-16s %12s %3s %8s  %-36s %10s\n", "method", "step time", "", "speedup", "peak memory per device",
                 "decided in");
-    for (const auto& m : methods)
-        std::printf("%-16s %12s %3s %7.2fx  %-36s %10s\n", m.name.c_str(), format_seconds(m.result.step_time).c_str(),
-                    m.result.oom ? "OOM" : "", ratio(reference, m.result.step_time), memory_list(m.result).c_str(),
-                    format_seconds(m.seconds).c_str());
-    const auto& winner = methods[best];
-    std::printf("goopt's result: %s, %s, %.2fx the default (%s), %.2fx the best baseline (%s)\n", winner.name.c_str(),
+    if (substituted) print_row(original, reference);
+    for (const auto& p : pipelines) {
+        if (!p.label.empty()) std::printf("-- on the %s graph (%zu ops):\n", p.label.c_str(), p.ops);
+        for (const auto& m : p.methods) print_row(m, reference);
+    }
+    std::printf("goopt's result: %s%s, %s, %.2fx the default (%s), %.2fx the best baseline (%s)\n", winner.name.c_str(),
+                won.label.empty() ? "" : (" on the " + won.label + " graph").c_str(),
                 format_seconds(winner.result.step_time).c_str(), ratio(reference, winner.result.step_time),
-                methods.front().name.c_str(), ratio(methods[best_baseline].result.step_time, winner.result.step_time),
-                methods[best_baseline].name.c_str());
-    for (const auto& m : methods)
-        if (!m.note.empty()) std::printf("%s: %s\n", m.name.c_str(), m.note.c_str());
+                reference_method.name.c_str(), ratio(best_baseline.result.step_time, winner.result.step_time),
+                best_baseline.name.c_str());
+    if (runs > 1) {
+        const auto& o = pipelines[0].methods[pipelines[0].best];
+        const auto& r = pipelines[1].methods[pipelines[1].best];
+        std::printf("pipelines: original graph %s (%s), rewritten graph %s (%s): the %s graph's is kept\n",
+                    format_seconds(o.result.step_time).c_str(), o.name.c_str(),
+                    format_seconds(r.result.step_time).c_str(), r.name.c_str(), won.label.c_str());
+    }
+    if (!stage_notes.empty()) std::printf("%s\n", stage_notes.c_str());
+    for (const auto& p : pipelines)
+        for (const auto& m : p.methods)
+            if (!m.note.empty())
+                std::printf("%s%s: %s\n", m.name.c_str(), p.label.empty() ? "" : (" (" + p.label + ")").c_str(),
+                            m.note.c_str());
     std::vector<std::string> left_out;
     for (const auto& t : task_table)
         if (std::find(tasks.begin(), tasks.end(), t.name) == tasks.end() && !t.status().available)
@@ -237,16 +296,17 @@ int run_optimize(optimize_flags& f) {
         std::printf("not in this build yet: %s (so goopt's result is the best heuristic)\n", names.c_str());
     }
     std::printf("OOM: some device is over its memory capacity (marked '!'); speedup: %s's step time / the method's\n",
-                methods.front().name.c_str());
+                reference_method.name.c_str());
 
-    // the curve shown: that of the best method that has one (learned methods and random search)
+    // the curve shown: that of the best method of the kept pipeline that has one (learned methods
+    // and random search)
     const method_result* curved = nullptr;
-    for (const auto& m : methods)
+    for (const auto& m : won.methods)
         if (!m.curve.empty() && (!curved || better_method(m, *curved))) curved = &m;
 
     if (!f.out.empty()) {
         io::optimize_result r{.model = input.name,
-                              .ops = input.graph.num_ops(),
+                              .ops = decided.graph.num_ops(),
                               .ops_before_substitution = original_ops,
                               .cluster = cluster.description(),
                               .seed = f.seed,
@@ -254,22 +314,32 @@ int run_optimize(optimize_flags& f) {
                               .seconds = f.limits.seconds,
                               .tasks = tasks,
                               .best = winner.name,
-                              .best_baseline = methods[best_baseline].name,
-                              .decisions = {winner.chosen, winner.name}};
+                              .best_baseline = best_baseline.name,
+                              .decisions = {winner.chosen, winner.name},
+                              .substitution = stage_notes};
         for (std::size_t k = 0; k < cluster.num_devices(); ++k)
             r.devices.push_back(
                 {cluster.device(k).name(), static_cast<std::int64_t>(cluster.device(k).mem_capacity())});
-        for (const auto& m : methods) r.methods.push_back(summary_of(m, reference));
+        if (substituted) r.methods.push_back(summary_of(original, reference));
+        for (const auto& p : pipelines)
+            for (const auto& m : p.methods) {
+                r.methods.push_back(summary_of(m, reference));
+                r.methods.back().pipeline = p.label;
+            }
+        if (runs > 1)
+            for (const auto& p : pipelines)
+                r.pipelines.push_back({p.label, p.ops, p.methods[p.best].name, p.methods[p.best].result.step_time});
         // after substitution the decisions index the rewritten graph's ops: it travels with them
-        if (substituted) r.graph = input.graph;
+        if (&decided == &rewritten && substituted) r.graph = rewritten.graph;
         if (curved) r.curve = curve_of(*curved);
         io::write_result_file(f.out, r);
     }
     if (!f.svg.empty()) {
+        simulator_type s(decided.graph, cluster);
         const auto traced =
             s.run(winner.chosen.placement,
                   {.priorities = winner.chosen.priorities, .fusion = winner.chosen.fusion, .record_trace = true});
-        io::write_svg_timeline(f.svg, input.graph, cluster, traced,
+        io::write_svg_timeline(f.svg, decided.graph, cluster, traced,
                                {.title = input.name + ": " + winner.name + " on " + cluster.description(),
                                 .fusion = winner.chosen.fusion});
     }
@@ -281,9 +351,9 @@ int run_optimize(optimize_flags& f) {
         for (const auto& p : curved->curve)
             points.push_back({static_cast<double>(p.update), p.best_step_time, p.mean_step_time});
         std::vector<io::reference_line> lines;
-        for (std::size_t i = first_baseline; i < first_learned; ++i)
-            if (&methods[i] != curved && !methods[i].result.oom)
-                lines.push_back({methods[i].name, methods[i].result.step_time});
+        for (std::size_t i = 0; i < won.first_learned; ++i)
+            if (&won.methods[i] != curved && !won.methods[i].result.oom)
+                lines.push_back({won.methods[i].name, won.methods[i].result.step_time});
         io::write_svg_training_curve(f.curve, points, lines,
                                      {.title = input.name + " on " + cluster.description() + ": " + curved->name,
                                       .x_label = curved->curve_unit});

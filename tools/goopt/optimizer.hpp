@@ -139,9 +139,22 @@ struct task_status {
     std::string_view capability;  ///< what the task needs, for messages
 };
 
-/// Substitution search (TASO SOSP'19 / TENSAT MLSys'21): a cheaper equivalent graph.
+/// What a graph-to-graph stage hands on: a graph, whether it is a rewrite of the one given, and
+/// what the stage did (printed under the table).
+struct stage_result {
+    graph::computation_graph graph;
+    bool rewritten = false;  ///< false: the graph given, handed on unchanged
+    std::string note;
+};
+
+/// The step time of `g` with every op on the cluster's device 0 in FIFO order: the default the
+/// program measures (TensorFlow's single device).
+double single_device_step(const graph::computation_graph& g, const cluster_type& cluster);
+
+/// Substitution search (TASO SOSP'19 / TENSAT MLSys'21): a cheaper equivalent graph, handed on
+/// only when its single-device step is shorter than the original's.
 task_status substitution_status();
-graph::computation_graph optimize_substitution(const optimize_context& ctx);
+stage_result optimize_substitution(const optimize_context& ctx);
 /// PPO-trained placement (GO, NeurIPS'20): device per op, started from `m_etf`, Baechi's m-ETF
 /// decision as the baselines made it (imitated by a fresh policy, and the incumbent either way).
 task_status placement_status();

@@ -68,6 +68,18 @@ struct method_summary {
     std::size_t transfers = 0;
     std::int64_t bytes_moved = 0;
     double decision_seconds = 0;  ///< the time the method took to decide
+    /// "original" or "rewritten": the pipeline (graph) the method decided on, when the run had two
+    /// (substitution rewrote the graph); empty otherwise ("pipeline" is then absent).
+    std::string pipeline = {};
+};
+
+/// One of the two pipelines of a run whose substitution stage rewrote the graph: the original and
+/// the rewritten graph, each through the same baselines and tasks.
+struct pipeline_summary {
+    std::string graph;  ///< "original" or "rewritten"
+    std::size_t ops = 0;
+    std::string best;      ///< its best method
+    double step_time = 0;  ///< seconds, its best method's
 };
 
 /// One point of an iterative method's curve.
@@ -102,6 +114,12 @@ struct optimize_result {
     /// The graph after substitution, which the decisions index; empty: they index the graph given.
     std::optional<graph::computation_graph> graph = {};
     std::optional<training_curve> curve = {};  ///< "training_curve"; empty: null
+    /// What the substitution stage did (which graph it handed on and why); empty: it did not run
+    /// ("substitution" is then absent).
+    std::string substitution = {};
+    /// Both pipelines when substitution rewrote the graph (the better one's `best` is the run's);
+    /// empty otherwise ("pipelines" is then absent).
+    std::vector<pipeline_summary> pipelines = {};
 };
 
 /// @brief The goopt.result document of `r`, keys in the order above.
@@ -146,12 +164,20 @@ public:
     void object(const nlohmann::json& v, std::string_view at) const {
         if (!v.is_object()) fail(at, concat("is ", describe(v)), "an object");
     }
-    /// Every key of object `v` (at `at`) is one of `allowed`, and each of them is there.
-    void keys(const nlohmann::json& v, std::string_view at, std::initializer_list<std::string_view> allowed) const {
+    /// Every key of object `v` (at `at`) is one of `allowed` or `optional`, and each of `allowed`
+    /// is there (the optional keys are later additions to the format; files without them still read).
+    void keys(const nlohmann::json& v, std::string_view at, std::initializer_list<std::string_view> allowed,
+              std::initializer_list<std::string_view> optional = {}) const {
         object(v, at);
+        auto in = [](std::initializer_list<std::string_view> l, std::string_view k) {
+            return std::find(l.begin(), l.end(), k) != l.end();
+        };
         for (const auto& [key, value] : v.items())
-            if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-                fail(at, concat("unknown key ", quote(key)), join(std::vector<std::string_view>(allowed)));
+            if (!in(allowed, key) && !in(optional, key)) {
+                std::vector<std::string_view> all(allowed);
+                all.insert(all.end(), optional.begin(), optional.end());
+                fail(at, concat("unknown key ", quote(key)), join(all));
+            }
         for (std::string_view key : allowed)
             if (!v.contains(key)) fail(concat(at, "/", key), "missing");
     }
@@ -184,6 +210,12 @@ public:
         if (!v.is_array()) fail(at, concat("is ", describe(v)), "an array");
         return v;
     }
+    /// A pipeline's name: "original" or "rewritten".
+    std::string pipeline(const nlohmann::json& v, std::string_view at) const {
+        auto p = text(v, at);
+        if (p != "original" && p != "rewritten") fail(at, concat("is ", quote(p)), "\"original\" or \"rewritten\"");
+        return p;
+    }
     /// `name` (at `at`) names a method of `r`.
     void method_name(const optimize_result& r, const std::string& name, std::string_view at) const {
         for (const auto& m : r.methods)
@@ -206,7 +238,7 @@ inline nlohmann::ordered_json result_to_json(const optimize_result& r) {
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (const auto& d : r.devices) devices.push_back({{"name", d.name}, {"mem_capacity_bytes", d.mem_capacity}});
     nlohmann::ordered_json methods = nlohmann::ordered_json::array();
-    for (const auto& m : r.methods)
+    for (const auto& m : r.methods) {
         methods.push_back({{"name", m.name},
                            {"description", m.description},
                            {"step_time_s", m.step_time},
@@ -216,6 +248,8 @@ inline nlohmann::ordered_json result_to_json(const optimize_result& r) {
                            {"transfers", m.transfers},
                            {"bytes_moved", m.bytes_moved},
                            {"decision_seconds", m.decision_seconds}});
+        if (!m.pipeline.empty()) methods.back()["pipeline"] = m.pipeline;
+    }
     nlohmann::ordered_json curve = nullptr;
     if (r.curve) {
         nlohmann::ordered_json points = nlohmann::ordered_json::array();
@@ -226,7 +260,7 @@ inline nlohmann::ordered_json result_to_json(const optimize_result& r) {
                               {"mean_step_time_s", p.mean_step_time}});
         curve = {{"method", r.curve->method}, {"points", points}};
     }
-    return {
+    nlohmann::ordered_json doc = {
         {"format", result_format_name},
         {"version", 1},
         {"model", r.model},
@@ -243,6 +277,14 @@ inline nlohmann::ordered_json result_to_json(const optimize_result& r) {
         // the graph's canonical text, so that it reads as a goopt.graph file does
         {"graph", r.graph ? nlohmann::ordered_json::parse(to_json_string(*r.graph)) : nlohmann::ordered_json(nullptr)},
         {"training_curve", curve}};
+    if (!r.substitution.empty()) doc["substitution"] = r.substitution;
+    if (!r.pipelines.empty()) {
+        nlohmann::ordered_json pipelines = nlohmann::ordered_json::array();
+        for (const auto& p : r.pipelines)
+            pipelines.push_back({{"graph", p.graph}, {"ops", p.ops}, {"best", p.best}, {"step_time_s", p.step_time}});
+        doc["pipelines"] = std::move(pipelines);
+    }
+    return doc;
 }
 
 inline optimize_result result_from_json(const nlohmann::json& j, std::string_view source) {
@@ -250,7 +292,8 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
     detail::check_header(j, source, result_format_name);
     in.keys(j, "",
             {"format", "version", "model", "ops", "ops_before_substitution", "cluster", "seed", "budget", "tasks",
-             "methods", "best", "best_baseline", "decisions", "graph", "training_curve"});
+             "methods", "best", "best_baseline", "decisions", "graph", "training_curve"},
+            {"substitution", "pipelines"});
     optimize_result r;
     r.model = in.text(j["model"], "/model");
     r.ops = static_cast<std::size_t>(in.count(j["ops"], "/ops"));
@@ -278,7 +321,8 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
         const std::string at = detail::at_index("/methods", k);
         in.keys(m, at,
                 {"name", "description", "step_time_s", "speedup", "peak_memory_bytes", "oom", "transfers",
-                 "bytes_moved", "decision_seconds"});
+                 "bytes_moved", "decision_seconds"},
+                {"pipeline"});
         method_summary s;
         s.name = in.text(m["name"], at + "/name");
         s.description = in.text(m["description"], at + "/description");
@@ -294,6 +338,7 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
         s.transfers = static_cast<std::size_t>(in.count(m["transfers"], at + "/transfers"));
         s.bytes_moved = in.bytes(m["bytes_moved"], at + "/bytes_moved");
         s.decision_seconds = in.number(m["decision_seconds"], at + "/decision_seconds");
+        if (m.contains("pipeline")) s.pipeline = in.pipeline(m["pipeline"], at + "/pipeline");
         r.methods.push_back(std::move(s));
     }
     r.best = in.text(j["best"], "/best");
@@ -320,6 +365,20 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
                                     in.number(points[k]["mean_step_time_s"], at + "/mean_step_time_s")});
         }
         r.curve = std::move(curve);
+    }
+    if (j.contains("substitution")) r.substitution = in.text(j["substitution"], "/substitution");
+    if (j.contains("pipelines")) {
+        const auto& ps = in.array(j["pipelines"], "/pipelines");
+        for (std::size_t k = 0; k < ps.size(); ++k) {
+            const std::string at = detail::at_index("/pipelines", k);
+            in.keys(ps[k], at, {"graph", "ops", "best", "step_time_s"});
+            pipeline_summary p{in.pipeline(ps[k]["graph"], at + "/graph"),
+                               static_cast<std::size_t>(in.count(ps[k]["ops"], at + "/ops")),
+                               in.text(ps[k]["best"], at + "/best"),
+                               in.number(ps[k]["step_time_s"], at + "/step_time_s")};
+            in.method_name(r, p.best, at + "/best");
+            r.pipelines.push_back(std::move(p));
+        }
     }
     return r;
 }

@@ -52,10 +52,13 @@ public:
     /// The model's source op that variable leaf `v` stands for.
     graph::op_id source_of(std::uint16_t v) const { return sources_.at(v); }
     std::size_t num_sources() const noexcept { return sources_.size(); }
+    /// Whether variable leaf `v` stands for a fixed weight or a constant (not a graph input, not a
+    /// weight the model updates every step: subst::weight_only).
+    bool fixed_source(std::uint16_t v) const { return fixed_.at(v); }
     /// The element type of class `c`'s values where a variable leaf says it (f32 otherwise).
     ops::dtype dtype_of(class_id c) const;
-    /// @brief Per class id, whether the class has a term reading no model input (weights and
-    /// constants only): weight preprocessing, which inference does not run. For the e-graph as it
+    /// @brief Per class id, whether the class has a term reading fixed weights and constants only
+    /// (fixed_source): weight preprocessing, which no step runs. For the e-graph as it
     /// is (rebuild it first).
     std::vector<bool> constant_classes() const;
 
@@ -73,6 +76,7 @@ public:
 
 private:
     const graph::computation_graph* g_;
+    std::vector<bool> fixed_;  // per variable: fixed_source
     e_graph eg_;
     std::vector<class_id> tensor_class_;
     std::vector<graph::op_id> sources_;
@@ -144,6 +148,7 @@ requires cost::CostModel<Cost, Device> extraction extract(model_egraph& m, const
 // ---- implementation ----
 
 inline model_egraph::model_egraph(const graph::computation_graph& g) : g_(&g), tensor_class_(g.num_tensors(), 0) {
+    const auto fixed = weight_only(g);
     for (const auto i : graph::topological_order(g)) {
         const auto o = static_cast<graph::op_id>(i);
         const auto& op = g.get_op(o);
@@ -153,6 +158,7 @@ inline model_egraph::model_egraph(const graph::computation_graph& g) : g_(&g), t
                             "at most 65536 inputs, weights and constants");
             const auto v = static_cast<std::uint16_t>(sources_.size());
             sources_.push_back(o);
+            fixed_.push_back(fixed[o]);
             for (auto t : op.outputs) tensor_class_[t] = eg_.add_variable(v, g.type_of(t).dims);
             continue;
         }
@@ -180,7 +186,7 @@ inline std::vector<bool> model_egraph::constant_classes() const {
         for (class_id c : ids) {
             if (constant[c]) continue;
             for (const auto& n : eg_.nodes(c)) {
-                bool all = n.is_variable() ? g_->get_op(sources_.at(n.index)).kind != ops::op_kind::input : true;
+                bool all = n.is_variable() ? fixed_source(n.index) : true;
                 for (auto ch : n.children) all = all && constant[eg_.find_const(ch)];
                 if (all) {
                     constant[c] = true;
@@ -388,7 +394,7 @@ std::optional<double> dag_extractor<Cost, Device>::evaluate(const choice_t& ch, 
                 }
                 continue;
             }
-            bool weight_only = n.is_variable() ? model.get_op(m_.source_of(n.index)).kind != ops::op_kind::input : true;
+            bool weight_only = n.is_variable() ? m_.fixed_source(n.index) : true;
             for (auto k : n.children) weight_only = weight_only && class_const_[eg_.find(k)];
             class_const_[c] = weight_only;
             const auto op = op_of_[c][static_cast<std::size_t>(ch[c])];
@@ -410,15 +416,13 @@ auto dag_extractor<Cost, Device>::weight_only_choice() const -> choice_t {
     // constant_classes()'s fixpoint, remembering the node that made each class weight-only: its
     // children were weight-only before it, so the choice is acyclic
     choice_t ch(eg_.num_class_ids(), -1);
-    const auto& model = m_.model();
     for (bool changed = true; changed;) {
         changed = false;
         for (class_id c : ids_) {
             if (ch[c] >= 0 || !const_class_[c]) continue;
             const auto& ns = eg_.nodes(c);
             for (std::size_t i = 0; i < ns.size(); ++i) {
-                bool all =
-                    ns[i].is_variable() ? model.get_op(m_.source_of(ns[i].index)).kind != ops::op_kind::input : true;
+                bool all = ns[i].is_variable() ? m_.fixed_source(ns[i].index) : true;
                 for (auto k : ns[i].children) all = all && ch[eg_.find_const(k)] >= 0;
                 if (all) {
                     ch[c] = static_cast<std::int32_t>(i);
@@ -444,7 +448,6 @@ template <class Cost, device::DeviceModel Device> extraction_problem dag_extract
         p.roots.push_back(r);
         todo.push_back(r);
     }
-    const auto& model = m_.model();
     while (!todo.empty()) {
         const class_id c = todo.back();
         todo.pop_back();
@@ -458,7 +461,7 @@ template <class Cost, device::DeviceModel Device> extraction_problem dag_extract
                 weight_only = weight_only && const_class_[kc];
                 if (std::find(n.children.begin(), n.children.end(), kc) == n.children.end()) n.children.push_back(kc);
             }
-            if (ns[i].is_variable()) weight_only = model.get_op(m_.source_of(ns[i].index)).kind != ops::op_kind::input;
+            if (ns[i].is_variable()) weight_only = m_.fixed_source(ns[i].index);
             if (self || (const_class_[c] && !weight_only)) continue;
             if (weight_only) p.op_cost[n.op] = 0;
             for (auto kc : n.children)
