@@ -225,8 +225,10 @@ int run(int argc, char** argv) {
                 double row_best_ms = best_ms, independent_ms = -1;
                 std::string row_best = best_name;
                 if (experiment == "placement") {
-                    row["best_heuristic"] = best_name.empty() ? nlohmann::ordered_json() : best_name;
-                    row["best_heuristic_ms"] = best_name.empty() ? nlohmann::ordered_json() : best_ms;
+                    row["best_heuristic"] =
+                        best_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(best_name);
+                    row["best_heuristic_ms"] =
+                        best_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(best_ms);
                     row.update(heur);
                     row["heuristics_oom"] = oom;
                     learned = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided);
