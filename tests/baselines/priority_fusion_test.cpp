@@ -29,8 +29,13 @@ std::vector<graph::computation_graph> small_zoo() {
     std::vector<graph::computation_graph> r;
     r.push_back(models::squeezenet({.image = 64}));
     r.push_back(models::resnet50({.image = 64, .blocks = {1, 1, 1, 1}, .width = 16}));
-    r.push_back(models::bert({.seq_length = 16, .layers = 2, .hidden = 64, .heads = 4, .intermediate = 128,
-                              .vocab = 100, .max_positions = 32}));
+    r.push_back(models::bert({.seq_length = 16,
+                              .layers = 2,
+                              .hidden = 64,
+                              .heads = 4,
+                              .intermediate = 128,
+                              .vocab = 100,
+                              .max_positions = 32}));
     r.push_back(models::make_training_graph(models::transformer_xl(
         {.batch = 2, .segment = 16, .memory = 16, .layers = 1, .model = 32, .heads = 2, .head_dim = 16, .inner = 64})));
     return r;

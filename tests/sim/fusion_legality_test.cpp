@@ -29,8 +29,8 @@ struct fixture {
         const auto m1 = g.add1(op_kind::matmul, {y, wt}, {}, "mm1");
         const auto m2 = g.add1(op_kind::matmul, {m1, wt}, {}, "mm2");
         const auto sg = g.add1(op_kind::sigmoid, {m2}, {}, "sig");
-        const auto rs = g.add1(op_kind::reshape, {r}, {{ops::attr_id::shape, std::vector<std::int64_t>{8, 256}}},
-                               "reshape");
+        const auto rs =
+            g.add1(op_kind::reshape, {r}, {{ops::attr_id::shape, std::vector<std::int64_t>{8, 256}}}, "reshape");
         g.mark_output(s);
         g.mark_output(sg);
         g.mark_output(rs);
@@ -80,8 +80,8 @@ TEST_CASE("fusion legality: the checker accepts kernels a compiler emits and nam
         const auto v = check.violation(members);
         return v ? check.why(*v) : std::string("legal");
     };
-    CHECK(why({f.conv, f.relu}) == "legal");           // conv + its epilogue
-    CHECK(why({f.relu, f.sum}) == "legal");            // a reduction after its producer
+    CHECK(why({f.conv, f.relu}) == "legal");            // conv + its epilogue
+    CHECK(why({f.relu, f.sum}) == "legal");             // a reduction after its producer
     CHECK(why({f.relu, f.reshape, f.sum}) == "legal");  // loop ops, the reduction last
     CHECK(why({f.mm2, f.sig}) == "legal");
     CHECK(why({f.relu}) == "legal");  // one op is no merge

@@ -70,8 +70,7 @@ double brute_force_optimum(sim::simulator<device::device_spec>& s, const sim::pl
             if (size[find(o)] > 1) f[o] = static_cast<std::int32_t>(find(o));
         try {
             best = std::min(best, s.run(p, {.fusion = f, .record_trace = false}).step_time);
-        } catch (const sim::decision_refused&) {
-        }
+        } catch (const sim::decision_refused&) {}
     }
     return best;
 }

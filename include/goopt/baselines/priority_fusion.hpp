@@ -42,8 +42,7 @@ namespace goopt::baselines {
 template <device::DeviceModel D, cost::CostModel<D> Cost> class priority_fuser {
 public:
     /// @throws goopt::error for a placement without one device per op, or a device out of range.
-    priority_fuser(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost,
-                   sim::placement placement);
+    priority_fuser(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost, sim::placement placement);
     explicit priority_fuser(const sim::simulator<D, Cost>& s, sim::placement placement)
         : priority_fuser(s.graph(), s.cluster(), s.cost_model(), std::move(placement)) {}
 
@@ -72,8 +71,8 @@ private:
     std::vector<double> op_time_;
     std::vector<std::uint32_t> pos_;  // topological position
     std::vector<std::pair<graph::op_id, graph::op_id>> pairs_;
-    std::vector<std::vector<graph::op_id>> preds_, succs_;             // distinct computing neighbours
-    std::vector<std::vector<std::uint32_t>> pairs_of_;                // indices into pairs_, per op
+    std::vector<std::vector<graph::op_id>> preds_, succs_;  // distinct computing neighbours
+    std::vector<std::vector<std::uint32_t>> pairs_of_;      // indices into pairs_, per op
     std::vector<std::uint8_t> fusible_;
     double max_benefit_ = 0;
 };
@@ -106,7 +105,8 @@ priority_fuser<D, Cost>::priority_fuser(const graph::computation_graph& g, const
     pos_.resize(n);
     for (std::size_t i = 0; i < n; ++i) pos_[topo[i]] = static_cast<std::uint32_t>(i);
     op_time_.resize(n);
-    for (graph::op_id o = 0; o < n; ++o) op_time_[o] = static_cast<double>(cost_.op_time(g, o, c.device(placement_[o])));
+    for (graph::op_id o = 0; o < n; ++o)
+        op_time_[o] = static_cast<double>(cost_.op_time(g, o, c.device(placement_[o])));
     preds_.assign(n, {});
     succs_.assign(n, {});
     pairs_of_.assign(n, {});
@@ -133,7 +133,8 @@ priority_fuser<D, Cost>::priority_fuser(const graph::computation_graph& g, const
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
-sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias, std::span<const std::uint8_t> frozen) const {
+sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias,
+                                                std::span<const std::uint8_t> frozen) const {
     const std::size_t n = g_->num_ops();
     if ((!bias.empty() && bias.size() != n) || (!frozen.empty() && frozen.size() != n))
         throw error("baselines::priority_fuser",
@@ -173,8 +174,8 @@ sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias, st
         double priority = time[gp] + time[gc] - group_time(merged);
         if (!bias.empty()) priority += bias[p] + bias[c];
         if (!std::isfinite(priority))
-            throw error("baselines::priority_fuser", concat("merge of op ", g_->describe(p), " into ", g_->describe(c),
-                                                            " has priority ", priority),
+            throw error("baselines::priority_fuser",
+                        concat("merge of op ", g_->describe(p), " into ", g_->describe(c), " has priority ", priority),
                         "finite biases and cost-model times");
         heap.push({priority, seq++, k, version[gp], version[gc]});
     };

@@ -58,13 +58,13 @@ static_assert(can_fuse(ops::spec(ops::op_kind::relu), ops::spec(ops::op_kind::re
 /// Why a group cannot be one kernel (fusion_check::why names it).
 struct fusion_violation {
     enum kind_t : std::uint8_t {
-        source,              ///< a source in a group of two or more ops
-        two_contractions,    ///< two contractions in one kernel
+        source,                ///< a source in a group of two or more ops
+        two_contractions,      ///< two contractions in one kernel
         contraction_prologue,  ///< the contraction reads a member of its own group
-        not_epilogue,        ///< beside a contraction, an op that is not its elementwise epilogue
-        reduction_consumer,  ///< a member reads the group's reduction
-        two_reductions,      ///< two reductions in one kernel
-        disconnected,        ///< members not joined by producer/consumer edges inside the group
+        not_epilogue,          ///< beside a contraction, an op that is not its elementwise epilogue
+        reduction_consumer,    ///< a member reads the group's reduction
+        two_reductions,        ///< two reductions in one kernel
+        disconnected,          ///< members not joined by producer/consumer edges inside the group
     } kind;
     graph::op_id op;  ///< the op at fault
 };
@@ -120,16 +120,18 @@ inline std::optional<fusion_violation> fusion_check::violation(std::span<const g
     graph::op_id contraction = graph::no_op, reduction = graph::no_op;
     for (graph::op_id o : group) {
         switch (fusion_role_of(g_->get_op(o).spec())) {
-        case fusion_role::none: return fusion_violation{fusion_violation::source, o};
-        case fusion_role::contraction:
-            if (contraction != graph::no_op) return fusion_violation{fusion_violation::two_contractions, o};
-            contraction = o;
-            break;
-        case fusion_role::reduction:
-            if (reduction != graph::no_op) return fusion_violation{fusion_violation::two_reductions, o};
-            reduction = o;
-            break;
-        case fusion_role::loop: break;
+            case fusion_role::none:
+                return fusion_violation{fusion_violation::source, o};
+            case fusion_role::contraction:
+                if (contraction != graph::no_op) return fusion_violation{fusion_violation::two_contractions, o};
+                contraction = o;
+                break;
+            case fusion_role::reduction:
+                if (reduction != graph::no_op) return fusion_violation{fusion_violation::two_reductions, o};
+                reduction = o;
+                break;
+            case fusion_role::loop:
+                break;
         }
     }
     if (contraction != graph::no_op) {
@@ -168,18 +170,20 @@ inline std::optional<fusion_violation> fusion_check::violation(std::span<const g
 inline std::string fusion_check::why(const fusion_violation& v) const {
     const std::string op = g_->describe(v.op);
     switch (v.kind) {
-    case fusion_violation::source: return concat("op ", op, " is a source (input, weight or constant), no kernel's op");
-    case fusion_violation::two_contractions:
-        return concat("op ", op, " is a second contraction (conv or matmul) in one kernel");
-    case fusion_violation::contraction_prologue:
-        return concat("contraction ", op, " reads an op of its own group (a contraction takes only an epilogue)");
-    case fusion_violation::not_epilogue:
-        return concat("op ", op, " shares a kernel with a contraction but is not its elementwise epilogue");
-    case fusion_violation::reduction_consumer:
-        return concat("op ", op, " reads the group's reduction (a reduction ends its kernel)");
-    case fusion_violation::two_reductions: return concat("op ", op, " is a second reduction in one kernel");
-    case fusion_violation::disconnected:
-        return concat("op ", op, " is not joined to the rest of its group by producer/consumer edges inside it");
+        case fusion_violation::source:
+            return concat("op ", op, " is a source (input, weight or constant), no kernel's op");
+        case fusion_violation::two_contractions:
+            return concat("op ", op, " is a second contraction (conv or matmul) in one kernel");
+        case fusion_violation::contraction_prologue:
+            return concat("contraction ", op, " reads an op of its own group (a contraction takes only an epilogue)");
+        case fusion_violation::not_epilogue:
+            return concat("op ", op, " shares a kernel with a contraction but is not its elementwise epilogue");
+        case fusion_violation::reduction_consumer:
+            return concat("op ", op, " reads the group's reduction (a reduction ends its kernel)");
+        case fusion_violation::two_reductions:
+            return concat("op ", op, " is a second reduction in one kernel");
+        case fusion_violation::disconnected:
+            return concat("op ", op, " is not joined to the rest of its group by producer/consumer edges inside it");
     }
     return "unknown";
 }

@@ -51,9 +51,10 @@ public:
             throw error("tasks::fusion_decider", concat("step ", c.step), "a finite step > 0");
         s.check_placement(fuser_.placement());
         if (fuser_.num_pairs() == 0)
-            throw error("tasks::fusion_decider",
-                        concat("graph '", s.graph().name(), "' has no producer/consumer pair that can fuse on one device"),
-                        "a graph and placement with at least one fusible pair (sim::can_fuse)");
+            throw error(
+                "tasks::fusion_decider",
+                concat("graph '", s.graph().name(), "' has no producer/consumer pair that can fuse on one device"),
+                "a graph and placement with at least one fusible pair (sim::can_fuse)");
         scale_ = c.step * std::max(fuser_.max_benefit(), 1e-12);
         heuristic_ = {.placement = fuser_.placement(), .priorities = priorities_, .fusion = fuser_.run()};
         reference_ = sim::run(s, heuristic_).step_time;
