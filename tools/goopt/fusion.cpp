@@ -24,10 +24,10 @@ method_result optimize_fusion(const optimize_context& ctx, const decisions& metf
     const tasks::fusion_decider decider(s, metf.placement, metf.priorities);
     tasks::simulated_task task(s.graph(), s.cluster(), decider);
     const decisions greedy{metf.placement, metf.priorities, baselines::greedy_fusion(s.graph(), metf.placement)};
-    method_result out{
-        .name = "ppo_fusion",
-        .description =
-            "GO policy trained by PPO on this graph: fusion levels on m-ETF's placement, priority fusion decodes"};
+    method_result out;
+    out.name = "ppo_fusion";
+    out.description =
+        "GO policy trained by PPO on this graph: fusion levels on m-ETF's placement, priority fusion decodes";
     const auto r = train_levels(ctx, task, {greedy, decider.heuristic_decision()}, out, t0);
     auto ms = [](double t) {
         char b[32];

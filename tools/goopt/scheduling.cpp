@@ -21,8 +21,9 @@ method_result optimize_scheduling(const optimize_context& ctx, const decisions& 
     auto& s = ctx.simulator;
     const tasks::scheduling_decider decider(s, metf.placement);
     tasks::simulated_task task(s.graph(), s.cluster(), decider);
-    method_result out{.name = "ppo_scheduling",
-                      .description = "GO policy trained by PPO on this graph: priority levels on m-ETF's placement"};
+    method_result out;
+    out.name = "ppo_scheduling";
+    out.description = "GO policy trained by PPO on this graph: priority levels on m-ETF's placement";
     const auto r = train_levels(ctx, task, {metf, decider.heuristic_decision()}, out, t0);
     if (r.best_from == tasks::best_source::incumbent)
         out.note += r.best_index == 0
