@@ -7,7 +7,8 @@
 // Baselines: single_device (TensorFlow default: one device, FIFO, no fusion); expert (the family's
 // human placement, FIFO); metis (when built with goopt::metis); heft (placement and rank priorities);
 // critical_path (expert placement, upward-rank priorities); greedy_fusion (single device with
-// XLA-style elementwise fusion); random_search (best of --random-calls random placements).
+// XLA-style elementwise fusion); priority_fusion (single device with XLA's cost-driven priority
+// fusion); random_search (best of --random-calls random placements).
 // Writes a JSON list of {"model", "devices", "baseline", "step_time_ms", "peak_memory_bytes": [..], "oom"}.
 #include "benchmark_main.hpp"
 
@@ -81,7 +82,8 @@ int run(int argc, char** argv) {
 #if defined(GOOPT_HAS_METIS)
     names.push_back("metis");
 #endif
-    for (const char* n : {"heft", "critical_path", "greedy_fusion", "random_search"}) names.push_back(n);
+    for (const char* n : {"heft", "critical_path", "greedy_fusion", "priority_fusion", "random_search"})
+        names.push_back(n);
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf("simulated step time in ms on <n>x%s:%s (* = out of memory); random_search: best of %zu\n",
@@ -122,6 +124,8 @@ int run(int argc, char** argv) {
             report("critical_path", s.run(expert, {.priorities = cp, .record_trace = false}));
             const auto fz = goopt::baselines::greedy_fusion(g, single);
             report("greedy_fusion", s.run(single, {.fusion = fz, .record_trace = false}));
+            const auto pf = goopt::baselines::priority_fusion(s, single);
+            report("priority_fusion", s.run(single, {.fusion = pf, .record_trace = false}));
             std::mt19937_64 rng(seed);
             report("random_search", goopt::baselines::random_search(s, random_calls, rng).result);
             std::printf("\n");

@@ -11,6 +11,7 @@
 #include <goopt/baselines/expert_placement.hpp>
 #include <goopt/baselines/greedy_fusion.hpp>
 #include <goopt/baselines/heft.hpp>
+#include <goopt/baselines/priority_fusion.hpp>
 #include <goopt/baselines/random_search.hpp>
 #include <goopt/baselines/single_device.hpp>
 #include <goopt/baselines/upward_rank.hpp>

@@ -4,6 +4,7 @@
 /// placement with PPO in one call.
 
 #include <goopt/tasks/concepts.hpp>
+#include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/scheduling.hpp>
 #include <goopt/tasks/simulated_task.hpp>

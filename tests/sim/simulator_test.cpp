@@ -190,9 +190,20 @@ TEST_CASE("illegal fusion groups and malformed decisions are clear errors") {
     const std::vector<std::int32_t> nonconvex{-1, 0, -1, -1, -1, 0};
     CHECK_THROWS_WITH_AS(s.run(p, {.fusion = nonconvex}), doctest::Contains("'c' (relu) outside the group"),
                          sim::decision_refused);
-    // {a, d} and {b, c}: each convex, but a -> c and b -> d make the contracted graph cyclic
-    const std::vector<std::int32_t> cyclic{-1, 0, 1, 1, 0, -1};
-    CHECK_THROWS_WITH_AS(s.run(p, {.fusion = cyclic}), doctest::Contains("cycle"), sim::decision_refused);
+    // {p1, q1} and {p2, q2}: each convex and one kernel, but p1 -> q2 and p2 -> q1 make the
+    // contracted graph cyclic
+    {
+        graph::computation_graph h;
+        const auto y = h.input("y", {1});
+        const auto p1 = h.add1(op_kind::relu, {y}, {}, "p1");
+        const auto p2 = h.add1(op_kind::relu, {y}, {}, "p2");
+        h.mark_output(h.add1(op_kind::ewadd, {p1, p2}, {}, "q1"));
+        h.mark_output(h.add1(op_kind::ewadd, {p2, p1}, {}, "q2"));
+        sim::simulator sh(h, cl, cost);
+        const std::vector<std::int32_t> cyclic{-1, 1, 2, 1, 2};
+        CHECK_THROWS_WITH_AS(sh.run(sim::placement(5, 0), {.fusion = cyclic}), doctest::Contains("cycle"),
+                             sim::decision_refused);
+    }
     const std::vector<std::int32_t> split{-1, 0, -1, 0, -1, -1};
     CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 0, 0, 1, 0, 0}, {.fusion = split}),
                          doctest::Contains("spans two devices"), sim::decision_refused);

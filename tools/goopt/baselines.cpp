@@ -61,8 +61,8 @@ std::vector<std::string> baseline_names() {
 #if defined(GOOPT_HAS_METIS)
     names.push_back("metis");
 #endif
-    for (const char* n :
-         {"heft", "critical_path", "m_topo", "m_etf", "m_sct", "greedy_fusion", "heft_fusion", "random_search"})
+    for (const char* n : {"heft", "critical_path", "m_topo", "m_etf", "m_sct", "greedy_fusion", "priority_fusion",
+                          "heft_fusion", "random_search"})
         names.push_back(n);
     return names;
 }
@@ -109,6 +109,11 @@ std::vector<method_result> run_baselines(const optimize_context& ctx) {
     add("greedy_fusion", "one device, elementwise ops fused into producers (XLA-style)", [&] {
         auto p = baselines::single_device_placement(g);
         auto f = baselines::greedy_fusion(g, p);
+        return decisions{std::move(p), {}, std::move(f)};
+    });
+    add("priority_fusion", "one device, XLA-style priority fusion: the merges that save most time first", [&] {
+        auto p = baselines::single_device_placement(g);
+        auto f = baselines::priority_fusion(s, p);
         return decisions{std::move(p), {}, std::move(f)};
     });
     add("heft_fusion", "HEFT placement and priorities, then greedy fusion on that placement", [&] {

@@ -1,14 +1,46 @@
-// Hook of `--tasks fusion`: a PPO-trained policy (GO, NeurIPS'20) that decides a fusion priority for every op, merged
-// greedily into fusion groups, scored by the simulator. A trainer over rl/ and tasks/ plugs in here: train within
-// ctx.limits from ctx.checkpoint (if any) and return the best decisions with the training curve.
-#include "optimizer.hpp"
+// Hook of `--tasks fusion`: a GO policy trained by PPO (tasks::train) that decides a fusion level
+// for every op on m-ETF's placement and priorities, decoded by XLA-style priority fusion
+// (tasks/fusion.hpp). Greedy fusion and priority fusion on that placement are the incumbents:
+// never worse than either.
+#include "train_task.hpp"
+
+#include <goopt/baselines/greedy_fusion.hpp>
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/tasks/fusion.hpp>
+#include <goopt/tasks/simulated_task.hpp>
+
+#include <chrono>
+#include <cstdio>
 
 namespace goopt::cli {
 
-task_status fusion_status() { return {false, "the PPO-trained fusion policy, which is not written yet"}; }
+task_status fusion_status() {
+    return {true, "the PPO-trained fusion policy: fusion levels on m-ETF's placement (tasks/fusion.hpp)"};
+}
 
-method_result optimize_fusion(const optimize_context&) {
-    throw missing_capability("fusion", fusion_status().capability);
+method_result optimize_fusion(const optimize_context& ctx, const decisions& metf) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto& s = ctx.simulator;
+    const tasks::fusion_decider decider(s, metf.placement, metf.priorities);
+    tasks::simulated_task task(s.graph(), s.cluster(), decider);
+    const decisions greedy{metf.placement, metf.priorities, baselines::greedy_fusion(s.graph(), metf.placement)};
+    method_result out;
+    out.name = "ppo_fusion";
+    out.description =
+        "GO policy trained by PPO on this graph: fusion levels on m-ETF's placement, priority fusion decodes";
+    const auto r = train_levels(ctx, task, {greedy, decider.heuristic_decision()}, out, t0);
+    auto ms = [](double t) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.4g ms", t * 1e3);
+        return std::string(b);
+    };
+    out.note += concat("on m-ETF's placement: no fusion ", ms(sim::run(s, metf).step_time), ", greedy fusion ",
+                       ms(sim::run(s, greedy).step_time), ", priority fusion ", ms(decider.reference_step()),
+                       ", ppo_fusion ", ms(r.best.result.step_time));
+    if (r.best_from == tasks::best_source::incumbent)
+        out.note += r.best_index == 0 ? "; no fusion PPO sampled beat greedy fusion, so ppo_fusion is that decision"
+                                      : "; no fusion PPO sampled beat priority fusion, so ppo_fusion is that decision";
+    return out;
 }
 
 }  // namespace goopt::cli

@@ -36,8 +36,7 @@ constexpr task_entry task_table[] = {
     {"placement", "a device per op", placement_status, true, nullptr, optimize_placement},
     {"scheduling", "a priority per op", scheduling_status, true, nullptr,
      [](const optimize_context& ctx, const decisions& metf) { return optimize_scheduling(ctx, metf); }},
-    {"fusion", "fusion groups", fusion_status, true, nullptr,
-     [](const optimize_context& ctx, const decisions&) { return optimize_fusion(ctx); }},
+    {"fusion", "fusion groups", fusion_status, true, nullptr, optimize_fusion},
 };
 
 /// Every task either rewrites the graph or decides on it, and only deciding tasks learn a policy.

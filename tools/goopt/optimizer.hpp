@@ -172,9 +172,9 @@ pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const 
 /// PPO-trained scheduling: priority per op.
 task_status scheduling_status();
 method_result optimize_scheduling(const optimize_context& ctx, const decisions& m_etf);
-/// PPO-trained fusion: fusion priority per op, merged greedily.
+/// PPO-trained fusion: a fusion level per op on m-ETF's placement, decoded by priority fusion.
 task_status fusion_status();
-method_result optimize_fusion(const optimize_context& ctx);
+method_result optimize_fusion(const optimize_context& ctx, const decisions& m_etf);
 
 /// The error of a task this build cannot do: names the task and the missing capability.
 error missing_capability(std::string_view task, std::string_view capability);

@@ -1,10 +1,11 @@
 #pragma once
 /// @file
 /// @brief Rule-based greedy fusion as XLA's basic instruction fusion does it: an elementwise op joins
-/// the fused kernel of a producer on the same device.
+/// the fused kernel of a producer on the same device, where sim::can_fuse allows it.
 
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/topological_order.hpp>
+#include <goopt/sim/fusion_legality.hpp>
 #include <goopt/sim/placement.hpp>
 
 #include <span>
@@ -15,7 +16,10 @@ namespace goopt::baselines {
 /// @brief Fusion groups for sim::simulation_options::fusion.
 ///
 /// In topological order, an elementwise op joins the group of the producer of its first input that
-/// is a non-source op on the same device (a producer alone starts a group, with the producer's id).
+/// is a non-source op on the same device and may take it (sim::can_fuse: a contraction takes its
+/// elementwise epilogue, a reduction takes nothing; a producer alone starts a group, with the
+/// producer's id). Only a group's first op can be a contraction or a reduction, and every other
+/// member is elementwise and reads a member, so every group passes sim::fusion_check.
 /// Legality without reachability queries: each group's rank is its first op's topological position,
 /// and an op may join group G only if every other op it reads from (sources excepted) lies in a group
 /// of smaller rank. Then every edge between groups goes from a smaller rank to a larger one, so the
@@ -34,7 +38,7 @@ inline sim::fusion_groups greedy_fusion(const graph::computation_graph& g, std::
         if (!x.spec().has(ops::elementwise) || x.spec().has(ops::source)) continue;
         for (graph::tensor_id t : x.inputs) {
             const graph::op_id p = g.producer(t);
-            if (is_source(p) || placement[p] != placement[o]) continue;
+            if (is_source(p) || placement[p] != placement[o] || !sim::can_fuse(g.get_op(p).spec(), x.spec())) continue;
             const std::int32_t target = group[p] < 0 ? static_cast<std::int32_t>(p) : group[p];
             const std::size_t rank = pos[static_cast<std::size_t>(target)];
             bool legal = true;

@@ -50,6 +50,11 @@ enum property : std::uint32_t {
     fused_activation = 1u << 7,  ///< has an `activation` attribute applied to its result
     data_movement = 1u << 8,     ///< moves or selects elements, computes nothing
     multi_output = 1u << 9,
+    // what one fused kernel can hold (sim/fusion_legality.hpp): every computing op has exactly one
+    // of contraction, reduction or a loop property (elementwise, pointwise, data_movement)
+    contraction = 1u << 10,  ///< sums products over contracted axes (conv, matmul, recurrent cell): a library kernel
+    reduction = 1u << 11,    ///< an output element combines many input elements (reduce, pool, normalize)
+    pointwise = 1u << 12,    ///< per element as elementwise, but broadcast along any axis (batchnorm's channels)
 };
 constexpr property operator|(property a, property b) noexcept {
     return static_cast<property>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));

@@ -12,6 +12,7 @@
 #include <goopt/graph/reachability.hpp>
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/sim/decision_refused.hpp>
+#include <goopt/sim/fusion_legality.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/simulation_result.hpp>
 
@@ -74,10 +75,10 @@ public:
     /// @param placement device of every op (sim::placement).
     /// @throws sim::decision_refused when the placement names a device the cluster lacks, splits a
     /// colocation group or routes a tensor between unconnected devices, or when a priority is not
-    /// finite or the fusion groups are illegal (an id out of range, a group on two devices, groups
-    /// that form a cycle); goopt::error when the placement, priorities or fusion groups do not have
-    /// one entry per op (the caller's mistake, not a decision), or the cost model gives a fused group
-    /// a negative or non-finite time.
+    /// finite or the fusion groups are illegal (an id out of range, a group on two devices, a group
+    /// that is not one kernel by sim::fusion_check's rule, groups that form a cycle); goopt::error when the placement,
+    /// priorities or fusion groups do not have one entry per op (the caller's mistake, not a decision), or the cost
+    /// model gives a fused group a negative or non-finite time.
     simulation_result run(std::span<const device_id> placement, const simulation_options& options = {}) {
         simulation_result r;
         run(placement, options, r);
@@ -154,6 +155,7 @@ private:
     std::vector<std::int32_t> colocation_group_;              // dense colocation group per op, -1 none
     std::size_t num_colocation_groups_ = 0;
     std::unique_ptr<graph::reachability<graph::computation_graph>> reachability_;  // built on first fusion
+    std::unique_ptr<fusion_check> fusion_check_;                                   // built on first fusion
 
     // ---- work arrays of one run, reused
     std::size_t num_units_ = 0;  // a unit: one op, or one fusion group run as one kernel
@@ -417,6 +419,17 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
                        g_->describe(culprit), " outside the group depends on it and feeds it (a cycle)"),
                 "convex fusion groups");
         }
+    }
+    // Then what a group may hold (sim/fusion_legality.hpp): the same rule as every fuser's.
+    if (!fusion_check_) fusion_check_ = std::make_unique<fusion_check>(*g_);
+    for (std::size_t u = 0; u < num_units_; ++u) {
+        const std::span<const graph::op_id> ms(members_.data() + members_begin_[u],
+                                               members_begin_[u + 1] - members_begin_[u]);
+        if (const auto v = fusion_check_->violation(ms))
+            throw decision_refused(
+                "sim::simulator",
+                concat("fusion group of op ", g_->describe(ms[0]), " is not one kernel: ", fusion_check_->why(*v)),
+                fusion_rule_text);
     }
 }
 
