@@ -63,6 +63,8 @@ TEST_CASE("fusion legality: roles come from the op table") {
     CHECK(sim::fusion_role_of(ops::spec(op_kind::relu)) == fusion_role::loop);
     CHECK(sim::fusion_role_of(ops::spec(op_kind::batchnorm)) == fusion_role::loop);
     CHECK(sim::fusion_role_of(ops::spec(op_kind::transpose)) == fusion_role::loop);
+    CHECK(sim::fusion_role_of(ops::spec(op_kind::opaque)) == fusion_role::alone);  // unknown semantics: alone
+    CHECK_FALSE(sim::can_fuse(ops::spec(op_kind::opaque), ops::spec(op_kind::relu)));
     CHECK(sim::can_fuse(ops::spec(op_kind::conv2d), ops::spec(op_kind::relu)));
     CHECK(sim::can_fuse(ops::spec(op_kind::relu), ops::spec(op_kind::reduce_sum)));
     CHECK(sim::can_fuse(ops::spec(op_kind::relu), ops::spec(op_kind::reshape)));

@@ -560,10 +560,11 @@ consteval bool table_is_consistent() {
         if (s.has(multi_output) != (s.num_outputs != 1)) return false;
         if (s.max_inputs != variadic && s.linear_in >> s.max_inputs) return false;  // linear in an input it has
         if (s.has(fused_activation) != s.takes(attr_id::activation)) return false;
-        // one fusion role per computing op, none for sources (sim/fusion_legality.hpp)
+        // one fusion role per computing op, none for sources and for an opaque operator, which runs
+        // alone (sim/fusion_legality.hpp)
         const int roles = int{s.has(contraction)} + int{s.has(reduction)} +
                           int{s.has(elementwise) || s.has(pointwise) || s.has(data_movement)};
-        if (roles != (s.has(source) ? 0 : 1)) return false;
+        if (roles != (s.has(source) || s.kind == op_kind::opaque ? 0 : 1)) return false;
         for (std::size_t a = 0; a < s.attrs.size(); ++a) {
             for (std::size_t b = 0; b < a; ++b)
                 if (s.attrs[a].id == s.attrs[b].id) return false;  // attributes declared once

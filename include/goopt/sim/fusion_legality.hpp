@@ -25,10 +25,12 @@ enum class fusion_role : std::uint8_t {
     loop,         ///< elementwise, pointwise or data movement: fuses with anything that allows it
     reduction,    ///< the last op of its kernel: fuses into it its producers, never its consumers
     contraction,  ///< conv, matmul or a recurrent cell: fuses only its elementwise epilogue
+    alone,        ///< an ONNX operator kept opaque: semantics unknown, so it runs as its own kernel
 };
 
 constexpr fusion_role fusion_role_of(const ops::op_spec& s) noexcept {
     if (s.has(ops::source)) return fusion_role::none;
+    if (s.kind == ops::op_kind::opaque) return fusion_role::alone;
     if (s.has(ops::contraction)) return fusion_role::contraction;
     if (s.has(ops::reduction)) return fusion_role::reduction;
     return fusion_role::loop;  // ops::op_table's static_assert: every other computing op is a loop op
@@ -45,6 +47,7 @@ constexpr bool is_epilogue(const ops::op_spec& s) noexcept {
 constexpr bool can_fuse(const ops::op_spec& p, const ops::op_spec& c) noexcept {
     const fusion_role rp = fusion_role_of(p), rc = fusion_role_of(c);
     if (rp == fusion_role::none || rc == fusion_role::none) return false;
+    if (rp == fusion_role::alone || rc == fusion_role::alone) return false;
     if (rp == fusion_role::reduction || rc == fusion_role::contraction) return false;
     if (rp == fusion_role::contraction) return is_epilogue(c);
     return true;
@@ -53,6 +56,8 @@ constexpr bool can_fuse(const ops::op_spec& p, const ops::op_spec& c) noexcept {
 static_assert(can_fuse(ops::spec(ops::op_kind::conv2d), ops::spec(ops::op_kind::relu)));
 static_assert(!can_fuse(ops::spec(ops::op_kind::matmul), ops::spec(ops::op_kind::matmul)));
 static_assert(!can_fuse(ops::spec(ops::op_kind::weight), ops::spec(ops::op_kind::relu)));
+static_assert(!can_fuse(ops::spec(ops::op_kind::opaque), ops::spec(ops::op_kind::relu)));
+static_assert(!can_fuse(ops::spec(ops::op_kind::relu), ops::spec(ops::op_kind::opaque)));
 static_assert(can_fuse(ops::spec(ops::op_kind::relu), ops::spec(ops::op_kind::reduce_sum)));
 
 /// Why a group cannot be one kernel (fusion_check::why names it).
@@ -65,6 +70,7 @@ struct fusion_violation {
         reduction_consumer,    ///< a member reads the group's reduction
         two_reductions,        ///< two reductions in one kernel
         disconnected,          ///< members not joined by producer/consumer edges inside the group
+        opaque,                ///< an op of unknown semantics (fusion_role::alone) in a group
     } kind;
     graph::op_id op;  ///< the op at fault
 };
@@ -122,6 +128,8 @@ inline std::optional<fusion_violation> fusion_check::violation(std::span<const g
         switch (fusion_role_of(g_->get_op(o).spec())) {
             case fusion_role::none:
                 return fusion_violation{fusion_violation::source, o};
+            case fusion_role::alone:
+                return fusion_violation{fusion_violation::opaque, o};
             case fusion_role::contraction:
                 if (contraction != graph::no_op) return fusion_violation{fusion_violation::two_contractions, o};
                 contraction = o;
@@ -184,6 +192,8 @@ inline std::string fusion_check::why(const fusion_violation& v) const {
             return concat("op ", op, " is a second reduction in one kernel");
         case fusion_violation::disconnected:
             return concat("op ", op, " is not joined to the rest of its group by producer/consumer edges inside it");
+        case fusion_violation::opaque:
+            return concat("op ", op, " is an operator goopt keeps opaque (its semantics are unknown): it runs alone");
     }
     return "unknown";
 }
