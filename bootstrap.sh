@@ -9,7 +9,7 @@ usage() {
 usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
   build     install missing Debian packages, configure and build everything in build/
   test      build, then run all tests with ctest
-  demo      build only the goopt program, then run 'goopt optimize' on a built-in model and cluster:
+  demo      build the goopt program and its rule library, then run 'goopt optimize' on a built-in model and cluster:
             prints the table, writes build/result.json, build/timeline.svg and build/curve.svg
   sanitize  build the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer in
             build-asan/ (-O1, no benchmarks), then run them with ctest; any report fails
@@ -168,7 +168,8 @@ if ((clean)); then rm -rf build; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON -DGOOPT_BUILD_BENCHMARKS=ON
 if [[ "$command" == demo ]]; then
-    cmake --build build -j"$(nproc)" --target goopt_program  # the demo needs only the program
+    # the demo needs the program; the rule library (half a minute) is what `goopt superopt` tries next
+    cmake --build build -j"$(nproc)" --target goopt_program goopt_rules
 else
     cmake --build build -j"$(nproc)"
 fi
