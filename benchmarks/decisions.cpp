@@ -39,20 +39,6 @@ namespace {
 
 using namespace goopt;
 
-const char* source_name(tasks::best_source s) {
-    switch (s) {
-        case tasks::best_source::incumbent:
-            return "incumbent";
-        case tasks::best_source::sample:
-            return "sample";
-        case tasks::best_source::mode:
-            return "mode";
-        case tasks::best_source::none:
-            break;
-    }
-    return "none";
-}
-
 struct settings {
     std::size_t updates = 100, samples = 16, threads = 2;
     std::vector<std::uint64_t> seeds{1, 2, 3};
@@ -70,7 +56,7 @@ struct seeds_result {
     double seconds = 0;
     void add(double step, tasks::best_source f, bool out_of_memory, std::size_t s, std::size_t u, double secs) {
         ms.push_back(step * 1e3);
-        from.push_back(source_name(f));
+        from.push_back(bench::source_name(f));
         oom = oom || out_of_memory;
         samples += s;
         updates += u;

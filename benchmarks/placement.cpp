@@ -21,6 +21,7 @@
 // "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
 // of memory.
 #include "benchmark_main.hpp"
+#include "placement_heuristics.hpp"
 
 #include <goopt/baselines.hpp>
 #include <goopt/device.hpp>
@@ -39,20 +40,6 @@
 #include <vector>
 
 namespace {
-
-const char* source_name(goopt::tasks::best_source s) {
-    switch (s) {
-        case goopt::tasks::best_source::incumbent:
-            return "incumbent";
-        case goopt::tasks::best_source::sample:
-            return "sample";
-        case goopt::tasks::best_source::mode:
-            return "mode";
-        case goopt::tasks::best_source::none:
-            break;
-    }
-    return "none";
-}
 
 int run(int argc, char** argv) {
     std::string out, metrics;
@@ -193,7 +180,7 @@ int run(int argc, char** argv) {
                 const auto r = goopt::tasks::train_placement(g, cl, goopt::cost::roofline_model{}, c, rng);
                 row[std::string(key) + "_ms"] = r.best.result.step_time * 1e3;
                 row[std::string(key) + "_oom"] = r.best.result.oom;
-                row[std::string(key) + "_from"] = source_name(r.best_from);
+                row[std::string(key) + "_from"] = goopt::bench::source_name(r.best_from);
                 std::printf(" %8.2f%c", r.best.result.step_time * 1e3, r.best.result.oom ? '*' : ' ');
                 std::fflush(stdout);
                 return r;

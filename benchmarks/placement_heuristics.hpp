@@ -7,6 +7,7 @@
 #include <goopt/baselines.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
+#include <goopt/tasks/train.hpp>
 #if defined(GOOPT_HAS_METIS)
 #include <goopt/baselines/metis_placement.hpp>
 #endif
@@ -16,6 +17,21 @@
 #include <vector>
 
 namespace goopt::bench {
+
+/// Where a training's best decision came from, as the results files spell it.
+inline const char* source_name(tasks::best_source s) {
+    switch (s) {
+        case tasks::best_source::incumbent:
+            return "incumbent";
+        case tasks::best_source::sample:
+            return "sample";
+        case tasks::best_source::mode:
+            return "mode";
+        case tasks::best_source::none:
+            break;
+    }
+    return "none";
+}
 
 /// One heuristic's decision; `decision` is empty where the build lacks the heuristic (METIS).
 struct named_decision {

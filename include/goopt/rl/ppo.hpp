@@ -84,7 +84,10 @@ inline constexpr std::uint32_t checkpoint_format_version = 2;
 /// One update: a forward pass gives per-node logits; `samples_per_update` action vectors are drawn
 /// from them (with the caller's Rng, in order) and evaluated, with the mode (argmax per node) after
 /// them when `evaluate_mode`, on `threads` worker threads (decision s on worker s mod threads;
-/// results land by index, so any thread count gives the same numbers); advantages are rewards
+/// results land by index, so any thread count gives the same numbers). An environment that is an
+/// rl::GuidedEnvironment with guided() true decodes each sample itself on the workers, from a seed
+/// drawn per sample in order (the mode: its greedy decoding), and the sample's probability is then
+/// softmax(logits + the bias the decoder reports). Advantages are rewards
 /// minus the baseline, divided by the rewards' spread; then `epochs` passes over shuffled
 /// minibatches minimize the clipped surrogate minus the entropy bonus plus the value loss, each
 /// step through Adam with gradient clipping, guarded against NaN. The first step reuses the

@@ -78,7 +78,10 @@ struct placement_task_config {
 /// Actions: one device per op. Only some ops decide (active()): an op outside every colocation group,
 /// and the first non-source op (in id order) of each group, whose device the whole group takes.
 /// Source ops (inputs, weights, constants) outside a deciding group go with their first consumer,
-/// as the baselines place them.
+/// as the baselines place them. With placement_decoder::guided the task is also an
+/// rl::GuidedEnvironment: decode() draws every op's device through m-ETF, every computing op is
+/// active (the first member of a group that the decoder reaches decides for it), and an action
+/// vector is every op's device as it stands.
 ///
 /// Reward: -sqrt(step / reference step) (GO and HDP use -sqrt(step time)); a decision that runs out
 /// of memory gets, in addition, -oom_penalty x (1 + sum over devices of max(0, peak / capacity - 1));
