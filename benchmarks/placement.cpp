@@ -28,9 +28,6 @@
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/tasks.hpp>
-#if defined(GOOPT_HAS_METIS)
-#include <goopt/baselines/metis_placement.hpp>
-#endif
 
 #include <nlohmann/json.hpp>
 
@@ -112,7 +109,6 @@ int run(int argc, char** argv) {
     for (const auto& name : names) {
         const auto w = goopt::models::find_workload(name);
         const auto g = w.build();
-        const auto family = goopt::baselines::family_convention(w.family);
         for (std::size_t n : counts) {
             const auto cl = goopt::device::parse_cluster(std::to_string(n) + "xV100:nvlink");
             goopt::sim::simulator s(g, cl);
@@ -134,25 +130,13 @@ int run(int argc, char** argv) {
                 std::printf(" %8.2f%c", r.step_time * 1e3, r.oom ? '*' : ' ');
                 std::fflush(stdout);
             };
-            const auto expert = goopt::baselines::expert_placement(g, n, family);
-            report("single_ms", "single",
-                   {.placement = goopt::baselines::single_device_placement(g), .priorities = {}, .fusion = {}});
-            report("expert_ms", "expert", {.placement = expert, .priorities = {}, .fusion = {}});
-#if defined(GOOPT_HAS_METIS)
-            report("metis_ms", "metis",
-                   {.placement = goopt::baselines::metis_placement(s), .priorities = {}, .fusion = {}});
-#else
-            row["metis_ms"] = nullptr;
-            std::printf(" %9s", "-");
-#endif
-            report("heft_ms", "heft", goopt::baselines::heft(s).decision());
-            report("critical_path_ms", "critical_path",
-                   {.placement = expert,
-                    .priorities = goopt::baselines::critical_path_priorities(s, expert),
-                    .fusion = {}});
-            report("m_topo_ms", "m_topo", goopt::baselines::m_topo(s));
-            report("m_etf_ms", "m_etf", goopt::baselines::m_etf(s));
-            report("m_sct_ms", "m_sct", goopt::baselines::m_sct(s));
+            for (const auto& h : goopt::bench::placement_heuristics(s, w.family)) {
+                if (h.decision) report((h.name + "_ms").c_str(), h.name, *h.decision);
+                else {  // not in this build (METIS)
+                    row[h.name + "_ms"] = nullptr;
+                    std::printf(" %9s", "-");
+                }
+            }
             row["heuristics_oom"] = oom;
             row["best_heuristic"] = best_name;
 
