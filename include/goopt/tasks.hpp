@@ -1,10 +1,12 @@
 #pragma once
 /// @file
-/// @brief What a policy decides: the Task concept and the tasks (placement so far), and training a
-/// placement with PPO in one call.
+/// @brief What a policy decides: the Task concept, the tasks (placement, scheduling, fusion and
+/// any of them jointly), one trainer for all of them, and training a placement with PPO in one call.
 
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/fusion.hpp>
+#include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/joint.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/scheduling.hpp>
 #include <goopt/tasks/simulated_task.hpp>

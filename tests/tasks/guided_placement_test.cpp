@@ -6,37 +6,15 @@
 
 #include <doctest/doctest.h>
 
+#include "random_dag.hpp"
+
 #include <cmath>
 #include <random>
 
 using namespace goopt;
-using ops::op_kind;
+using test::random_dag;
 
 namespace {
-
-/// A small random DAG of matmuls and elementwise ops on one square size (the same graph for a given
-/// seed on every platform: std::mt19937_64 is specified bit for bit). Seed 16 is one where m-ETF,
-/// m-SCT and HEFT are all more than 15 % slower than the brute-force optimum on two V100s.
-graph::computation_graph random_dag(std::uint64_t seed, int ops) {
-    std::mt19937_64 r(seed);
-    graph::computation_graph g("random_dag");
-    const std::int64_t sizes[] = {256, 512, 1024};
-    const std::int64_t size = sizes[r() % 3];
-    std::vector<graph::tensor_id> ts{g.input("x", {size, size})};
-    for (int k = 0; k < ops; ++k) {
-        const auto a = ts[r() % ts.size()];
-        if (r() % 2) ts.push_back(g.add1(op_kind::matmul, {a, g.weight("w" + std::to_string(k), {size, size})}));
-        else if (r() % 2) ts.push_back(g.add1(op_kind::relu, {a}));
-        else ts.push_back(g.add1(op_kind::ewadd, {a, ts[r() % ts.size()]}));
-    }
-    std::vector<graph::tensor_id> ends;  // every tensor nothing reads is summed into the output
-    for (auto t : ts)
-        if (g.get_tensor(t).uses.empty()) ends.push_back(t);
-    auto sum = ends[0];
-    for (std::size_t i = 1; i < ends.size(); ++i) sum = g.add1(op_kind::ewadd, {sum, ends[i]});
-    g.mark_output(sum);
-    return g;
-}
 
 nn::matrix<double> zero_logits(std::size_t n, std::size_t k) {
     return nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
@@ -95,7 +73,7 @@ TEST_CASE("guided placement decoder: zero logits decoded greedily are m-ETF's pl
 }
 
 TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the heuristics miss") {
-    const auto g = random_dag(16, 8);
+    const auto g = random_dag(16, 8);  // m-ETF, m-SCT and HEFT all > 15 % above the optimum on two V100s
     const auto cl = device::parse_cluster("2xV100:nvlink");
     tasks::placement_task task(
         g, cl, cost::roofline_model{},

@@ -17,6 +17,7 @@
 #include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/simulator.hpp>
 #include <goopt/tasks/concepts.hpp>
+#include <goopt/tasks/guided_decoding.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -133,16 +134,7 @@ public:
             // every computing op draws its device where the decoder reaches it first (a colocation
             // group's first member placed decides for the group, whichever it is)
             for (graph::op_id o = 0; o < n; ++o) active_[o] = is_source(o) ? 0 : 1;
-            double sum = 0;
-            std::size_t count = 0;
-            for (graph::op_id o = 0; o < n; ++o) {
-                if (is_source(o)) continue;
-                double t = sims_[0]->op_time(o, 0);
-                for (sim::device_id d = 1; d < c.num_devices(); ++d) t = std::min(t, sims_[0]->op_time(o, d));
-                sum += t;
-                ++count;
-            }
-            tau_ = config_.temperature * std::max(count ? sum / static_cast<double>(count) : 0.0, 1e-12);
+            tau_ = mean_fastest_op_time(*sims_[0], config_.temperature);
         }
         if (!config_.reference.empty() && config_.reference.size() != n)
             throw error("tasks::placement_task",
@@ -196,50 +188,17 @@ public:
             .bias = nn::matrix<float>::Constant(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k), never)};
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
-        std::uniform_real_distribution<double> uniform(0.0, 1.0);
-        std::vector<double> score(k);
-        const std::vector<double> scale(k, 1.0);
-        auto prefer = [&](graph::op_id o, sim::device_id best, double best_start, const auto&, auto&& arrival,
-                          const auto& free_at, auto&& fits) {
-            const auto oo = static_cast<Eigen::Index>(o);
-            double top = -std::numeric_limits<double>::infinity();
-            std::size_t open = 0;
-            for (sim::device_id q = 0; q < k; ++q) {
-                score[q] = -std::numeric_limits<double>::infinity();
-                if (!fits(q)) continue;
-                ++open;
-                const double b = q == best ? 0.0 : -(std::max(free_at[q], arrival(o, q)) - best_start) / tau_;
-                out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(b);
-                score[q] = logits(oo, static_cast<Eigen::Index>(q)) + static_cast<double>(static_cast<float>(b));
-                top = std::max(top, score[q]);
-            }
-            if (open == 0) {  // fits nowhere: the roomiest device, forced (the row is rewritten below)
-                out.bias.row(oo).setConstant(never);
-                return baselines::baechi_memory::unplaced;
-            }
-            drawn[o] = 1;
-            sim::device_id pick = best;
-            if (greedy) {
-                for (sim::device_id q = 0; q < k; ++q)
-                    if (score[q] == top) {
-                        pick = q;
-                        break;
-                    }
-            } else {
-                double z = 0;
-                for (double x : score) z += std::exp(x - top);
-                double r = uniform(rng) * z;
+        std::vector<double> total(k);
+        const sim::decision d = guided_earliest_task_first(
+            *sims_[worker], config_.guide, tau_, [&](graph::op_id o, std::span<const double> score, sim::device_id) {
+                const auto oo = static_cast<Eigen::Index>(o);
                 for (sim::device_id q = 0; q < k; ++q) {
-                    if (score[q] == -std::numeric_limits<double>::infinity()) continue;
-                    pick = q;
-                    r -= std::exp(score[q] - top);
-                    if (r < 0) break;
+                    out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(score[q]);
+                    total[q] = logits(oo, static_cast<Eigen::Index>(q)) + score[q];
                 }
-            }
-            return pick == best ? baselines::baechi_memory::unplaced : pick;
-        };
-        const sim::decision d = baselines::detail::earliest_task_first(*sims_[worker], config_.guide,
-                                                                       std::span<const double>(scale), prefer);
+                drawn[o] = 1;
+                return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
+            });
         for (graph::op_id o = 0; o < n; ++o) {
             out.actions[o] = static_cast<int>(d.placement[o]);
             if (!drawn[o]) {

@@ -10,6 +10,7 @@
 #include <goopt/rl/ppo.hpp>
 #include <goopt/rl/progress.hpp>
 #include <goopt/sim/decision.hpp>
+#include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/train.hpp>
 
@@ -97,11 +98,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     nn::policy_config pc = config.policy;
     pc.task_choices = {c.num_devices()};
     nn::go_policy<float> net(pc, rng);
-    // the guided decoder's logits are residuals on m-ETF's scores: zero at the start, so that the
-    // first samples are drawn around the heuristic instead of around a random initial preference
-    if (config.task.decoder == placement_decoder::guided && config.pretrained.empty())
-        for (auto* p : net.parameters())
-            if (p->name.starts_with("task0.head")) p->value.setZero();
+    if (config.task.decoder == placement_decoder::guided && config.pretrained.empty()) start_from_heuristic(net);
     train_config tc{.ppo = config.ppo,
                     .imitate = {},
                     .incumbents = config.incumbents,
