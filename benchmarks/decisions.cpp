@@ -1,7 +1,7 @@
 // Learned decisions against the heuristics, per (graph, device count, experiment), on the same
 // simulator (n x V100 with NVLink, roofline costs).
 //
-//   decisions [--quick] [--out FILE] [--experiments placement,scheduling] [--graphs a,b,...]
+//   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent]
 //
@@ -10,15 +10,23 @@
 // its scores: tasks::placement_decoder::guided); --independent also trains GO's own decoder (every
 // op's device drawn independently). scheduling: on the best placement heuristic's placement, the
 // critical-path priorities of that placement, HEFT's upward-rank priorities and the heuristic's own
-// order, against learned priority levels (tasks::scheduling_decider).
+// order, against learned priority levels (tasks::scheduling_decider). fusion: on that placement and
+// its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
+// (tasks::fusion_decider). joint: one policy deciding placement, scheduling and fusion together
+// (tasks::joint_task), each task alone and each pair with the others at their defaults (placement:
+// the best placement heuristic's; scheduling: FIFO; fusion: none), against the default decision
+// (one device, FIFO, no fusion) and the heuristic pipelines HEFT, m-ETF and m-SCT, each with its
+// own priorities and greedy fusion.
 // No incumbent is given to any training: "learned_ms" is the best of the policy's own samples and
 // modes (learned_from says which), per seed, and the row reports the mean over the seeds and the
 // spread (max - min). "lower_bound_ms" is sim::step_time_lower_bound (no placement and schedule is
-// faster). JSON list, one object per row: {"experiment", "graph", "devices", "ops", "lower_bound_ms",
-// "best_heuristic", "best_heuristic_ms", "<heuristic>_ms"..., "learned_ms", "learned_spread_ms",
-// "learned_seeds_ms", "learned_from", "learned_oom", "samples", "updates", "seconds",
-// "peak_memory_bytes"}; placement rows add "independent_ms" (with --independent), and
-// "heuristics_oom" names the heuristics that ran out of memory.
+// faster; null on fusion and joint rows, since a fused kernel costs less than its ops apart). JSON list, one object per
+// row: {"experiment", "graph", "devices", "ops", "lower_bound_ms", "best_heuristic", "best_heuristic_ms",
+// "<heuristic>_ms"..., "learned_ms", "learned_spread_ms", "learned_seeds_ms", "learned_from", "learned_oom", "samples",
+// "updates", "seconds", "peak_memory_bytes"}; placement rows add "independent_ms" (with --independent), and
+// "heuristics_oom" names the heuristics that ran out of memory; joint rows add "default_ms",
+// "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means over
+// the seeds), "joint_ms" and "best_heuristic_pipeline_ms".
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 
@@ -30,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -106,21 +115,51 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
     return r;
 }
 
+/// One policy per seed trained on a joint task of `config` (tasks::joint_task: the heuristic
+/// pipeline as the decoder, the policy's logits as residuals), no incumbent.
+seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
+                         const settings& st, const tasks::joint_config& config) {
+    seeds_result r;
+    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
+    for (std::uint64_t seed : st.seeds) {
+        std::mt19937_64 rng(seed);
+        nn::policy_config pc = network;
+        pc.task_choices = {task.num_choices()};
+        nn::go_policy<float> net(pc, rng);
+        tasks::start_from_heuristic(net);
+        const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
+        r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
+    }
+    return r;
+}
+
+/// The heuristic pipelines of the joint rows: HEFT, m-ETF and m-SCT, each with its own priorities
+/// and greedy fusion on its placement.
+template <class Sim> std::vector<std::pair<std::string, sim::decision>> heuristic_pipelines(Sim& s) {
+    std::vector<std::pair<std::string, sim::decision>> r{{"heft+greedy_fusion", baselines::heft(s).decision()},
+                                                         {"m_etf+greedy_fusion", baselines::m_etf(s)},
+                                                         {"m_sct+greedy_fusion", baselines::m_sct(s)}};
+    for (auto& [name, d] : r) d.fusion = baselines::greedy_fusion(s.graph(), d.placement);
+    return r;
+}
+
 int run(int argc, char** argv) {
     std::string out;
     std::vector<std::string> names, experiments{"placement", "scheduling"};
     std::vector<std::size_t> counts;
     settings st;
     bool quick = false;
-    bench::command_line cli("decisions",
-                            "Learned placement and scheduling (GO policy, PPO, the heuristic as the decoder) against "
-                            "every heuristic on the same simulator, per graph, device count and experiment.");
+    bench::command_line cli(
+        "decisions",
+        "Learned placement, scheduling, fusion and all three jointly (GO policy, PPO, the heuristic "
+        "as the decoder) against the heuristics on the same simulator, per graph, device count and "
+        "experiment.");
     cli.add_flag("--quick", quick, "Two graphs on 2 and 4 devices, 40 updates, seeds 1,2,3 (flags given win)");
     cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
     cli.add_option("--experiments", experiments, "Experiments to run")
         ->delimiter(',')
         ->allow_extra_args(false)
-        ->check(CLI::IsMember({"placement", "scheduling"}))
+        ->check(CLI::IsMember({"placement", "scheduling", "fusion", "joint"}))
         ->type_name("NAME,...")
         ->capture_default_str();
     cli.add_option("--graphs", names, "Models of the zoo (default: GO's workloads)")
@@ -202,11 +241,14 @@ int run(int argc, char** argv) {
                 }
             }
             for (const auto& experiment : experiments) {
-                nlohmann::ordered_json row{{"experiment", experiment},
-                                           {"graph", name},
-                                           {"devices", n},
-                                           {"ops", g.num_ops()},
-                                           {"lower_bound_ms", bound}};
+                // the bound holds for unfused ops: a fused kernel can beat it
+                const bool fuses = experiment == "fusion" || experiment == "joint";
+                nlohmann::ordered_json row{
+                    {"experiment", experiment},
+                    {"graph", name},
+                    {"devices", n},
+                    {"ops", g.num_ops()},
+                    {"lower_bound_ms", fuses ? nlohmann::ordered_json() : nlohmann::ordered_json(bound)}};
                 seeds_result learned;
                 double row_best_ms = best_ms, independent_ms = -1;
                 std::string row_best = best_name;
@@ -224,6 +266,83 @@ int run(int argc, char** argv) {
                         ind.write(row, "independent");
                         independent_ms = ind.mean();
                     }
+                } else if (experiment == "fusion") {
+                    if (best_name.empty()) continue;  // no placement fits: nothing to fuse on
+                    const sim::decision greedy{.placement = best.placement,
+                                               .priorities = best.priorities,
+                                               .fusion = baselines::greedy_fusion(g, best.placement)};
+                    const tasks::fusion_decider decider(s, best.placement, best.priorities);
+                    const std::pair<const char*, const sim::decision*> fusions[] = {
+                        {"greedy_fusion", &greedy}, {"priority_fusion", &decider.heuristic_decision()}};
+                    row_best.clear();
+                    for (const auto& [key, d] : fusions) {
+                        const double ms = sim::run(s, *d).step_time * 1e3;
+                        row[std::string(key) + "_ms"] = ms;
+                        if (row_best.empty() || ms < row_best_ms) {
+                            row_best = key;
+                            row_best_ms = ms;
+                        }
+                    }
+                    row["unfused_ms"] = best_ms;
+                    row["placement"] = best_name;
+                    row["best_heuristic"] = row_best;
+                    row["best_heuristic_ms"] = row_best_ms;
+                    for (std::uint64_t seed : st.seeds) {
+                        tasks::simulated_task task(g, cl, decider);
+                        std::mt19937_64 rng(seed);
+                        nn::policy_config pc = network;
+                        pc.task_choices = {decider.num_choices()};
+                        nn::go_policy<float> net(pc, rng);
+                        const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
+                        learned.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates,
+                                    t.seconds);
+                    }
+                    learned.write(row, "learned");
+                } else if (experiment == "joint") {
+                    if (best_name.empty()) continue;  // no placement fits: no default for the pairs
+                    const auto single = sim::run(
+                        s, sim::decision{.placement = sim::placement(g.num_ops(), 0), .priorities = {}, .fusion = {}});
+                    row["default_ms"] = single.step_time * 1e3;
+                    row["default_oom"] = single.oom;
+                    row_best.clear();
+                    for (const auto& [key, d] : heuristic_pipelines(s)) {
+                        const auto r = sim::run(s, d);
+                        row[key + "_ms"] = r.step_time * 1e3;
+                        if (!r.oom && (row_best.empty() || r.step_time * 1e3 < row_best_ms)) {
+                            row_best = key;
+                            row_best_ms = r.step_time * 1e3;
+                        }
+                    }
+                    row["best_heuristic"] = row_best;
+                    row["best_heuristic_ms"] = row_best_ms;
+                    row["best_heuristic_pipeline_ms"] = row_best_ms;
+                    row["placement"] = best_name;
+                    auto with = [&](bool pl, bool sch, bool fu) {
+                        return tasks::joint_config{.tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
+                                                   .placement = pl ? sim::placement{} : best.placement,
+                                                   .temperature = st.temperature};
+                    };
+                    std::size_t samples = 0, updates = 0;
+                    double seconds = 0;
+                    auto learn = [&](bool pl, bool sch, bool fu) {
+                        const auto r = learn_joint(g, cl, st, with(pl, sch, fu));
+                        samples += r.samples;
+                        updates += r.updates;
+                        seconds += r.seconds;
+                        return r.mean();
+                    };
+                    row["placement_ms"] = learn(true, false, false);
+                    row["scheduling_ms"] = learn(false, true, false);
+                    row["fusion_ms"] = learn(false, false, true);
+                    row["pairs"] = {{"pl+sch", learn(true, true, false)},
+                                    {"pl+fu", learn(true, false, true)},
+                                    {"sch+fu", learn(false, true, true)}};
+                    learned = learn_joint(g, cl, st, with(true, true, true));
+                    row["joint_ms"] = learned.mean();
+                    learned.write(row, "learned");
+                    learned.samples += samples;  // the row's totals: every training of the row
+                    learned.updates += updates;
+                    learned.seconds += seconds;
                 } else {
                     if (best_name.empty()) continue;  // no placement fits: nothing to schedule
                     // the heuristics' priorities on that placement
@@ -264,8 +383,9 @@ int run(int argc, char** argv) {
                 row["seconds"] = learned.seconds;
                 row["peak_memory_bytes"] = bench::peak_memory_bytes();
                 std::printf("%-11s %-20s %2zu %6zu %9.3f %-14s %9.3f %9.3f %8.3f %-6s ", experiment.c_str(),
-                            name.c_str(), n, g.num_ops(), bound, row_best.c_str(), row_best_ms, learned.mean(),
-                            learned.spread(), learned.from.empty() ? "-" : learned.from.front().c_str());
+                            name.c_str(), n, g.num_ops(), fuses ? std::nan("") : bound, row_best.c_str(), row_best_ms,
+                            learned.mean(), learned.spread(),
+                            learned.from.empty() ? "-" : learned.from.front().c_str());
                 if (independent_ms >= 0) std::printf("%9.3f", independent_ms);
                 else std::printf("%9s", "-");
                 std::printf(" %7.1f\n", learned.seconds);
