@@ -83,12 +83,13 @@ TEST_CASE("joint task: bad input gets a clear error") {
     CHECK_THROWS_WITH_AS(make({.scheduling_levels = 4}), doctest::Contains("an odd number"), error);
     CHECK_THROWS_WITH_AS(make({.fusion_levels = 1}), doctest::Contains("an odd number >= 3"), error);
     CHECK_THROWS_WITH_AS(make({.fusion_step = 0}), doctest::Contains("fusion_step"), error);
-    CHECK_THROWS_WITH_AS(make({.tasks = {.placement = false}, .placement = sim::placement(3, 0)}), doctest::Contains("3"),
-                         error);
+    CHECK_THROWS_WITH_AS(make({.tasks = {.placement = false}, .placement = sim::placement(3, 0)}),
+                         doctest::Contains("3"), error);
     // a chain of matmuls: two contractions never share a kernel, so there is nothing to fuse
     graph::computation_graph chain("matmul_chain");
     auto x = chain.input("x", {64, 64});
-    for (int i = 0; i < 3; ++i) x = chain.add1(ops::op_kind::matmul, {x, chain.weight("w" + std::to_string(i), {64, 64})});
+    for (int i = 0; i < 3; ++i)
+        x = chain.add1(ops::op_kind::matmul, {x, chain.weight("w" + std::to_string(i), {64, 64})});
     chain.mark_output(x);
     CHECK_THROWS_WITH_AS(tasks::joint_task(chain, cl), doctest::Contains("no producer/consumer pair"), error);
     CHECK_NOTHROW(tasks::joint_task(chain, cl, cost::roofline_model{}, {.tasks = {.fusion = false}}));
@@ -134,7 +135,11 @@ TEST_CASE("joint task: PPO on placement + fusion finds the brute-force optimum t
     }
     CHECK(task.reference().step_time > optimum * 1.2);  // the heuristic pipeline leaves something to learn
 
-    nn::go_policy<float> net({.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8,
+    nn::go_policy<float> net({.hidden = 16,
+                              .sage_layers = 1,
+                              .shared_attention_layers = 1,
+                              .heads = 2,
+                              .segment = 8,
                               .task_choices = {task.num_choices()}},
                              rng);
     tasks::start_from_heuristic(net);

@@ -78,8 +78,8 @@ struct joint_config {
     /// placement_task_config::temperature), and m-ETF's memory estimate and budget.
     double temperature = 1.0;
     baselines::baechi_config guide = {};
-    double oom_penalty = 1.0;      ///< as placement_task_config::oom_penalty
-    double invalid_reward = -10.0; ///< reward of a decision the simulator refuses
+    double oom_penalty = 1.0;       ///< as placement_task_config::oom_penalty
+    double invalid_reward = -10.0;  ///< reward of a decision the simulator refuses
 };
 
 /// @brief The joint task: a tasks::TrainableTask and rl::GuidedEnvironment (see the file comment).
@@ -95,7 +95,8 @@ public:
     /// @throws goopt::error for no task to decide, an even level count (or a fusion count under 3), a
     /// step, prior or temperature that is not finite and positive, a fixed placement the simulator
     /// refuses, or a fusion task on a graph with no pair that can fuse.
-    joint_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{}, joint_config config = {})
+    joint_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
+               joint_config config = {})
         : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)), features_(nn::node_features<float>(g)) {
         const auto& t = config_.tasks;
         constexpr const char* who = "tasks::joint_task";
@@ -121,7 +122,8 @@ public:
             if (config_.placement.empty()) config_.placement.assign(n, 0);
             sims_[0]->check_placement(config_.placement);
         }
-        if (t.fusion && !t.placement && baselines::priority_fuser<D, Cost>(*sims_[0], config_.placement).num_pairs() == 0)
+        if (t.fusion && !t.placement &&
+            baselines::priority_fuser<D, Cost>(*sims_[0], config_.placement).num_pairs() == 0)
             throw error(who, concat("graph '", g.name(), "' has no producer/consumer pair that can fuse on one device"),
                         "a graph and placement with at least one fusible pair (sim::can_fuse)");
         if (t.fusion && t.placement) {  // the single-device placement has every pair there is
@@ -134,17 +136,17 @@ public:
         prior_.resize(s_levels_ * f_levels_);
         for (std::size_t s = 0; s < s_levels_; ++s)
             for (std::size_t f = 0; f < f_levels_; ++f)
-                prior_[s * f_levels_ + f] = static_cast<double>(static_cast<float>(
-                    -config_.level_prior * (distance(s, s_levels_) + distance(f, f_levels_))));
+                prior_[s * f_levels_ + f] = static_cast<double>(
+                    static_cast<float>(-config_.level_prior * (distance(s, s_levels_) + distance(f, f_levels_))));
         tau_ = mean_fastest_op_time(*sims_[0], config_.temperature);
         // the reward's reference: the heuristic pipeline (zero logits, greedy)
-        const nn::matrix<double> zero = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n),
-                                                                 static_cast<Eigen::Index>(num_choices()));
+        const nn::matrix<double> zero =
+            nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(num_choices()));
         heuristic_actions_ = decode(features_, zero, 0, true, 0).actions;
         heuristic_ = decide(heuristic_actions_);
-        reference_ = sims_[0]->run(heuristic_.placement, {.priorities = heuristic_.priorities,
-                                                          .fusion = heuristic_.fusion,
-                                                          .record_trace = false});
+        reference_ =
+            sims_[0]->run(heuristic_.placement,
+                          {.priorities = heuristic_.priorities, .fusion = heuristic_.fusion, .record_trace = false});
         if (!(reference_.step_time > 0))
             throw error(who, "the heuristic pipeline's step takes no time (nothing to improve)", "a step time > 0");
     }
@@ -178,7 +180,8 @@ public:
                              std::size_t worker) {
         const std::size_t n = g_->num_ops(), k = num_choices(), levels = s_levels_ * f_levels_;
         if (worker >= sims_.size())
-            throw error("tasks::joint_task", concat("worker ", worker), concat("below ", sims_.size(), " (set_workers)"));
+            throw error("tasks::joint_task", concat("worker ", worker),
+                        concat("below ", sims_.size(), " (set_workers)"));
         if (static_cast<std::size_t>(logits.rows()) != n || static_cast<std::size_t>(logits.cols()) != k)
             throw error("tasks::joint_task", concat(logits.rows(), " x ", logits.cols(), " logits"),
                         concat(n, " x ", k, " (ops x devices x levels)"));
@@ -207,10 +210,9 @@ public:
         };
         sim::placement p = config_.placement;
         if (config_.tasks.placement)
-            p = guided_earliest_task_first(*sims_[worker], config_.guide, tau_,
-                                           [&](graph::op_id o, std::span<const double> score, sim::device_id) {
-                                               return draw_row(o, score);
-                                           })
+            p = guided_earliest_task_first(
+                    *sims_[worker], config_.guide, tau_,
+                    [&](graph::op_id o, std::span<const double> score, sim::device_id) { return draw_row(o, score); })
                     .placement;
         std::vector<double> only(devices_);
         const std::size_t middle = (s_levels_ / 2) * f_levels_ + f_levels_ / 2;
@@ -237,7 +239,8 @@ public:
     sim::decision decide(std::span<const int> actions) const { return decide(actions, 0); }
     sim::simulation_result score(const sim::decision& d, std::size_t worker) {
         if (worker >= sims_.size())
-            throw error("tasks::joint_task", concat("worker ", worker), concat("below ", sims_.size(), " (set_workers)"));
+            throw error("tasks::joint_task", concat("worker ", worker),
+                        concat("below ", sims_.size(), " (set_workers)"));
         return sim::run(*sims_[worker], d);
     }
     double reward(const sim::simulation_result& r) const {
