@@ -79,7 +79,9 @@ std::string tasks_help() {
     std::string out = "What goopt optimizes, comma-separated:";
     for (const auto& t : task_table)
         out += concat(" ", t.name, " (", t.help, ")", &t + 1 == std::end(task_table) ? "" : ",");
-    return out + "; default: every task this build has";
+    return out +
+           "; default: every task this build has. Two or more of placement, scheduling and fusion also train "
+           "one policy deciding them together (go_placement+scheduling+fusion, ...)";
 }
 
 struct optimize_flags {
@@ -167,6 +169,11 @@ pipeline run_pipeline(std::string label, const loaded_graph& input, const cluste
     const decisions metf_decision = metf->chosen;
     for (const auto& t : tasks)
         if (const auto decide = task_named(t).decide) p.methods.push_back(decide(ctx, metf_decision));
+    // two or more deciding tasks: also one policy deciding them together (GO's joint optimization)
+    auto asked = [&](std::string_view t) { return std::find(tasks.begin(), tasks.end(), t) != tasks.end(); };
+    if (asked("placement") + asked("scheduling") + asked("fusion") >= 2)
+        p.methods.push_back(
+            optimize_joint(ctx, metf_decision, asked("placement"), asked("scheduling"), asked("fusion")));
     progress.clear();
     for (std::size_t i = 0; i < p.methods.size(); ++i)
         if (better_method(p.methods[i], p.methods[p.best])) p.best = i;
@@ -175,8 +182,8 @@ pipeline run_pipeline(std::string label, const loaded_graph& input, const cluste
     return p;
 }
 
-void print_row(const method_result& m, double reference) {
-    std::printf("%-16s %12s %3s %7.2fx  %-36s %10s\n", m.name.c_str(), format_seconds(m.result.step_time).c_str(),
+void print_row(const method_result& m, double reference, int width) {
+    std::printf("%-*s %12s %3s %7.2fx  %-36s %10s\n", width, m.name.c_str(), format_seconds(m.result.step_time).c_str(),
                 m.result.oom ? "OOM" : "", ratio(reference, m.result.step_time), memory_list(m.result).c_str(),
                 format_seconds(m.seconds).c_str());
 }
@@ -260,12 +267,15 @@ int run_optimize(optimize_flags& f) {
                 cluster.description().c_str(), cluster.num_devices(), static_cast<unsigned long long>(f.seed),
                 f.limits.steps, f.limits.seconds > 0 ? (", at most " + format_seconds(f.limits.seconds)).c_str() : "",
                 runs > 1 ? " per pipeline" : "");
-    std::printf("%-16s %12s %3s %8s  %-36s %10s\n", "method", "step time", "", "speedup", "peak memory per device",
-                "decided in");
-    if (substituted) print_row(original, reference);
+    int width = 16;  // the method column: as wide as the longest name (go_placement+scheduling+fusion)
+    for (const auto& p : pipelines)
+        for (const auto& m : p.methods) width = std::max(width, static_cast<int>(m.name.size()));
+    std::printf("%-*s %12s %3s %8s  %-36s %10s\n", width, "method", "step time", "", "speedup",
+                "peak memory per device", "decided in");
+    if (substituted) print_row(original, reference, width);
     for (const auto& p : pipelines) {
         if (!p.label.empty()) std::printf("-- on the %s graph (%zu ops):\n", p.label.c_str(), p.ops);
-        for (const auto& m : p.methods) print_row(m, reference);
+        for (const auto& m : p.methods) print_row(m, reference, width);
     }
     std::printf("goopt's result: %s%s, %s, %.2fx the default (%s), %.2fx the best baseline (%s)\n", winner.name.c_str(),
                 won.label.empty() ? "" : (" on the " + won.label + " graph").c_str(),

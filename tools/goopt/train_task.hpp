@@ -1,12 +1,14 @@
 #pragma once
 /// @file
 /// @brief How the program trains a learned task that decides on m-ETF's decision (scheduling,
-/// fusion): one GO policy of 21 levels per op, PPO within the run's budget, the incumbents kept,
-/// the curve and progress through training_curve. Written once for every such task.
+/// fusion, the joint tasks): one GO policy with the task's choices per op, PPO within the run's
+/// budget, the incumbents kept, the curve and progress through training_curve. Written once for
+/// every such task.
 
 #include "optimizer.hpp"
 
 #include <goopt/nn/go_policy.hpp>
+#include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/train.hpp>
 
 #include <chrono>
@@ -17,13 +19,18 @@
 
 namespace goopt::cli {
 
-/// @brief Trains a fresh policy on `task` (a tasks::simulated_task) with `incumbents`, fills `out`'s
+/// @brief Trains a fresh policy on `task` (a tasks::TrainableTask) with `incumbents`, fills `out`'s
 /// decision, result, curve and time (from `t0`) and returns the trainer's result for the caller's note.
+/// A task that decodes with its heuristic (rl::GuidedEnvironment) starts from zero logits: its
+/// heuristic's own decision.
 template <class Task>
 tasks::train_result train_levels(const optimize_context& ctx, Task& task, std::vector<sim::decision> incumbents,
                                  method_result& out, std::chrono::steady_clock::time_point t0) {
     std::mt19937_64 rng(ctx.seed);
-    nn::go_policy<float> net({.hidden = 64, .shared_attention_layers = 1, .heads = 4, .task_choices = {21}}, rng);
+    nn::go_policy<float> net(
+        {.hidden = 64, .shared_attention_layers = 1, .heads = 4, .task_choices = {task.num_choices()}}, rng);
+    if constexpr (rl::GuidedEnvironment<Task>)
+        if (task.guided()) tasks::start_from_heuristic(net);
     out.curve_unit = "PPO update (16 samples)";
     training_curve v{ctx, out, out.name};
     auto r = tasks::train(
