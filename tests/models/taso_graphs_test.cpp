@@ -35,9 +35,7 @@ std::pair<std::size_t, std::size_t> convs_by_activation(const graph::computation
     return {relu, none};
 }
 
-ops::shape output_shape(const graph::computation_graph& g, std::size_t i = 0) {
-    return g.type_of(g.outputs()[i]).dims;
-}
+ops::shape output_shape(const graph::computation_graph& g, std::size_t i = 0) { return g.type_of(g.outputs()[i]).dims; }
 
 /// Runs g on random inputs; every output has the inferred shape and is finite.
 void runs(const graph::computation_graph& g) {

@@ -345,8 +345,7 @@ inline graph::computation_graph bert_taso(const bert_taso_config& c) {
     if (c.batch < 1 || c.seq_length < 1 || c.hidden < 1 || c.heads < 1 || c.layers < 1)
         throw error("bert_taso config", "batch, seq_length, hidden, heads or layers below 1", "each >= 1");
     if (c.hidden % c.heads != 0 || c.seq_length != c.hidden / c.heads)
-        throw error("bert_taso config",
-                    concat("hidden ", c.hidden, ", heads ", c.heads, ", seq_length ", c.seq_length),
+        throw error("bert_taso config", concat("hidden ", c.hidden, ", heads ", c.heads, ", seq_length ", c.seq_length),
                     "hidden a multiple of heads and seq_length = hidden / heads (TASO's file multiplies Q by K "
                     "untransposed)");
     graph::computation_graph g("bert_taso");
