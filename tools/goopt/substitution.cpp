@@ -1,6 +1,8 @@
 // Hook of `--tasks substitution`: the graph-to-graph stage before placement, scheduling and fusion.
 // Equality saturation (TENSAT MLSys'21), the best search of subst/ on the zoo (docs/substitution.md),
 // over the rule library in both directions and TASO's built-in transformations (TASO SOSP'19 §5),
+// searched from the graph and, where it is cheaper, from the graph after the standard fusions
+// (eqsat_config::start_from_standard_fusions: never costlier than what a runtime fuses unsearched),
 // under the roofline cost of the cluster's first device, as subst::inference_cost counts a step of
 // the graph given (for a training step, the ops on the weights it updates too); every rewrite is
 // proven at the shapes it is applied at. The stage hands on the rewritten graph only when its

@@ -13,6 +13,7 @@
 #include <goopt/models/resnet.hpp>
 #include <goopt/models/rnnlm.hpp>
 #include <goopt/models/squeezenet.hpp>
+#include <goopt/models/taso_graphs.hpp>
 #include <goopt/models/training_graph.hpp>
 #include <goopt/models/transformer_xl.hpp>
 #include <goopt/models/wavenet.hpp>
@@ -51,6 +52,20 @@ inline std::vector<zoo_entry> taso_workloads() {
     };
 }
 
+/// TASO's inference workloads as TASO's model files build them (models/taso_graphs.hpp: relu fused
+/// into the convs, no batchnorm, no biases), the graphs of Tensat's published gains; `nasrnn_taso`
+/// is nasrnn() itself (already TASO's graph). TASO has no SqueezeNet file.
+inline std::vector<zoo_entry> taso_file_workloads() {
+    return {
+        {"resnet50_taso", "resnet", false, [] { return resnet50_taso(); }},
+        {"resnext50_taso", "resnext", false, [] { return resnext50_taso(); }},
+        {"inception_v3_taso", "inception", false, [] { return inception_v3_taso(); }},
+        {"nasnet_a_taso", "nasnet", false, [] { return nasnet_a_taso(); }},
+        {"nasrnn_taso", "nasrnn", false, [] { return nasrnn(); }},
+        {"bert_taso", "bert", false, [] { return bert_taso(); }},
+    };
+}
+
 /// GO's workloads (GO, NeurIPS'20, §4) as training-step graphs with Adam updates.
 inline std::vector<zoo_entry> go_workloads() {
     using detail::training_entry;
@@ -71,9 +86,10 @@ inline std::vector<zoo_entry> go_workloads() {
     return r;
 }
 
-/// Every built-in graph: TASO's workloads, then GO's.
+/// Every built-in graph: TASO's workloads, the same as TASO's files build them, then GO's.
 inline std::vector<zoo_entry> zoo() {
     auto r = taso_workloads();
+    for (auto& e : taso_file_workloads()) r.push_back(std::move(e));
     for (auto& e : go_workloads()) r.push_back(std::move(e));
     return r;
 }

@@ -27,7 +27,8 @@ TEST_CASE("standard fusions fold batchnorm, take biases and activations into the
     subst::standard_fusions_stats stats;
     const auto f = subst::standard_fusions(g, 2e7, &stats);
     CHECK_NOTHROW(graph::validate(f));
-    CHECK(stats.applied >= 4);  // fold, relu, bias, tanh
+    CHECK(stats.applied >= 4);                   // fold, relu, bias, tanh
+    CHECK(stats.rules.size() == stats.applied);  // each fusion's rule, named
     // what runs per inference: the three products, fused (the fold's own ops are preprocessing)
     const auto runs = subst::runs_per_inference(f);
     for (auto k : {op_kind::batchnorm, op_kind::relu, op_kind::tanh, op_kind::ewadd, op_kind::matmul})

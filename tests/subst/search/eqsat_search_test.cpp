@@ -8,6 +8,8 @@
 #include <goopt/graph/builder.hpp>
 #include <goopt/graph/validate.hpp>
 #include <goopt/models/nasrnn.hpp>
+#include <goopt/models/resnet.hpp>
+#include <goopt/models/taso_graphs.hpp>
 #include <goopt/subst.hpp>
 
 #include <doctest/doctest.h>
@@ -118,6 +120,35 @@ TEST_CASE("eqsat: every step's parallel matmuls of a NasRNN are merged, at sizes
             }
             CHECK(matmuls == 5);
         }
+    }
+}
+
+TEST_CASE("eqsat: never costlier than the standard fusions alone, which it starts from") {
+    // ResNet's conv-bn-relu blocks: from the model itself, merges of parallel convs could leave an
+    // extraction that fuses fewer epilogues than a runtime does; started from the standard
+    // fusions' graph, the result costs at most that graph's cost, and computes what the model does
+    const auto rules = shipped_rules();
+    const cost::roofline_model cost;
+    for (const auto& g : {models::resnet50({.image = 16, .num_classes = 10, .blocks = {1, 1, 1, 1}, .width = 8}),
+                          models::resnet50_taso({.image = 8, .blocks = {1, 1, 1, 1}, .width = 8})}) {
+        CAPTURE(g.name());
+        standard_fusions_stats fusions;
+        const auto fused = standard_fusions(g, 2e7, &fusions);
+        const double standard = inference_cost(fused, cost, device::t4);
+        REQUIRE(standard < inference_cost(g, cost, device::t4));
+        const auto r = eqsat_search(g, rules, cost, device::t4, {}, {.iterations = 2});
+        check_sound(g, r);
+        CHECK(r.stats.cost_after <= standard * (1 + 1e-12));
+        // the fusions taken at the start are among the rewrites the result names
+        CHECK(fusions.applied > 0);
+        CHECK(r.stats.rules_applied >= fusions.applied);
+        // started from the model itself (the option off), the search still keeps the values
+        const auto from_model =
+            eqsat_search(g, rules, cost, device::t4, {}, {.iterations = 2, .start_from_standard_fusions = false});
+        check_sound(g, from_model);
+        // without the built-ins there are no standard fusions to start from
+        const auto none = eqsat_search(g, std::vector<rule>{}, cost, device::t4, {.use_builtins = false});
+        CHECK(none.stats.cost_after == none.stats.cost_before);
     }
 }
 

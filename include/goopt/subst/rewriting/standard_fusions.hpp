@@ -16,8 +16,11 @@
 #include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rewriting/soundness_cache.hpp>
+#include <goopt/subst/rule.hpp>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace goopt::subst {
 inline namespace rewriting {
@@ -36,8 +39,9 @@ inline constexpr builtin_options standard_fusion_families{.activation_fusion = t
 
 /// What standard_fusions() did.
 struct standard_fusions_stats {
-    std::size_t applied = 0;  ///< fusions applied
-    std::size_t refused = 0;  ///< matches left where a fusion is not sound (subst::rewrite_refused)
+    std::size_t applied = 0;         ///< fusions applied
+    std::size_t refused = 0;         ///< matches left where a fusion is not sound (subst::rewrite_refused)
+    std::vector<std::string> rules;  ///< the rule of each fusion applied, in order (to_string(rule))
 };
 
 /// @brief `g` after the standard fusions: batchnorm folded into the convolution before it, added
@@ -71,6 +75,7 @@ inline graph::computation_graph standard_fusions(const graph::computation_graph&
                 continue;
             }
             ++s.applied;
+            s.rules.push_back(to_string(b.rule));
             changed = true;
             break;
         }
