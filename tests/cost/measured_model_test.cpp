@@ -82,8 +82,7 @@ TEST_CASE("measured model: a fused group measured as one costs that, else its me
     // a member not measured: the fallback's group time
     cost::cost_table partial = table_of(g, 1e-5);
     partial.seconds.erase(cost::op_config_key(g, *g.find("r")));
-    CHECK(cost::measured_model(partial).group_time(g, group, cpu) ==
-          cost::roofline_model{}.group_time(g, group, cpu));
+    CHECK(cost::measured_model(partial).group_time(g, group, cpu) == cost::roofline_model{}.group_time(g, group, cpu));
 }
 
 TEST_CASE("a search given a table is deterministic, and follows the table") {

@@ -10,11 +10,11 @@ using namespace goopt;
 
 namespace {
 cost::cost_table sample() {
-    cost::cost_table t{.environment = {.runtime_version = "1.22.0", .threads = 2, .cpu = "Some CPU @ 2.0GHz",
-                                       .cores = 16},
-                       .repetitions = 30,
-                       .statistic = "min",
-                       .dispatch_seconds = 1.25e-5};
+    cost::cost_table t{
+        .environment = {.runtime_version = "1.22.0", .threads = 2, .cpu = "Some CPU @ 2.0GHz", .cores = 16},
+        .repetitions = 30,
+        .statistic = "min",
+        .dispatch_seconds = 1.25e-5};
     t.set("relu(;in=f32[1,64];out=f32[1,64])", 2.5e-7);
     t.set("matmul(activation=0;in=f32[1,64],w:f32[64,64];out=f32[1,64])", 1.0 / 3.0 * 1e-5);
     return t;

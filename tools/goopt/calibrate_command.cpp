@@ -17,6 +17,7 @@
 #include <goopt/io/onnx.hpp>
 #endif
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,7 +28,6 @@
 #include <memory>
 #include <random>
 #include <set>
-#include <unistd.h>
 
 #if !defined(GOOPT_ORT_DIR)
 #define GOOPT_ORT_DIR "tools/ort"
@@ -69,9 +69,10 @@ std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f) {
     auto table = io::read_measured_table_file(f.file);
     const auto here = cost::this_machine(installed_ort_version(f.ort_dir), f.threads);
     if (here.runtime_version.empty())
-        std::printf("warning: onnxruntime-node is not installed in %s: the table's runtime version (%s) is not "
-                    "checked\n",
-                    f.ort_dir.c_str(), table.environment.runtime_version.c_str());
+        std::printf(
+            "warning: onnxruntime-node is not installed in %s: the table's runtime version (%s) is not "
+            "checked\n",
+            f.ort_dir.c_str(), table.environment.runtime_version.c_str());
     const auto warning = cost::check_environment(f.file, table.environment, here, f.accept_foreign);
     if (!warning.empty()) std::printf("warning: %s\n", warning.c_str());
     return table;
@@ -209,9 +210,10 @@ io::onnx_model standalone(const graph::computation_graph& g, const std::vector<g
     for (graph::op_id o : ops)
         for (graph::tensor_id t : g.get_op(o).outputs) {
             const auto& uses = g.get_tensor(t).uses;
-            const bool read_inside = std::any_of(uses.begin(), uses.end(), [&](const graph::use& u) { return inside(u.op); });
-            const bool read_outside =
-                uses.empty() || std::any_of(uses.begin(), uses.end(), [&](const graph::use& u) { return !inside(u.op); });
+            const bool read_inside =
+                std::any_of(uses.begin(), uses.end(), [&](const graph::use& u) { return inside(u.op); });
+            const bool read_outside = uses.empty() || std::any_of(uses.begin(), uses.end(),
+                                                                  [&](const graph::use& u) { return !inside(u.op); });
             if (!read_inside || read_outside) s.mark_output(mapped.at(t));
         }
     return m;
@@ -243,7 +245,8 @@ int run_calibrate(const calibrate_flags& f) {
         table = io::read_measured_table_file(f.out);
         cost::check_environment(f.out, table.environment, here, false);
         if (table.repetitions != f.repetitions || table.statistic != f.statistic)
-            throw error(concat("--out ", f.out), concat("holds the ", table.statistic, " of ", table.repetitions, " runs"),
+            throw error(concat("--out ", f.out),
+                        concat("holds the ", table.statistic, " of ", table.repetitions, " runs"),
                         concat("--repetitions ", table.repetitions, " --statistic ", table.statistic,
                                " to extend it, or another --out"));
     }
@@ -257,7 +260,8 @@ int run_calibrate(const calibrate_flags& f) {
     scratch_directory scratch;
     std::mt19937_64 rng(1);
     nlohmann::json models = nlohmann::json::array();
-    const std::int64_t opset = origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
+    const std::int64_t opset =
+        origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
     auto write_model = [&](const io::onnx_model& m, const std::string& id) {
         const std::string file = concat(id, ".onnx");
         io::write_onnx(m.graph, scratch.path() / file, {.source = &m, .opset = opset});
@@ -280,11 +284,10 @@ int run_calibrate(const calibrate_flags& f) {
     const fs::path manifest = scratch.path() / "manifest.json";
     const fs::path result = scratch.path() / "result.json";
     const fs::path log = scratch.path() / "stderr.txt";
-    io::atomic_write(manifest, nlohmann::json{{"threads", f.threads},
-                                              {"repetitions", f.repetitions},
-                                              {"warmup", f.warmup},
-                                              {"models", models}}
-                                   .dump());
+    io::atomic_write(
+        manifest,
+        nlohmann::json{{"threads", f.threads}, {"repetitions", f.repetitions}, {"warmup", f.warmup}, {"models", models}}
+            .dump());
     std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
                 origin.loaded.name.c_str(), total, total - todo.size(), models.size(), version.c_str(),
                 static_cast<long long>(f.threads), f.threads == 1 ? "" : "s");

@@ -8,7 +8,7 @@
 // MANIFEST.json: {"threads": N, "repetitions": R, "warmup": W, "models": [{"id": "...", "file": "m.onnx"}, ...]}
 // Each model gets its own session (graph optimization level "all", N intra-op threads, one inter-op
 // thread, sequential execution), inputs drawn once (floats uniform in [-1, 1], integers 0 or 1,
-// seeded), W runs untimed, then R timed runs of session.run. RESULT.json (default: stdout):
+// seeded) and W runs untimed; then R rounds each time one session.run of every model (interleaved). RESULT.json (default: stdout):
 // {"runtime": "onnxruntime", "version": "...", "threads": N, "cpu": "...", "cores": C,
 //  "results": [{"id", "median_seconds", "min_seconds", "max_seconds"} | {"id", "error"}, ...]}
 // A model the runtime refuses is a result with "error" (the others are still measured).
@@ -82,24 +82,45 @@ function median(sorted) {
     return n % 2 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-async function measure(ort, model, manifest, options) {
-    const session = await ort.InferenceSession.create(model.file, options);
-    try {
-        const next = uniform(1);
-        const feeds = {};
-        for (const meta of session.inputMetadata) feeds[meta.name] = feedOf(ort, meta, next);
-        for (let i = 0; i < manifest.warmup; ++i) await session.run(feeds);
-        const times = [];
-        for (let i = 0; i < manifest.repetitions; ++i) {
-            const t0 = process.hrtime.bigint();
-            await session.run(feeds);
-            times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+function summary(times) {
+    times.sort((a, b) => a - b);
+    return { median_seconds: median(times), min_seconds: times[0], max_seconds: times[times.length - 1] };
+}
+
+/// Opens every model (a model the runtime refuses gets its error), runs each `warmup` times, then
+/// times `repetitions` rounds, each running every model once: interleaved, so that a spell in which
+/// the machine is busy slows one run of every model, not every run of one.
+async function measureAll(ort, models, manifest, options) {
+    const open = [];
+    for (const model of models) {
+        try {
+            const session = await ort.InferenceSession.create(model.file, options);
+            const next = uniform(1);
+            const feeds = {};
+            for (const meta of session.inputMetadata) feeds[meta.name] = feedOf(ort, meta, next);
+            for (let i = 0; i < manifest.warmup; ++i) await session.run(feeds);
+            open.push({ id: model.id, session, feeds, times: [] });
+        } catch (e) {
+            open.push({ id: model.id, error: String(e.message || e).split('\n')[0] });
         }
-        times.sort((a, b) => a - b);
-        return { median_seconds: median(times), min_seconds: times[0], max_seconds: times[times.length - 1] };
-    } finally {
-        await session.release();
     }
+    for (let round = 0; round < manifest.repetitions; ++round)
+        for (const m of open) {
+            if (m.error) continue;
+            try {
+                const t0 = process.hrtime.bigint();
+                await m.session.run(m.feeds);
+                m.times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+            } catch (e) {
+                m.error = String(e.message || e).split('\n')[0];
+            }
+        }
+    const results = [];
+    for (const m of open) {
+        if (m.session) await m.session.release();
+        results.push(m.error ? { id: m.id, error: m.error } : { id: m.id, ...summary(m.times) });
+    }
+    return results;
 }
 
 async function main() {
@@ -131,15 +152,8 @@ async function main() {
         interOpNumThreads: 1,
         executionMode: 'sequential',
     };
-    const results = [];
-    for (const model of manifest.models) {
-        const file = path.resolve(path.dirname(manifestFile), model.file);
-        try {
-            results.push({ id: model.id, ...(await measure(ort, { ...model, file }, manifest, options)) });
-        } catch (e) {
-            results.push({ id: model.id, error: String(e.message || e).split('\n')[0] });
-        }
-    }
+    const models = manifest.models.map((m) => ({ ...m, file: path.resolve(path.dirname(manifestFile), m.file) }));
+    const results = await measureAll(ort, models, manifest, options);
     const cpus = os.cpus();
     const report = {
         runtime: 'onnxruntime',

@@ -70,8 +70,8 @@ inline bool is_fixed(const graph::computation_graph& g, graph::tensor_id t) {
     return p.spec().has(ops::source) && p.kind != ops::op_kind::input;
 }
 
-inline void append_types(std::string& out, const graph::computation_graph& g,
-                         std::span<const graph::tensor_id> tensors, bool mark_fixed) {
+inline void append_types(std::string& out, const graph::computation_graph& g, std::span<const graph::tensor_id> tensors,
+                         bool mark_fixed) {
     for (std::size_t k = 0; k < tensors.size(); ++k) {
         out += k ? "," : "";
         if (mark_fixed && is_fixed(g, tensors[k])) out += "w:";
