@@ -8,6 +8,7 @@
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/io/binary_record.hpp>
 #include <goopt/io/cluster_json.hpp>
+#include <goopt/io/cost_table_json.hpp>
 #include <goopt/io/decisions_json.hpp>
 #include <goopt/io/dot.hpp>
 #include <goopt/io/graph_json.hpp>

@@ -6,6 +6,8 @@
 
 #include "optimizer.hpp"
 
+#include <goopt/cost/cost_table.hpp>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -56,6 +58,26 @@ command add_optimize_command(CLI::App& root);
 command add_superopt_command(CLI::App& root);
 command add_train_command(CLI::App& root);
 command add_export_command(CLI::App& root);
+command add_calibrate_command(CLI::App& root);
+
+/// Where onnxruntime-node is installed: this source tree's tools/ort.
+std::string default_ort_dir();
+/// `--cost-table FILE [--threads N] [--accept-foreign-table] [--ort-dir DIR]`: a search's measured
+/// op costs (calibrate_command.cpp).
+struct cost_table_flags {
+    std::string file{}, ort_dir = default_ort_dir();
+    std::int64_t threads = 1;
+    bool accept_foreign = false;
+    void add_flags(CLI::App& app);
+};
+/// The onnxruntime-node version installed in `ort_dir` ("" when none is).
+std::string installed_ort_version(const std::string& ort_dir);
+/// The table of --cost-table (none without the flag), refused when it was measured with another
+/// runtime version (the one installed in --ort-dir, when there is one), thread count or machine,
+/// unless --accept-foreign-table (then it prints a warning).
+std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f);
+/// "40 of 52 op configurations measured (130 of 144 ops)"
+std::string describe_coverage(const cost::table_coverage& c);
 
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
     commands.push_back(goopt::cli::add_import_command(app));
     commands.push_back(goopt::cli::add_export_command(app));
     commands.push_back(goopt::cli::add_generate_rules_command(app));
+    commands.push_back(goopt::cli::add_calibrate_command(app));
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

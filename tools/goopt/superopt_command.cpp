@@ -4,6 +4,7 @@
 // cheap enough.
 #include "cli.hpp"
 
+#include <goopt/cost/measured_model.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/device/preset.hpp>
@@ -33,6 +34,8 @@ struct superopt_flags {
     double check_flops = 2e9;
     bool quiet = false;
     bool ilp = false;
+    cost_table_flags measured;  // --cost-table (calibrate_command.cpp)
+    bool device_given = false;  // with --cost-table the fallback's device is the CPU unless --device names one
 };
 
 double total_flops(const graph::computation_graph& g) {
@@ -70,11 +73,13 @@ int run_superopt(const superopt_flags& f) {
     // the output's format is settled before the search, so that a bad --out fails at once
     const auto out_format = f.out.empty() ? graph_file_format::json : output_format(f.out, f.format);
     if (f.out.empty() && !f.format.empty()) throw error("--format", concat("'", f.format, "' without --out"), "--out");
+    // measured op costs: a table of this machine, else the roofline alone (an empty table)
+    const auto table = load_cost_table(f.measured);
     const auto path = rules_path(f);
     const auto rules = io::read_rules_file(path);
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
-    const auto preset = device::find_preset(f.device);
+    const auto preset = device::find_preset(table && !f.device_given ? std::string("CPU") : f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
     const device::device_spec dev = device::describe(*preset);
 
@@ -97,8 +102,9 @@ int run_superopt(const superopt_flags& f) {
         }
     } v{progress};
     // the searches --method names (the library runs any subst::SubstitutionSearch)
+    const cost::measured_model cost_model(table.value_or(cost::cost_table{}));
     auto run = [&](const auto& search) {
-        return subst::named(subst::optimize(input.graph, rules, cost::roofline_model{}, dev, space, search, v));
+        return subst::named(subst::optimize(input.graph, rules, cost_model, dev, space, search, v));
     };
     auto r = f.method == "taso"    ? run(subst::taso_method{})
              : f.method == "eqsat" ? run(subst::eqsat_method{eqsat})
@@ -116,6 +122,18 @@ int run_superopt(const superopt_flags& f) {
     std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
                 s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
                 std::string(s.bound).c_str());
+    if (table) {  // how much of the search's costs were measured, and what the roofline alone predicts
+        const auto roofline = [&](const graph::computation_graph& g) {
+            return format_seconds(subst::inference_cost(g, cost::roofline_model{}, dev));
+        };
+        std::printf(
+            "cost table %s: before: %s; after: %s; the rest by the %s roofline\n", f.measured.file.c_str(),
+            describe_coverage(cost::coverage(*table, input.graph, subst::runs_per_inference(input.graph))).c_str(),
+            describe_coverage(cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph))).c_str(),
+            std::string(preset->label).c_str());
+        std::printf("roofline cost (%s preset): before %s, after %s\n", std::string(preset->label).c_str(),
+                    roofline(input.graph).c_str(), roofline(r.graph).c_str());
+    }
 #if defined(GOOPT_PROGRAM_HAS_CBC)
     if (ilp)
         std::printf("ilp extraction: %zu solves, %zu variables, %zu constraints, %s (lower bound %s), %.1f s\n",
@@ -165,7 +183,9 @@ command add_superopt_command(CLI::App& root) {
     for (const auto* p : device::presets) names.emplace_back(p->label);
     app->add_option("--device", flags->device, "The device preset whose roofline cost the search minimizes")
         ->check(CLI::IsMember(names, CLI::ignore_case))
-        ->capture_default_str();
+        ->capture_default_str()
+        ->each([flags](const std::string&) { flags->device_given = true; });
+    flags->measured.add_flags(*app);
     app->add_option("--method", flags->method,
                     "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")
         ->check(CLI::IsMember({"greedy", "taso", "eqsat"}))

@@ -11,7 +11,7 @@
 namespace goopt::cost {
 
 /// Time, in seconds, of one op, or of one fused group of ops run as one kernel, on one device.
-/// Models: cost::roofline_model, cost::table_model.
+/// Models: cost::roofline_model, cost::table_model, cost::measured_model.
 /// @code
 ///   c.op_time(g, op, d)       -> double  // seconds, finite, >= 0
 ///   c.group_time(g, ops, d)   -> double  // ops: std::span<const graph::op_id>, one kernel

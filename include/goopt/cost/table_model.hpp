@@ -3,6 +3,7 @@
 /// @brief A cost model of measured per-op times (read from JSON by io/cost_table_json.hpp), falling
 /// back to another model (the roofline by default) for ops that were not measured.
 
+#include <goopt/cost/fused_estimate.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/error.hpp>
@@ -63,10 +64,7 @@ public:
             slowest = std::max(slowest, *t);
             if (!g.get_op(o).spec().has(ops::source)) ++kernels;
         }
-        const double saved =
-            (kernels > 0 ? static_cast<double>(kernels - 1) : 0.0) * device::device_traits<D>::launch_overhead(d) +
-            roofline_model::internal_bytes(g, group) / static_cast<double>(d.mem_bandwidth());
-        return std::max(slowest, sum - saved);
+        return fused_estimate(g, group, d, sum, slowest, kernels);
     }
 
 private:

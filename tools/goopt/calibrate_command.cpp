@@ -1,0 +1,381 @@
+// `goopt calibrate`: measures what a graph's op configurations (and its fused groups) take in
+// onnxruntime on this machine and writes them to a cost table (goopt.cost_table version 2), which
+// `goopt superopt --cost-table` then searches with. Each distinct configuration is written as a tiny
+// ONNX model (the op alone: weights as initializers, activations as graph inputs; a fused group as
+// the runtime runs it, its members in one model) and timed by tools/ort/measure_ops.js in a node
+// child process: the median of --repetitions runs, less the runtime's cost of running any model.
+#include "cli.hpp"
+
+#include <goopt/baselines/greedy_fusion.hpp>
+#include <goopt/cost/measured_model.hpp>
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/cost_table_json.hpp>
+#include <goopt/subst/inference_cost.hpp>
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+#include <goopt/io/onnx.hpp>
+#endif
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+
+#if !defined(GOOPT_ORT_DIR)
+#define GOOPT_ORT_DIR "tools/ort"
+#endif
+
+namespace goopt::cli {
+
+namespace fs = std::filesystem;
+
+std::string default_ort_dir() { return GOOPT_ORT_DIR; }
+
+std::string installed_ort_version(const std::string& ort_dir) {
+    const fs::path package = fs::path(ort_dir) / "node_modules" / "onnxruntime-node" / "package.json";
+    std::error_code ec;
+    if (!fs::exists(package, ec)) return {};
+    const auto j = io::detail::parse_json_text(io::detail::read_text_file(package, "package"), package.string());
+    return j.contains("version") && j["version"].is_string() ? j["version"].get<std::string>() : std::string();
+}
+
+void cost_table_flags::add_flags(CLI::App& app) {
+    app.add_option("--cost-table", file,
+                   "Search with op times measured on this machine (a table 'goopt calibrate' wrote); what it "
+                   "did not measure costs the roofline of --device (default then: CPU)")
+        ->type_name("FILE.json");
+    app.add_option("--threads", threads, "With --cost-table: the thread count the table must have been measured with")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_flag("--accept-foreign-table", accept_foreign,
+                 "With --cost-table: use a table measured with another runtime version, thread count or machine "
+                 "(with a warning) instead of refusing it");
+    app.add_option("--ort-dir", ort_dir,
+                   "Where onnxruntime-node is installed (./bootstrap.sh ort): its version is checked against the "
+                   "table's")
+        ->capture_default_str();
+}
+
+std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f) {
+    if (f.file.empty()) return std::nullopt;
+    auto table = io::read_measured_table_file(f.file);
+    const auto here = cost::this_machine(installed_ort_version(f.ort_dir), f.threads);
+    if (here.runtime_version.empty())
+        std::printf(
+            "warning: onnxruntime-node is not installed in %s: the table's runtime version (%s) is not "
+            "checked\n",
+            f.ort_dir.c_str(), table.environment.runtime_version.c_str());
+    const auto warning = cost::check_environment(f.file, table.environment, here, f.accept_foreign);
+    if (!warning.empty()) std::printf("warning: %s\n", warning.c_str());
+    return table;
+}
+
+std::string describe_coverage(const cost::table_coverage& c) {
+    return concat(c.measured_configs, " of ", c.configs, " op configurations measured (", c.measured_ops, " of ", c.ops,
+                  " ops)");
+}
+
+namespace {
+
+struct calibrate_flags {
+    graph_source source;
+    std::string out = "goopt.cost_table.json", ort_dir = default_ort_dir(), statistic = "median";
+    std::int64_t threads = 1, repetitions = 30, warmup = 5;
+    bool groups = true;
+};
+
+bool node_on_path() {
+    const char* path = std::getenv("PATH");
+    if (!path) return false;
+    std::string_view rest(path);
+    while (!rest.empty()) {
+        const auto colon = rest.find(':');
+        const fs::path dir(std::string(rest.substr(0, colon)));
+        if (::access((dir / "node").c_str(), X_OK) == 0) return true;
+        if (colon == std::string_view::npos) break;
+        rest.remove_prefix(colon + 1);
+    }
+    return false;
+}
+
+/// A shell word: the text in single quotes (a quote inside as '\'').
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// A directory of its own under the system's temporary directory, removed when this goes away.
+class scratch_directory {
+public:
+    scratch_directory() {
+        const auto base = fs::temp_directory_path();
+        for (int k = 0;; ++k) {
+            path_ = base / concat("goopt-calibrate-", ::getpid(), "-", k);
+            if (fs::create_directory(path_)) break;
+        }
+    }
+    ~scratch_directory() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    scratch_directory(const scratch_directory&) = delete;
+    scratch_directory& operator=(const scratch_directory&) = delete;
+    const fs::path& path() const noexcept { return path_; }
+
+private:
+    fs::path path_;
+};
+
+/// A configuration to measure: its key, and the ops of the graph that have it (one op, or a group).
+struct config_to_measure {
+    std::string key;
+    std::vector<graph::op_id> ops;
+};
+
+/// The distinct configurations of `g` that run per inference and `table` lacks: each op's, and each
+/// fused group's as greedy fusion forms them on one device (what a runtime's fusion would run).
+std::vector<config_to_measure> configurations(const graph::computation_graph& g, const cost::cost_table& table,
+                                              bool groups, std::size_t& total) {
+    const auto runs = subst::runs_per_inference(g);
+    std::vector<config_to_measure> out;
+    std::set<std::string, std::less<>> seen;
+    auto consider = [&](std::string key, std::vector<graph::op_id> ops) {
+        if (!seen.insert(key).second) return;
+        ++total;
+        if (!table.find(key)) out.push_back({std::move(key), std::move(ops)});
+    };
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (runs[o] && cost::is_measurable(g, o)) consider(cost::op_config_key(g, o), {o});
+    if (!groups) return out;
+    const std::vector<sim::device_id> one_device(g.num_ops(), 0);
+    const auto fusion = baselines::greedy_fusion(g, one_device);
+    std::map<std::int32_t, std::vector<graph::op_id>> members;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (runs[o] && fusion[o] >= 0) members[fusion[o]].push_back(o);
+    for (auto& [id, ops] : members) {
+        if (ops.size() < 2) continue;
+        if (!std::all_of(ops.begin(), ops.end(), [&](graph::op_id o) { return cost::is_measurable(g, o); })) continue;
+        consider(cost::group_config_key(g, ops), ops);
+    }
+    return out;
+}
+
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+/// `ops` of `g` (in topological order) as a graph of their own: what they read from outside becomes
+/// a weight (with values: an initializer the runtime may prepare once) where `g` reads it from a
+/// weight or a constant, else a graph input; the outputs nobody else in `ops` reads are graph outputs.
+io::onnx_model standalone(const graph::computation_graph& g, const std::vector<graph::op_id>& ops,
+                          std::mt19937_64& rng) {
+    io::onnx_model m;
+    auto& s = m.graph;
+    std::map<graph::tensor_id, graph::tensor_id> mapped;
+    std::uniform_real_distribution<double> value(-1.0, 1.0);
+    auto inside = [&](graph::op_id o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
+    for (graph::op_id o : ops) {
+        const auto& op = g.get_op(o);
+        std::vector<graph::tensor_id> inputs;
+        for (graph::tensor_id t : op.inputs) {
+            if (auto it = mapped.find(t); it != mapped.end()) {
+                inputs.push_back(it->second);
+                continue;
+            }
+            const auto& type = g.type_of(t);
+            const std::string name = concat("x", mapped.size());
+            graph::tensor_id u;
+            if (cost::detail::is_fixed(g, t)) {
+                u = s.weight(name, type.dims, type.type);
+                io::onnx_tensor values{type, {}};
+                const bool floating = ops::is_floating(type.type);
+                values.values.resize(static_cast<std::size_t>(type.dims.num_elements()));
+                for (auto& v : values.values) v = floating ? value(rng) : 0.0;
+                m.weight_values.emplace(name, std::move(values));
+            } else {
+                u = s.input(name, type.dims, type.type);
+            }
+            mapped.emplace(t, u);
+            inputs.push_back(u);
+        }
+        const auto outs = s.add(op.kind, inputs, op.attrs, op.name);
+        for (std::size_t k = 0; k < outs.size(); ++k) mapped.emplace(op.outputs[k], outs[k]);
+    }
+    for (graph::op_id o : ops)
+        for (graph::tensor_id t : g.get_op(o).outputs) {
+            const auto& uses = g.get_tensor(t).uses;
+            const bool read_inside =
+                std::any_of(uses.begin(), uses.end(), [&](const graph::use& u) { return inside(u.op); });
+            const bool read_outside = uses.empty() || std::any_of(uses.begin(), uses.end(),
+                                                                  [&](const graph::use& u) { return !inside(u.op); });
+            if (!read_inside || read_outside) s.mark_output(mapped.at(t));
+        }
+    return m;
+}
+#endif
+
+int run_calibrate(const calibrate_flags& f) {
+#if !defined(GOOPT_PROGRAM_HAS_ONNX)
+    (void)f;
+    throw error("goopt calibrate", "this goopt was built without ONNX support (the measured models are ONNX files)",
+                "a goopt built with libonnx-dev and libprotobuf-dev installed");
+#else
+    const auto t0 = std::chrono::steady_clock::now();
+    const fs::path script = fs::path(f.ort_dir) / "measure_ops.js";
+    if (!node_on_path())
+        throw error("goopt calibrate", "node is not on PATH (onnxruntime runs in Node.js)",
+                    "Node.js 18 or later and onnxruntime-node: run ./bootstrap.sh ort");
+    const std::string version = installed_ort_version(f.ort_dir);
+    std::error_code ec;
+    if (version.empty() || !fs::exists(script, ec))
+        throw error("goopt calibrate", concat("onnxruntime-node is not installed in ", f.ort_dir),
+                    "run ./bootstrap.sh ort (or give --ort-dir DIR holding measure_ops.js and node_modules)");
+    const auto here = cost::this_machine(version, f.threads);
+
+    // an existing table of this environment grows; one of another is refused
+    cost::cost_table table{.environment = here, .repetitions = f.repetitions, .statistic = f.statistic};
+    const bool extend = fs::exists(f.out, ec);
+    if (extend) {
+        table = io::read_measured_table_file(f.out);
+        cost::check_environment(f.out, table.environment, here, false);
+        if (table.repetitions != f.repetitions || table.statistic != f.statistic)
+            throw error(concat("--out ", f.out),
+                        concat("holds the ", table.statistic, " of ", table.repetitions, " runs"),
+                        concat("--repetitions ", table.repetitions, " --statistic ", table.statistic,
+                               " to extend it, or another --out"));
+    }
+
+    const auto origin = load_graph_with_origin(f.source);
+    const auto& g = origin.loaded.graph;
+    graph::validate(g);
+    std::size_t total = 0;
+    const auto todo = configurations(g, table, f.groups, total);
+
+    scratch_directory scratch;
+    std::mt19937_64 rng(1);
+    nlohmann::json models = nlohmann::json::array();
+    const std::int64_t opset =
+        origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
+    auto write_model = [&](const io::onnx_model& m, const std::string& id) {
+        const std::string file = concat(id, ".onnx");
+        io::write_onnx(m.graph, scratch.path() / file, {.source = &m, .opset = opset});
+        models.push_back({{"id", id}, {"file", file}});
+    };
+    if (!extend) {  // the runtime's cost of a call: a model of one op on one number
+        io::onnx_model dispatch;
+        const auto x = dispatch.graph.input("x", ops::shape{1});
+        dispatch.graph.mark_output(dispatch.graph.add1(ops::op_kind::relu, {x}));
+        write_model(dispatch, "dispatch");
+    }
+    std::vector<std::string> not_exported;
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+        try {
+            write_model(standalone(g, todo[i].ops, rng), std::to_string(i));
+        } catch (const error& e) {
+            not_exported.push_back(concat(todo[i].key.substr(0, todo[i].key.find('(')), ": ", e.what()));
+        }
+    }
+    const fs::path manifest = scratch.path() / "manifest.json";
+    const fs::path result = scratch.path() / "result.json";
+    const fs::path log = scratch.path() / "stderr.txt";
+    io::atomic_write(
+        manifest,
+        nlohmann::json{{"threads", f.threads}, {"repetitions", f.repetitions}, {"warmup", f.warmup}, {"models", models}}
+            .dump());
+    std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
+                origin.loaded.name.c_str(), total, total - todo.size(), models.size(), version.c_str(),
+                static_cast<long long>(f.threads), f.threads == 1 ? "" : "s");
+    std::fflush(stdout);
+    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(manifest.string()),
+                                       " --out ", shell_quote(result.string()), " 2> ", shell_quote(log.string()));
+    if (const int status = std::system(command.c_str()); status != 0) {
+        std::ifstream in(log);
+        std::string first;
+        std::getline(in, first);
+        throw error("goopt calibrate", concat("the measuring process (", script.string(), ") failed: ", first),
+                    "a working onnxruntime-node (./bootstrap.sh ort)");
+    }
+    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
+    std::map<std::string, double> medians;
+    std::vector<std::string> refused;
+    for (const auto& r : report.at("results")) {
+        const auto id = r.at("id").get<std::string>();
+        if (r.contains("error")) refused.push_back(concat(id, ": ", r.at("error").get<std::string>()));
+        else medians[id] = r.at(concat(f.statistic, "_seconds")).get<double>();
+    }
+    if (!extend) {
+        if (!medians.count("dispatch"))
+            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch model",
+                        "a working onnxruntime-node (./bootstrap.sh ort)");
+        table.dispatch_seconds = medians["dispatch"];
+    }
+    std::size_t measured = 0;
+    for (std::size_t i = 0; i < todo.size(); ++i)
+        if (auto it = medians.find(std::to_string(i)); it != medians.end()) {
+            table.set(todo[i].key, std::max(0.0, it->second - table.dispatch_seconds));
+            ++measured;
+        }
+    io::write_measured_table_file(f.out, table);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("measured %zu configurations in %.1f s (%s of %lld runs each, less the dispatch %s)\n", measured,
+                seconds, table.statistic.c_str(), static_cast<long long>(table.repetitions),
+                format_seconds(table.dispatch_seconds).c_str());
+    for (const auto& n : not_exported) std::printf("not measured (no ONNX form): %s\n", n.c_str());
+    for (const auto& r : refused) std::printf("not measured (onnxruntime refused model %s)\n", r.c_str());
+
+    const device::device_spec cpu = device::describe(*device::find_preset("CPU"));
+    const cost::measured_model measured_cost(table);
+    std::printf("inference cost: roofline (CPU preset) %s, measured %s; %s\n",
+                format_seconds(subst::inference_cost(g, cost::roofline_model{}, cpu)).c_str(),
+                format_seconds(subst::inference_cost(g, measured_cost, cpu)).c_str(),
+                describe_coverage(cost::coverage(table, g, subst::runs_per_inference(g))).c_str());
+    std::printf("wrote %s (%zu configurations, %s)\n", f.out.c_str(), table.seconds.size(),
+                cost::describe(table.environment).c_str());
+    return 0;
+#endif
+}
+
+}  // namespace
+
+command add_calibrate_command(CLI::App& root) {
+    auto flags = std::make_shared<calibrate_flags>();
+    auto* app = root.add_subcommand("calibrate",
+                                    "Measure a graph's op configurations in onnxruntime on this machine and write "
+                                    "them to a cost table for 'goopt superopt --cost-table'");
+    flags->source.add_flags(*app);
+    app->add_option("-o,--out", flags->out,
+                    "The cost table to write (atomically); an existing table of this machine, runtime and thread "
+                    "count is extended with what it lacks")
+        ->type_name("FILE.json")
+        ->capture_default_str();
+    app->add_option("--threads", flags->threads, "onnxruntime's intra-op threads")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app->add_option("--repetitions", flags->repetitions, "Timed runs per configuration (the table holds the median)")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app->add_option("--warmup", flags->warmup, "Untimed runs per configuration before the timed ones")
+        ->check(CLI::Range(0, 100000))
+        ->capture_default_str();
+    app->add_option("--statistic", flags->statistic,
+                    "What the table keeps of each configuration's runs: the median, or the fastest (min: on a "
+                    "machine so busy that most runs are interrupted)")
+        ->check(CLI::IsMember({"median", "min"}))
+        ->capture_default_str();
+    app->add_flag("!--no-groups", flags->groups,
+                  "Measure single ops only, not the fused groups greedy fusion forms (as one model each)");
+    app->add_option("--ort-dir", flags->ort_dir, "Where measure_ops.js and onnxruntime-node (./bootstrap.sh ort) are")
+        ->capture_default_str();
+    app->footer(
+        "The configurations measured are those of the ops that run per inference (not weight preprocessing)\n"
+        "and, unless --no-groups, of greedy fusion's groups. Needs Node.js and onnxruntime-node: ./bootstrap.sh ort.");
+    return {app, [flags] { return run_calibrate(*flags); }};
+}
+
+}  // namespace goopt::cli
