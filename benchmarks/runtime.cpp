@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -34,7 +35,6 @@
 #include <optional>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 #include <string>
 #include <vector>
 #endif
@@ -51,7 +51,7 @@ struct runtime_model {
     const char* name;
     const char* file;
     std::array<int, 3> batch_axes;  ///< of the data inputs (the last one for any further input)
-    bool quick;  ///< in the --quick table (small models: seconds, not minutes)
+    bool quick;                     ///< in the --quick table (small models: seconds, not minutes)
 };
 
 constexpr std::array<runtime_model, 9> runtime_models{{
@@ -206,7 +206,8 @@ int run(int argc, char** argv) {
     const std::filesystem::path script = std::filesystem::path(ort_dir) / "time_models.js";
     if (!std::filesystem::exists(std::filesystem::path(ort_dir) / "node_modules" / "onnxruntime-node"))
         throw error("runtime", concat("onnxruntime-node is not installed in ", ort_dir), "./bootstrap.sh ort");
-    const auto rules = io::read_rules_file(rules_file.empty() ? io::default_rules_file() : std::filesystem::path(rules_file));
+    const auto rules =
+        io::read_rules_file(rules_file.empty() ? io::default_rules_file() : std::filesystem::path(rules_file));
     const std::filesystem::path dir =
         keep.empty() ? std::filesystem::temp_directory_path() / concat("goopt_runtime_", ::getpid())
                      : std::filesystem::path(keep);
@@ -251,9 +252,9 @@ int run(int argc, char** argv) {
             const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
             io::atomic_write(original_file, bytes);
             (void)io::write_onnx(r.graph, goopt_file, {.source = &model});
-            const auto [text, ok] = run_command(concat(
-                shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()), " ",
-                shell_quote(goopt_file.string()), " --threads 1,2 --repeat ", repeat, " --seed ", batch));
+            const auto [text, ok] = run_command(
+                concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
+                       " ", shell_quote(goopt_file.string()), " --threads 1,2 --repeat ", repeat, " --seed ", batch));
             nlohmann::json ort;
             if (ok) ort = nlohmann::json::parse(text, nullptr, false);
             if (!ok || ort.is_discarded())
@@ -297,10 +298,10 @@ int run(int argc, char** argv) {
                                                     : std::string("the file's");
                 row["file_batch"] = own_batch;
                 if (run.contains("error")) row["error"] = run["error"];
-                std::printf("%-20s %5lld %7d %10.3f %10.3f %7.2f%% [%5.1f,%5.1f]%% %8.2f%% %10.2e %6zu %6s\n",
-                            rm.name, static_cast<long long>(batch), run["threads"].get<int>(),
-                            before ? before->median : NAN, after ? after->median : NAN, measured ? 100 * *measured : NAN,
-                            gain ? 100 * gain->q1 : NAN, gain ? 100 * gain->q3 : NAN, 100 * predicted, diff, opaque,
+                std::printf("%-20s %5lld %7d %10.3f %10.3f %7.2f%% [%5.1f,%5.1f]%% %8.2f%% %10.2e %6zu %6s\n", rm.name,
+                            static_cast<long long>(batch), run["threads"].get<int>(), before ? before->median : NAN,
+                            after ? after->median : NAN, measured ? 100 * *measured : NAN, gain ? 100 * gain->q1 : NAN,
+                            gain ? 100 * gain->q3 : NAN, 100 * predicted, diff, opaque,
                             random_weights > 0 ? "random" : "file");
                 std::fflush(stdout);
                 rows.push_back(std::move(row));
