@@ -71,8 +71,7 @@ constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the i
 onnx::ModelProto read_model(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
     onnx::ModelProto m;
-    if (!in || !m.ParseFromIstream(&in))
-        throw error("runtime", concat(file.string(), ": not a readable ONNX model"), "an ONNX file");
+    if (!in || !m.ParseFromIstream(&in)) throw error(file.string(), "not a readable ONNX model", "an ONNX file");
     return m;
 }
 
@@ -85,7 +84,7 @@ std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
     for (auto& t : *m.mutable_graph()->mutable_initializer()) {
         if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
         if (t.data_type() != onnx::TensorProto_DataType_FLOAT)
-            throw error("runtime", concat("initializer '", t.name(), "' is stripped and not float32"),
+            throw error(concat("initializer '", t.name(), "'"), "stripped and not float32",
                         "stripped weights that are float32 (they get random values)");
         std::int64_t count = 1, fan_in = 1;
         for (int k = 0; k < t.dims_size(); ++k) {
@@ -123,7 +122,7 @@ std::int64_t file_batch(onnx::ModelProto& m, const runtime_model& rm) {
     const auto inputs = data_inputs(m);
     const int axis = batch_axis(rm, 0);
     if (inputs.empty() || inputs[0]->type().tensor_type().shape().dim_size() <= axis)
-        throw error("runtime", concat(rm.name, ": no data input with a batch axis"), "a graph input of rank >= 2");
+        throw error(rm.name, "no data input with a batch axis", "a graph input of rank >= 2");
     return inputs[0]->type().tensor_type().shape().dim(axis).dim_value();
 }
 
@@ -142,7 +141,7 @@ void rebatch(onnx::ModelProto& m, const runtime_model& rm, std::int64_t batch) {
 
 std::string serialize(const onnx::ModelProto& m) {
     std::string bytes;
-    if (!m.SerializeToString(&bytes)) throw error("runtime", "protobuf could not serialize a model");
+    if (!m.SerializeToString(&bytes)) throw error("protobuf", "could not serialize a model");
     return bytes;
 }
 
@@ -155,7 +154,7 @@ std::string shell_quote(const std::string& s) {
 /// Runs `command` in a shell; its stdout and stderr, and whether it exited 0.
 std::pair<std::string, bool> run_command(const std::string& command) {
     FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (!pipe) throw error("runtime", concat("cannot run '", command, "'"));
+    if (!pipe) throw error(concat("cannot run '", command, "'"));
     std::string out;
     std::array<char, 4096> buf{};
     std::size_t n = 0;
@@ -205,7 +204,7 @@ int run(int argc, char** argv) {
             throw error("flag --model", concat("unknown model '", name, "'"), "a model of this benchmark");
     const std::filesystem::path script = std::filesystem::path(ort_dir) / "time_models.js";
     if (!std::filesystem::exists(std::filesystem::path(ort_dir) / "node_modules" / "onnxruntime-node"))
-        throw error("runtime", concat("onnxruntime-node is not installed in ", ort_dir), "./bootstrap.sh ort");
+        throw error("flag --ort-dir", concat("onnxruntime-node is not installed in ", ort_dir), "./bootstrap.sh ort");
     const auto rules =
         io::read_rules_file(rules_file.empty() ? io::default_rules_file() : std::filesystem::path(rules_file));
     const std::filesystem::path dir =
@@ -258,7 +257,7 @@ int run(int argc, char** argv) {
             nlohmann::json ort;
             if (ok) ort = nlohmann::json::parse(text, nullptr, false);
             if (!ok || ort.is_discarded())
-                throw error("runtime", concat(rm.name, " at batch ", batch, ": onnxruntime failed: ", text));
+                throw error(concat(rm.name, " at batch ", batch), concat("onnxruntime failed: ", text));
             const double predicted = 1 - r.stats.cost_after / r.stats.cost_before;
             const std::size_t opaque = model.graph.ops_of_kind(ops::op_kind::opaque).size();
             for (const auto& run : ort["runs"]) {
@@ -312,15 +311,15 @@ int run(int argc, char** argv) {
     if (keep.empty()) std::filesystem::remove_all(dir);
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     if (failed > 0)
-        throw error("runtime", concat(failed, " rows where goopt's model and the original differ by more than ",
-                                      tolerance, " (max_rel_diff) or could not be compared"));
+        throw error("rows", concat(failed, " rows where goopt's model and the original differ by more than ", tolerance,
+                                   " (max_rel_diff) or could not be compared"));
     return 0;
 }
 
 #else
 
 int run(int, char**) {
-    throw error("runtime", "this build has no ONNX import and export", "a build with goopt::onnx (libonnx-dev)");
+    throw error("goopt::onnx", "this build has no ONNX import and export", "a build with goopt::onnx (libonnx-dev)");
 }
 
 #endif
