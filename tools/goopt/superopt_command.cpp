@@ -11,7 +11,9 @@
 #include <goopt/graph/validate.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
+#include <goopt/subst/rewriting/builtin_rules.hpp>
 #include <goopt/subst/rewriting/equivalence.hpp>
+#include <goopt/subst/rule.hpp>
 #include <goopt/subst/search/eqsat_search.hpp>
 #include <goopt/subst/search/optimize.hpp>
 #include <goopt/subst/search/taso_search.hpp>
@@ -19,8 +21,11 @@
 #include <goopt/subst/search/ilp_extraction.hpp>
 #endif
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 namespace goopt::cli {
@@ -36,7 +41,85 @@ struct superopt_flags {
     bool ilp = false;
     cost_table_flags measured;  // --cost-table (calibrate_command.cpp)
     bool device_given = false;  // with --cost-table the fallback's device is the CPU unless --device names one
+    // --explain and --disable-rule (issue #26): which rewrites made the result, and leaving rules out
+    bool explain = false;
+    std::vector<std::string> disabled;
 };
+
+// ---- --explain and --disable-rule ----
+
+/// The built-in rule families (subst::builtin_options), as --disable-rule names them.
+struct builtin_family {
+    std::string_view name;
+    bool subst::builtin_options::*enabled;
+};
+constexpr std::array<builtin_family, 10> builtin_families{{
+    {"activation_fusion", &subst::builtin_options::activation_fusion},
+    {"batchnorm_fold", &subst::builtin_options::batchnorm_fold},
+    {"addend_fusion", &subst::builtin_options::addend_fusion},
+    {"merge_convs", &subst::builtin_options::merge_convs},
+    {"sum_convs", &subst::builtin_options::sum_convs},
+    {"merge_matmuls", &subst::builtin_options::merge_matmuls},
+    {"batch_matmuls", &subst::builtin_options::batch_matmuls},
+    {"merge_elementwise", &subst::builtin_options::merge_elementwise},
+    {"split_elementwise", &subst::builtin_options::split_elementwise},
+    {"concat_of_split", &subst::builtin_options::concat_of_split},
+}};
+
+/// Leaves out of `rules` (the rule file's, in its order) and `builtins` what each --disable-rule ID
+/// names: a rule's index in the file (both directions of it) or a built-in family.
+std::vector<subst::rule> without_disabled(const std::vector<subst::rule>& rules, const std::vector<std::string>& ids,
+                                          subst::builtin_options& builtins) {
+    std::vector<bool> off(rules.size(), false);
+    for (const auto& id : ids) {
+        const bool index = !id.empty() && id.find_first_not_of("0123456789") == std::string::npos;
+        if (index && id.size() < 10 && std::stoull(id) < rules.size()) {
+            off[std::stoull(id)] = true;
+            continue;
+        }
+        const auto* family = std::find_if(builtin_families.begin(), builtin_families.end(),
+                                          [&](const builtin_family& f) { return f.name == id; });
+        if (family != builtin_families.end()) {
+            builtins.*(family->enabled) = false;
+            continue;
+        }
+        std::string names;
+        for (const auto& f : builtin_families) names += concat(names.empty() ? "" : ", ", f.name);
+        throw error("--disable-rule",
+                    concat("'", id, "'", index ? concat(": the rule file has ", rules.size(), " rules") : ""),
+                    concat("a rule's index in the rule file (0-", rules.size() - 1,
+                           ", as --explain shows it) or a built-in family (", names, ")"));
+    }
+    std::vector<subst::rule> kept;
+    for (std::size_t i = 0; i < rules.size(); ++i)
+        if (!off[i]) kept.push_back(rules[i]);
+    return kept;
+}
+
+/// Prints the rewrites between the input and the result, in order: the rule's ID (its index in
+/// the rule file, or "built-in"), its text, and where the search records it, the ops it rewrote and
+/// the cost before and after.
+template <class Stats> void explain(const Stats& s, const std::vector<subst::rule>& rules) {
+    std::map<std::string, std::size_t, std::less<>> index;  // a rule's text, either way round -> its index
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        index.emplace(subst::to_string(rules[i]), i);
+        if (auto rev = subst::reversed(rules[i])) index.emplace(subst::to_string(*rev), i);
+    }
+    std::printf("rewrites applied (%zu)%s:\n", s.applied.size(),
+                s.sites.empty() && !s.applied.empty()
+                    ? ", rules only (where and the cost change are recorded by the greedy search)"
+                    : "");
+    for (std::size_t k = 0; k < s.applied.size(); ++k) {
+        const auto it = index.find(s.applied[k]);
+        const std::string id = it == index.end() ? std::string("built-in") : concat("rule ", it->second);
+        std::printf("%4zu  %-10s %s\n", k + 1, id.c_str(), s.applied[k].c_str());
+        if (k < s.sites.size()) {
+            const auto& site = s.sites[k];
+            std::printf("      at %s: %s -> %s\n", site.where.c_str(), format_seconds(site.cost_before).c_str(),
+                        format_seconds(site.cost_after).c_str());
+        }
+    }
+}
 
 double total_flops(const graph::computation_graph& g) {
     double flops = 0;
@@ -76,14 +159,16 @@ int run_superopt(const superopt_flags& f) {
     // measured op costs: a table of this machine, else the roofline alone (an empty table)
     const auto table = load_cost_table(f.measured);
     const auto path = rules_path(f);
-    const auto rules = io::read_rules_file(path);
+    const auto file_rules = io::read_rules_file(path);
+    subst::builtin_options builtins;
+    const auto rules = without_disabled(file_rules, f.disabled, builtins);
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
     const auto preset = device::find_preset(table && !f.device_given ? std::string("CPU") : f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
     const device::device_spec dev = device::describe(*preset);
 
-    const subst::rewrite_space space{.seconds = f.seconds};
+    const subst::rewrite_space space{.builtins = builtins, .seconds = f.seconds};
     subst::eqsat_config eqsat;
 #if defined(GOOPT_PROGRAM_HAS_CBC)
     std::shared_ptr<subst::ilp_report> ilp;
@@ -134,6 +219,7 @@ int run_superopt(const superopt_flags& f) {
         std::printf("roofline cost (%s preset): before %s, after %s\n", std::string(preset->label).c_str(),
                     roofline(input.graph).c_str(), roofline(r.graph).c_str());
     }
+    if (f.explain) explain(s, file_rules);
 #if defined(GOOPT_PROGRAM_HAS_CBC)
     if (ilp)
         std::printf("ilp extraction: %zu solves, %zu variables, %zu constraints, %s (lower bound %s), %.1f s\n",
@@ -209,6 +295,16 @@ command add_superopt_command(CLI::App& root) {
                     "file's weights), by the extension or --format")
         ->type_name("FILE.json|FILE.onnx");
     add_format_flag(*app, flags->format);
+    app->add_flag("--explain", flags->explain,
+                  "List the rewrites applied: each rule's index in the rule file (or built-in), its text, and with the "
+                  "greedy search the ops it rewrote and the cost before and after");
+    app->add_option("--disable-rule", flags->disabled,
+                    "Leave a rule out of the search: its index in the rule file (both directions), as --explain "
+                    "shows it, or a built-in family (activation_fusion, batchnorm_fold, addend_fusion, merge_convs, "
+                    "sum_convs, merge_matmuls, batch_matmuls, merge_elementwise, split_elementwise, concat_of_split); "
+                    "repeatable")
+        ->type_name("ID")
+        ->allow_extra_args(false);
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_superopt(*flags); }};
 }

@@ -10,7 +10,7 @@
 // --repeat N then times N runs of each, interleaved, and prints medians, spreads and their ratio.
 'use strict';
 
-const { loadOrt, makeFeeds, runModel, timeRuns, median, fail } = require('./run_model.js');
+const { loadOrt, makeFeeds, runModel, timeRuns, median, relativeDifference, fail } = require('./run_model.js');
 
 function parseArgs(argv) {
     const a = { models: [], seed: 1, tolerance: 1e-4, level: 'all', repeat: 0 };
@@ -50,14 +50,7 @@ async function main() {
             ok = false;
             return;
         }
-        let diff = 0;
-        let scale = 0;
-        for (let i = 0; i < b.data.length; ++i) {
-            const d = Math.abs(a.data[i] - b.data[i]);
-            diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
-            scale = Math.max(scale, Math.abs(b.data[i]));
-        }
-        const rel = diff / (scale > 0 ? scale : 1);
+        const { rel, scale } = relativeDifference(a.data, b.data);
         const pass = rel <= args.tolerance;
         ok = ok && pass;
         console.log(`output '${b.name}' [${b.shape}]: max |a - b| / max |b| = ${rel.toExponential(3)}` +

@@ -137,10 +137,12 @@ function makeFeeds(ort, session, given, raw, seed) {
     return { feeds, json };
 }
 
-async function runModel(ort, model, feedsOf, level) {
+/// Runs `model` once on the feeds `feedsOf(session)` gives; `sessionOptions` (thread counts) are
+/// added to the graph optimization level.
+async function runModel(ort, model, feedsOf, level, sessionOptions = {}) {
     let session;
     try {
-        session = await ort.InferenceSession.create(model, { graphOptimizationLevel: level });
+        session = await ort.InferenceSession.create(model, { ...sessionOptions, graphOptimizationLevel: level });
     } catch (e) {
         fail(`${model}: onnxruntime cannot load it: ${e.message}`);
     }
@@ -155,19 +157,38 @@ async function runModel(ort, model, feedsOf, level) {
 }
 
 /// Milliseconds of one session.run of each of `runs` ({session, feeds}), `repeat` rounds with the
-/// runs interleaved (so that a machine's load falls on all of them alike): per run, sorted times.
-async function timeRuns(runs, repeat) {
+/// runs interleaved (so that a machine's load falls on all of them alike; every other round runs
+/// them in reverse order, so that none always runs first): per run, its times in round order.
+async function timeRunsInOrder(runs, repeat) {
     const times = runs.map(() => []);
     for (let r = 0; r < repeat; ++r)
-        for (let k = 0; k < runs.length; ++k) {
+        for (let i = 0; i < runs.length; ++i) {
+            const k = r % 2 === 0 ? i : runs.length - 1 - i;
             const t0 = process.hrtime.bigint();
             await runs[k].session.run(runs[k].feeds);
             times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
         }
-    return times.map((t) => t.sort((a, b) => a - b));
+    return times;
+}
+
+/// timeRunsInOrder's times, each run's sorted.
+async function timeRuns(runs, repeat) {
+    return (await timeRunsInOrder(runs, repeat)).map((t) => t.sort((a, b) => a - b));
 }
 
 const median = (sorted) => sorted[Math.floor(sorted.length / 2)];
+
+/// max |a - b| / max |b| over one output's values (b the reference); NaN anywhere is Infinity.
+function relativeDifference(a, b) {
+    let diff = 0;
+    let scale = 0;
+    for (let i = 0; i < b.length; ++i) {
+        const d = Math.abs(a[i] - b[i]);
+        diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
+        scale = Math.max(scale, Math.abs(b[i]));
+    }
+    return { rel: diff / (scale > 0 ? scale : 1), scale };
+}
 
 async function main() {
     const args = parseArgs(process.argv.slice(2));
@@ -185,6 +206,6 @@ async function main() {
     else process.stdout.write(text + '\n');
 }
 
-module.exports = { loadOrt, makeFeeds, runModel, timeRuns, median, fail };
+module.exports = { loadOrt, makeFeeds, runModel, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
 
 if (require.main === module) main().catch((e) => fail(e.message));

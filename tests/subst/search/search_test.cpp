@@ -215,6 +215,24 @@ TEST_CASE("TASO's README block: enlarge the 1x1 to 3x3, merge the two convs, fus
     check(greedy_method{}, greedy_bound::converged);
 }
 
+TEST_CASE("the greedy search records where each rewrite applied and the cost it changed (superopt --explain)") {
+    const auto g = taso_readme_block();
+    const auto r = optimize(g, shipped_rules(), cost::roofline_model{}, device::t4);
+    REQUIRE(r.stats.applied.size() >= 2);
+    REQUIRE(r.stats.sites.size() == r.stats.applied.size());
+    // the sites chain the costs from the input's to the result's, each rewrite from the graph before it
+    CHECK(r.stats.sites.front().cost_before == r.stats.cost_before);
+    CHECK(r.stats.sites.back().cost_after == r.stats.cost_after);
+    for (std::size_t k = 0; k + 1 < r.stats.sites.size(); ++k)
+        CHECK(r.stats.sites[k].cost_after == r.stats.sites[k + 1].cost_before);
+    // the first rewrite names ops of the input graph
+    bool names_input_op = false;
+    for (const auto& op : g.ops())
+        names_input_op = names_input_op || r.stats.sites.front().where.find(op.name) != std::string::npos;
+    CHECK(names_input_op);
+    for (const auto& site : r.stats.sites) CHECK_FALSE(site.where.empty());
+}
+
 TEST_CASE("both searches make small models cheaper and keep what they compute, names and layers") {
     const auto rules = shipped_rules();
     const std::vector<graph::computation_graph> models{

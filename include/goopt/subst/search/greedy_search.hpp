@@ -107,6 +107,7 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
         graph::computation_graph graph;
         double cost;
         std::string rule;
+        std::string where;  ///< the rewritten ops' names (rewrite_site::where)
     };
     // Every rewrite of `from` by the rules from `first` on (the library's, then the built-ins of
     // `from`), in rule order; `visit(candidate&&, hash)` returns true to stop there.
@@ -117,7 +118,8 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
                                 auto&& visit) -> std::optional<std::size_t> {
         const auto present = rule_library::kinds_in(from);
         // a rewritten graph, or nothing when refused, too large or seen
-        auto consider = [&](std::optional<graph::computation_graph>&& next, const rule& r, auto&& to) -> bool {
+        auto consider = [&](std::optional<graph::computation_graph>&& next, const rule& r, const match& m,
+                            auto&& to) -> bool {
             if (!next) {
                 ++stats.refused;
                 return false;
@@ -127,7 +129,9 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
             if (seen.contains(h)) return false;
             ++stats.graphs_seen;
             const double c = inference_cost(*next, cost, device);
-            return to(candidate{std::move(*next), c, to_string(r)}, h);
+            std::string where;
+            for (auto o : m.ops) where += (where.empty() ? "" : ",") + from.get_op(o).name;
+            return to(candidate{std::move(*next), c, to_string(r), std::move(where)}, h);
         };
         const double from_cost = inference_cost(from, cost, device);
         // A rewrite is named by its rule and the names of the ops it rewrites; one that did not
@@ -148,7 +152,7 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
                 auto key = name_of(std::to_string(k), m);
                 if (!full_pass && no_gain.contains(key)) continue;
                 bool gains = false;
-                const bool stop = consider(applier(from, r, m, true), r, [&](candidate&& c, std::uint64_t h) {
+                const bool stop = consider(applier(from, r, m, true), r, m, [&](candidate&& c, std::uint64_t h) {
                     gains = c.cost < from_cost;
                     return visit(std::move(c), h);
                 });
@@ -165,7 +169,7 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
             auto key = name_of(to_string(b.rule), b.where);
             if (!full_pass && no_gain.contains(key)) continue;
             bool gains = false;
-            consider(applier(from, b.rule, b.where, false), b.rule, [&](candidate&& c, std::uint64_t h) {
+            consider(applier(from, b.rule, b.where, false), b.rule, b.where, [&](candidate&& c, std::uint64_t h) {
                 gains = c.cost < from_cost;
                 found.emplace_back(std::move(c), h);
                 return false;
@@ -180,6 +184,7 @@ requires cost::CostModel<Cost, Device> search_result<greedy_bound> greedy_search
     };
     auto accept = [&](candidate&& c, std::uint64_t h) {
         seen.insert(h);
+        stats.sites.push_back({std::move(c.where), current_cost, c.cost});
         current = std::move(c.graph);
         current_cost = c.cost;
         stats.applied.push_back(std::move(c.rule));

@@ -23,6 +23,14 @@ struct search_progress {
     double seconds = 0;           ///< since the search started
 };
 
+/// Where a rewrite was made and what it did to the cost: what `goopt superopt --explain` shows, so
+/// that a user can find the rewrite behind a bad result.
+struct rewrite_site {
+    std::string where;       ///< the names of the ops it rewrote, comma-separated, in the graph it rewrote
+    double cost_before = 0;  ///< seconds, inference_cost of the graph it rewrote
+    double cost_after = 0;   ///< seconds, of the graph it made
+};
+
 /// Statistics of one search; `Bound` is the search's own enumeration of why it stopped.
 template <class Bound> struct search_stats {
     double cost_before = 0;  ///< seconds, inference_cost of the input graph
@@ -34,6 +42,8 @@ template <class Bound> struct search_stats {
     double seconds = 0;
     Bound bound{};
     std::vector<std::string> applied;  ///< the rules applied, in order (their text)
+    /// One per entry of `applied` where the search records them (greedy_search), else empty.
+    std::vector<rewrite_site> sites;
 };
 
 /// A search's answer: the best graph found and how it was found.
@@ -56,6 +66,7 @@ template <class Bound> search_result<std::string_view> named(search_result<Bound
     s.seconds = r.stats.seconds;
     s.bound = name(r.stats.bound);
     s.applied = std::move(r.stats.applied);
+    s.sites = std::move(r.stats.sites);
     return out;
 }
 

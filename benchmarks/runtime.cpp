@@ -1,0 +1,332 @@
+// Benchmark: goopt's optimized models on a real runtime (issue #26, section 4). For each ONNX test
+// model, at batch 1 and 8, goopt imports the file, searches (greedy, roofline cost of the CPU
+// preset) and exports the result in this process; onnxruntime (Node.js, tools/ort/time_models.js,
+// a child process) runs the original and goopt's model at its highest graph optimization level with
+// 1 and 2 threads, compares their outputs on random inputs in [-1, 1] and times both, interleaved.
+//
+//   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
+//
+// Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
+// predicted gain) is the library's API, called as a user of it would, and the rows need the search's
+// own figures; onnxruntime's only offline CPU build here is the Node.js package, so that half runs
+// in node. The row's max_rel_diff must be at most 1e-4 (else the program exits 1 after the table).
+#include "benchmark_main.hpp"
+
+#include <goopt/error.hpp>
+#if defined(GOOPT_HAS_ONNX)
+#include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/device/preset.hpp>
+#include <goopt/graph/validate.hpp>
+#include <goopt/io/atomic_write.hpp>
+#include <goopt/io/onnx.hpp>
+#include <goopt/io/rule_json.hpp>
+#include <goopt/subst/search/optimize.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+#endif
+
+namespace goopt {
+namespace {
+
+#if defined(GOOPT_HAS_ONNX)
+
+/// A model of the table: its file under tests/data/onnx and the batch axis of each data input, in
+/// the file's order (sequence-first tensors have it at 1; a GRU's batch-first input x and its
+/// initial state differ).
+struct runtime_model {
+    const char* name;
+    const char* file;
+    std::array<int, 3> batch_axes;  ///< of the data inputs (the last one for any further input)
+    bool quick;                     ///< in the --quick table (small models: seconds, not minutes)
+};
+
+constexpr std::array<runtime_model, 9> runtime_models{{
+    {"resnet50", "resnet50.onnx", {0, 0, 0}, false},
+    {"inception_v3", "inception_v3.onnx", {0, 0, 0}, false},
+    {"squeezenet1_1", "squeezenet1_1.onnx", {0, 0, 0}, true},
+    {"bert_tiny", "bert_tiny.onnx", {0, 0, 0}, true},
+    {"vit_tiny", "vit_tiny.onnx", {0, 0, 0}, true},
+    {"transformer_encoder", "transformer_encoder.onnx", {1, 1, 1}, false},
+    {"lstm_lm", "lstm_lm.onnx", {1, 1, 1}, true},
+    {"gru_bidir", "gru_bidir.onnx", {0, 1, 1}, false},
+    {"opaque_ops", "opaque_ops.onnx", {0, 0, 0}, true},
+}};
+
+constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the issue's bound)
+
+onnx::ModelProto read_model(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    onnx::ModelProto m;
+    if (!in || !m.ParseFromIstream(&in)) throw error(file.string(), "not a readable ONNX model", "an ONNX file");
+    return m;
+}
+
+/// Gives every initializer whose data the file stripped (external data in a file not kept) random
+/// values, uniform in +-1/sqrt(fan-in) as a fresh layer of torch.nn would have (all of them are
+/// float weights of convolutions, matmuls and gemms in these files). Returns how many it filled.
+std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::size_t filled = 0;
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+        if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+        if (t.data_type() != onnx::TensorProto_DataType_FLOAT)
+            throw error(concat("initializer '", t.name(), "'"), "stripped and not float32",
+                        "stripped weights that are float32 (they get random values)");
+        std::int64_t count = 1, fan_in = 1;
+        for (int k = 0; k < t.dims_size(); ++k) {
+            count *= t.dims(k);
+            if (k > 0 || t.dims_size() == 1) fan_in *= t.dims(k);
+        }
+        const float bound = 1.0F / std::sqrt(static_cast<float>(std::max<std::int64_t>(fan_in, 1)));
+        std::uniform_real_distribution<float> u(-bound, bound);
+        std::vector<float> values(static_cast<std::size_t>(count));
+        for (auto& v : values) v = u(rng);
+        t.clear_external_data();
+        t.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
+        t.set_raw_data(values.data(), values.size() * sizeof(float));
+        ++filled;
+    }
+    return filled;
+}
+
+/// The graph inputs that are data (not initializers listed as inputs), in the file's order.
+std::vector<onnx::ValueInfoProto*> data_inputs(onnx::ModelProto& m) {
+    auto& g = *m.mutable_graph();
+    std::vector<std::string> initializers;
+    for (const auto& t : g.initializer()) initializers.push_back(t.name());
+    std::vector<onnx::ValueInfoProto*> inputs;
+    for (auto& v : *g.mutable_input())
+        if (std::find(initializers.begin(), initializers.end(), v.name()) == initializers.end()) inputs.push_back(&v);
+    return inputs;
+}
+
+/// The batch axis of the model's k-th data input.
+int batch_axis(const runtime_model& rm, std::size_t k) { return rm.batch_axes[std::min<std::size_t>(k, 2)]; }
+
+/// The batch of the model's first data input, as the file states it.
+std::int64_t file_batch(onnx::ModelProto& m, const runtime_model& rm) {
+    const auto inputs = data_inputs(m);
+    const int axis = batch_axis(rm, 0);
+    if (inputs.empty() || inputs[0]->type().tensor_type().shape().dim_size() <= axis)
+        throw error(rm.name, "no data input with a batch axis", "a graph input of rank >= 2");
+    return inputs[0]->type().tensor_type().shape().dim(axis).dim_value();
+}
+
+/// Sets the batch axis of every data input to `batch`, and forgets the shapes the file stated
+/// elsewhere (value_info, outputs), which were for its own batch; runtimes infer them again.
+void rebatch(onnx::ModelProto& m, const runtime_model& rm, std::int64_t batch) {
+    const auto inputs = data_inputs(m);
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        auto& shape = *inputs[k]->mutable_type()->mutable_tensor_type()->mutable_shape();
+        if (shape.dim_size() > batch_axis(rm, k)) shape.mutable_dim(batch_axis(rm, k))->set_dim_value(batch);
+    }
+    auto& g = *m.mutable_graph();
+    g.clear_value_info();
+    for (auto& o : *g.mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+}
+
+std::string serialize(const onnx::ModelProto& m) {
+    std::string bytes;
+    if (!m.SerializeToString(&bytes)) throw error("protobuf", "could not serialize a model");
+    return bytes;
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// Runs `command` in a shell; its stdout and stderr, and whether it exited 0.
+std::pair<std::string, bool> run_command(const std::string& command) {
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    if (!pipe) throw error(concat("cannot run '", command, "'"));
+    std::string out;
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+    const int status = pclose(pipe);
+    return {out, status == 0};
+}
+
+double quantile(std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(std::floor(q * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+/// Median and quartiles of a sample, as a row's figure and its spread.
+struct spread {
+    double median, q1, q3;
+};
+spread spread_of(const std::vector<double>& v) { return {quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75)}; }
+
+int run(int argc, char** argv) {
+    std::string out, rules_file, keep, node = "node", ort_dir = GOOPT_ORT_DIR;
+    std::vector<std::string> only;
+    bool quick = false;
+    std::size_t repeat = 30;
+    bench::command_line cli("runtime",
+                            "goopt's optimized ONNX models in onnxruntime: the original and goopt's export, both at "
+                            "onnxruntime's highest optimization level, timed interleaved at batch 1 and 8 and 1 and "
+                            "2 threads, outputs compared on every row (max_rel_diff <= 1e-4)");
+    cli.add_option("--out", out, "Write the rows as a JSON list")->type_name("FILE");
+    cli.add_flag("--quick", quick, "Only the small models (squeezenet1_1, bert_tiny, vit_tiny, lstm_lm, opaque_ops)");
+    cli.add_option("--model", only, "A model of this benchmark (repeatable; default: all)")
+        ->allow_extra_args(false)
+        ->type_name("NAME");
+    cli.add_option("--repeat", repeat, "Interleaved timed runs of each model per row")
+        ->transform(bench::count(30, 100000))
+        ->capture_default_str();
+    cli.add_option("--rules", rules_file, "The rule library (default: this build's, or $GOOPT_RULES_FILE)")
+        ->type_name("FILE");
+    cli.add_option("--keep", keep, "Keep the models run (original with its batch and weights, goopt's) in DIR")
+        ->type_name("DIR");
+    cli.add_option("--node", node, "The Node.js program")->capture_default_str();
+    cli.add_option("--ort-dir", ort_dir, "Where time_models.js and onnxruntime-node are (./bootstrap.sh ort)")
+        ->capture_default_str();
+    if (!cli.parse_flags(argc, argv)) return 0;
+    for (const auto& name : only)
+        if (std::none_of(runtime_models.begin(), runtime_models.end(), [&](const auto& m) { return m.name == name; }))
+            throw error("flag --model", concat("unknown model '", name, "'"), "a model of this benchmark");
+    const std::filesystem::path script = std::filesystem::path(ort_dir) / "time_models.js";
+    if (!std::filesystem::exists(std::filesystem::path(ort_dir) / "node_modules" / "onnxruntime-node"))
+        throw error("flag --ort-dir", concat("onnxruntime-node is not installed in ", ort_dir), "./bootstrap.sh ort");
+    const auto rules =
+        io::read_rules_file(rules_file.empty() ? io::default_rules_file() : std::filesystem::path(rules_file));
+    const std::filesystem::path dir =
+        keep.empty() ? std::filesystem::temp_directory_path() / concat("goopt_runtime_", ::getpid())
+                     : std::filesystem::path(keep);
+    std::filesystem::create_directories(dir);
+    const device::device_spec cpu = device::describe(device::xeon_8380);
+    const std::string cost_model = "roofline, CPU preset (Xeon 8380)";
+
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    std::size_t failed = 0;
+    std::printf("%-20s %5s %7s %10s %10s %8s %15s %9s %10s %6s %6s\n", "model", "batch", "threads", "ort_ms",
+                "goopt_ms", "gain", "gain IQR", "predicted", "max_rel", "opaque", "weights");
+    for (const auto& rm : runtime_models) {
+        if (only.empty() ? quick && !rm.quick : std::find(only.begin(), only.end(), rm.name) == only.end()) continue;
+        auto source = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
+        const std::size_t random_weights = fill_stripped_weights(source, 26);
+        const std::int64_t own_batch = file_batch(source, rm);
+        const std::size_t first_row = rows.size();
+        // batch 1 and 8; a batch the export baked in is left out, said in the model's rows, and where
+        // neither can be, the file's own batch is run instead
+        std::vector<std::int64_t> batches{1, 8};
+        std::string note;
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+            const std::int64_t batch = batches[b];
+            auto original = source;
+            rebatch(original, rm, batch);
+            const std::string bytes = serialize(original);
+            io::onnx_model model;
+            try {
+                model = io::import_onnx_bytes(bytes, concat(rm.name, " at batch ", batch));
+            } catch (const error& e) {
+                if (batch == own_batch) throw;
+                note += concat(note.empty() ? "" : "; ", "batch ", batch,
+                               " left out: the export bakes its batch in (goopt's import: ", e.what(), ")");
+                std::printf("%-20s %5lld  left out: the export bakes batch %lld in\n", rm.name,
+                            static_cast<long long>(batch), static_cast<long long>(own_batch));
+                if (b + 1 == batches.size() && rows.size() == first_row) batches.push_back(own_batch);
+                continue;
+            }
+            const auto r = subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{});
+            graph::validate(r.graph);
+            const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
+            const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
+            io::atomic_write(original_file, bytes);
+            (void)io::write_onnx(r.graph, goopt_file, {.source = &model});
+            const auto [text, ok] = run_command(
+                concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
+                       " ", shell_quote(goopt_file.string()), " --threads 1,2 --repeat ", repeat, " --seed ", batch));
+            nlohmann::json ort;
+            if (ok) ort = nlohmann::json::parse(text, nullptr, false);
+            if (!ok || ort.is_discarded())
+                throw error(concat(rm.name, " at batch ", batch), concat("onnxruntime failed: ", text));
+            const double predicted = 1 - r.stats.cost_after / r.stats.cost_before;
+            const std::size_t opaque = model.graph.ops_of_kind(ops::op_kind::opaque).size();
+            for (const auto& run : ort["runs"]) {
+                nlohmann::ordered_json row = {{"model", rm.name}, {"batch", batch}, {"threads", run["threads"]}};
+                const bool compared = run.contains("max_rel_diff") && run["max_rel_diff"].is_number();
+                const double diff = compared ? run["max_rel_diff"].get<double>() : INFINITY;
+                if (!(diff <= tolerance)) ++failed;
+                std::optional<spread> before, after, gain;
+                if (run.contains("reference_ms")) {
+                    const auto a = run["reference_ms"].get<std::vector<double>>();
+                    const auto b = run["other_ms"].get<std::vector<double>>();
+                    std::vector<double> gains(a.size());
+                    for (std::size_t k = 0; k < a.size(); ++k) gains[k] = 1 - b[k] / a[k];
+                    before = spread_of(a), after = spread_of(b), gain = spread_of(gains);
+                }
+                auto number = [](std::optional<double> v) {
+                    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+                };
+                const auto measured =
+                    before ? std::optional<double>(1 - after->median / before->median) : std::optional<double>();
+                row["ort_ms"] = number(before ? std::optional(before->median) : std::nullopt);
+                row["goopt_ort_ms"] = number(after ? std::optional(after->median) : std::nullopt);
+                row["measured_gain"] = number(measured);
+                row["predicted_gain"] = predicted;
+                row["max_rel_diff"] = compared ? nlohmann::ordered_json(diff) : nlohmann::ordered_json();
+                row["search"] = "greedy";
+                row["cost_model"] = cost_model;
+                row["opaque_ops"] = opaque;
+                if (before) {
+                    row["ort_ms_quartiles"] = {before->q1, before->q3};
+                    row["goopt_ort_ms_quartiles"] = {after->q1, after->q3};
+                    row["paired_gain_quartiles"] = {gain->q1, gain->q3};
+                }
+                row["repetitions"] = repeat;
+                row["rewrites"] = r.stats.rules_applied;
+                row["weights"] = random_weights > 0 ? concat("random (", random_weights, " stripped in the file)")
+                                                    : std::string("the file's");
+                row["file_batch"] = own_batch;
+                if (run.contains("error")) row["error"] = run["error"];
+                std::printf("%-20s %5lld %7d %10.3f %10.3f %7.2f%% [%5.1f,%5.1f]%% %8.2f%% %10.2e %6zu %6s\n", rm.name,
+                            static_cast<long long>(batch), run["threads"].get<int>(), before ? before->median : NAN,
+                            after ? after->median : NAN, measured ? 100 * *measured : NAN, gain ? 100 * gain->q1 : NAN,
+                            gain ? 100 * gain->q3 : NAN, 100 * predicted, diff, opaque,
+                            random_weights > 0 ? "random" : "file");
+                std::fflush(stdout);
+                rows.push_back(std::move(row));
+            }
+        }
+        for (std::size_t k = first_row; k < rows.size() && !note.empty(); ++k) rows[k]["batch_note"] = note;
+    }
+    if (keep.empty()) std::filesystem::remove_all(dir);
+    if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
+    if (failed > 0)
+        throw error("rows", concat(failed, " rows where goopt's model and the original differ by more than ", tolerance,
+                                   " (max_rel_diff) or could not be compared"));
+    return 0;
+}
+
+#else
+
+int run(int, char**) {
+    throw error("goopt::onnx", "this build has no ONNX import and export", "a build with goopt::onnx (libonnx-dev)");
+}
+
+#endif
+
+}  // namespace
+}  // namespace goopt
+
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("runtime", [&] { return goopt::run(argc, argv); });
+}
