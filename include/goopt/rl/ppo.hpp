@@ -11,6 +11,7 @@
 #include <goopt/nn/training_guard.hpp>
 #include <goopt/rl/concepts.hpp>
 #include <goopt/rl/ppo_config.hpp>
+#include <goopt/rl/sample_sharding.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -399,12 +400,14 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
+    // with sharding, this process evaluates samples rank, rank + ranks, ... and receives the others'
+    const std::size_t rank = c_.sharding ? c_.sharding->rank() : 0, ranks = c_.sharding ? c_.sharding->ranks() : 1;
     std::vector<std::exception_ptr> failed(T);
     // every exception, of any type, is carried to this thread and rethrown once all workers have
     // joined: one escaping a std::thread would terminate the program instead
     auto work = [&](std::size_t w) {
         try {
-            for (std::size_t s = w; s < E; s += T) {
+            for (std::size_t s = rank + w * ranks; s < E; s += T * ranks) {
                 if constexpr (GuidedEnvironment<Env>)
                     if (guided) {  // the mode: the decoder's greedy decision
                         guided_sample g = env_->decode(obs, logits_d, seeds[s], s >= K, w);
@@ -431,6 +434,9 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     for (auto& f : failed)
         if (f) std::rethrow_exception(f);
+    if (c_.sharding)
+        detail::share_samples(*c_.sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
+                              std::span<nn::matrix<float>>(drawn_bias));
     std::vector<double> r(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
@@ -502,6 +508,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <SerializableRng Rng>
 void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
+    if (c_.sharding && c_.sharding->rank() != 0) return;  // the ranks hold the same state: one writer
     io::record_writer out(checkpoint_tag, checkpoint_format_version);
     out.u64(sizeof(scalar)).u64(env_->num_choices());
     out.u64(updates_).u64(samples_).u64(imitation_done_);
