@@ -12,12 +12,12 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
-#include <unistd.h>
 
 using namespace goopt;
 
@@ -67,11 +67,10 @@ struct trained {
 /// tasks::train on four_chains over 2 V100s: `updates` updates of 6 samples from seed 7, shared among
 /// the ranks when `sharding` is set.
 trained train_chains(tasks::placement_decoder decoder, rl::sample_sharding* sharding, std::size_t updates,
-                    const std::filesystem::path& checkpoint = {}, bool resume = false) {
+                     const std::filesystem::path& checkpoint = {}, bool resume = false) {
     static const auto g = four_chains();
     const auto cl = device::parse_cluster("2xV100:nvlink");
-    placement task(g, cl, cost::roofline_model{},
-                   {.schedule = tasks::ready_order::critical_path, .decoder = decoder});
+    placement task(g, cl, cost::roofline_model{}, {.schedule = tasks::ready_order::critical_path, .decoder = decoder});
     auto net = fresh_net(cl.num_devices(), 3);
     std::mt19937_64 rng(7);
     const auto r = tasks::train(task, net,
@@ -167,8 +166,8 @@ template <class Fail> void train_until_rank1_fails(Fail fail) {
                 return true;
             }
         } v{world.rank(), fail};
-        tasks::train(task, net, {.ppo = {.updates = 1000, .samples_per_update = 4, .threads = 1, .sharding = &sh}},
-                     rng, v);
+        tasks::train(task, net, {.ppo = {.updates = 1000, .samples_per_update = 4, .threads = 1, .sharding = &sh}}, rng,
+                     v);
     });
 }
 }  // namespace

@@ -52,8 +52,7 @@ public:
             total += sizes[static_cast<std::size_t>(r)];
         }
         std::string all(static_cast<std::size_t>(total), '\0');
-        MPI_Allgatherv(mine.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
-                       MPI_COMM_WORLD);
+        MPI_Allgatherv(mine.data(), size, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, MPI_COMM_WORLD);
         bytes_sent_ += mine.size();
         std::vector<std::string> parts;
         for (int r = 0; r < n; ++r)

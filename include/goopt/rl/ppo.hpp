@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace goopt::rl {
@@ -123,6 +124,9 @@ public:
              concat("learning rates are ", c_.learning_rate, " and ", c_.imitation_learning_rate), "both > 0");
         need(c_.baseline_decay >= 0 && c_.baseline_decay < 1, concat("baseline_decay is ", c_.baseline_decay),
              "a value in [0, 1)");
+        need(!c_.sharding || std::is_trivially_copyable_v<outcome>,
+             "sharding with an outcome that is not trivially copyable",
+             "a trivially copyable outcome (it crosses between ranks as bytes)");
         env_->set_workers(std::min(c_.threads, c_.samples_per_update));
     }
 
@@ -154,7 +158,8 @@ public:
 
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
     /// parameters with Adam's moments, counters, the baseline, the generator's state and the
-    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum.
+    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum. With
+    /// ppo_config::sharding only rank 0 writes (every rank holds the same state).
     template <SerializableRng Rng>
     void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
 
@@ -434,9 +439,10 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     for (auto& f : failed)
         if (f) std::rethrow_exception(f);
-    if (c_.sharding)
-        detail::share_samples(*c_.sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
-                              std::span<nn::matrix<float>>(drawn_bias));
+    if constexpr (std::is_trivially_copyable_v<outcome>)  // else the constructor refused sharding
+        if (c_.sharding)
+            detail::share_samples(*c_.sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
+                                  std::span<nn::matrix<float>>(drawn_bias));
     std::vector<double> r(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
