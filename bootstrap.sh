@@ -56,6 +56,9 @@ required=(g++ cmake make libeigen3-dev libboost-graph-dev libxtensor-dev nlohman
           libmetis-dev                 # METIS placement baseline (goopt::metis)
           coinor-libcbc-dev pkg-config # Tensat's ILP extraction (goopt::cbc)
           libcli11-dev)                # the flags of the goopt program and the benchmarks (CLI11)
+if [[ "$command" == build || "$command" == test ]]; then
+    required+=(libopenmpi-dev openmpi-bin)  # goopt::mpi: its tests run under mpirun (tests/mpi/)
+fi
 if [[ "$command" == format || "$command" == format-check ]]; then
     required=(clang-format git)  # formatting needs nothing else
 fi

@@ -5,6 +5,8 @@
 /// simulator), the baselines, and the hooks through which substitution search and the learned
 /// policies plug in. Free of the command line (CLI11) and of JSON, so that these files stay light.
 
+#include "ranks.hpp"
+
 #include <goopt/device/cluster.hpp>
 #include <goopt/device/device_spec.hpp>
 #include <goopt/error.hpp>
@@ -64,9 +66,10 @@ struct budget {
     std::size_t steps = 50;
     double seconds = 0;  ///< 0: no time limit
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    /// Under mpirun every rank gets the same answer (all_ranks), so that no rank stops alone.
     bool time_left() const {
-        return seconds <= 0 ||
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds;
+        return all_ranks(seconds <= 0 ||
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds);
     }
 };
 

@@ -22,7 +22,11 @@ namespace {
 /// a larger learning rate, 16 samples per update on both cores. `goopt train` uses the same network,
 /// so that its checkpoints fit.
 tasks::placement_config settings(std::size_t updates) {
-    return {.ppo = {.updates = updates, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2},
+    return {.ppo = {.updates = updates,
+                    .samples_per_update = 16,
+                    .learning_rate = 1e-3,
+                    .threads = 2,
+                    .sharding = ranks().sharding},
             .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
             .task = {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided},
             .progress = {.status = rl::status_mode::never}};

@@ -33,11 +33,14 @@ tasks::train_result train_levels(const optimize_context& ctx, Task& task, std::v
         if (task.guided()) tasks::start_from_heuristic(net);
     out.curve_unit = "PPO update (16 samples)";
     training_curve v{ctx, out, out.name};
-    auto r = tasks::train(
-        task, net,
-        {.ppo = {.updates = ctx.limits.steps, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 2},
-         .incumbents = std::move(incumbents)},
-        rng, v);
+    auto r = tasks::train(task, net,
+                          {.ppo = {.updates = ctx.limits.steps,
+                                   .samples_per_update = 16,
+                                   .learning_rate = 1e-3,
+                                   .threads = 2,
+                                   .sharding = ranks().sharding},
+                           .incumbents = std::move(incumbents)},
+                          rng, v);
     ctx.progress.clear();
     out.chosen = r.best.decision;
     out.result = r.best.result;

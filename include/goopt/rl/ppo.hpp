@@ -11,6 +11,7 @@
 #include <goopt/nn/training_guard.hpp>
 #include <goopt/rl/concepts.hpp>
 #include <goopt/rl/ppo_config.hpp>
+#include <goopt/rl/sample_sharding.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace goopt::rl {
@@ -122,6 +124,9 @@ public:
              concat("learning rates are ", c_.learning_rate, " and ", c_.imitation_learning_rate), "both > 0");
         need(c_.baseline_decay >= 0 && c_.baseline_decay < 1, concat("baseline_decay is ", c_.baseline_decay),
              "a value in [0, 1)");
+        need(!c_.sharding || std::is_trivially_copyable_v<outcome>,
+             "sharding with an outcome that is not trivially copyable",
+             "a trivially copyable outcome (it crosses between ranks as bytes)");
         env_->set_workers(std::min(c_.threads, c_.samples_per_update));
     }
 
@@ -153,7 +158,8 @@ public:
 
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
     /// parameters with Adam's moments, counters, the baseline, the generator's state and the
-    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum.
+    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum. With
+    /// ppo_config::sharding only rank 0 writes (every rank holds the same state).
     template <SerializableRng Rng>
     void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
 
@@ -399,12 +405,14 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
+    // with sharding, this process evaluates samples rank, rank + ranks, ... and receives the others'
+    const std::size_t rank = c_.sharding ? c_.sharding->rank() : 0, ranks = c_.sharding ? c_.sharding->ranks() : 1;
     std::vector<std::exception_ptr> failed(T);
     // every exception, of any type, is carried to this thread and rethrown once all workers have
     // joined: one escaping a std::thread would terminate the program instead
     auto work = [&](std::size_t w) {
         try {
-            for (std::size_t s = w; s < E; s += T) {
+            for (std::size_t s = rank + w * ranks; s < E; s += T * ranks) {
                 if constexpr (GuidedEnvironment<Env>)
                     if (guided) {  // the mode: the decoder's greedy decision
                         guided_sample g = env_->decode(obs, logits_d, seeds[s], s >= K, w);
@@ -431,6 +439,10 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     }
     for (auto& f : failed)
         if (f) std::rethrow_exception(f);
+    if constexpr (std::is_trivially_copyable_v<outcome>)  // else the constructor refused sharding
+        if (c_.sharding)
+            detail::share_samples(*c_.sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
+                                  std::span<nn::matrix<float>>(drawn_bias));
     std::vector<double> r(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
@@ -502,6 +514,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <SerializableRng Rng>
 void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
+    if (c_.sharding && c_.sharding->rank() != 0) return;  // the ranks hold the same state: one writer
     io::record_writer out(checkpoint_tag, checkpoint_format_version);
     out.u64(sizeof(scalar)).u64(env_->num_choices());
     out.u64(updates_).u64(samples_).u64(imitation_done_);

@@ -7,6 +7,8 @@
 
 namespace goopt::rl {
 
+struct sample_sharding;  // rl/sample_sharding.hpp
+
 /// What the advantage of a sample is measured against.
 enum class baseline_kind : std::uint8_t {
     value_head,      ///< the network's value output, trained on the rewards (GO)
@@ -44,6 +46,10 @@ struct ppo_config {
     /// It goes to the visitor's optional on_mode, takes no part in the loss and draws nothing from
     /// the generator.
     bool evaluate_mode = true;
+    /// Processes that share each update's samples (synchronous data-parallel PPO, e.g.
+    /// mpi::sample_sharding under mpirun): each evaluates its share, all run the same update, and
+    /// only rank 0 writes checkpoints. Null: this process evaluates every sample. Not owned.
+    sample_sharding* sharding = nullptr;
 };
 
 }  // namespace goopt::rl
