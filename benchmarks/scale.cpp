@@ -13,7 +13,8 @@
 // device) and the simulator (scoring every sample, and the mode), each summed over the worker
 // threads; "other" is the rest of the wall time (sampling, log-probabilities, the PPO loss, Adam).
 // --quick: gnmt8_long only, one timed update. JSON list of {"experiment": "scale", "graph", "ops",
-// "devices", "decoder", "threads", "samples", "updates", "seconds_per_update", "first_update_seconds",
+// "devices", "decoder", "threads", "samples", "updates", "seconds_per_update", "cpu_seconds_per_update"
+// (user + system, all threads: less sensitive to other processes' load), "first_update_seconds",
 // "forward_seconds", "backward_seconds", "decode_seconds", "simulate_seconds", "other_seconds",
 // "peak_memory_bytes"} (per update: the timed updates' mean), written atomically.
 #include "benchmark_main.hpp"
@@ -26,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,15 @@ using task_type = goopt::tasks::placement_task<goopt::device::device_spec>;
 
 double seconds_since(clock_type::time_point t0) {
     return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// CPU seconds (user + system) of every thread of this process so far: on a shared machine the wall
+/// time depends on the others' load, this less so.
+double cpu_seconds() {
+    struct rusage u {};
+    getrusage(RUSAGE_SELF, &u);
+    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 /// The placement task, with the time spent in its decoder and simulator per worker (workers write
@@ -129,9 +140,10 @@ nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_
     pol.forward_s = pol.backward_s = 0;
     env.set_workers(std::min(s.threads, s.samples));  // zeroes the decoder and simulator clocks
     t0 = clock_type::now();
+    const double cpu0 = cpu_seconds();
     for (std::size_t u = 0; u < s.updates; ++u) trainer.update(rng);
     const double per = static_cast<double>(s.updates);
-    const double wall = seconds_since(t0) / per;
+    const double wall = seconds_since(t0) / per, cpu = (cpu_seconds() - cpu0) / per;
     const double fw = pol.forward_s / per, bw = pol.backward_s / per;
     const double dec = env.sum(env.decode_s) / per, sim = env.sum(env.simulate_s) / per;
     return {{"experiment", "scale"},
@@ -143,6 +155,7 @@ nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_
             {"samples", s.samples},
             {"updates", s.updates},
             {"seconds_per_update", wall},
+            {"cpu_seconds_per_update", cpu},
             {"first_update_seconds", first},
             {"forward_seconds", fw},
             {"backward_seconds", bw},
@@ -243,22 +256,24 @@ int run(int argc, char** argv) {
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as gnmt8,gnmt8_long");
     if (decoders.empty()) throw goopt::error("flag --decoders", "an empty list", "independent, guided or both");
 
-    std::printf("one PPO update of %zu samples on %zu x V100:nvlink, %zu threads, GO's network; seconds per update "
-                "(mean of %zu after a warm-up) and its parts (decode and simulate: summed over threads)\n",
-                s.samples, s.devices, s.threads, s.updates);
-    std::printf("%-12s %7s %-12s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "s/update", "first",
-                "forward", "backward", "decode", "simulate", "other", "peak MiB");
+    std::printf(
+        "one PPO update of %zu samples on %zu x V100:nvlink, %zu threads, GO's network; seconds per update "
+        "(mean of %zu after a warm-up) and its parts (decode and simulate: summed over threads)\n",
+        s.samples, s.devices, s.threads, s.updates);
+    std::printf("%-12s %7s %-12s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "s/update", "cpu s",
+                "first", "forward", "backward", "decode", "simulate", "other", "peak MiB");
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     for (const auto& name : names) {
         for (const auto& d : decoders) {
             const auto decoder =
                 d == "guided" ? goopt::tasks::placement_decoder::guided : goopt::tasks::placement_decoder::independent;
             const auto row = measure_apart(name, decoder, s);
-            std::printf("%-12s %7zu %-12s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n", name.c_str(),
+            std::printf("%-12s %7zu %-12s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n", name.c_str(),
                         row["ops"].get<std::size_t>(), d.c_str(), row["seconds_per_update"].get<double>(),
-                        row["first_update_seconds"].get<double>(), row["forward_seconds"].get<double>(),
-                        row["backward_seconds"].get<double>(), row["decode_seconds"].get<double>(),
-                        row["simulate_seconds"].get<double>(), row["other_seconds"].get<double>(),
+                        row["cpu_seconds_per_update"].get<double>(), row["first_update_seconds"].get<double>(),
+                        row["forward_seconds"].get<double>(), row["backward_seconds"].get<double>(),
+                        row["decode_seconds"].get<double>(), row["simulate_seconds"].get<double>(),
+                        row["other_seconds"].get<double>(),
                         static_cast<double>(row["peak_memory_bytes"].get<std::size_t>()) / (1 << 20));
             std::fflush(stdout);
             results.push_back(row);
