@@ -22,14 +22,17 @@ public:
         b_ = make_parameter<S>(name + ".b", 1, dim, rng, true);
     }
 
-    matrix<S> forward(const matrix<S>& x) {
+    /// y, valid until the next forward pass (a buffer of the layer: see linear::run).
+    const matrix<S>& forward(const matrix<S>& x) {
         x_ = x;
         summary_ = x.colwise().mean();
         const Eigen::Matrix<S, 1, Eigen::Dynamic> z = summary_ * w_.value + b_.value;
         sig_ = (S(1) + (-z.array()).exp()).inverse().matrix();
-        return x.array().rowwise() * (S(2) * sig_.array());
+        y_ = x.array().rowwise() * (S(2) * sig_.array());
+        return y_;
     }
-    matrix<S> backward(const matrix<S>& dy) {
+    /// (dx is valid until the next backward pass.)
+    const matrix<S>& backward(const matrix<S>& dy) {
         const auto n = static_cast<S>(dy.rows());
         const Eigen::Matrix<S, 1, Eigen::Dynamic> dgate = (dy.array() * x_.array()).colwise().sum();
         const Eigen::Matrix<S, 1, Eigen::Dynamic> dz =
@@ -37,9 +40,9 @@ public:
         w_.grad.noalias() += summary_.transpose() * dz;
         b_.grad += dz;
         const Eigen::Matrix<S, 1, Eigen::Dynamic> dsummary = dz * w_.value.transpose();
-        matrix<S> dx = dy.array().rowwise() * (S(2) * sig_.array());
-        dx.rowwise() += dsummary / n;
-        return dx;
+        dx_ = dy.array().rowwise() * (S(2) * sig_.array());
+        dx_.rowwise() += dsummary / n;
+        return dx_;
     }
     void collect(parameter_list<S>& ps) {
         ps.push_back(&w_);
@@ -48,7 +51,7 @@ public:
 
 private:
     parameter<S> w_, b_;
-    matrix<S> x_;
+    matrix<S> x_, y_, dx_;  // y_, dx_: kept between calls (see linear::run)
     Eigen::Matrix<S, 1, Eigen::Dynamic> summary_, sig_;
 };
 

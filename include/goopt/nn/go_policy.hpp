@@ -98,18 +98,20 @@ public:
         if (dlogits.size() != tasks_.size())
             throw error("nn::go_policy::backward", concat(dlogits.size(), " dlogits matrices"),
                         concat("one per task (", tasks_.size(), ")"));
-        matrix<S> dht = value_.backward(dvalue);
+        matrix<S>& dht = dht_;
+        dht = value_.backward(dvalue);
         for (std::size_t t = tasks_.size(); t-- > 0;) {
             task& tk = tasks_[t];
-            matrix<S> din = tk.attention.backward(tk.head.backward(gather(dlogits[t])));
+            const matrix<S>& din = tk.attention.backward(tk.head.backward(gather(dlogits[t])));
             if (t > 0)
                 for (Eigen::Index i = 0; i < din.rows(); ++i)
                     tk.embedding.grad.row(tk.prev_actions[static_cast<std::size_t>(i)]) += din.row(i);
             dht += din;
         }
         for (std::size_t i = shared_.size(); i-- > 0;) dht = shared_[i].backward(dht);
-        matrix<S> dh = mod_.backward(scatter(dht));
-        for (std::size_t i = sage_.size(); i-- > 0;) dh = sage_[i].backward(dh);
+        scatter(dh_, dht);
+        const matrix<S>* dh = &mod_.backward(dh_);
+        for (std::size_t i = sage_.size(); i-- > 0;) dh = &sage_[i].backward(*dh);
     }
 
     /// Every parameter, in a fixed order (save/load and the optimizer rely on it).
@@ -161,8 +163,15 @@ private:
         template <std::uniform_random_bit_generator Rng>
         block(const attention_config& ac, Rng& rng, const std::string& name)
             : norm(ac.dim, rng, name + ".norm"), attention(ac, rng, name) {}
-        matrix<S> forward(const matrix<S>& x) { return x + attention.forward(norm.forward(x)); }
-        matrix<S> backward(const matrix<S>& dy) { return dy + norm.backward(attention.backward(dy)); }
+        matrix<S> y, dx;  // kept between calls (see linear::run)
+        const matrix<S>& forward(const matrix<S>& x) {
+            y = x + attention.forward(norm.forward(x));
+            return y;
+        }
+        const matrix<S>& backward(const matrix<S>& dy) {
+            dx = dy + norm.backward(attention.backward(dy));
+            return dx;
+        }
         void collect(parameter_list<S>& ps) {
             norm.collect(ps);
             attention.collect(ps);
@@ -188,14 +197,24 @@ private:
         return 4 * 2.0 * static_cast<double>(n) * static_cast<double>(ac.dim * ac.dim) + 2 * score_flops(ac, n);
     }
 
-    matrix<S> gather(const matrix<S>& m) const {  // node order -> topological order
-        matrix<S> r(m.rows(), m.cols());
+    // node order -> topological order, into r (not m)
+    void gather(matrix<S>& r, const matrix<S>& m) const {
+        r.resize(m.rows(), m.cols());
         for (std::size_t i = 0; i < order_->size(); ++i) r.row(static_cast<Eigen::Index>(i)) = m.row((*order_)[i]);
+    }
+    matrix<S> gather(const matrix<S>& m) const {
+        matrix<S> r;
+        gather(r, m);
         return r;
     }
-    matrix<S> scatter(const matrix<S>& m) const {  // topological order -> node order
-        matrix<S> r(m.rows(), m.cols());
+    // topological order -> node order, into r (not m)
+    void scatter(matrix<S>& r, const matrix<S>& m) const {
+        r.resize(m.rows(), m.cols());
         for (std::size_t i = 0; i < order_->size(); ++i) r.row((*order_)[i]) = m.row(static_cast<Eigen::Index>(i));
+    }
+    matrix<S> scatter(const matrix<S>& m) const {
+        matrix<S> r;
+        scatter(r, m);
         return r;
     }
 
@@ -208,15 +227,17 @@ private:
                         concat(c_.features, " columns and one order entry and adjacency node per feature row"));
         if (n == 0) throw error("nn::go_policy", "the graph has no nodes", "at least one node");
         order_ = &f.order;
-        matrix<S> h = f.x;
-        for (auto& s : sage_) h = s.forward(h, f.adj);
-        matrix<S> ht = gather(mod_.forward(h));
+        const matrix<S>* h = &f.x;
+        for (auto& s : sage_) h = &s.forward(*h, f.adj);
+        matrix<S>& ht = ht_;
+        gather(ht, mod_.forward(*h));
         for (auto& b : shared_) ht = b.forward(ht);
         policy_output<S> out;
         out.value = value_.forward(ht);
         for (std::size_t t = 0; t < tasks_.size(); ++t) {
             task& tk = tasks_[t];
-            matrix<S> in = ht;
+            matrix<S>& in = in_;
+            in = ht;
             if (t > 0) {
                 const std::vector<int> prev = choose(t - 1, out.logits.back());
                 if (prev.size() != n)
@@ -244,6 +265,8 @@ private:
     std::vector<task> tasks_;
     value_head<S> value_;
     const std::vector<std::uint32_t>* order_ = nullptr;
+    // n x hidden buffers kept between passes (see linear::run)
+    matrix<S> ht_, in_, dht_, dh_;
 };
 
 }  // namespace goopt::nn

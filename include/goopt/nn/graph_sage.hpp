@@ -29,8 +29,9 @@ public:
     }
 
     /// @param x one row per node; @param adj its neighbours (x.rows() nodes), kept by reference
-    /// until backward.
-    matrix<S> forward(const matrix<S>& x, const adjacency& adj) {
+    /// until backward. @return h', valid until the next forward pass (a buffer of the layer: see
+    /// linear::run).
+    const matrix<S>& forward(const matrix<S>& x, const adjacency& adj) {
         if (static_cast<std::size_t>(x.rows()) != adj.num_nodes())
             throw error("nn::graph_sage", concat(x.rows(), " feature rows"),
                         concat("one per node of the adjacency (", adj.num_nodes(), ")"));
@@ -71,15 +72,17 @@ public:
                 }
             }
         }
-        matrix<S> z = self_.forward(x);
-        multiply_rows(z, a_, w_neigh_.value, true);
-        y_ = z.cwiseMax(S(0));
+        y_ = self_.forward(x);
+        multiply_rows(y_, a_, w_neigh_.value, true);
+        y_ = y_.cwiseMax(S(0));
         return y_;
     }
 
-    matrix<S> backward(const matrix<S>& dy) {
+    /// (dx is valid until the next backward pass.)
+    const matrix<S>& backward(const matrix<S>& dy) {
         dz_ = (y_.array() > S(0)).select(dy, S(0));  // member buffers keep their storage between calls
-        matrix<S> dx = self_.backward(dz_);
+        matrix<S>& dx = dx_;
+        dx = self_.backward(dz_);
         add_transposed_product(w_neigh_.grad, a_, dz_);
         multiply_rows(da_, dz_, w_neigh_.value.transpose());
         const adjacency& adj = *adj_;
@@ -128,7 +131,7 @@ private:
     parameter<S> w_neigh_;
     const adjacency* adj_ = nullptr;
     matrix<S> pooled_, a_, y_;
-    matrix<S> dz_, da_, dm_;  // backward's buffers, kept between calls
+    matrix<S> dz_, da_, dm_, dx_;  // backward's buffers, kept between calls
     Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> argmax_;
 };
 

@@ -25,8 +25,9 @@ public:
         : fc_(dim, choices, rng, name) {
         if (choices == 0) throw error(concat("nn::categorical_head '", name, "'"), "0 choices", "at least one choice");
     }
-    matrix<S> forward(const matrix<S>& x) { return fc_.forward(x); }
-    matrix<S> backward(const matrix<S>& dlogits) { return fc_.backward(dlogits); }
+    /// The logits, valid until the next forward pass (a buffer of the layer: see linear::run).
+    const matrix<S>& forward(const matrix<S>& x) { return fc_.forward(x); }
+    const matrix<S>& backward(const matrix<S>& dlogits) { return fc_.backward(dlogits); }
     void collect(parameter_list<S>& ps) { fc_.collect(ps); }
     std::size_t choices() const { return fc_.out_features(); }
 
@@ -46,16 +47,18 @@ public:
         const matrix<S> mean = x.colwise().mean();
         return fc_.forward(mean)(0, 0);
     }
-    /// dL/dx for dL/dv = dv (every row gets the same share).
-    matrix<S> backward(S dv) {
+    /// dL/dx for dL/dv = dv (every row gets the same share), valid until the next backward pass.
+    const matrix<S>& backward(S dv) {
         const matrix<S> d = fc_.backward(matrix<S>::Constant(1, 1, dv));
-        return d.replicate(rows_, 1) / static_cast<S>(rows_);
+        dx_ = d.replicate(rows_, 1) / static_cast<S>(rows_);
+        return dx_;
     }
     void collect(parameter_list<S>& ps) { fc_.collect(ps); }
 
 private:
     linear<S> fc_;
     Eigen::Index rows_ = 0;
+    matrix<S> dx_;  // kept between calls (see linear::run)
 };
 
 /// Row-wise log-softmax, shifted by the row maximum so large logits do not overflow.

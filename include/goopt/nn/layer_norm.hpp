@@ -21,7 +21,8 @@ public:
         beta_ = make_parameter<S>(name + ".beta", 1, dim, rng, true);
     }
 
-    matrix<S> forward(const matrix<S>& x) {
+    /// y, valid until the next forward pass (a buffer of the layer: see linear::run).
+    const matrix<S>& forward(const matrix<S>& x) {
         const auto d = static_cast<S>(x.cols());
         xhat_.resize(x.rows(), x.cols());
         inv_std_.resize(x.rows());
@@ -35,18 +36,20 @@ public:
             inv_std_[i] = S(1) / std::sqrt(var + eps_);
             xhat_.row(i) = (x.row(i).array() - mean) * inv_std_[i];
         }
-        matrix<S> y = xhat_.array().rowwise() * gamma_.value.row(0).array();
-        y.rowwise() += beta_.value.row(0);
-        return y;
+        y_ = xhat_.array().rowwise() * gamma_.value.row(0).array();
+        y_.rowwise() += beta_.value.row(0);
+        return y_;
     }
 
     /// dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, per row.
-    matrix<S> backward(const matrix<S>& dy) {
+    /// (dx is valid until the next backward pass.)
+    const matrix<S>& backward(const matrix<S>& dy) {
         gamma_.grad.row(0) += (dy.array() * xhat_.array()).colwise().sum().matrix();
         beta_.grad.row(0) += dy.colwise().sum();
         const auto d = static_cast<S>(dy.cols());
         const auto gamma = gamma_.value.row(0).array();
-        matrix<S> dx(dy.rows(), dy.cols());
+        matrix<S>& dx = dx_;
+        dx.resize(dy.rows(), dy.cols());
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 256)
 #endif
@@ -66,7 +69,7 @@ public:
 
 private:
     parameter<S> gamma_, beta_;
-    matrix<S> xhat_;
+    matrix<S> xhat_, y_, dx_;  // kept between calls (see linear::run)
     Eigen::Matrix<S, Eigen::Dynamic, 1> inv_std_;
     S eps_ = S(1e-5);
 };

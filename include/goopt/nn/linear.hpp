@@ -24,12 +24,13 @@ public:
     linear(std::size_t in, std::size_t out, Rng& rng, const std::string& weight_name, const std::string& bias_name)
         : w_(make_parameter<S>(weight_name, in, out, rng)), b_(make_parameter<S>(bias_name, 1, out, rng, true)) {}
 
-    /// y for input x, which backward() will need (a copy is kept).
-    matrix<S> forward(const matrix<S>& x) {
+    /// y for input x, which backward() will need (a copy is kept). The result lives in the layer
+    /// until its next forward pass (see run()).
+    const matrix<S>& forward(const matrix<S>& x) {
         x_ = x;
-        return apply(x);
+        return run(x);
     }
-    matrix<S> backward(const matrix<S>& dy) { return backward(dy, x_); }
+    const matrix<S>& backward(const matrix<S>& dy) { return backward(dy, x_); }
 
     /// y for input x, keeping nothing: for a layer that keeps x itself and passes it to backward.
     matrix<S> apply(const matrix<S>& x) const {
@@ -38,13 +39,21 @@ public:
         y.rowwise() += b_.value.row(0);
         return y;
     }
-    /// Accumulates the parameter gradients of output gradient dy at input x; returns dx.
-    matrix<S> backward(const matrix<S>& dy, const matrix<S>& x) {
+    /// apply() into a buffer of the layer, valid until its next forward pass: the buffer keeps its
+    /// storage, since a fresh n x out matrix over glibc's 32 MiB mmap ceiling (an 80,000-node
+    /// graph at width 128) is page-faulted in again on every pass.
+    const matrix<S>& run(const matrix<S>& x) {
+        multiply_rows(y_, x, w_.value);
+        y_.rowwise() += b_.value.row(0);
+        return y_;
+    }
+    /// Accumulates the parameter gradients of output gradient dy at input x; returns dx (a buffer
+    /// of the layer, valid until its next backward pass).
+    const matrix<S>& backward(const matrix<S>& dy, const matrix<S>& x) {
         add_transposed_product(w_.grad, x, dy);
         b_.grad.row(0) += dy.colwise().sum();
-        matrix<S> dx;
-        multiply_rows(dx, dy, w_.value.transpose());
-        return dx;
+        multiply_rows(dx_, dy, w_.value.transpose());
+        return dx_;
     }
     void collect(parameter_list<S>& ps) {
         ps.push_back(&w_);
@@ -56,7 +65,7 @@ public:
 
 private:
     parameter<S> w_, b_;
-    matrix<S> x_;
+    matrix<S> x_, y_, dx_;
 };
 
 }  // namespace goopt::nn

@@ -46,8 +46,9 @@ public:
         out_ = linear<S>(c.dim, c.dim, rng, name + ".wo", name + ".bo");
     }
 
-    /// @param x one row per node, nodes in topological order.
-    matrix<S> forward(const matrix<S>& x) {
+    /// @param x one row per node, nodes in topological order. @return y, valid until the next
+    /// forward pass (a buffer of the layer: see linear::run).
+    const matrix<S>& forward(const matrix<S>& x) {
         if (static_cast<std::size_t>(x.cols()) != c_.dim)
             throw error("nn::segment_attention", concat("input has ", x.cols(), " columns"), concat(c_.dim));
         // Buffers are members and keep their storage between calls: a fresh n x dim matrix costs a
@@ -77,10 +78,11 @@ public:
                 }
             }
         }
-        return out_.apply(o_);
+        return out_.run(o_);
     }
 
-    matrix<S> backward(const matrix<S>& dy) {
+    /// (dx is valid until the next backward pass.)
+    const matrix<S>& backward(const matrix<S>& dy) {
         d_o_ = out_.backward(dy, o_);
         const Eigen::Index dh = static_cast<Eigen::Index>(c_.dim / c_.heads);
         const S scale = S(1) / std::sqrt(static_cast<S>(dh));
@@ -138,11 +140,10 @@ public:
         add_transposed_product(wq_.grad, x_, dq_);
         add_transposed_product(wk_.grad, x_, dk_);
         add_transposed_product(wv_.grad, x_, dv_);
-        matrix<S> dx;
-        multiply_rows(dx, dq_, wq_.value.transpose());
-        multiply_rows(dx, dk_, wk_.value.transpose(), true);
-        multiply_rows(dx, dv_, wv_.value.transpose(), true);
-        return dx;
+        multiply_rows(dx_, dq_, wq_.value.transpose());
+        multiply_rows(dx_, dk_, wk_.value.transpose(), true);
+        multiply_rows(dx_, dv_, wv_.value.transpose(), true);
+        return dx_;
     }
 
     void collect(parameter_list<S>& ps) {
@@ -185,7 +186,7 @@ private:
     parameter<S> wq_, wk_, wv_;
     linear<S> out_;  // the output projection
     matrix<S> x_, q_, k_, v_, o_;
-    matrix<S> d_o_, dq_, dk_, dv_;  // backward's buffers, kept between calls
+    matrix<S> d_o_, dq_, dk_, dv_, dx_;  // backward's buffers, kept between calls
 };
 
 }  // namespace goopt::nn
