@@ -41,7 +41,9 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -115,22 +117,41 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
     return r;
 }
 
-/// One policy per seed trained on a joint task of `config` (tasks::joint_task: the heuristic
-/// pipeline as the decoder, the policy's logits as residuals), no incumbent.
-seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
-                         const settings& st, const tasks::joint_config& config) {
+/// One fresh policy per seed trained on `task` (no incumbent); a task that decodes with its heuristic
+/// (rl::GuidedEnvironment) starts from zero logits, its heuristic's decision.
+template <class Task> seeds_result learn_on(Task& task, const settings& st) {
     seeds_result r;
-    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
         nn::policy_config pc = network;
         pc.task_choices = {task.num_choices()};
         nn::go_policy<float> net(pc, rng);
-        tasks::start_from_heuristic(net);
+        if constexpr (rl::GuidedEnvironment<Task>)
+            if (task.guided()) tasks::start_from_heuristic(net);
         const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
         r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
     }
     return r;
+}
+
+/// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned.
+seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
+                         const settings& st, const tasks::joint_config& config) {
+    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
+    return learn_on(task, st);
+}
+
+/// Scores each named decision into `row` ("<name>_ms") and returns the fastest one's name and ms.
+template <class Sim>
+std::pair<std::string, double> score_named(nlohmann::ordered_json& row, Sim& s,
+                                           std::span<const std::pair<const char*, const sim::decision*>> named) {
+    std::pair<std::string, double> best{"", 0.0};
+    for (const auto& [key, d] : named) {
+        const double ms = sim::run(s, *d).step_time * 1e3;
+        row[std::string(key) + "_ms"] = ms;
+        if (best.first.empty() || ms < best.second) best = {key, ms};
+    }
+    return best;
 }
 
 /// The heuristic pipelines of the joint rows: HEFT, m-ETF and m-SCT, each with its own priorities
@@ -274,29 +295,13 @@ int run(int argc, char** argv) {
                     const tasks::fusion_decider decider(s, best.placement, best.priorities);
                     const std::pair<const char*, const sim::decision*> fusions[] = {
                         {"greedy_fusion", &greedy}, {"priority_fusion", &decider.heuristic_decision()}};
-                    row_best.clear();
-                    for (const auto& [key, d] : fusions) {
-                        const double ms = sim::run(s, *d).step_time * 1e3;
-                        row[std::string(key) + "_ms"] = ms;
-                        if (row_best.empty() || ms < row_best_ms) {
-                            row_best = key;
-                            row_best_ms = ms;
-                        }
-                    }
+                    std::tie(row_best, row_best_ms) = score_named(row, s, fusions);
                     row["unfused_ms"] = best_ms;
                     row["placement"] = best_name;
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
-                    for (std::uint64_t seed : st.seeds) {
-                        tasks::simulated_task task(g, cl, decider);
-                        std::mt19937_64 rng(seed);
-                        nn::policy_config pc = network;
-                        pc.task_choices = {decider.num_choices()};
-                        nn::go_policy<float> net(pc, rng);
-                        const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
-                        learned.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates,
-                                    t.seconds);
-                    }
+                    tasks::simulated_task task(g, cl, decider);
+                    learned = learn_on(task, st);
                     learned.write(row, "learned");
                 } else if (experiment == "joint") {
                     if (best_name.empty()) continue;  // no placement fits: no default for the pairs
@@ -353,29 +358,13 @@ int run(int argc, char** argv) {
                         .placement = p, .priorities = baselines::detail::heft_steps::heft_ranks(s), .fusion = {}};
                     const std::pair<const char*, const sim::decision*> schedules[] = {
                         {"critical_path", &cp}, {"heft_rank", &rank}, {"own", &best}};
-                    row_best.clear();
-                    for (const auto& [key, d] : schedules) {
-                        const double ms = sim::run(s, *d).step_time * 1e3;
-                        row[std::string(key) + "_ms"] = ms;
-                        if (row_best.empty() || ms < row_best_ms) {
-                            row_best = key;
-                            row_best_ms = ms;
-                        }
-                    }
+                    std::tie(row_best, row_best_ms) = score_named(row, s, schedules);
                     row["placement"] = best_name;
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
                     const tasks::scheduling_decider decider(s, p);
-                    for (std::uint64_t seed : st.seeds) {
-                        tasks::simulated_task task(g, cl, decider);
-                        std::mt19937_64 rng(seed);
-                        nn::policy_config pc = network;
-                        pc.task_choices = {decider.num_choices()};
-                        nn::go_policy<float> net(pc, rng);
-                        const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
-                        learned.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates,
-                                    t.seconds);
-                    }
+                    tasks::simulated_task task(g, cl, decider);
+                    learned = learn_on(task, st);
                     learned.write(row, "learned");
                 }
                 row["samples"] = learned.samples;

@@ -10,5 +10,6 @@
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/scheduling.hpp>
 #include <goopt/tasks/simulated_task.hpp>
+#include <goopt/tasks/step_reward.hpp>
 #include <goopt/tasks/train.hpp>
 #include <goopt/tasks/train_placement.hpp>

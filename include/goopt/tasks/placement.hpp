@@ -18,6 +18,7 @@
 #include <goopt/sim/simulator.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/step_reward.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -247,15 +248,7 @@ public:
         return sim::run(*sims_[worker], d);
     }
     double reward(const sim::simulation_result& r) const {
-        double v = -std::sqrt(r.step_time / reference_.step_time);
-        if (r.oom) {
-            double over = 0;
-            for (std::size_t d = 0; d < r.peak_memory.size(); ++d)
-                over += std::max(
-                    0.0, static_cast<double>(r.peak_memory[d]) / static_cast<double>(c_->device(d).mem_capacity()) - 1);
-            v -= config_.oom_penalty * (1 + over);
-        }
-        return v;
+        return step_reward(r, reference_.step_time, *c_, config_.oom_penalty);
     }
 
     /// The outcome (reward, step time, memory) of a simulated decision.
