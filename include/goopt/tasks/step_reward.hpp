@@ -22,8 +22,8 @@ double step_reward(const sim::simulation_result& r, double reference_step, const
     if (r.oom) {
         double over = 0;
         for (std::size_t d = 0; d < r.peak_memory.size(); ++d)
-            over += std::max(0.0,
-                             static_cast<double>(r.peak_memory[d]) / static_cast<double>(c.device(d).mem_capacity()) - 1);
+            over += std::max(
+                0.0, static_cast<double>(r.peak_memory[d]) / static_cast<double>(c.device(d).mem_capacity()) - 1);
         v -= oom_penalty * (1 + over);
     }
     return v;

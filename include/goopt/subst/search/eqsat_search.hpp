@@ -110,7 +110,9 @@ struct eqsat_config {
     /// parallel convs leave extractions that fuse fewer epilogues, 3.5-12 % costlier than what a
     /// runtime does without any search on ResNet-50, ResNeXt-50 and Inception-v3; from the fused
     /// graph alone, NasRNN's parallel matmuls no longer merge (their adds are in the epilogues),
-    /// 40 % gain instead of 47 % (docs/substitution.md).
+    /// 40 % gain instead of 47 % (docs/substitution.md). Not with a final_solver: an exact
+    /// extraction's report (its optimum, a lower bound) must be of the e-graph the result came
+    /// from, so with one only the search from the model runs.
     bool start_from_standard_fusions = true;
 };
 
@@ -735,7 +737,7 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
     // the model after the standard fusions, where they make it cheaper under this cost
     std::optional<graph::computation_graph> fused;
     standard_fusions_stats fused_stats;
-    if (config.start_from_standard_fusions && space.use_builtins) {
+    if (config.start_from_standard_fusions && space.use_builtins && !config.final_solver) {
         auto f = standard_fusions(g, space.check_flops, &fused_stats);
         if (inference_cost(f, cost, device) < before) fused = std::move(f);
     }
