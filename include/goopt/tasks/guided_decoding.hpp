@@ -9,6 +9,7 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/rl/concepts.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulator.hpp>
 
@@ -87,6 +88,14 @@ double mean_fastest_op_time(const sim::simulator<D, Cost>& s, double temperature
         ++count;
     }
     return temperature * std::max(count ? sum / static_cast<double>(count) : 0.0, 1e-12);
+}
+
+/// A guided sample of `n` nodes with `k` choices each, before decoding: every action 0, every choice
+/// forbidden (bias -infinity) until the decoder opens it.
+inline rl::guided_sample unopened_sample(std::size_t n, std::size_t k) {
+    return {.actions = std::vector<int>(n, 0),
+            .bias = nn::matrix<float>::Constant(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k),
+                                                -std::numeric_limits<float>::infinity())};
 }
 
 /// @brief Zeroes the first task head of a fresh GO policy: a guided decoder's logits are residuals

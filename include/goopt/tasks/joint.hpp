@@ -186,10 +186,7 @@ public:
         if (static_cast<std::size_t>(logits.rows()) != n || static_cast<std::size_t>(logits.cols()) != k)
             throw error("tasks::joint_task", concat(logits.rows(), " x ", logits.cols(), " logits"),
                         concat(n, " x ", k, " (ops x devices x levels)"));
-        constexpr float never = -std::numeric_limits<float>::infinity();
-        rl::guided_sample out{
-            .actions = std::vector<int>(n, 0),
-            .bias = nn::matrix<float>::Constant(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k), never)};
+        rl::guided_sample out = unopened_sample(n, k);
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
         std::vector<double> total(k);
