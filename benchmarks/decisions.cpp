@@ -3,18 +3,20 @@
 //
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
-//             [--temperature 1] [--independent]
+//             [--temperature 1] [--independent] [--no-anchor]
 //
 // placement: every placement heuristic (benchmarks/placement_heuristics.hpp) and the GO policy
 // trained by PPO with the guided decoder (m-ETF as the decoder, the policy's logits as residuals on
-// its scores: tasks::placement_decoder::guided); --independent also trains GO's own decoder (every
+// its scores, anchored on the best placement heuristic's decision unless --no-anchor:
+// tasks::placement_decoder::guided, tasks/anchored_decoding.hpp); --independent also trains GO's own decoder (every
 // op's device drawn independently). scheduling: on the best placement heuristic's placement, the
 // critical-path priorities of that placement, HEFT's upward-rank priorities and the heuristic's own
-// order, against learned priority levels (tasks::scheduling_decider). fusion: on that placement and
-// its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
+// order, against learned priority levels (tasks::scheduling_decider) on the best of those three. fusion: on that
+// placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider). joint: one policy deciding placement, scheduling and fusion together
-// (tasks::joint_task), each task alone and each pair with the others at their defaults (placement:
-// the best placement heuristic's; scheduling: FIFO; fusion: none), against the default decision
+// (tasks::joint_task, its placement decoder anchored on the best placement heuristic's decision),
+// each task alone and each pair with the others at their defaults (placement: the best placement
+// heuristic's; scheduling: FIFO; fusion: none), against the default decision
 // (one device, FIFO, no fusion) and the heuristic pipelines HEFT, m-ETF and m-SCT, each with its
 // own priorities and greedy fusion.
 // No incumbent is given to any training: "learned_ms" is the best of the policy's own samples and
@@ -26,7 +28,8 @@
 // "updates", "seconds", "peak_memory_bytes"}; placement rows add "independent_ms" (with --independent), and
 // "heuristics_oom" names the heuristics that ran out of memory; joint rows add "default_ms",
 // "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means over
-// the seeds), "joint_ms" and "best_heuristic_pipeline_ms".
+// the seeds), "joint_ms", "best_heuristic_pipeline_ms" and "decoder_pipeline_ms" (the joint
+// decoder's zero-logit decision).
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 
@@ -55,6 +58,7 @@ struct settings {
     std::vector<std::uint64_t> seeds{1, 2, 3};
     double temperature = 1.0;
     bool independent = false;
+    bool anchor = true;  ///< guided decoders anchored on the best placement heuristic's decision
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -102,13 +106,16 @@ const nn::policy_config network{.hidden = 64, .sage_layers = 2, .shared_attentio
 
 template <class Sim>
 seeds_result learn_placement(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
-                             const settings& st, tasks::placement_decoder decoder) {
+                             const settings& st, tasks::placement_decoder decoder, const sim::placement& anchor) {
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         tasks::placement_config c{
             .ppo = ppo_of(st),
             .policy = network,
-            .task = {.schedule = tasks::ready_order::critical_path, .decoder = decoder, .temperature = st.temperature},
+            .task = {.schedule = tasks::ready_order::critical_path,
+                     .decoder = decoder,
+                     .temperature = st.temperature,
+                     .anchor = decoder == tasks::placement_decoder::guided && st.anchor ? anchor : sim::placement{}},
             .progress = {.status = rl::status_mode::never}};
         std::mt19937_64 rng(seed);
         const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
@@ -214,6 +221,8 @@ int run(int argc, char** argv) {
         ->transform(bench::non_negative_real())
         ->capture_default_str();
     cli.add_flag("--independent", st.independent, "Also train GO's independent decoder (placement)");
+    cli.add_flag("!--no-anchor", st.anchor,
+                 "Guided decoders follow m-ETF alone, not anchored on the best placement heuristic's decision");
     if (!cli.parse_flags(argc, argv)) return 0;
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
@@ -280,10 +289,11 @@ int run(int argc, char** argv) {
                         best_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(best_ms);
                     row.update(heur);
                     row["heuristics_oom"] = oom;
-                    learned = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided);
+                    learned = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided, best.placement);
                     learned.write(row, "learned");
                     if (st.independent) {
-                        const auto ind = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::independent);
+                        const auto ind =
+                            learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::independent, {});
                         ind.write(row, "independent");
                         independent_ms = ind.mean();
                     }
@@ -325,8 +335,14 @@ int run(int argc, char** argv) {
                     auto with = [&](bool pl, bool sch, bool fu) {
                         return tasks::joint_config{.tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                                                    .placement = pl ? sim::placement{} : best.placement,
-                                                   .temperature = st.temperature};
+                                                   .temperature = st.temperature,
+                                                   .anchor = pl && st.anchor ? best.placement : sim::placement{}};
                     };
+                    // the joint decoder's own pipeline (zero logits, greedy): the anchor, its
+                    // critical-path priorities, priority fusion
+                    row["decoder_pipeline_ms"] =
+                        tasks::joint_task(g, cl, cost::roofline_model{}, with(true, true, true)).reference().step_time *
+                        1e3;
                     std::size_t samples = 0, updates = 0;
                     double seconds = 0;
                     auto learn = [&](bool pl, bool sch, bool fu) {
@@ -362,7 +378,10 @@ int run(int argc, char** argv) {
                     row["placement"] = best_name;
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
-                    const tasks::scheduling_decider decider(s, p);
+                    // learning starts from the best of the three orders on this placement
+                    const sim::decision* base = row_best == "heft_rank" ? &rank : row_best == "own" ? &best : &cp;
+                    const tasks::scheduling_decider decider(
+                        s, p, {}, base->priorities.empty() ? cp.priorities : base->priorities);
                     tasks::simulated_task task(g, cl, decider);
                     learned = learn_on(task, st);
                     learned.write(row, "learned");

@@ -3,6 +3,7 @@
 /// @brief What a policy decides: the Task concept, the tasks (placement, scheduling, fusion and
 /// any of them jointly), one trainer for all of them, and training a placement with PPO in one call.
 
+#include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/guided_decoding.hpp>

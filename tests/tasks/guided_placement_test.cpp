@@ -72,6 +72,37 @@ TEST_CASE("guided placement decoder: zero logits decoded greedily are m-ETF's pl
                          error);
 }
 
+TEST_CASE("guided placement decoder anchored on m-SCT's placement: zero logits keep it; samples depart") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto msct = baselines::m_sct(s).placement;
+    REQUIRE(msct != baselines::m_etf(s).placement);
+    tasks::placement_task task(
+        g, cl, cost::roofline_model{},
+        {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided, .anchor = msct});
+    std::mt19937_64 rng(3);
+    const auto& obs = task.observe(rng);
+    const auto zero = zero_logits(g.num_ops(), cl.num_devices());
+    CHECK(task.decide(task.decode(obs, zero, 0, true, 0).actions).placement == msct);
+    const auto x = task.decode(obs, zero, 5, false, 0);
+    const auto p = task.decide(x.actions).placement;
+    std::size_t moved = 0;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        CHECK(std::isfinite(x.bias(static_cast<Eigen::Index>(o), x.actions[o])));
+        moved += p[o] != msct[o] ? 1 : 0;
+    }
+    CHECK(moved > 0);
+    CHECK(moved < g.num_ops() / 2);
+    // bad input: an anchor of another length, with the independent decoder, a strength that is not positive
+    using cfg = tasks::placement_task_config;
+    auto make = [&](cfg c) { return tasks::placement_task(g, cl, cost::roofline_model{}, std::move(c)); };
+    CHECK_THROWS_AS(make({.decoder = tasks::placement_decoder::guided, .anchor = sim::placement(2, 0)}), error);
+    CHECK_THROWS_WITH_AS(make({.anchor = msct}), doctest::Contains("guided decoder"), error);
+    CHECK_THROWS_WITH_AS(make({.decoder = tasks::placement_decoder::guided, .anchor_strength = 0}),
+                         doctest::Contains("anchor_strength"), error);
+}
+
 TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the heuristics miss") {
     const auto g = random_dag(16, 8);  // m-ETF, m-SCT and HEFT all > 15 % above the optimum on two V100s
     const auto cl = device::parse_cluster("2xV100:nvlink");

@@ -9,6 +9,7 @@
 #include "random_dag.hpp"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace goopt;
@@ -74,6 +75,40 @@ TEST_CASE("joint task: zero logits decoded greedily are the heuristic pipeline, 
     CHECK(differ > 0);
 }
 
+TEST_CASE("joint task: anchored on another heuristic's placement, zero logits keep it and samples depart from it") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto msct = baselines::m_sct(s).placement;
+    REQUIRE(msct != baselines::m_etf(s).placement);  // else the anchor would change nothing
+    tasks::joint_task t(g, cl, cost::roofline_model{}, {.anchor = msct});
+    const auto& h = t.heuristic_decision();
+    CHECK(h.placement == msct);
+    CHECK(h.priorities == baselines::critical_path_priorities(s, msct));
+    CHECK(h.fusion == baselines::priority_fusion(s, msct));
+    // samples: the action drawn always has a finite bias; some ops move, most stay
+    std::mt19937_64 rng(1);
+    const auto& obs = t.observe(rng);
+    const auto zero = joint_zero_logits(g.num_ops(), t.num_choices());
+    const auto x = t.decode(obs, zero, 7, false, 0);
+    std::size_t moved = 0;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        CHECK(std::isfinite(x.bias(static_cast<Eigen::Index>(o), x.actions[o])));
+        moved += t.decide(x.actions).placement[o] != msct[o] ? 1 : 0;
+    }
+    CHECK(moved > 0);
+    CHECK(moved < g.num_ops() / 2);
+    CHECK(t.evaluate(obs, x.actions, 0).valid);
+    // the scores: the anchor's device 0, the others m-ETF's minus the strength, no room stays no room
+    std::vector<double> score{0.0, -0.5, -std::numeric_limits<double>::infinity()};
+    CHECK(tasks::anchor_scores(score, 1, 0, 2.0) == 1);
+    CHECK(score[0] == -2.0);
+    CHECK(score[1] == 0.0);
+    CHECK(score[2] == -std::numeric_limits<double>::infinity());
+    CHECK(tasks::anchor_scores(score, 2, 1, 2.0) == 1);  // no room on the anchor's device: m-ETF's choice
+    CHECK(score[1] == 0.0);
+}
+
 TEST_CASE("joint task: bad input gets a clear error") {
     const auto g = models::find_workload("transformer_xl2").build();
     const auto cl = device::parse_cluster("2xV100:nvlink");
@@ -85,6 +120,10 @@ TEST_CASE("joint task: bad input gets a clear error") {
     CHECK_THROWS_WITH_AS(make({.fusion_step = 0}), doctest::Contains("fusion_step"), error);
     CHECK_THROWS_WITH_AS(make({.tasks = {.placement = false}, .placement = sim::placement(3, 0)}),
                          doctest::Contains("3"), error);
+    CHECK_THROWS_WITH_AS(make({.anchor = sim::placement(3, 0)}), doctest::Contains("3"), error);
+    CHECK_THROWS_WITH_AS(make({.tasks = {.placement = false}, .anchor = sim::placement(g.num_ops(), 0)}),
+                         doctest::Contains("anchor"), error);
+    CHECK_THROWS_WITH_AS(make({.anchor_strength = -1}), doctest::Contains("anchor_strength"), error);
     // a chain of matmuls: two contractions never share a kernel, so there is nothing to fuse
     graph::computation_graph chain("matmul_chain");
     auto x = chain.input("x", {64, 64});

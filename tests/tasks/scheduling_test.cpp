@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <random>
 #include <vector>
 
@@ -64,6 +66,16 @@ TEST_CASE("scheduling task: the middle level is the critical-path schedule; leve
     CHECK_THROWS_WITH_AS(d.decide(std::vector<int>(3, 0)), doctest::Contains("one per op"), error);
     CHECK_THROWS_WITH_AS(tasks::scheduling_decider(s, metf.placement, {.levels = 20}),
                          doctest::Contains("an odd number"), error);
+    // another heuristic's priorities as the base: the middle levels are that schedule; bad bases refused
+    const tasks::scheduling_decider own(s, metf.placement, {}, metf.priorities);
+    CHECK(own.heuristic_decision().priorities == metf.priorities);
+    CHECK(own.decide(own.heuristic_actions()).priorities == metf.priorities);
+    CHECK(own.reference_step() == doctest::Approx(s.run(metf.placement, {.priorities = metf.priorities}).step_time));
+    CHECK_THROWS_WITH_AS(tasks::scheduling_decider(s, metf.placement, {}, std::vector<double>(2, 0.0)),
+                         doctest::Contains("one finite priority per op"), error);
+    auto nan = metf.priorities;
+    nan.back() = std::nan("");
+    CHECK_THROWS_AS(tasks::scheduling_decider(s, metf.placement, {}, nan), error);
     // one op on each device: nothing to order
     graph::computation_graph one("one_op");
     one.mark_output(one.add1(op_kind::relu, {one.input("x", {8, 8})}));

@@ -1,8 +1,9 @@
 // The joint method of `goopt optimize --tasks` with two or more of placement, scheduling and fusion:
 // one GO policy trained by PPO (tasks::train) on tasks::joint_task, which decodes each op's
-// (device, priority level, fusion level) through the heuristic pipeline m-ETF, critical-path
-// priorities and priority fusion. m-ETF's own decision, the same with greedy fusion where fusion is
-// decided, and the pipeline's own decision are the incumbents: never worse than any of them.
+// (device, priority level, fusion level) through the heuristic pipeline: m-ETF anchored on the best
+// baseline's placement, critical-path priorities and priority fusion. m-ETF's and the best baseline's
+// decisions, each with greedy fusion where fusion is decided, and the pipeline's own decision are
+// the incumbents: never worse than any of them.
 #include "train_task.hpp"
 
 #include <goopt/baselines/greedy_fusion.hpp>
@@ -13,29 +14,33 @@
 
 namespace goopt::cli {
 
-method_result optimize_joint(const optimize_context& ctx, const decisions& metf, bool placement, bool scheduling,
-                             bool fusion) {
+method_result optimize_joint(const optimize_context& ctx, const decisions& metf, const method_result& best_baseline,
+                             bool placement, bool scheduling, bool fusion) {
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
+    const decisions& best = best_baseline.chosen;
     const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
-                                     .placement = placement ? sim::placement{} : metf.placement};
+                                     .placement = placement ? sim::placement{} : best.placement,
+                                     .anchor = placement ? best.placement : sim::placement{}};
     tasks::joint_task task(s.graph(), s.cluster(), cost::roofline_model{}, config);
     method_result out;
     out.name = "go_" + config.tasks.name();
-    out.description = concat("GO policy trained by PPO on this graph: ", config.tasks.name(),
-                             " together, decoded by m-ETF, critical-path priorities and priority fusion");
-    std::vector<sim::decision> incumbents{metf, task.heuristic_decision()};
-    if (fusion) {
-        incumbents.push_back(metf);
-        incumbents.back().fusion = baselines::greedy_fusion(s.graph(), metf.placement);
-    }
+    out.description =
+        concat("GO policy trained by PPO on this graph: ", config.tasks.name(), " together, decoded by ",
+               placement ? concat("m-ETF anchored on ", best_baseline.name, "'s placement") : best_baseline.name,
+               ", critical-path priorities and priority fusion");
+    std::vector<sim::decision> incumbents{metf, best, task.heuristic_decision()};
+    const char* names[] = {"m-ETF's own", "the best baseline's", "the heuristic pipeline's",
+                           "m-ETF's with greedy fusion", "the best baseline's with greedy fusion"};
+    if (fusion)
+        for (const decisions* d : {&metf, &best}) {
+            incumbents.push_back(*d);
+            incumbents.back().fusion = baselines::greedy_fusion(s.graph(), d->placement);
+        }
     const auto r = train_levels(ctx, task, std::move(incumbents), out, t0);
     if (r.best_from == tasks::best_source::incumbent)
-        out.note += concat("no decision PPO sampled beat ",
-                           r.best_index == 0   ? "m-ETF's own"
-                           : r.best_index == 1 ? "the heuristic pipeline's"
-                                               : "m-ETF's with greedy fusion",
-                           ", so ", out.name, " is that decision");
+        out.note +=
+            concat("no decision PPO sampled beat ", names[r.best_index], ", so ", out.name, " is that decision");
     return out;
 }
 

@@ -171,9 +171,15 @@ pipeline run_pipeline(std::string label, const loaded_graph& input, const cluste
         if (const auto decide = task_named(t).decide) p.methods.push_back(decide(ctx, metf_decision));
     // two or more deciding tasks: also one policy deciding them together (GO's joint optimization)
     auto asked = [&](std::string_view t) { return std::find(tasks.begin(), tasks.end(), t) != tasks.end(); };
-    if (asked("placement") + asked("scheduling") + asked("fusion") >= 2)
+    if (asked("placement") + asked("scheduling") + asked("fusion") >= 2) {
+        // the best baseline's placement: the pairs' default placement and the placement decoder's anchor
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < p.first_learned; ++i)
+            if (better_method(p.methods[i], p.methods[best])) best = i;
+        const auto anchor = p.methods[best];  // a copy: `methods` grows below
         p.methods.push_back(
-            optimize_joint(ctx, metf_decision, asked("placement"), asked("scheduling"), asked("fusion")));
+            optimize_joint(ctx, metf_decision, anchor, asked("placement"), asked("scheduling"), asked("fusion")));
+    }
     progress.clear();
     for (std::size_t i = 0; i < p.methods.size(); ++i)
         if (better_method(p.methods[i], p.methods[p.best])) p.best = i;

@@ -180,11 +180,12 @@ task_status fusion_status();
 method_result optimize_fusion(const optimize_context& ctx, const decisions& m_etf);
 
 /// One GO policy deciding several of placement, scheduling and fusion together (tasks::joint_task:
-/// the heuristic pipeline m-ETF, critical-path priorities, priority fusion as the decoder), the
-/// others at their defaults (m-ETF's placement, FIFO, no fusion). Named "go_" + the tasks joined
-/// by '+', e.g. go_placement+scheduling+fusion.
-method_result optimize_joint(const optimize_context& ctx, const decisions& m_etf, bool placement, bool scheduling,
-                             bool fusion);
+/// the heuristic pipeline, i.e. m-ETF anchored on the best baseline's placement, critical-path
+/// priorities and priority fusion, as the decoder), the others at their defaults (the best
+/// baseline's placement, FIFO, no fusion). Named "go_" + the tasks joined by '+', e.g.
+/// go_placement+scheduling+fusion.
+method_result optimize_joint(const optimize_context& ctx, const decisions& m_etf, const method_result& best_baseline,
+                             bool placement, bool scheduling, bool fusion);
 
 /// The error of a task this build cannot do: names the task and the missing capability.
 error missing_capability(std::string_view task, std::string_view capability);

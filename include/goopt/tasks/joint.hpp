@@ -13,6 +13,9 @@
 /// critical-path priorities shifted by the scheduling level (as tasks/scheduling.hpp), priority
 /// fusion with per-op biases from the fusion level (as tasks/fusion.hpp). Zero logits decoded
 /// greedily give the heuristic pipeline exactly: m-ETF, critical-path priorities, priority fusion.
+/// With an anchor (joint_config::anchor, e.g. the best placement heuristic's decision), m-ETF's
+/// scores are taken relative to the anchor's device (tasks/anchored_decoding.hpp), and the pipeline
+/// is that placement, its critical-path priorities and priority fusion.
 
 #include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
@@ -28,6 +31,7 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
@@ -79,6 +83,11 @@ struct joint_config {
     /// placement_task_config::temperature), and m-ETF's memory estimate and budget.
     double temperature = 1.0;
     baselines::baechi_config guide = {};
+    /// Placement decided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp): zero
+    /// logits keep its device for every op where it has room, and a sample departs from it at a score
+    /// of -anchor_strength plus m-ETF's. Empty: m-ETF alone guides (its own placement is the anchor).
+    sim::placement anchor = {};
+    double anchor_strength = 2.0;
     double oom_penalty = 1.0;       ///< as placement_task_config::oom_penalty
     double invalid_reward = -10.0;  ///< reward of a decision the simulator refuses
 };
@@ -109,7 +118,8 @@ public:
             throw error(who, concat(config_.fusion_levels, " fusion levels"), "an odd number >= 3");
         const std::pair<double, const char*> knobs[] = {{config_.scheduling_step, "scheduling_step"},
                                                         {config_.fusion_step, "fusion_step"},
-                                                        {config_.temperature, "temperature"}};
+                                                        {config_.temperature, "temperature"},
+                                                        {config_.anchor_strength, "anchor_strength"}};
         for (const auto& [v, name] : knobs)
             if (!(v > 0) || !std::isfinite(v)) throw error(who, concat(name, " ", v), "a finite number > 0");
         if (!(config_.level_prior >= 0) || !std::isfinite(config_.level_prior))
@@ -122,6 +132,12 @@ public:
         if (!t.placement) {
             if (config_.placement.empty()) config_.placement.assign(n, 0);
             sims_[0]->check_placement(config_.placement);
+        }
+        if (!config_.anchor.empty()) {
+            if (!t.placement)
+                throw error(who, "an anchor placement with placement not decided",
+                            "no anchor, or placement among the tasks (the fixed placement is joint_config::placement)");
+            sims_[0]->check_placement(config_.anchor);
         }
         if (t.fusion && !t.placement &&
             baselines::priority_fuser<D, Cost>(*sims_[0], config_.placement).num_pairs() == 0)
@@ -207,10 +223,16 @@ public:
             return static_cast<sim::device_id>(static_cast<std::size_t>(out.actions[o]) / levels);
         };
         sim::placement p = config_.placement;
+        std::vector<double> anchored(devices_);
         if (config_.tasks.placement)
-            p = guided_earliest_task_first(
-                    *sims_[worker], config_.guide, tau_,
-                    [&](graph::op_id o, std::span<const double> score, sim::device_id) { return draw_row(o, score); })
+            p = guided_earliest_task_first(*sims_[worker], config_.guide, tau_,
+                                           [&](graph::op_id o, std::span<const double> score, sim::device_id best) {
+                                               if (config_.anchor.empty()) return draw_row(o, score);
+                                               std::copy(score.begin(), score.end(), anchored.begin());
+                                               anchor_scores(anchored, config_.anchor[o], best,
+                                                             config_.anchor_strength);
+                                               return draw_row(o, anchored);
+                                           })
                     .placement;
         std::vector<double> only(devices_);
         const std::size_t middle = (s_levels_ / 2) * f_levels_ + f_levels_ / 2;

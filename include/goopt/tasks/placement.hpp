@@ -16,6 +16,7 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
@@ -73,6 +74,11 @@ struct placement_task_config {
     double temperature = 1.0;
     /// guided: m-ETF's memory estimate and budget (baselines::baechi_config; verify_rounds unused).
     baselines::baechi_config guide = {};
+    /// guided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp; e.g. the best
+    /// placement heuristic's): zero logits decoded greedily keep its device for every op where it has
+    /// room, a sample departs from it at a score of -anchor_strength plus m-ETF's. Empty: m-ETF's own.
+    sim::placement anchor = {};
+    double anchor_strength = 2.0;
 };
 
 /// @brief Placement as a tasks::Task and rl::Environment.
@@ -136,6 +142,13 @@ public:
             // group's first member placed decides for the group, whichever it is)
             for (graph::op_id o = 0; o < n; ++o) active_[o] = is_source(o) ? 0 : 1;
             tau_ = mean_fastest_op_time(*sims_[0], config_.temperature);
+            if (!(config_.anchor_strength > 0) || !std::isfinite(config_.anchor_strength))
+                throw error("tasks::placement_task", concat("anchor_strength ", config_.anchor_strength),
+                            "a finite number > 0");
+            if (!config_.anchor.empty()) sims_[0]->check_placement(config_.anchor);
+        } else if (!config_.anchor.empty()) {
+            throw error("tasks::placement_task", "an anchor placement with the independent decoder",
+                        "the guided decoder (placement_decoder::guided), or no anchor");
         }
         if (!config_.reference.empty() && config_.reference.size() != n)
             throw error("tasks::placement_task",
@@ -187,9 +200,16 @@ public:
         rl::guided_sample out = unopened_sample(n, k);
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
-        std::vector<double> total(k);
+        std::vector<double> total(k), anchored(k);
         const sim::decision d = guided_earliest_task_first(
-            *sims_[worker], config_.guide, tau_, [&](graph::op_id o, std::span<const double> score, sim::device_id) {
+            *sims_[worker], config_.guide, tau_,
+            [&](graph::op_id o, std::span<const double> m_etf_score, sim::device_id best) {
+                std::span<const double> score = m_etf_score;
+                if (!config_.anchor.empty()) {
+                    std::copy(m_etf_score.begin(), m_etf_score.end(), anchored.begin());
+                    anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
+                    score = anchored;
+                }
                 const auto oo = static_cast<Eigen::Index>(o);
                 for (sim::device_id q = 0; q < k; ++q) {
                     out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(score[q]);

@@ -32,21 +32,29 @@ struct scheduling_config {
 
 /// @brief Scheduling as a tasks::Decider (run it with tasks::simulated_task and tasks::train): one
 /// priority level per computing op on `placement`; decision = the placement with priorities
-/// upward_rank(op) + (level - middle) x step x max rank. Reward: -sqrt(step / the critical-path
-/// schedule's step) (GO's shape), minus 1 for a decision out of memory.
+/// base(op) + (level - middle) x step x max |base|, base the critical-path priorities (upward rank)
+/// unless the caller gives another heuristic's (HEFT's rank, m-SCT's planned starts: the best of
+/// them on this placement, so that learning starts from the best order there is). Reward:
+/// -sqrt(step / the base schedule's step) (GO's shape), minus 1 for a decision out of memory.
 class scheduling_decider {
 public:
     /// @throws goopt::error for an even or zero level count, a step that is not positive, a
-    /// placement the simulator refuses, or one that leaves nothing to order (no device with two ops).
+    /// placement the simulator refuses, one that leaves nothing to order (no device with two ops), or
+    /// base priorities that are not one finite number per op.
     template <device::DeviceModel D, cost::CostModel<D> Cost>
-    scheduling_decider(sim::simulator<D, Cost>& s, sim::placement placement, scheduling_config c = {})
-        : placement_(std::move(placement)), config_(c) {
+    scheduling_decider(sim::simulator<D, Cost>& s, sim::placement placement, scheduling_config c = {},
+                       std::vector<double> base = {})
+        : placement_(std::move(placement)), config_(c), base_(std::move(base)) {
         if (c.levels == 0 || c.levels % 2 == 0)
             throw error("tasks::scheduling_decider", concat(c.levels, " priority levels"), "an odd number >= 1");
         if (!(c.step > 0) || !std::isfinite(c.step))
             throw error("tasks::scheduling_decider", concat("step ", c.step), "a finite step > 0");
-        base_ = baselines::critical_path_priorities(s, placement_);
         const auto& g = s.graph();
+        if (base_.empty()) base_ = baselines::critical_path_priorities(s, placement_);
+        if (base_.size() != g.num_ops() ||
+            !std::all_of(base_.begin(), base_.end(), [](double x) { return std::isfinite(x); }))
+            throw error("tasks::scheduling_decider", concat(base_.size(), " base priorities"),
+                        concat("one finite priority per op (", g.num_ops(), ")"));
         active_.assign(g.num_ops(), 0);
         for (graph::op_id o = 0; o < g.num_ops(); ++o) active_[o] = g.get_op(o).spec().has(ops::source) ? 0 : 1;
         // a priority orders the ready ops of one device: with at most one op per device nothing is decided
@@ -57,10 +65,11 @@ public:
         if (!orders)
             throw error("tasks::scheduling_decider", "no device has two ops to order under this placement",
                         "a graph and placement with at least two computing ops on one device");
-        scale_ = c.step * std::max(1e-12, *std::max_element(base_.begin(), base_.end()));
+        const auto [lo, hi] = std::minmax_element(base_.begin(), base_.end());
+        scale_ = c.step * std::max({1e-12, *hi, -*lo});
         reference_ = s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = false}).step_time;
         if (!(reference_ > 0))
-            throw error("tasks::scheduling_decider", "the critical-path schedule's step takes no time",
+            throw error("tasks::scheduling_decider", "the base schedule's step takes no time",
                         "a graph with work to schedule");
     }
 
@@ -89,7 +98,7 @@ public:
     std::vector<int> heuristic_actions() const {
         return std::vector<int>(base_.size(), static_cast<int>(config_.levels / 2));
     }
-    /// The critical-path schedule of the placement (the decision of heuristic_actions()).
+    /// The base schedule of the placement (the decision of heuristic_actions()).
     sim::decision heuristic_decision() const { return {.placement = placement_, .priorities = base_, .fusion = {}}; }
     /// Its simulated step, the reward's reference (seconds).
     double reference_step() const noexcept { return reference_; }
