@@ -106,16 +106,20 @@ const nn::policy_config network{.hidden = 64, .sage_layers = 2, .shared_attentio
 
 template <class Sim>
 seeds_result learn_placement(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
-                             const settings& st, tasks::placement_decoder decoder, const sim::placement& anchor) {
+                             const settings& st, tasks::placement_decoder decoder, const sim::decision& anchor,
+                             const std::vector<double>& own_order) {
+    const bool anchored = decoder == tasks::placement_decoder::guided && st.anchor;
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         tasks::placement_config c{
             .ppo = ppo_of(st),
             .policy = network,
-            .task = {.schedule = tasks::ready_order::critical_path,
+            .task = {.schedule =
+                         anchored && !own_order.empty() ? tasks::ready_order::given : tasks::ready_order::critical_path,
+                     .priorities = anchored ? own_order : std::vector<double>{},
                      .decoder = decoder,
                      .temperature = st.temperature,
-                     .anchor = decoder == tasks::placement_decoder::guided && st.anchor ? anchor : sim::placement{}},
+                     .anchor = anchored ? anchor.placement : sim::placement{}},
             .progress = {.status = rl::status_mode::never}};
         std::mt19937_64 rng(seed);
         const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
@@ -270,6 +274,14 @@ int run(int argc, char** argv) {
                     best_ms = r.step_time * 1e3;
                 }
             }
+            // the best heuristic's own priorities where they order its placement better than its
+            // critical path does: the anchored decoders then start from its decision exactly
+            std::vector<double> own_order;
+            if (!best_name.empty() && !best.priorities.empty() &&
+                sim::run(s, best).step_time <=
+                    s.run(best.placement, {.priorities = baselines::critical_path_priorities(s, best.placement)})
+                        .step_time)
+                own_order = best.priorities;
             for (const auto& experiment : experiments) {
                 // the bound holds for unfused ops: a fused kernel can beat it
                 const bool fuses = experiment == "fusion" || experiment == "joint";
@@ -289,11 +301,12 @@ int run(int argc, char** argv) {
                         best_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(best_ms);
                     row.update(heur);
                     row["heuristics_oom"] = oom;
-                    learned = learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided, best.placement);
+                    learned =
+                        learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided, best, own_order);
                     learned.write(row, "learned");
                     if (st.independent) {
                         const auto ind =
-                            learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::independent, {});
+                            learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::independent, {}, {});
                         ind.write(row, "independent");
                         independent_ms = ind.mean();
                     }
@@ -336,7 +349,8 @@ int run(int argc, char** argv) {
                         return tasks::joint_config{.tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                                                    .placement = pl ? sim::placement{} : best.placement,
                                                    .temperature = st.temperature,
-                                                   .anchor = pl && st.anchor ? best.placement : sim::placement{}};
+                                                   .anchor = pl && st.anchor ? best.placement : sim::placement{},
+                                                   .priorities = sch && st.anchor ? own_order : std::vector<double>{}};
                     };
                     // the joint decoder's own pipeline (zero logits, greedy): the anchor, its
                     // critical-path priorities, priority fusion

@@ -94,11 +94,23 @@ TEST_CASE("guided placement decoder anchored on m-SCT's placement: zero logits k
     }
     CHECK(moved > 0);
     CHECK(moved < g.num_ops() / 2);
+    // the anchor's own priorities (ready_order::given): the greedy decode is m-SCT's decision exactly
+    const auto own = baselines::m_sct(s);
+    tasks::placement_task exact(g, cl, cost::roofline_model{},
+                                {.schedule = tasks::ready_order::given,
+                                 .priorities = own.priorities,
+                                 .decoder = tasks::placement_decoder::guided,
+                                 .anchor = msct});
+    const auto d = exact.decide(exact.decode(obs, zero, 0, true, 0).actions);
+    CHECK(d.placement == own.placement);
+    CHECK(d.priorities == own.priorities);
     // bad input: an anchor of another length, with the independent decoder, a strength that is not positive
     using cfg = tasks::placement_task_config;
     auto make = [&](cfg c) { return tasks::placement_task(g, cl, cost::roofline_model{}, std::move(c)); };
     CHECK_THROWS_AS(make({.decoder = tasks::placement_decoder::guided, .anchor = sim::placement(2, 0)}), error);
     CHECK_THROWS_WITH_AS(make({.anchor = msct}), doctest::Contains("guided decoder"), error);
+    CHECK_THROWS_WITH_AS(make({.schedule = tasks::ready_order::given}), doctest::Contains("one finite priority"),
+                         error);
     CHECK_THROWS_WITH_AS(make({.decoder = tasks::placement_decoder::guided, .anchor_strength = 0}),
                          doctest::Contains("anchor_strength"), error);
 }

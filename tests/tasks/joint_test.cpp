@@ -86,6 +86,11 @@ TEST_CASE("joint task: anchored on another heuristic's placement, zero logits ke
     CHECK(h.placement == msct);
     CHECK(h.priorities == baselines::critical_path_priorities(s, msct));
     CHECK(h.fusion == baselines::priority_fusion(s, msct));
+    // m-SCT's own priorities as scheduling's base: the pipeline is m-SCT's decision with priority fusion
+    const auto own = baselines::m_sct(s);
+    tasks::joint_task with_own(g, cl, cost::roofline_model{}, {.anchor = msct, .priorities = own.priorities});
+    CHECK(with_own.heuristic_decision().priorities == own.priorities);
+    CHECK(with_own.heuristic_decision().placement == msct);
     // samples: the action drawn always has a finite bias; some ops move, most stay
     std::mt19937_64 rng(1);
     const auto& obs = t.observe(rng);
@@ -124,6 +129,8 @@ TEST_CASE("joint task: bad input gets a clear error") {
     CHECK_THROWS_WITH_AS(make({.tasks = {.placement = false}, .anchor = sim::placement(g.num_ops(), 0)}),
                          doctest::Contains("anchor"), error);
     CHECK_THROWS_WITH_AS(make({.anchor_strength = -1}), doctest::Contains("anchor_strength"), error);
+    CHECK_THROWS_WITH_AS(make({.priorities = std::vector<double>(3, 1.0)}), doctest::Contains("one finite priority"),
+                         error);
     // a chain of matmuls: two contractions never share a kernel, so there is nothing to fuse
     graph::computation_graph chain("matmul_chain");
     auto x = chain.input("x", {64, 64});

@@ -88,6 +88,10 @@ struct joint_config {
     /// of -anchor_strength plus m-ETF's. Empty: m-ETF alone guides (its own placement is the anchor).
     sim::placement anchor = {};
     double anchor_strength = 2.0;
+    /// Scheduling decided: the priorities its levels shift (e.g. the anchor heuristic's own, where
+    /// they order its placement better than its critical path). Empty: the critical-path priorities
+    /// of each decoded placement.
+    std::vector<double> priorities = {};
     double oom_penalty = 1.0;       ///< as placement_task_config::oom_penalty
     double invalid_reward = -10.0;  ///< reward of a decision the simulator refuses
 };
@@ -133,6 +137,11 @@ public:
             if (config_.placement.empty()) config_.placement.assign(n, 0);
             sims_[0]->check_placement(config_.placement);
         }
+        if (!config_.priorities.empty() &&
+            (config_.priorities.size() != n || !std::all_of(config_.priorities.begin(), config_.priorities.end(),
+                                                            [](double x) { return std::isfinite(x); })))
+            throw error(who, concat(config_.priorities.size(), " base priorities"),
+                        concat("one finite priority per op (", n, "), or none"));
         if (!config_.anchor.empty()) {
             if (!t.placement)
                 throw error(who, "an anchor placement with placement not decided",
@@ -303,9 +312,10 @@ private:
             f_level[o] = static_cast<int>(u % f_levels_);
         }
         if (config_.tasks.scheduling) {
-            d.priorities = baselines::critical_path_priorities(s, d.placement);
-            const double scale =
-                config_.scheduling_step * std::max(1e-12, *std::max_element(d.priorities.begin(), d.priorities.end()));
+            d.priorities =
+                config_.priorities.empty() ? baselines::critical_path_priorities(s, d.placement) : config_.priorities;
+            const auto [lo, hi] = std::minmax_element(d.priorities.begin(), d.priorities.end());
+            const double scale = config_.scheduling_step * std::max({1e-12, *hi, -*lo});
             for (graph::op_id o = 0; o < n; ++o)
                 if (active_[o]) d.priorities[o] += s_level[o] * scale;
         }

@@ -37,6 +37,9 @@ namespace goopt::tasks {
 enum class ready_order : std::uint8_t {
     fifo,           ///< TensorFlow's executor (GO's placement task)
     critical_path,  ///< upward-rank priorities computed for the placement (baselines::critical_path_priorities)
+    /// placement_task_config::priorities for every placement (e.g. the anchor heuristic's own, so that
+    /// the anchor's decision is exactly the heuristic's)
+    given,
 };
 
 /// How a placement is drawn from the policy's logits (one row per op, one column per device).
@@ -57,6 +60,8 @@ struct placement_task_config {
     /// The schedule a placement is scored with; critical_path makes the decision a placement plus
     /// its list-scheduling priorities, as HEFT's is.
     ready_order schedule = ready_order::fifo;
+    /// ready_order::given: one priority per op (larger runs first).
+    std::vector<double> priorities = {};
     /// Decision the step times are measured against (the reward is -sqrt(step / reference step));
     /// empty: every op on device 0 (TensorFlow's default placement).
     sim::placement reference = {};
@@ -150,6 +155,11 @@ public:
             throw error("tasks::placement_task", "an anchor placement with the independent decoder",
                         "the guided decoder (placement_decoder::guided), or no anchor");
         }
+        if (config_.schedule == ready_order::given &&
+            (config_.priorities.size() != n || !std::all_of(config_.priorities.begin(), config_.priorities.end(),
+                                                            [](double x) { return std::isfinite(x); })))
+            throw error("tasks::placement_task", concat(config_.priorities.size(), " given priorities"),
+                        concat("one finite priority per op (", n, ") with ready_order::given"));
         if (!config_.reference.empty() && config_.reference.size() != n)
             throw error("tasks::placement_task",
                         concat("the reference placement has ", config_.reference.size(), " entries"),
@@ -257,6 +267,7 @@ public:
         sim::decision d{.placement = std::move(p), .priorities = {}, .fusion = {}};
         if (config_.schedule == ready_order::critical_path)
             d.priorities = baselines::critical_path_priorities(*sims_[0], d.placement);
+        else if (config_.schedule == ready_order::given) d.priorities = config_.priorities;
         return d;
     }
     sim::simulation_result score(const sim::decision& d, std::size_t worker) {
