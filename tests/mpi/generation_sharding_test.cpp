@@ -104,8 +104,7 @@ TEST_CASE("distributed rule generation, depth 3: the rule library byte for byte"
           doctest::skip()) {  // half a minute per rank on 2 cores: by hand, --no-skip
     auto& world = mpi_test::world();
     mpi::generation_sharding sh(world);
-    const auto shared =
-        subst::generate_rules(taso(), check_worlds(), {.max_ops = 3, .threads = 1, .sharding = &sh});
+    const auto shared = subst::generate_rules(taso(), check_worlds(), {.max_ops = 3, .threads = 1, .sharding = &sh});
     CHECK(shared.rules.size() > 1000);
     CHECK(rule_file_bytes(shared, "depth3") == file_bytes(io::default_rules_file()));
 }
