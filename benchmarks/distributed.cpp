@@ -1,15 +1,22 @@
-// benchmarks/distributed: synchronous data-parallel PPO on 1 and on N ranks (goopt::mpi), on a
-// graph of thousands of ops: samples per second, seconds per update, peak memory per rank, bytes each
-// rank sends per update, and whether the N-rank parameters are the 1-rank ones bit for bit.
-//   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--model rnnlm4] [--out FILE]
-// The 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks run
-// the same training together. Started without mpirun: the 1-rank row alone.
+// benchmarks/distributed: goopt on 1 and on N ranks (goopt::mpi).
+// Experiment "training": synchronous data-parallel PPO on a graph of thousands of ops: samples per
+// second, seconds per update, peak memory per rank, bytes each rank sends per update, and whether
+// the N-rank parameters are the 1-rank ones bit for bit.
+// Experiment "generation": rule generation of TASO's world at each --depth: seconds, peak memory per
+// rank, bytes each rank sends, and whether the N-rank rule file is the 1-rank one byte for byte.
+//   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,generation]
+//          [--model rnnlm4] [--depth 3] [--out FILE]
+// Each 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks
+// run the same work together. Started without mpirun: the 1-rank rows alone.
 #include "benchmark_main.hpp"
 
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device.hpp>
+#include <goopt/io/rule_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/nn/go_policy.hpp>
+#include <goopt/subst/generation/generate_rules.hpp>
+#include <goopt/subst/world.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/train.hpp>
 
@@ -19,9 +26,11 @@
 #include <goopt/mpi.hpp>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -69,6 +78,51 @@ training_run train_placement(const graph::computation_graph& g, const device::cl
     return out;
 }
 
+/// Resets this process's peak resident memory (VmHWM) to its current size (Linux 4.0+), so that
+/// the next peak_memory_bytes() is the peak of what runs after it, on top of what the process holds.
+void reset_peak_memory() {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+}
+
+/// This process's resident memory now (VmRSS).
+std::size_t resident_bytes() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+
+struct generation_run {
+    double seconds = 0;
+    double cpu_seconds = 0;            ///< this process's CPU time (OpenMPI's busy waiting in an exchange included)
+    std::size_t peak = 0, before = 0;  ///< VmHWM during the run, VmRSS before it
+    std::size_t rules = 0, graphs = 0;
+    std::string file;  ///< the rule file's JSON, as goopt generate-rules writes it
+};
+
+/// goopt generate-rules --max-ops `depth` --threads 1 (the program's worlds), on the ranks of
+/// `sharding` (nullptr: this process alone).
+generation_run generate(std::size_t depth, subst::generation_sharding* sharding) {
+    const auto world = subst::taso_world();
+    const subst::world check[] = {subst::taso_world({.n = 5, .c = 2, .h = 7, .w = 4}),
+                                  subst::taso_world({.n = 3, .c = 4, .h = 6, .w = 6})};
+    generation_run out;
+    out.before = resident_bytes();
+    reset_peak_memory();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    const auto r = subst::generate_rules(world, check, {.max_ops = depth, .threads = 1, .sharding = sharding});
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    out.peak = bench::peak_memory_bytes();
+    out.rules = r.rules.size();
+    out.graphs = r.stats.graphs;
+    out.file = io::rules_to_json(r.rules).dump();
+    return out;
+}
+
 int run(int argc, char** argv) {
 #if GOOPT_HAS_MPI
     std::optional<mpi::session> world;
@@ -79,6 +133,8 @@ int run(int argc, char** argv) {
 #endif
     std::string model = "rnnlm4", cluster = "4xV100:nvlink", out;
     std::size_t updates = 3, samples = 16;
+    std::vector<std::string> experiments{"training", "generation"};
+    std::vector<std::size_t> depths{3};
     bench::command_line cli("distributed", "Data-parallel PPO on 1 and N MPI ranks (run it under mpirun -np N)");
     cli.add_option("--model", model, "A model of the zoo (its training graph where it has one)")->capture_default_str();
     cli.add_option("--cluster", cluster, "The cluster the ops are placed on")->capture_default_str();
@@ -88,64 +144,138 @@ int run(int argc, char** argv) {
     cli.add_option("--samples", samples, "Samples per update (all ranks together)")
         ->transform(bench::count(1, 100000))
         ->capture_default_str();
+    cli.add_option("--experiments", experiments, "training, generation or both")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"training", "generation"}))
+        ->capture_default_str();
+    cli.add_option("--depth", depths, "Rule generation depths (repeatable or comma-separated)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 4))
+        ->capture_default_str();
     cli.add_option("--out", out, "Write the rows as a JSON list (rank 0)")->type_name("FILE");
     if (!cli.parse_flags(argc, argv)) return 0;
 
-    const auto g = models::find_workload(model).build();
-    const auto cl = device::parse_cluster(cluster);
-    // cpu: the most CPU seconds of any rank (the machine here is shared: wall time measures the load too)
-    auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes, bool same) {
-        const double per_s = static_cast<double>(r.samples) / r.seconds;
-        std::printf(
-            "%-10s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank  "
-            "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
-            model.c_str(), n, g.num_ops(), per_s, r.seconds / static_cast<double>(updates),
-            cpu / static_cast<double>(updates), static_cast<double>(peak) / (1 << 20),
-            static_cast<unsigned long long>(bytes), same ? "yes" : "no");
-        std::fflush(stdout);
-        return nlohmann::json{{"experiment", "training"},
-                              {"ranks", n},
-                              {"threads_per_rank", 1},
-                              {"graph", model},
-                              {"ops", g.num_ops()},
-                              {"samples_per_update", samples},
-                              {"updates", updates},
-                              {"samples_per_s", per_s},
-                              {"seconds", r.seconds},
-                              {"seconds_per_update", r.seconds / static_cast<double>(updates)},
-                              {"cpu_seconds_per_update_per_rank", cpu / static_cast<double>(updates)},
-                              {"peak_memory_bytes_per_rank", peak},
-                              {"bytes_sent_per_rank_per_update", bytes},
-                              {"identical_to_one_rank", same}};
-    };
     nlohmann::json rows = nlohmann::json::array();
-    training_run alone;
-    if (rank == 0) {
-        alone = train_placement(g, cl, updates, samples, nullptr);
-        rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
-    }
+    const auto wanted = [&](const char* e) {
+        return std::find(experiments.begin(), experiments.end(), e) != experiments.end();
+    };
 #if GOOPT_HAS_MPI
-    if (world) {
-        // the other ranks sleep until rank 0's single-process run is done (a plain MPI_Barrier would
-        // spin a core that the 1-rank figure needs)
+    // the other ranks sleep until rank 0's single-process run is done (a plain MPI_Barrier would
+    // spin a core that the 1-rank figure needs)
+    auto wait_for_rank0 = [&] {
         MPI_Request done;
         MPI_Ibarrier(MPI_COMM_WORLD, &done);
         for (int finished = 0; !finished;) {
             MPI_Test(&done, &finished, MPI_STATUS_IGNORE);
             if (!finished) std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
-        mpi::sample_sharding sh(*world);
-        const auto shared = world->run_or_abort([&] { return train_placement(g, cl, updates, samples, &sh); });
-        // the most bytes of any rank, and the largest peak of the ranks other than 0 (rank 0's peak
-        // includes its 1-rank run: VmHWM never goes down)
-        unsigned long long mine[2] = {rank == 0 ? 0 : bench::peak_memory_bytes(), sh.bytes_sent() / updates},
-                           most[2] = {0, 0};
-        MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-        double cpu = 0;
-        MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (rank == 0) rows.push_back(row(ranks, shared, cpu, most[0], most[1], shared.parameters == alone.parameters));
-    }
+    };
 #endif
+    if (wanted("training")) {
+        const auto g = models::find_workload(model).build();
+        const auto cl = device::parse_cluster(cluster);
+        // cpu: the most CPU seconds of any rank (the machine here is shared: wall time measures the load too)
+        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
+                       bool same) {
+            const double per_s = static_cast<double>(r.samples) / r.seconds;
+            std::printf(
+                "%-10s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank  "
+                "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
+                model.c_str(), n, g.num_ops(), per_s, r.seconds / static_cast<double>(updates),
+                cpu / static_cast<double>(updates), static_cast<double>(peak) / (1 << 20),
+                static_cast<unsigned long long>(bytes), same ? "yes" : "no");
+            std::fflush(stdout);
+            return nlohmann::json{{"experiment", "training"},
+                                  {"ranks", n},
+                                  {"threads_per_rank", 1},
+                                  {"graph", model},
+                                  {"ops", g.num_ops()},
+                                  {"samples_per_update", samples},
+                                  {"updates", updates},
+                                  {"samples_per_s", per_s},
+                                  {"seconds", r.seconds},
+                                  {"seconds_per_update", r.seconds / static_cast<double>(updates)},
+                                  {"cpu_seconds_per_update_per_rank", cpu / static_cast<double>(updates)},
+                                  {"peak_memory_bytes_per_rank", peak},
+                                  {"bytes_sent_per_rank_per_update", bytes},
+                                  {"identical_to_one_rank", same}};
+        };
+        training_run alone;
+        if (rank == 0) {
+            reset_peak_memory();
+            alone = train_placement(g, cl, updates, samples, nullptr);
+            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+        }
+#if GOOPT_HAS_MPI
+        if (world) {
+            wait_for_rank0();
+            mpi::sample_sharding sh(*world);
+            reset_peak_memory();
+            const auto shared = world->run_or_abort([&] { return train_placement(g, cl, updates, samples, &sh); });
+            // the most bytes and the largest peak of any rank
+            unsigned long long mine[2] = {bench::peak_memory_bytes(), sh.bytes_sent() / updates}, most[2] = {0, 0};
+            MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+            double cpu = 0;
+            MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0)
+                rows.push_back(row(ranks, shared, cpu, most[0], most[1], shared.parameters == alone.parameters));
+        }
+#endif
+    }
+    if (wanted("generation"))
+        for (const std::size_t depth : depths) {
+            // peak: VmHWM during the run (the process's resident memory before it included: an MPI
+            // rank's own cost, reported beside it as before)
+            auto row = [&](std::size_t n, const generation_run& r, double seconds, double cpu, std::size_t peak,
+                           std::size_t before, std::uint64_t bytes, std::uint64_t held, bool same) {
+                std::printf(
+                    "depth %zu   %2zu ranks x 1 thread  %9zu graphs  %5zu rules  %7.1f s  %7.1f CPU s/rank  peak %7.1f "
+                    "MiB/rank "
+                    "(%5.1f MiB before)  %11llu bytes sent/rank (most held at once %llu)  identical to 1 rank: %s\n",
+                    depth, n, r.graphs, r.rules, seconds, cpu, static_cast<double>(peak) / (1 << 20),
+                    static_cast<double>(before) / (1 << 20), static_cast<unsigned long long>(bytes),
+                    static_cast<unsigned long long>(held), same ? "yes" : "no");
+                std::fflush(stdout);
+                return nlohmann::json{{"experiment", "generation"},
+                                      {"ranks", n},
+                                      {"threads_per_rank", 1},
+                                      {"depth", depth},
+                                      {"graphs", r.graphs},
+                                      {"rules", r.rules},
+                                      {"seconds", seconds},
+                                      {"cpu_seconds_per_rank", cpu},
+                                      {"peak_memory_bytes_per_rank", peak},
+                                      {"resident_bytes_before_per_rank", before},
+                                      {"bytes_sent_per_rank", bytes},
+                                      {"most_bytes_held_in_one_exchange", held},
+                                      {"identical_to_one_rank", same}};
+            };
+            generation_run alone;
+            if (rank == 0) {
+                alone = generate(depth, nullptr);
+                rows.push_back(row(1, alone, alone.seconds, alone.cpu_seconds, alone.peak, alone.before, 0, 0, true));
+            }
+#if GOOPT_HAS_MPI
+            if (world) {
+                wait_for_rank0();
+                mpi::generation_sharding sh(*world);
+                const auto shared = world->run_or_abort([&] { return generate(depth, &sh); });
+                // the most of any rank: the run ends when the slowest rank ends
+                unsigned long long mine[6] = {shared.peak,
+                                              shared.before,
+                                              sh.bytes_sent(),
+                                              sh.most_held(),
+                                              static_cast<unsigned long long>(shared.seconds * 1e6),
+                                              static_cast<unsigned long long>(shared.cpu_seconds * 1e6)},
+                                   most[6] = {};
+                MPI_Reduce(mine, most, 6, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+                if (rank == 0)
+                    rows.push_back(row(ranks, shared, static_cast<double>(most[4]) / 1e6,
+                                       static_cast<double>(most[5]) / 1e6, most[0], most[1], most[2], most[3],
+                                       shared.file == alone.file));
+            }
+#endif
+        }
     if (rank == 0 && !out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     return 0;
 }

@@ -1,7 +1,9 @@
 // `goopt generate-rules`: TASO-style substitution generation (TASO, SOSP'19 §3): every graph of up
 // to K ops over TASO's operator set, fingerprinted, paired, pruned, re-checked and proven from the
-// operator axioms; writes the verified rules.
+// operator axioms; writes the verified rules. Under mpirun the ranks divide the work (rank 0 writes
+// the file, the single process's byte for byte).
 #include "cli.hpp"
+#include "ranks.hpp"
 
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst/generation/generate_rules.hpp>
@@ -23,7 +25,7 @@ struct generate_rules_flags {
 };
 
 int run_generate_rules(const generate_rules_flags& f) {
-    subst::generation_config cfg{.max_ops = f.max_ops, .threads = f.threads};
+    subst::generation_config cfg{.max_ops = f.max_ops, .threads = f.threads, .sharding = ranks().generation};
     if (cfg.threads == 0) cfg.threads = std::max(1u, std::thread::hardware_concurrency());
     const auto world = subst::taso_world();
     const subst::world check[] = {subst::taso_world({.n = 5, .c = 2, .h = 7, .w = 4}),
@@ -32,12 +34,12 @@ int run_generate_rules(const generate_rules_flags& f) {
     io::write_rules_file(f.out, result.rules);
     const auto& s = result.stats;
     std::printf(
-        "up to %zu ops, %zu threads, %.1f s: %zu graphs, %zu candidates, %zu after renaming, %zu after "
+        "up to %zu ops, %zu threads%s, %.1f s: %zu graphs, %zu candidates, %zu after renaming, %zu after "
         "subgraph, %zu after supergraph, %zu after transitivity; %zu verified, %zu rejected (%zu not proven)\n"
         "wrote %zu rules to %s\n",
-        s.max_ops, cfg.threads, s.seconds, s.graphs, s.candidates, s.after_renaming, s.after_subgraph,
-        s.after_supergraph, s.after_transitivity, s.verified, s.rejected, s.not_proven, result.rules.size(),
-        f.out.c_str());
+        s.max_ops, cfg.threads, cfg.sharding ? concat(" on each of ", cfg.sharding->ranks(), " ranks").c_str() : "",
+        s.seconds, s.graphs, s.candidates, s.after_renaming, s.after_subgraph, s.after_supergraph, s.after_transitivity,
+        s.verified, s.rejected, s.not_proven, result.rules.size(), f.out.c_str());
     return 0;
 }
 

@@ -24,12 +24,12 @@
 
 #if GOOPT_PROGRAM_HAS_MPI
 namespace {
-/// Under mpirun: the run's ranks share PPO's samples; rank 0 alone prints and writes results (the
-/// other ranks' stdout goes nowhere, their output files into a scratch folder, their checkpoints
-/// nowhere: rl::ppo); a rank that fails stops the run naming itself. Started directly, the program runs as a single
-/// process.
+/// Under mpirun: the run's ranks share PPO's samples and rule generation's work; rank 0 alone prints and writes results
+/// (the other ranks' stdout goes nowhere, their output files into a scratch folder, their checkpoints nowhere:
+/// rl::ppo); a rank that fails stops the run naming itself. Started directly, the program runs as a single process.
 std::optional<goopt::mpi::session> mpi_world;
 std::optional<goopt::mpi::sample_sharding> mpi_sharding;
+std::optional<goopt::mpi::generation_sharding> mpi_generation;
 
 /// Rank r > 0 writes its copies of the output files (-o/--out, --svg, --curve) into a folder of
 /// its own, removed at exit: the flags stay valid (some are required), only rank 0's files remain.
@@ -40,7 +40,8 @@ std::vector<char*> start_ranks(int& argc, char**& argv) {
     if (!goopt::mpi::launched_by_mpirun()) return {argv, argv + argc};
     mpi_world.emplace(argc, argv);
     mpi_sharding.emplace(*mpi_world);
-    goopt::cli::ranks() = {&*mpi_sharding, [](bool mine) { return mpi_world->all(mine); }};
+    mpi_generation.emplace(*mpi_world);
+    goopt::cli::ranks() = {&*mpi_sharding, &*mpi_generation, [](bool mine) { return mpi_world->all(mine); }};
     std::vector<char*> args(argv, argv + argc);
     if (mpi_world->rank() == 0) return args;
     scratch = std::filesystem::temp_directory_path() /

@@ -10,6 +10,7 @@
 #include <goopt/subst/generation/candidate_pruning.hpp>
 #include <goopt/subst/generation/check_rule.hpp>
 #include <goopt/subst/generation/enumerate_graphs.hpp>
+#include <goopt/subst/generation/generation_sharding.hpp>
 #include <goopt/subst/generation/generation_store.hpp>
 #include <goopt/subst/generation/prover.hpp>
 #include <goopt/subst/pattern.hpp>
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <random>
@@ -31,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +50,15 @@ struct generation_config {
     /// the time bound is far above what they allow, so that a loaded machine cannot change the
     /// rules (output is the same on every run and for every thread count).
     proof_limits proof{.max_iterations = 8, .max_nodes = 1000, .max_time = std::chrono::seconds(2)};
+    /// The ranks among which the work is divided (nullptr: this process alone). Every rank calls
+    /// generate_rules with the same world, check worlds, max_ops and seed (threads may differ), and
+    /// every rank returns the same result: the single process's, rule for rule.
+    generation_sharding* sharding = nullptr;
+    /// Under sharding, pass 2 sends each graph to the rank that owns its fingerprint in rounds of
+    /// about this many bytes per rank, so that the buffers stay small beside the graph store.
+    /// (4 MiB: depth 3 in 8 rounds on 2 ranks, where one round would hold as much as the store; the
+    /// rounds cost a walk over the first ops and a synchronization each, milliseconds.)
+    std::size_t exchange_bytes = std::size_t{4} << 20;
 };
 
 /// Counts after each stage, as TASO's Table 3, and the wall time.
@@ -104,6 +116,9 @@ struct generation_result {
 ///    nothing.
 ///    The same rule found in buckets that differ by a renaming of the variables is kept once, and
 ///    verified once per thread (the answer is remembered by the pair's renaming class).
+/// Under cfg.sharding the ranks divide stages 1 and 2-7: each enumerates its share of the first
+/// ops, sends each fingerprint (pass 1) and each graph (pass 2) to the rank that owns it by hash, and
+/// prunes and verifies that rank's buckets only; the rules found are then shared with every rank.
 /// The side with more ops becomes the source; the variables are renamed, and the outputs ordered,
 /// to give the least text, and the ops put in a normal order, so that one rule has one spelling.
 /// @param check_worlds the same world at other shapes (same variables, kinds and attribute choice
@@ -125,19 +140,26 @@ namespace detail {
 /// Prefix of the reason of a rule that passed the float re-check but could not be proven.
 inline constexpr std::string_view not_proven_reason = "not proven from the axioms: ";
 
+/// A rule that stage 7 took: its text, the rule, the spelling it was made from (the rule is
+/// make_rule(w, source, target): what the ranks send each other) and why it failed verification
+/// (nullopt: verified).
+struct found_rule {
+    std::string text;
+    rule r;
+    pattern source, target;
+    std::optional<std::string> why;
+};
+
 /// The rule `source => target` spelled with the renaming of its variables and the order of its
 /// outputs that give the least text, and why it fails verification (nullopt: verified): the float
 /// re-check of that spelling in every check world and in `w` (first: a false candidate can only
 /// blow up the prover's e-graph), then the proof. The answer depends only on the spelling and on `canon` (the seed of
 /// the float inputs), which are the same for every renaming of the pair, so a pair met again in another bucket may
 /// reuse it.
-inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::span<const world> check_worlds,
-                                                          const pattern& source, const pattern& target,
-                                                          const std::vector<std::vector<std::uint16_t>>& renamings,
-                                                          const generation_config& cfg, std::uint64_t canon) {
-    pattern best_source, best_target;
-    rule r;
-    std::string text;
+inline found_rule verify(const world& w, std::span<const world> check_worlds, const pattern& source,
+                         const pattern& target, const std::vector<std::vector<std::uint16_t>>& renamings,
+                         const generation_config& cfg, std::uint64_t canon) {
+    found_rule f;
     // sides of equal size: either may be the source; the spelling decides, so that a rule and its
     // reverse found in two buckets come out as one text
     const bool either_way = source.ops.size() == target.ops.size();
@@ -165,31 +187,167 @@ inline std::pair<rule, std::optional<std::string>> verify(const world& w, std::s
                 to = in_term_order(w, to);
                 rule q = make_rule(w, so, to);
                 std::string qt = to_string(q);
-                if (text.empty() || qt < text) {
-                    text = std::move(qt);
-                    r = std::move(q);
-                    best_source = std::move(so);
-                    best_target = std::move(to);
+                if (f.text.empty() || qt < f.text) {
+                    f.text = std::move(qt);
+                    f.r = std::move(q);
+                    f.source = std::move(so);
+                    f.target = std::move(to);
                 }
             } while (std::next_permutation(order.begin(), order.end()));
         }
     }
     std::mt19937_64 rng(cfg.seed ^ mix(canon));
-    std::optional<std::string> why;
+    std::optional<std::string>& why = f.why;
     for (const auto& cw : check_worlds) {
         try {
-            why = float_mismatch(to_graph(cw, best_source), to_graph(cw, best_target), rng, cfg.tolerance);
+            why = float_mismatch(to_graph(cw, f.source), to_graph(cw, f.target), rng, cfg.tolerance);
         } catch (const error& e) {
             why = std::string("does not build at other shapes: ") + e.what();
         }
         if (why) break;
     }
-    if (!why) why = float_mismatch(to_graph(w, best_source), to_graph(w, best_target), rng, cfg.tolerance);
+    if (!why) why = float_mismatch(to_graph(w, f.source), to_graph(w, f.target), rng, cfg.tolerance);
     if (!why) {
-        const proof_result proof = prove(r, cfg.proof);
+        const proof_result proof = prove(f.r, cfg.proof);
         if (!proof.proven) why = std::string(not_proven_reason) + proof.reason;
     }
-    return {std::move(r), std::move(why)};
+    return f;
+}
+
+/// The same message from this rank to every rank (an all-gather over all_to_all).
+inline std::vector<std::string> all_gather(generation_sharding& sh, const std::string& mine) {
+    auto parts = sh.all_to_all(std::vector<std::string>(sh.ranks(), mine));
+    if (parts.size() != sh.ranks())
+        throw error("generate_rules", concat("all_to_all returned ", parts.size(), " parts"), concat(sh.ranks()));
+    return parts;
+}
+
+/// Checks that every rank runs the same generation (a rank with another depth or seed would make
+/// another table) and returns the most threads of any rank: pass 1's shards per rank.
+inline std::size_t agree_on_generation(generation_sharding& sh, const world& w, std::span<const world> check_worlds,
+                                       const generation_config& cfg, std::size_t threads) {
+    const std::uint64_t mine[] = {cfg.max_ops,         cfg.seed, w.variables.size(), w.kinds.size(),
+                                  check_worlds.size(), threads};
+    const char* names[] = {"max_ops", "seed", "variables", "operator kinds", "check worlds"};
+    std::string part;
+    for (auto v : mine) io::detail::append_le(part, v, 8);
+    std::size_t most = threads;
+    const auto all = all_gather(sh, part);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        part_reader in(all[r], r);
+        for (std::size_t i = 0; i < std::size(names); ++i)
+            if (const auto v = in.next(8); v != mine[i])
+                throw error("generate_rules", concat("rank ", r, " generates with ", names[i], " ", v),
+                            concat(mine[i], " as rank ", sh.rank(), ": the same generation on every rank"));
+        most = std::max<std::size_t>(most, in.next(8));
+    }
+    return most;
+}
+
+/// The largest `mine` of any rank (every rank calls it at the same point).
+inline std::uint64_t max_over_ranks(generation_sharding& sh, std::uint64_t mine) {
+    std::string part;
+    io::detail::append_le(part, mine, 8);
+    std::uint64_t most = mine;
+    const auto all = all_gather(sh, part);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        part_reader in(all[r], r);
+        most = std::max(most, in.next(8));
+    }
+    return most;
+}
+
+/// Counts of the stages that each rank adds up over its own share.
+struct stage_counts {
+    std::uint64_t graphs = 0, candidates = 0, renamed = 0, subgraph = 0, supergraph = 0;
+};
+
+/// Every rank's rules found (and stage counts) to every rank: afterwards each holds all of them,
+/// the ranks' in rank order, and the counts summed. A received rule is made again from its spelling.
+inline std::vector<found_rule> share_found(generation_sharding& sh, const world& w, std::vector<found_rule> mine,
+                                           stage_counts& counts) {
+    std::string part;
+    for (auto c : {counts.graphs, counts.candidates, counts.renamed, counts.subgraph, counts.supergraph})
+        io::detail::append_le(part, c, 8);
+    io::detail::append_le(part, mine.size(), 8);
+    for (const auto& f : mine) {
+        append_pattern(part, f.source);
+        append_pattern(part, f.target);
+        io::detail::append_le(part, f.why ? 1 : 0, 1);
+        if (!f.why) continue;
+        io::detail::append_le(part, f.why->size(), 8);
+        part += *f.why;
+    }
+    const auto all = all_gather(sh, part);
+    counts = {};
+    std::vector<found_rule> every;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+        part_reader in(all[r], r);
+        for (auto* c : {&counts.graphs, &counts.candidates, &counts.renamed, &counts.subgraph, &counts.supergraph})
+            *c += in.next(8);
+        const std::uint64_t n = in.next(8);
+        if (r == sh.rank()) {
+            std::move(mine.begin(), mine.end(), std::back_inserter(every));
+            continue;
+        }
+        for (std::uint64_t i = 0; i < n; ++i) {
+            found_rule f;
+            f.source = read_pattern(in);
+            f.target = read_pattern(in);
+            if (in.next(1)) f.why = std::string(in.bytes(in.next(8)));
+            f.r = make_rule(w, f.source, f.target);
+            f.text = to_string(f.r);
+            every.push_back(std::move(f));
+        }
+        if (!in.done())
+            throw error("generate_rules", concat("rank ", r, " sent bytes after its rules"), "its rules only");
+    }
+    return every;
+}
+
+/// Pass 1's fingerprints of this rank, per thread and per owner (each list sorted), to their
+/// owners: returns the sorted lists this rank owns, one per sending thread. Each list is freed
+/// as soon as it is encoded, and each part as soon as it is decoded.
+inline std::vector<std::vector<std::uint64_t>> send_to_owners(
+    generation_sharding& sh, std::vector<std::vector<std::vector<std::uint64_t>>> fps) {
+    std::vector<std::string> parts(sh.ranks());
+    for (std::size_t o = 0; o < parts.size(); ++o)
+        for (auto& per_owner : fps) {
+            io::detail::append_le(parts[o], per_owner[o].size(), 8);
+            const std::size_t at = parts[o].size();
+            parts[o].resize(at + 8 * per_owner[o].size());
+            for (std::size_t i = 0; i < per_owner[o].size(); ++i)
+                io::detail::store_le(parts[o].data() + at + 8 * i, per_owner[o][i], 8);
+            std::vector<std::uint64_t>().swap(per_owner[o]);
+        }
+    auto received = sh.all_to_all(std::move(parts));
+    std::vector<std::vector<std::uint64_t>> lists;
+    for (std::size_t r = 0; r < received.size(); ++r) {
+        part_reader in(received[r], r);
+        while (!in.done()) {
+            auto& list = lists.emplace_back(in.next(8));
+            for (auto& f : list) f = in.next(8);
+        }
+        std::string().swap(received[r]);
+    }
+    return lists;
+}
+
+/// Bytes of one graph sent in pass 2: its fingerprint and the packed graph.
+inline constexpr std::size_t graph_record_bytes = 8 + sizeof(packed_graph::bytes) + 1;
+
+inline void append_graph_record(std::string& out, std::uint64_t fingerprint, const packed_graph& g) {
+    io::detail::append_le(out, fingerprint, 8);
+    out.append(reinterpret_cast<const char*>(g.bytes.data()), g.bytes.size());
+    out.push_back(static_cast<char>(g.num_ops));
+}
+inline packed_graph read_graph_record(part_reader& in, std::uint64_t& fingerprint) {
+    fingerprint = in.next(8);
+    packed_graph g;
+    const auto b = in.bytes(g.bytes.size());
+    std::copy(b.begin(), b.end(), reinterpret_cast<char*>(g.bytes.data()));
+    g.num_ops = static_cast<std::uint8_t>(in.next(1));
+    return g;
 }
 
 }  // namespace detail
@@ -219,60 +377,127 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                             concat("a check world has ", cw.num_choices(k), " attribute choices for ", ops::name(k)),
                             concat(w.num_choices(k), " as the world"));
     }
+    if (cfg.sharding && (cfg.sharding->ranks() == 0 || cfg.sharding->rank() >= cfg.sharding->ranks()))
+        throw error("generate_rules", concat("rank ", cfg.sharding->rank(), " of ", cfg.sharding->ranks()),
+                    "a rank below the rank count");
+    if (cfg.sharding && cfg.exchange_bytes == 0)
+        throw error("generate_rules", "exchange_bytes 0", "a positive byte count per round");
     const std::size_t threads = cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency());
+    generation_sharding* const sh = cfg.sharding;
+    const std::size_t ranks = sh ? sh->ranks() : 1, me = sh ? sh->rank() : 0;
+    // enumeration shards per rank and pass: one per thread of the rank with the most
+    const std::size_t shards = sh ? detail::agree_on_generation(*sh, w, check_worlds, cfg, threads) : threads;
     generation_result result;
     auto& st = result.stats;
     st.max_ops = cfg.max_ops;
-    const enumeration_config ecfg{.max_ops = cfg.max_ops, .seed = cfg.seed, .shard = 0, .num_shards = threads};
+    detail::stage_counts counts;
+    // runs enumerate_graphs on this rank's `shards` shards of round `round` of `rounds` (the shards
+    // dealt to the threads as they come free)
+    auto enumerate_share = [&](std::size_t round, std::size_t rounds, auto make_callback) {
+        std::atomic<std::size_t> next{0};
+        detail::parallel(threads, [&](std::size_t t) {
+            auto on_graph = make_callback(t);
+            for (std::size_t s; (s = next.fetch_add(1)) < shards;)
+                enumerate_graphs(w,
+                                 {.max_ops = cfg.max_ops,
+                                  .seed = cfg.seed,
+                                  .shard = ((round * ranks) + me) * shards + s,
+                                  .num_shards = rounds * ranks * shards},
+                                 on_graph);
+        });
+    };
 
     // pass 1: fingerprints only, to find the ones that occur twice (8 bytes a graph, sorted by each
-    // thread in place and merged, never copied); the graphs themselves are kept only for the shared
-    // fingerprints, in pass 2
+    // thread in place and merged, never copied; under sharding each goes to its owner first); the
+    // graphs themselves are kept only for the shared fingerprints, in pass 2
     // pass 1 also collects the op-free identities that the enumeration prunes (a graph equal to
     // variables: matmul(x0,const_imm) => x0), verified below like the pairs
-    std::vector<std::vector<std::uint64_t>> fps(threads);
+    std::vector<std::vector<std::vector<std::uint64_t>>> fps(threads, std::vector<std::vector<std::uint64_t>>(ranks));
     std::vector<std::vector<std::pair<pattern, pattern>>> identities(threads);
-    detail::parallel(threads, [&](std::size_t t) {
-        struct collect {
-            std::vector<std::uint64_t>& fps;
-            std::vector<std::pair<pattern, pattern>>& identities;
-            void operator()(const enumerated_graph& g) { fps.push_back(g.fingerprint); }
-            void identity(const pattern& source, std::span<const std::uint16_t> variables) {
-                pattern target;
-                for (auto v : variables) target.outputs.push_back(value_ref{variable_op, v});
-                identities.emplace_back(source, std::move(target));
-            }
-        };
-        auto c = ecfg;
-        c.shard = t;
-        enumerate_graphs(w, c, collect{fps[t], identities[t]});
-        std::sort(fps[t].begin(), fps[t].end());
-    });
-    for (const auto& f : fps) st.graphs += f.size();
-    const detail::bucket_table buckets(fps);
-    std::vector<std::vector<std::uint64_t>>().swap(fps);
+    struct collect {
+        std::vector<std::vector<std::uint64_t>>& fps;  // per owner
+        std::vector<std::pair<pattern, pattern>>& identities;
+        void operator()(const enumerated_graph& g) {
+            fps[detail::owner_of(g.fingerprint, fps.size())].push_back(g.fingerprint);
+        }
+        void identity(const pattern& source, std::span<const std::uint16_t> variables) {
+            pattern target;
+            for (auto v : variables) target.outputs.push_back(value_ref{variable_op, v});
+            identities.emplace_back(source, std::move(target));
+        }
+    };
+    enumerate_share(0, 1, [&](std::size_t t) { return collect{fps[t], identities[t]}; });
+    std::uint64_t my_graphs = 0;
+    for (auto& per_owner : fps)
+        for (auto& f : per_owner) {
+            my_graphs += f.size();
+            std::sort(f.begin(), f.end());
+        }
+    counts.graphs = my_graphs;
+    std::vector<std::vector<std::uint64_t>> owned;
+    if (sh) {
+        owned = detail::send_to_owners(*sh, std::move(fps));
+    } else {
+        for (auto& per_owner : fps) owned.push_back(std::move(per_owner[0]));
+    }
+    std::vector<std::vector<std::vector<std::uint64_t>>>().swap(fps);
+    const detail::bucket_table buckets(owned);
+    std::vector<std::vector<std::uint64_t>>().swap(owned);
     for (std::size_t b = 0; b < buckets.size(); ++b) {
         const std::size_t n = buckets.end(b) - buckets.begin(b);
-        st.candidates += n * (n - 1) / 2;
+        counts.candidates += n * (n - 1) / 2;
     }
 
     // pass 2: each graph whose fingerprint is shared goes to the next free place of its bucket
-    // (25 bytes a graph); the order within a bucket is made deterministic when it is processed
+    // (25 bytes a graph); the order within a bucket is made deterministic when it is processed.
+    // Under sharding a graph of another rank's fingerprint is sent to it, in rounds (each a part
+    // of the shards) of about cfg.exchange_bytes per rank
     std::vector<detail::packed_graph> store(buckets.graphs());
     {
         std::vector<std::atomic<std::uint32_t>> filled(buckets.size());
-        detail::parallel(threads, [&](std::size_t t) {
-            auto c = ecfg;
-            c.shard = t;
-            enumerate_graphs(w, c, [&](const enumerated_graph& g) {
-                const std::size_t b = buckets.find(g.fingerprint);
-                if (b == detail::bucket_table::none) return;
-                const std::size_t at = buckets.begin(b) + filled[b].fetch_add(1, std::memory_order_relaxed);
-                // the enumeration is deterministic: pass 2 meets exactly the graphs pass 1 counted
-                GOOPT_ASSERT(at < buckets.end(b));
-                if (at < buckets.end(b)) store[at] = detail::pack(g.graph);
+        auto place = [&](std::uint64_t fingerprint, auto&& graph) {
+            const std::size_t b = buckets.find(fingerprint);
+            if (b == detail::bucket_table::none) return;
+            const std::size_t at = buckets.begin(b) + filled[b].fetch_add(1, std::memory_order_relaxed);
+            // the enumeration is deterministic: pass 2 meets exactly the graphs pass 1 counted
+            GOOPT_ASSERT(at < buckets.end(b));
+            if (at >= buckets.end(b)) return;
+            if constexpr (std::is_same_v<std::decay_t<decltype(graph)>, detail::packed_graph>) store[at] = graph;
+            else store[at] = detail::pack(graph);
+        };
+        const std::size_t rounds =
+            sh ? std::max<std::uint64_t>(
+                     1, detail::max_over_ranks(*sh, (my_graphs * detail::graph_record_bytes + cfg.exchange_bytes - 1) /
+                                                        cfg.exchange_bytes))
+               : 1;
+        std::vector<std::vector<std::string>> outgoing(threads, std::vector<std::string>(ranks));
+        for (std::size_t round = 0; round < rounds; ++round) {
+            enumerate_share(round, rounds, [&](std::size_t t) {
+                return [&, t](const enumerated_graph& g) {
+                    const std::size_t o = detail::owner_of(g.fingerprint, ranks);
+                    if (o == me) place(g.fingerprint, g.graph);
+                    else detail::append_graph_record(outgoing[t][o], g.fingerprint, detail::pack(g.graph));
+                };
             });
-        });
+            if (!sh) continue;
+            std::vector<std::string> parts(ranks);
+            for (auto& per_owner : outgoing)
+                for (std::size_t o = 0; o < ranks; ++o) {
+                    if (parts[o].empty()) parts[o].swap(per_owner[o]);  // one thread: no copy
+                    else parts[o] += per_owner[o];
+                    std::string().swap(per_owner[o]);
+                }
+            auto received = sh->all_to_all(std::move(parts));
+            for (std::size_t r = 0; r < received.size(); ++r) {
+                detail::part_reader in(received[r], r);
+                std::uint64_t fingerprint = 0;
+                while (!in.done()) {
+                    const auto g = detail::read_graph_record(in, fingerprint);
+                    place(fingerprint, g);
+                }
+                std::string().swap(received[r]);
+            }
+        }
         for (std::size_t b = 0; b < buckets.size(); ++b)
             GOOPT_ASSERT(buckets.begin(b) + filled[b].load() == buckets.end(b));
     }
@@ -285,8 +510,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     struct thread_out {
         std::size_t renamed = 0, subgraph = 0, supergraph = 0;  // survivors of each stage, one per renaming class
         std::unordered_map<std::uint64_t, bool> verified;       // canonical key -> kept (see verify())
-        std::vector<std::pair<std::string, rule>> kept;
-        std::vector<std::pair<std::string, rejected_rule>> rejected;
+        std::vector<detail::found_rule> found;
     };
     std::vector<thread_out> outs(threads);
     std::atomic<std::size_t> next_bucket{0};
@@ -351,15 +575,10 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                 pattern target = graphs[e.target];
                 target.outputs =
                     *detail::align_outputs(graphs[e.source], values[e.source], target, values[e.target], vars);
-                auto [r, why] = detail::verify(w, check_worlds, graphs[e.source], target, renamings, cfg, e.canon);
-                std::string text = to_string(r);
-                out.verified.emplace(e.canon, !why);
-                if (why) {
-                    out.rejected.emplace_back(std::move(text), rejected_rule{std::move(r), std::move(*why)});
-                } else {
-                    classes.unite(e.source, e.target);
-                    out.kept.emplace_back(std::move(text), std::move(r));
-                }
+                auto f = detail::verify(w, check_worlds, graphs[e.source], target, renamings, cfg, e.canon);
+                out.verified.emplace(e.canon, !f.why);
+                if (!f.why) classes.unite(e.source, e.target);
+                out.found.push_back(std::move(f));
             }
         }
     });
@@ -372,38 +591,35 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
         std::vector<std::uint64_t> keys;
         for (const auto& [source, target] : identities[t]) {
             const std::uint64_t canon = detail::structure_hash(w, source, identity_names, keys);
-            auto [r, why] = detail::verify(w, check_worlds, source, target, renamings, cfg, canon);
-            std::string text = to_string(r);
-            if (why) {
-                out.rejected.emplace_back(std::move(text), rejected_rule{std::move(r), std::move(*why)});
-            } else {
-                out.kept.emplace_back(std::move(text), std::move(r));
-            }
+            out.found.push_back(detail::verify(w, check_worlds, source, target, renamings, cfg, canon));
         }
     });
-    for (const auto& o : outs) {
-        st.after_renaming += o.renamed;
-        st.after_subgraph += o.subgraph;
-        st.after_supergraph += o.supergraph;
+    std::vector<detail::found_rule> found;
+    for (auto& o : outs) {
+        counts.renamed += o.renamed;
+        counts.subgraph += o.subgraph;
+        counts.supergraph += o.supergraph;
+        std::move(o.found.begin(), o.found.end(), std::back_inserter(found));
     }
+    if (sh) found = detail::share_found(*sh, w, std::move(found), counts);
+    st.graphs = counts.graphs;
+    st.candidates = counts.candidates;
+    st.after_renaming = counts.renamed;
+    st.after_subgraph = counts.subgraph;
+    st.after_supergraph = counts.supergraph;
     // the same pair found in buckets that differ by a renaming of the variables is spelled the same
     // (verify() picks the least text over the renamings): keep one; a rejection anywhere rejects it
-    std::vector<std::pair<std::string, rule>> kept;
-    std::vector<std::pair<std::string, rejected_rule>> rejected;
-    for (auto& o : outs) {
-        std::move(o.kept.begin(), o.kept.end(), std::back_inserter(kept));
-        std::move(o.rejected.begin(), o.rejected.end(), std::back_inserter(rejected));
-    }
-    auto by_text = [](const auto& x, const auto& y) { return x.first < y.first; };
-    auto same_text = [](const auto& x, const auto& y) { return x.first == y.first; };
+    std::vector<detail::found_rule> kept, rejected;
+    for (auto& f : found) (f.why ? rejected : kept).push_back(std::move(f));
+    auto by_text = [](const detail::found_rule& x, const detail::found_rule& y) { return x.text < y.text; };
+    auto same_text = [](const detail::found_rule& x, const detail::found_rule& y) { return x.text == y.text; };
     std::stable_sort(kept.begin(), kept.end(), by_text);
     kept.erase(std::unique(kept.begin(), kept.end(), same_text), kept.end());
     std::stable_sort(rejected.begin(), rejected.end(), by_text);
     rejected.erase(std::unique(rejected.begin(), rejected.end(), same_text), rejected.end());
-    for (auto& [text, r] : kept)
-        if (!std::binary_search(rejected.begin(), rejected.end(), std::pair{text, rejected_rule{}}, by_text))
-            result.rules.push_back(std::move(r));
-    for (auto& [text, r] : rejected) result.rejected.push_back(std::move(r));
+    for (auto& f : kept)
+        if (!std::binary_search(rejected.begin(), rejected.end(), f, by_text)) result.rules.push_back(std::move(f.r));
+    for (auto& f : rejected) result.rejected.push_back(rejected_rule{std::move(f.r), std::move(*f.why)});
     st.verified = result.rules.size();
     for (const auto& r : result.rules) st.op_free += r.target.ops.empty();
     st.rejected = result.rejected.size();
