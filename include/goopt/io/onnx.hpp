@@ -15,13 +15,14 @@
 /// too, since no op kind holds a constant with arbitrary values.
 ///
 /// ONNX export (io::write_onnx, io::to_onnx) writes any inference graph back as standard ONNX
-/// operators, opset 13-17, with the import's weight values as initializers (export.hpp).
+/// operators, opset 13-17, with the import's weight values as initializers (export.hpp), and an LSTM
+/// or GRU that no rewrite touched as the file's node (recurrent_write_back.hpp).
 ///
 /// The parts, under io/onnx/: model.hpp (options, result, entry points), constant.hpp (values known
 /// at import time), importer.hpp (state and shared steps), fold.hpp, convert.hpp, convolution.hpp,
 /// recurrent.hpp, resize.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import);
 /// exporter.hpp (the exporter's options, report, state and shared steps), lowering.hpp (one
-/// lowering per op kind), export.hpp (the export).
+/// lowering per op kind), recurrent_write_back.hpp, export.hpp (the export).
 
 #include <goopt/io/onnx/constant.hpp>
 #include <goopt/io/onnx/convert.hpp>
@@ -36,4 +37,5 @@
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/opaque.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
+#include <goopt/io/onnx/recurrent_write_back.hpp>
 #include <goopt/io/onnx/resize.hpp>

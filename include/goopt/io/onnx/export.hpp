@@ -17,6 +17,7 @@
 #include <goopt/io/onnx/exporter.hpp>
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
+#include <goopt/io/onnx/recurrent_write_back.hpp>
 
 #include <onnx/onnx_pb.h>
 
@@ -61,17 +62,32 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
 
     const auto order = graph::topological_order(g_);
     name_tensors(order);
-    // graph inputs first, in the graph's order, then the weights, then every other op
-    auto lower_if = [&](auto keep) {
-        for (const auto v : order) {
-            const auto o = static_cast<graph::op_id>(v);
-            if (keep(g_.get_op(o).kind)) onnx_lowerings[static_cast<std::size_t>(g_.get_op(o).kind)].fn(*this, o);
+    // the source's LSTM/GRU nodes that no rewrite touched are written back instead of their ops
+    recurrent_plan recurrent;
+    if (options_.source) recurrent = plan_recurrent_write_backs(g_, *options_.source, order, opset_);
+    std::vector<bool> written_back(g_.num_ops(), false);
+    std::vector<std::vector<std::size_t>> write_back_after(order.size() + 1);
+    for (std::size_t k = 0; k < recurrent.nodes.size(); ++k) {
+        for (const auto o : recurrent.nodes[k].ops) written_back[o] = true;
+        write_back_after[recurrent.nodes[k].after].push_back(k);
+    }
+    // graph inputs first, in the graph's order, then the weights, then every other op (and the
+    // nodes written back, each after the last producer of its inputs)
+    auto lower_if = [&](auto keep, bool computing = false) {
+        for (const auto k : write_back_after[0])
+            if (computing) write_back(recurrent.nodes[k]);
+        for (std::size_t place = 1; place <= order.size(); ++place) {
+            const auto o = static_cast<graph::op_id>(order[place - 1]);
+            if (keep(g_.get_op(o).kind) && !written_back[o])
+                onnx_lowerings[static_cast<std::size_t>(g_.get_op(o).kind)].fn(*this, o);
+            for (const auto k : write_back_after[place])
+                if (computing) write_back(recurrent.nodes[k]);
         }
     };
     lower_if([](ops::op_kind k) { return k == ops::op_kind::input; });
     auto stored = [](ops::op_kind k) { return k == ops::op_kind::weight || k == ops::op_kind::constant; };
     lower_if(stored);
-    lower_if([&](ops::op_kind k) { return k != ops::op_kind::input && !stored(k); });
+    lower_if([&](ops::op_kind k) { return k != ops::op_kind::input && !stored(k); }, true);
     for (const auto& [domain, version] : domains_) {  // of the opaque nodes written
         auto& d = *m.add_opset_import();
         d.set_domain(domain);
@@ -89,6 +105,10 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
     report.nodes = static_cast<std::size_t>(gp_->node_size());
     report.initializers = initializers_;
     report.weight_inputs = weight_inputs_.size();
+    report.recurrent_written_back = written_back_;
+    report.recurrent_lowered = recurrent.lowered.size();
+    for (const auto& why : recurrent.lowered)
+        report.warnings.push_back(concat(why, ": written as its unrolled steps (a runtime's fused kernel is lost)"));
     if (!weight_inputs_.empty()) {
         std::string some;
         for (std::size_t k = 0; k < weight_inputs_.size() && k < 3; ++k)
