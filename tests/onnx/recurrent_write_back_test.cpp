@@ -193,8 +193,8 @@ TEST_CASE("an op outside an LSTM that reads a value inside it keeps the LSTM unr
     const auto r = io::to_onnx(g, {.source = &m});
     CHECK(r.report.recurrent_written_back == 1);
     REQUIRE(r.report.warnings.size() == 1);
-    CHECK(r.report.warnings[0].starts_with(concat("LSTM '/lstm/LSTM': op 'peek' (relu) reads a value inside the node (of '",
-                                                  cell, "' (lstm_cell))")));
+    CHECK(r.report.warnings[0].starts_with(
+        concat("LSTM '/lstm/LSTM': op 'peek' (relu) reads a value inside the node (of '", cell, "' (lstm_cell))")));
     // and the export still computes the same, the extra output included
     const io::onnx_model back = io::import_onnx_bytes(bytes_of(r.model), "lstm_lm (peek)");
     auto fb = io::weight_feeds<double>(back);

@@ -87,8 +87,7 @@ inline std::string check_region(const graph::computation_graph& g, const onnx_re
             g.output_types(o).size() != want.outputs.size())
             return concat("op ", g.describe(o), " has changed");
         for (std::size_t k = 0; k < op.outputs.size(); ++k)
-            if (!(g.type_of(op.outputs[k]) == want.outputs[k]))
-                return concat("op ", g.describe(o), " has changed");
+            if (!(g.type_of(op.outputs[k]) == want.outputs[k])) return concat("op ", g.describe(o), " has changed");
         for (std::size_t j = 0; j < op.inputs.size(); ++j) {
             const graph::tensor_id t = op.inputs[j];
             const auto& in = want.inputs[j];
