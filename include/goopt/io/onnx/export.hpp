@@ -15,6 +15,7 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/io/onnx/exporter.hpp>
+#include <goopt/io/onnx/external_data.hpp>
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/recurrent_write_back.hpp>
@@ -41,6 +42,9 @@ struct onnx_export_result {
 inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_export_options& options = {});
 
 /// @brief Writes the graph as an ONNX model file (atomically); the report says what was written.
+/// Initializers go to a side file "<file>.data" (ONNX external data, also written atomically, before
+/// the model) from onnx_export_options::external_data_min_bytes on, or where the model would pass
+/// protobuf's 2 GiB limit.
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options = {});
 
@@ -138,14 +142,29 @@ inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options) {
     auto r = to_onnx(g, options);
-    // protobuf refuses messages from 2 GiB on: external data would be needed, which goopt does not write
+    // protobuf refuses messages from 2 GiB on: the initializers then go to a side file
+    constexpr auto limit = static_cast<std::size_t>(std::numeric_limits<int>::max());
+    std::size_t min_bytes = options.external_data_min_bytes;
+    if (min_bytes == 0 && r.model.ByteSizeLong() > limit) min_bytes = 1024;
+    const std::string location = file.filename().string() + ".data";
+    std::string data;
+    if (min_bytes > 0) data = detail::move_to_external_data(r.model, location, min_bytes);
     const auto size = r.model.ByteSizeLong();
-    if (size > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw error("onnx export", concat(file.string(), ": the model has ", size, " bytes"),
-                    "under 2 GiB (protobuf's limit; goopt writes no external data)");
+    if (size > limit)
+        throw error("onnx export",
+                    concat(file.string(), ": the model has ", size, " bytes with its initializers of ", min_bytes,
+                           " bytes or more in external data"),
+                    "under 2 GiB (protobuf's limit)");
     std::string bytes;
     if (!r.model.SerializeToString(&bytes))
         throw error("onnx export", concat(file.string(), ": protobuf could not serialize the model"));
+    if (!data.empty()) {
+        for (const auto& t : r.model.graph().initializer())
+            r.report.external_initializers += t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+        r.report.external_data = location;
+        // the side file first: the model written never refers to data that is not there yet
+        atomic_write(file.parent_path() / location, data);
+    }
     atomic_write(file, bytes);
     return std::move(r.report);
 }

@@ -43,6 +43,10 @@ struct onnx_export_options {
     const onnx_model* source = nullptr;
     /// Operator set to write, 13-17; 0: the source's where it is in that range, else 13.
     std::int64_t opset = 0;
+    /// write_onnx only: initializers of at least this many bytes go to a side file beside the
+    /// model, named as the model file plus ".data" (ONNX external data). 0: only where the model
+    /// would pass protobuf's 2 GiB limit, and then every initializer of 1 KiB or more.
+    std::size_t external_data_min_bytes = 0;
 };
 
 /// What an export wrote. The library prints nothing: the warnings are for the caller to show.
@@ -55,6 +59,8 @@ struct onnx_export_report {
     /// became), and those the graph computes otherwise now, written as their unrolled steps.
     std::size_t recurrent_written_back = 0;
     std::size_t recurrent_lowered = 0;
+    std::size_t external_initializers = 0;  ///< initializers written to the side file (write_onnx)
+    std::string external_data;              ///< the side file's name, beside the model; empty: none
     /// One line each: an operator set other than the source's, weights written as graph inputs, an
     /// LSTM/GRU written as its steps (and why: its fused kernel is lost).
     std::vector<std::string> warnings;
