@@ -13,6 +13,7 @@
 #include <goopt/subst/search/optimize.hpp>
 
 #include "external_tools.hpp"
+#include "values.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,7 @@ using ops::op_kind;
 
 namespace export_test {
 
+using onnx_testing::max_rel_diff;
 using onnx_testing::onnx_checker;
 using onnx_testing::onnxruntime_missing;
 using onnx_testing::ort_dir;
@@ -49,23 +51,6 @@ std::string bytes_of(const onnx::ModelProto& m) {
     std::string b;
     REQUIRE(m.SerializeToString(&b));
     return b;
-}
-
-/// Largest per-output max |a - b| / max |a| (1 where a is all zeros); outputs must match in shape.
-double max_rel_diff(const std::vector<interp::value<double>>& a, const std::vector<interp::value<double>>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        REQUIRE(a[i].shape() == b[i].shape());
-        double diff = 0, scale = 0;
-        for (std::size_t k = 0; k < a[i].size(); ++k) {
-            const double u = a[i].data()[k], v = b[i].data()[k];
-            diff = std::isnan(u - v) ? INFINITY : std::max(diff, std::abs(u - v));
-            scale = std::max(scale, std::abs(u));
-        }
-        worst = std::max(worst, diff / (scale > 0 ? scale : 1.0));
-    }
-    return worst;
 }
 
 /// Random feeds of g, weights and inputs alike, rounded to float as an f32 file holds them; every
@@ -274,15 +259,9 @@ TEST_CASE("the test models with their weights export and import back to what the
         for (const auto i : back.graph.ops_of_kind(op_kind::input)) in_b.push_back(back.graph.get_op(i).name);
         CHECK(in_a == in_b);
         // the stored inputs give the same outputs
-        const auto stored = nlohmann::json::parse(slurp(onnx_dir / (stem + ".json")));
         auto fa = io::weight_feeds<double>(m);
         auto fb = io::weight_feeds<double>(back);
-        for (const auto& [name, t] : stored.at("inputs").items()) {
-            ops::shape s;
-            for (auto d : t.at("shape")) s.push_back(d.get<std::int64_t>());
-            auto v = interp::detail::filled(s, 0.0);
-            std::size_t k = 0;
-            for (const auto& x : t.at("data")) v.data()[k++] = x.get<double>();
+        for (const auto& [name, v] : onnx_testing::stored_inputs(onnx_dir / (stem + ".json"))) {
             fa.emplace(name, v);
             fb.emplace(name, v);
         }

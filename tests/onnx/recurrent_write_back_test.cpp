@@ -7,9 +7,9 @@
 #include <goopt/io/onnx.hpp>
 
 #include "external_tools.hpp"
+#include "values.hpp"
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -35,33 +35,11 @@ std::string bytes_of(const onnx::ModelProto& m) {
 /// The model's weights and the stored inputs of tests/data/onnx/<stem>.json as feeds.
 interp::feed_map<double> stored_feeds(const io::onnx_model& m, const std::string& stem) {
     auto feeds = io::weight_feeds<double>(m);
-    const auto stored = nlohmann::json::parse(onnx_testing::slurp(onnx_dir / (stem + ".json")));
-    for (const auto& [name, t] : stored.at("inputs").items()) {
-        ops::shape s;
-        for (auto d : t.at("shape")) s.push_back(d.get<std::int64_t>());
-        auto v = interp::detail::filled(s, 0.0);
-        std::size_t k = 0;
-        for (const auto& x : t.at("data")) v.data()[k++] = x.get<double>();
-        feeds.emplace(name, v);
-    }
+    for (auto& [name, v] : onnx_testing::stored_inputs(onnx_dir / (stem + ".json"))) feeds.emplace(name, std::move(v));
     return feeds;
 }
 
-/// Largest per-output max |a - b| / max |a|.
-double max_rel_diff(const std::vector<interp::value<double>>& a, const std::vector<interp::value<double>>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        REQUIRE(a[i].shape() == b[i].shape());
-        double diff = 0, scale = 0;
-        for (std::size_t k = 0; k < a[i].size(); ++k) {
-            diff = std::max(diff, std::abs(a[i].data()[k] - b[i].data()[k]));
-            scale = std::max(scale, std::abs(a[i].data()[k]));
-        }
-        worst = std::max(worst, diff / (scale > 0 ? scale : 1.0));
-    }
-    return worst;
-}
+using onnx_testing::max_rel_diff;
 
 /// The nodes of the export by op type.
 std::map<std::string, std::vector<const onnx::NodeProto*>> nodes_by_type(const onnx::ModelProto& m) {
@@ -163,7 +141,8 @@ TEST_CASE("onnx.checker (full_check) accepts an export with LSTM and GRU nodes w
 TEST_CASE("a rewrite of any op an LSTM became makes the export write that LSTM as its steps") {
     const io::onnx_model m = io::import_onnx(onnx_dir / "lstm_lm.onnx");
     REQUIRE(m.recurrent_nodes.size() == 2);
-    // a cell of the second layer, the split of its input, a reshape of its outputs: each rewritten
+    // a cell of the second layer, the split of its input, the concatenation of its steps' outputs:
+    // each rewritten
     for (const op_kind kind : {op_kind::lstm_cell, op_kind::split, op_kind::concat}) {
         CAPTURE(ops::name(kind));
         const std::string touched = region_op(m, 1, kind);
