@@ -125,9 +125,11 @@ TEST_CASE("a side file too short, a wrong length or a location outside the model
     const std::string length_error = edit("length", "12");
     CHECK(length_error.find("external data of 12 bytes in 'm.onnx.data': expected ") != std::string::npos);
     CHECK(length_error.ends_with(" bytes, the tensor's size"));
-    CHECK(edit("location", "../m.onnx.data").ends_with(
-        "external data location '../m.onnx.data' leaves the model's directory: expected a file in the model's "
-        "directory or below it"));
+    CHECK(
+        edit("location", "../m.onnx.data")
+            .ends_with(
+                "external data location '../m.onnx.data' leaves the model's directory: expected a file in the model's "
+                "directory or below it"));
     CHECK(edit("location", "/etc/passwd")
               .ends_with("external data location '/etc/passwd': expected a file name relative to the model's "
                          "directory"));
