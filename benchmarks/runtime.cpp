@@ -250,7 +250,7 @@ int run(int argc, char** argv) {
             const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
             const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
             io::atomic_write(original_file, bytes);
-            (void)io::write_onnx(r.graph, goopt_file, {.source = &model});
+            const auto exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
             const auto [text, ok] = run_command(
                 concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
                        " ", shell_quote(goopt_file.string()), " --threads 1,2 --repeat ", repeat, " --seed ", batch));
@@ -296,6 +296,10 @@ int run(int argc, char** argv) {
                 row["weights"] = random_weights > 0 ? concat("random (", random_weights, " stripped in the file)")
                                                     : std::string("the file's");
                 row["file_batch"] = own_batch;
+                // LSTM/GRU nodes of the file written back as they were (their fused kernels kept), and
+                // those a rewrite touched (written as their steps)
+                row["recurrent_written_back"] = exported.recurrent_written_back;
+                row["recurrent_lowered"] = exported.recurrent_lowered;
                 if (run.contains("error")) row["error"] = run["error"];
                 std::printf("%-20s %5lld %7d %10.3f %10.3f %7.2f%% [%5.1f,%5.1f]%% %8.2f%% %10.2e %6zu %6s\n", rm.name,
                             static_cast<long long>(batch), run["threads"].get<int>(), before ? before->median : NAN,

@@ -12,6 +12,9 @@
 #include <goopt/models/zoo.hpp>
 #include <goopt/subst/search/optimize.hpp>
 
+#include "external_tools.hpp"
+#include "values.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -33,51 +36,21 @@ using ops::op_kind;
 
 namespace export_test {
 
+using onnx_testing::max_rel_diff;
+using onnx_testing::onnx_checker;
+using onnx_testing::onnxruntime_missing;
+using onnx_testing::ort_dir;
+using onnx_testing::python_with_onnx;
+using onnx_testing::scratch_dir;
+using onnx_testing::slurp;
+
 const std::filesystem::path onnx_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
 using ints = std::vector<std::int64_t>;
-
-std::string slurp(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::string bytes_of(const onnx::ModelProto& m) {
     std::string b;
     REQUIRE(m.SerializeToString(&b));
     return b;
-}
-
-/// A directory of its own under the system's temporary directory, removed at the end.
-struct scratch_dir {
-    std::filesystem::path path;
-    scratch_dir() {
-        std::random_device rd;
-        path = std::filesystem::temp_directory_path() / concat("goopt_onnx_export_", rd(), rd());
-        std::filesystem::create_directories(path);
-    }
-    ~scratch_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-};
-
-/// Largest per-output max |a - b| / max |a| (1 where a is all zeros); outputs must match in shape.
-double max_rel_diff(const std::vector<interp::value<double>>& a, const std::vector<interp::value<double>>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        REQUIRE(a[i].shape() == b[i].shape());
-        double diff = 0, scale = 0;
-        for (std::size_t k = 0; k < a[i].size(); ++k) {
-            const double u = a[i].data()[k], v = b[i].data()[k];
-            diff = std::isnan(u - v) ? INFINITY : std::max(diff, std::abs(u - v));
-            scale = std::max(scale, std::abs(u));
-        }
-        worst = std::max(worst, diff / (scale > 0 ? scale : 1.0));
-    }
-    return worst;
 }
 
 /// Random feeds of g, weights and inputs alike, rounded to float as an f32 file holds them; every
@@ -246,35 +219,6 @@ graph::computation_graph recurrent_graph() {
 
 std::vector<graph::computation_graph> kind_graphs() { return {vision_graph(), transformer_graph(), recurrent_graph()}; }
 
-/// A Python interpreter that imports onnx (Debian's python3-onnx), or empty.
-std::string python_with_onnx() {
-    for (const char* py : {"python3", "/usr/bin/python3"})
-        if (std::system(concat(py, " -c 'import onnx' >/dev/null 2>&1").c_str()) == 0) return py;
-    return {};
-}
-
-/// onnx.checker.check_model(full_check=True) on the file: empty when it passes, else its message.
-std::string onnx_checker(const std::string& python, const std::filesystem::path& file) {
-    const auto err = file.string() + ".check";
-    const std::string cmd = concat(python,
-                                   " -c 'import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), "
-                                   "full_check=True)' '",
-                                   file.string(), "' 2>'", err, "'");
-    if (std::system(cmd.c_str()) == 0) return {};
-    const std::string text = slurp(err);
-    return text.empty() ? "the checker failed" : text;
-}
-
-const std::filesystem::path ort_dir = GOOPT_ORT_DIR;
-
-/// Why tools/ort cannot run here, or empty.
-std::string onnxruntime_missing() {
-    if (std::system("node --version >/dev/null 2>&1") != 0) return "node is not on PATH";
-    if (!std::filesystem::exists(ort_dir / "node_modules" / "onnxruntime-node"))
-        return concat("onnxruntime-node is not installed in ", ort_dir.string(), " (./bootstrap.sh ort)");
-    return {};
-}
-
 nlohmann::json value_json(const interp::value<double>& v) {
     nlohmann::json j;
     j["shape"] = nlohmann::json::array();
@@ -300,7 +244,13 @@ TEST_CASE("the test models with their weights export and import back to what the
                   concat("the source file's operator set ", m.opset, " is outside 13-17: writing operator set 13"));
         }
         CHECK(r.report.weight_inputs == 0);
-        CHECK(r.report.initializers >= m.weight_values.size());
+        // every weight with a value is an initializer, but those of the LSTM and GRU nodes written back,
+        // whose own weights are
+        std::size_t recurrent_weights = 0;
+        for (const auto& node : m.recurrent_nodes)
+            for (const auto& op : node.ops) recurrent_weights += m.weight_values.count(op.name);
+        CHECK(r.report.recurrent_written_back == m.recurrent_nodes.size());
+        CHECK(r.report.initializers >= m.weight_values.size() - recurrent_weights);
         const io::onnx_model back = io::import_onnx_bytes(bytes_of(r.model), stem + " (exported)");
         // graph inputs and outputs keep their names
         CHECK(back.output_names == m.output_names);
@@ -309,15 +259,9 @@ TEST_CASE("the test models with their weights export and import back to what the
         for (const auto i : back.graph.ops_of_kind(op_kind::input)) in_b.push_back(back.graph.get_op(i).name);
         CHECK(in_a == in_b);
         // the stored inputs give the same outputs
-        const auto stored = nlohmann::json::parse(slurp(onnx_dir / (stem + ".json")));
         auto fa = io::weight_feeds<double>(m);
         auto fb = io::weight_feeds<double>(back);
-        for (const auto& [name, t] : stored.at("inputs").items()) {
-            ops::shape s;
-            for (auto d : t.at("shape")) s.push_back(d.get<std::int64_t>());
-            auto v = interp::detail::filled(s, 0.0);
-            std::size_t k = 0;
-            for (const auto& x : t.at("data")) v.data()[k++] = x.get<double>();
+        for (const auto& [name, v] : onnx_testing::stored_inputs(onnx_dir / (stem + ".json"))) {
             fa.emplace(name, v);
             fb.emplace(name, v);
         }

@@ -15,8 +15,10 @@
 #include <goopt/graph/topological_order.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/io/onnx/exporter.hpp>
+#include <goopt/io/onnx/external_data.hpp>
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
+#include <goopt/io/onnx/recurrent_write_back.hpp>
 
 #include <onnx/onnx_pb.h>
 
@@ -40,6 +42,9 @@ struct onnx_export_result {
 inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_export_options& options = {});
 
 /// @brief Writes the graph as an ONNX model file (atomically); the report says what was written.
+/// Initializers go to a side file "<file>.data" (ONNX external data, also written atomically, before
+/// the model) from onnx_export_options::external_data_min_bytes on, or where the model would pass
+/// protobuf's 2 GiB limit.
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options = {});
 
@@ -61,17 +66,32 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
 
     const auto order = graph::topological_order(g_);
     name_tensors(order);
-    // graph inputs first, in the graph's order, then the weights, then every other op
-    auto lower_if = [&](auto keep) {
-        for (const auto v : order) {
-            const auto o = static_cast<graph::op_id>(v);
-            if (keep(g_.get_op(o).kind)) onnx_lowerings[static_cast<std::size_t>(g_.get_op(o).kind)].fn(*this, o);
+    // the source's LSTM/GRU nodes that no rewrite touched are written back instead of their ops
+    recurrent_plan recurrent;
+    if (options_.source) recurrent = plan_recurrent_write_backs(g_, *options_.source, order, opset_);
+    std::vector<bool> written_back(g_.num_ops(), false);
+    std::vector<std::vector<std::size_t>> write_back_after(order.size() + 1);
+    for (std::size_t k = 0; k < recurrent.nodes.size(); ++k) {
+        for (const auto o : recurrent.nodes[k].ops) written_back[o] = true;
+        write_back_after[recurrent.nodes[k].after].push_back(k);
+    }
+    // graph inputs first, in the graph's order, then the weights, then every other op (and the
+    // nodes written back, each after the last producer of its inputs)
+    auto lower_if = [&](auto keep, bool computing = false) {
+        for (const auto k : write_back_after[0])
+            if (computing) write_back(recurrent.nodes[k]);
+        for (std::size_t place = 1; place <= order.size(); ++place) {
+            const auto o = static_cast<graph::op_id>(order[place - 1]);
+            if (keep(g_.get_op(o).kind) && !written_back[o])
+                onnx_lowerings[static_cast<std::size_t>(g_.get_op(o).kind)].fn(*this, o);
+            for (const auto k : write_back_after[place])
+                if (computing) write_back(recurrent.nodes[k]);
         }
     };
     lower_if([](ops::op_kind k) { return k == ops::op_kind::input; });
     auto stored = [](ops::op_kind k) { return k == ops::op_kind::weight || k == ops::op_kind::constant; };
     lower_if(stored);
-    lower_if([&](ops::op_kind k) { return k != ops::op_kind::input && !stored(k); });
+    lower_if([&](ops::op_kind k) { return k != ops::op_kind::input && !stored(k); }, true);
     for (const auto& [domain, version] : domains_) {  // of the opaque nodes written
         auto& d = *m.add_opset_import();
         d.set_domain(domain);
@@ -89,6 +109,10 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
     report.nodes = static_cast<std::size_t>(gp_->node_size());
     report.initializers = initializers_;
     report.weight_inputs = weight_inputs_.size();
+    report.recurrent_written_back = written_back_;
+    report.recurrent_lowered = recurrent.lowered.size();
+    for (const auto& why : recurrent.lowered)
+        report.warnings.push_back(concat(why, ": written as its unrolled steps (a runtime's fused kernel is lost)"));
     if (!weight_inputs_.empty()) {
         std::string some;
         for (std::size_t k = 0; k < weight_inputs_.size() && k < 3; ++k)
@@ -118,14 +142,29 @@ inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options) {
     auto r = to_onnx(g, options);
-    // protobuf refuses messages from 2 GiB on: external data would be needed, which goopt does not write
+    // protobuf refuses messages from 2 GiB on: the initializers then go to a side file
+    constexpr auto limit = static_cast<std::size_t>(std::numeric_limits<int>::max());
+    std::size_t min_bytes = options.external_data_min_bytes;
+    if (min_bytes == 0 && r.model.ByteSizeLong() > limit) min_bytes = 1024;
+    const std::string location = file.filename().string() + ".data";
+    std::string data;
+    if (min_bytes > 0) data = detail::move_to_external_data(r.model, location, min_bytes);
     const auto size = r.model.ByteSizeLong();
-    if (size > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw error("onnx export", concat(file.string(), ": the model has ", size, " bytes"),
-                    "under 2 GiB (protobuf's limit; goopt writes no external data)");
+    if (size > limit)
+        throw error("onnx export",
+                    concat(file.string(), ": the model has ", size, " bytes with its initializers of ", min_bytes,
+                           " bytes or more in external data"),
+                    "under 2 GiB (protobuf's limit)");
     std::string bytes;
     if (!r.model.SerializeToString(&bytes))
         throw error("onnx export", concat(file.string(), ": protobuf could not serialize the model"));
+    if (!data.empty()) {
+        for (const auto& t : r.model.graph().initializer())
+            r.report.external_initializers += t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+        r.report.external_data = location;
+        // the side file first: the model written never refers to data that is not there yet
+        atomic_write(file.parent_path() / location, data);
+    }
     atomic_write(file, bytes);
     return std::move(r.report);
 }

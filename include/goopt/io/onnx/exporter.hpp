@@ -43,6 +43,10 @@ struct onnx_export_options {
     const onnx_model* source = nullptr;
     /// Operator set to write, 13-17; 0: the source's where it is in that range, else 13.
     std::int64_t opset = 0;
+    /// write_onnx only: initializers of at least this many bytes go to a side file beside the
+    /// model, named as the model file plus ".data" (ONNX external data). 0: only where the model
+    /// would pass protobuf's 2 GiB limit, and then every initializer of 1 KiB or more.
+    std::size_t external_data_min_bytes = 0;
 };
 
 /// What an export wrote. The library prints nothing: the warnings are for the caller to show.
@@ -51,7 +55,14 @@ struct onnx_export_report {
     std::size_t nodes = 0;
     std::size_t initializers = 0;   ///< weights with values and constants
     std::size_t weight_inputs = 0;  ///< weights without values, written as graph inputs
-    /// One line each: an operator set other than the source's, weights written as graph inputs.
+    /// The source's LSTM/GRU nodes written back as they were (no rewrite touched the ops they
+    /// became), and those the graph computes otherwise now, written as their unrolled steps.
+    std::size_t recurrent_written_back = 0;
+    std::size_t recurrent_lowered = 0;
+    std::size_t external_initializers = 0;  ///< initializers written to the side file (write_onnx)
+    std::string external_data;              ///< the side file's name, beside the model; empty: none
+    /// One line each: an operator set other than the source's, weights written as graph inputs, an
+    /// LSTM/GRU written as its steps (and why: its fused kernel is lost).
     std::vector<std::string> warnings;
 };
 
@@ -106,6 +117,8 @@ inline std::uint16_t bfloat16_bits(double v) {
     return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+struct recurrent_write_back;
+
 /// Exports one graph. Each op kind has one row in `onnx_lowerings` (lowering.hpp) that writes it as
 /// standard ONNX nodes; export.hpp runs the export.
 class onnx_exporter {
@@ -156,6 +169,8 @@ public:
     /// The source's node that opaque op o stands for; refuses when there is none. Its domain's
     /// operator set is imported by the model written.
     onnx::NodeProto opaque_node(graph::op_id o);
+    /// Writes a source's LSTM/GRU node back in place of the ops it became (recurrent_write_back.hpp).
+    void write_back(const recurrent_write_back& w);
     /// `onnx export: op '<name>' (<kind>): <what>: expected <expected>`.
     [[noreturn]] void refuse(graph::op_id o, std::string_view what, std::string_view expected) const {
         throw error("onnx export", concat("op ", g_.describe(o), ": ", what), expected);
@@ -187,6 +202,7 @@ private:
     std::map<std::pair<double, ops::dtype>, std::string> scalars_;
     std::vector<std::string> weight_inputs_;
     std::size_t initializers_ = 0;
+    std::size_t written_back_ = 0;
     std::map<std::string, std::int64_t> domains_;  // other domains than ai.onnx that opaque nodes use
 };
 

@@ -5,11 +5,13 @@
 /// through its row of the op table (folded when its inputs are known, converted otherwise), then
 /// the graph outputs.
 
+#include <goopt/io/onnx/external_data.hpp>
 #include <goopt/io/onnx/handlers.hpp>
 #include <goopt/io/onnx/importer.hpp>
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/opaque.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -227,7 +229,9 @@ inline std::string read_bytes(const std::filesystem::path& file) {
 
 }  // namespace detail
 
-inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view source_name, const onnx_options& options) {
+namespace detail {
+
+inline onnx::ModelProto parse_model(std::string_view bytes, std::string_view source_name) {
     onnx::ModelProto m;
     if (bytes.empty() || bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
         !m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -235,6 +239,28 @@ inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view sou
                     "a serialized ONNX ModelProto");
     if (!m.has_graph() || m.graph().node_size() == 0)
         throw error(source_name, "not an ONNX model (no graph with nodes)", "a ModelProto with a graph of nodes");
+    return m;
+}
+
+/// Reads every initializer's external data from the model file's directory (external_data.hpp).
+inline void load_external_data(onnx::ModelProto& m, const std::filesystem::path& dir, std::string_view source_name) {
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+        if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+        const std::string place = concat(source_name, ": initializer '", t.name(), "'");
+        const auto type = onnx_dtype(t.data_type());
+        if (!type) throw error(place, concat("element type ", t.data_type()), "a float, integer or bool type");
+        std::uint64_t elements = 1;
+        for (const auto d : t.dims()) {
+            if (d < 0 ||
+                (d > 0 && elements > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d)))
+                throw error(place, concat("dimension ", d), "dimensions >= 0 of a tensor that fits in memory");
+            elements *= static_cast<std::uint64_t>(d);
+        }
+        read_external_data(t, dir, elements * ops::size_of(*type), place);
+    }
+}
+
+inline onnx_model import_model(const onnx::ModelProto& m, std::string_view source_name, const onnx_options& options) {
     try {
         return detail::onnx_importer(m, std::string(source_name), options).run();
     } catch (const error& e) {
@@ -245,8 +271,17 @@ inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view sou
     }
 }
 
+}  // namespace detail
+
+inline onnx_model import_onnx_bytes(std::string_view bytes, std::string_view source_name, const onnx_options& options) {
+    return detail::import_model(detail::parse_model(bytes, source_name), source_name, options);
+}
+
 inline onnx_model import_onnx(const std::filesystem::path& file, const onnx_options& options) {
-    return import_onnx_bytes(detail::read_bytes(file), file.string(), options);
+    onnx::ModelProto m = detail::parse_model(detail::read_bytes(file), file.string());
+    const auto dir = file.parent_path();
+    detail::load_external_data(m, dir.empty() ? std::filesystem::path(".") : dir, file.string());
+    return detail::import_model(m, file.string(), options);
 }
 
 inline std::vector<std::string_view> onnx_supported_ops() {

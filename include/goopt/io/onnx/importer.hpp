@@ -237,6 +237,7 @@ private:
     void import_node(const node_t& n);
     void window_op(const node_t& n, bool conv, bool max_pool);
     void recurrent(const node_t& n, bool lstm);
+    void record_recurrent(const node_t& n, std::size_t first_op);
 
     const onnx::ModelProto& model_;
     std::string source_;

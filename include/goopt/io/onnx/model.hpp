@@ -5,6 +5,7 @@
 
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/interp/interpreter.hpp>
+#include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
 
 #include <concepts>
@@ -54,6 +55,43 @@ struct onnx_tensor {
     std::vector<double> values;
 };
 
+/// @brief An ONNX LSTM or GRU node the importer unrolled into graph ops, kept so that an export can
+/// write the node back as it was (and a runtime keep its fused kernel) when no rewrite touched the
+/// ops it became (recurrent_write_back.hpp checks that against the graph it is given).
+///
+/// It lives beside the graph, as opaque_nodes and weight_values do, not in it: the graph stays free
+/// of ONNX, copies and rewrites of the graph need not carry it, and since the export checks every
+/// op it stands for by name, kind, attributes, types and edges, a graph that changed in any of them
+/// is lowered op by op instead of trusted. A graph read from JSON has no import behind it, hence no
+/// weights to write either.
+struct onnx_recurrent_node {
+    /// Where an op of the region reads an input: output `index` of the region's op `op`, or, when
+    /// `slot` >= 0, the node's own input `slot` (X, initial_h, initial_c), whatever produces it.
+    struct input_ref {
+        std::string op;
+        std::uint32_t index = 0;
+        int slot = -1;
+    };
+    /// One graph op the node became, as the importer made it.
+    struct region_op {
+        std::string name;
+        ops::op_kind kind{};
+        ops::attribute_map attrs;
+        std::vector<input_ref> inputs;
+        std::vector<ops::tensor_type> outputs;
+    };
+    std::string node;  ///< the file's NodeProto, serialized
+    /// The node's inputs known at import time (W, R, B, sequence_lens, P), by input slot: written
+    /// back as initializers.
+    std::map<int, onnx_tensor> constants;
+    /// The types of the node's computed inputs (X, initial_h, initial_c), by input slot.
+    std::map<int, ops::tensor_type> inputs;
+    /// The node's outputs the file uses (Y, Y_h, Y_c), by output slot: the region's op and output
+    /// index that computes each.
+    std::map<int, input_ref> outputs;
+    std::vector<region_op> ops;  ///< in the order the importer added them (topological)
+};
+
 /// What the importer returns: the graph and what it knows besides.
 struct onnx_model {
     graph::computation_graph graph;
@@ -71,6 +109,9 @@ struct onnx_model {
     /// The file's nodes kept as `opaque` ops, serialized NodeProtos indexed by the op's `node`
     /// attribute: what an export writes back.
     std::vector<std::string> opaque_nodes;
+    /// The file's LSTM and GRU nodes, in file order, with the ops each became: what an export writes
+    /// back where no rewrite touched them.
+    std::vector<onnx_recurrent_node> recurrent_nodes;
     /// Versions of the operator sets of other domains than ai.onnx the file imports, by domain.
     std::map<std::string, std::int64_t, std::less<>> opset_imports;
     /// One line each: the operators kept opaque. The library prints nothing: they are for the caller.

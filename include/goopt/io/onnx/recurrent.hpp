@@ -18,6 +18,8 @@
 #include <goopt/io/onnx/importer.hpp>
 
 #include <array>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,12 @@ inline void onnx_importer::recurrent(const node_t& n, bool lstm) {
     // cell gate k takes ONNX's gate from[k]
     const std::array<std::int64_t, 4> from =
         lstm ? std::array<std::int64_t, 4>{0, 2, 3, 1} : std::array<std::int64_t, 4>{1, 0, 2, 0};
+
+    // the node's computed inputs get their graph ops first, so that the ops added from here on are
+    // the node's own (its region, which an export may write back as the node: record_recurrent)
+    for (const int k : {0, 5, 6})
+        if (has_input(n, k)) (void)tensor_in(n, k);
+    const std::size_t first_op = g_.num_ops();
 
     // the steps' inputs
     std::vector<graph::tensor_id> steps;
@@ -201,6 +209,54 @@ inline void onnx_importer::recurrent(const node_t& n, bool lstm) {
     if (wants_output(n, 1)) final_state(last_h, 1, "y_h");
     if (lstm && wants_output(n, 2)) final_state(last_c, 2, "y_c");
     if (!lstm && n.output_size() > 2) fail(n, concat(n.output_size(), " outputs"), "at most 2 (Y, Y_h)");
+    record_recurrent(n, first_op);
+}
+
+/// What an export needs to write node n back: the node, its constant inputs, and the ops from
+/// `first_op` on (the region) with their edges, inputs from outside the region named by the node's
+/// input slot. A region that reads anything else is not recorded (and is always lowered).
+inline void onnx_importer::record_recurrent(const node_t& n, std::size_t first_op) {
+    onnx_recurrent_node r;
+    if (!n.SerializeToString(&r.node)) return;
+    std::map<graph::tensor_id, int> slot_of;
+    for (const int k : {0, 5, 6})
+        if (has_input(n, k)) {
+            slot_of.emplace(*entry(n, k).tensor, k);
+            r.inputs.emplace(k, type_in(n, k));
+        }
+    for (int k = 1; k < n.input_size(); ++k) {
+        if (!has_input(n, k) || k == 5 || k == 6) continue;
+        const onnx_const& c = const_in(n, k, "a constant input");
+        onnx_tensor& t = r.constants[k];
+        t.type = {c.dims, c.type};
+        t.values.reserve(c.size());
+        for (std::size_t e = 0; e < c.size(); ++e) t.values.push_back(c.at(e));
+    }
+    auto ref = [&](graph::tensor_id t) -> std::optional<onnx_recurrent_node::input_ref> {
+        if (const auto it = slot_of.find(t); it != slot_of.end())
+            return onnx_recurrent_node::input_ref{{}, 0, it->second};
+        const graph::tensor& x = g_.get_tensor(t);
+        if (x.producer < first_op) return std::nullopt;
+        return onnx_recurrent_node::input_ref{g_.get_op(x.producer).name, x.index, -1};
+    };
+    for (std::size_t o = first_op; o < g_.num_ops(); ++o) {
+        const graph::op& op = g_.get_op(static_cast<graph::op_id>(o));
+        onnx_recurrent_node::region_op ro{op.name, op.kind, op.attrs, {}, {}};
+        for (const auto t : op.inputs) {
+            auto in = ref(t);
+            if (!in) return;
+            ro.inputs.push_back(std::move(*in));
+        }
+        for (const auto t : op.outputs) ro.outputs.push_back(g_.type_of(t));
+        r.ops.push_back(std::move(ro));
+    }
+    for (int k = 0; k < n.output_size(); ++k) {
+        if (!wants_output(n, k)) continue;
+        auto out = ref(*env_.at(n.output(k)).tensor);
+        if (!out || out->slot >= 0) return;
+        r.outputs.emplace(k, std::move(*out));
+    }
+    result_.recurrent_nodes.push_back(std::move(r));
 }
 
 }  // namespace goopt::io::detail
