@@ -53,9 +53,9 @@ TEST_CASE("scaled roofline: per kind the median measured/roofline ratio, else th
     CHECK(f.op_time(g, *g.find("x"), cpu) == 0.0);
     // a group: its roofline time, scaled by its members' factors weighted by their roofline times
     const std::vector<graph::op_id> group{h, hb, r};
-    const double weighted = (4 * roofline.op_time(g, h, cpu) + 20 * roofline.op_time(g, hb, cpu) +
-                             6 * roofline.op_time(g, r, cpu)) /
-                            (roofline.op_time(g, h, cpu) + roofline.op_time(g, hb, cpu) + roofline.op_time(g, r, cpu));
+    const double weighted =
+        (4 * roofline.op_time(g, h, cpu) + 20 * roofline.op_time(g, hb, cpu) + 6 * roofline.op_time(g, r, cpu)) /
+        (roofline.op_time(g, h, cpu) + roofline.op_time(g, hb, cpu) + roofline.op_time(g, r, cpu));
     CHECK(f.group_time(g, group, cpu) == doctest::Approx(weighted * roofline.group_time(g, group, cpu)));
     // only the counted ops' configurations: without k, matmul's factor is h's
     std::vector<bool> counted(g.num_ops(), true);
@@ -73,6 +73,11 @@ TEST_CASE("scaled roofline: per kind the median measured/roofline ratio, else th
     const auto z = cost::scaled_roofline::fit(zero, graphs, every, cpu);
     CHECK(z.overall() == 1.0);
     CHECK(z.by_kind().empty());
+    zero.set(cost::op_config_key(g, h), 3 * roofline.op_time(g, h, cpu));
+    zero.set(cost::op_config_key(g, hb), 0.0);
+    const auto y = cost::scaled_roofline::fit(zero, graphs, every, cpu);
+    CHECK(y.overall() == doctest::Approx(3.0));  // not the median of 0, 0 and 3
+    CHECK(y.factor(op_kind::relu) == doctest::Approx(3.0));
 }
 
 TEST_CASE("unbiased model: a partly measured table does not make unmeasured configurations look cheap") {

@@ -27,8 +27,10 @@ namespace goopt::cost {
 
 /// @brief roofline time x a factor per op kind: the median, over the distinct configurations of that
 /// kind that a table measured, of measured time / roofline time on the device the table stands for;
-/// a kind with none (or whose median is 0: every configuration under the dispatch cost) takes the
-/// median over every measured configuration, and with none at all the factor is 1 (the roofline).
+/// a kind with none takes the median over every measured configuration, and with none at all the
+/// factor is 1 (the roofline). A time of 0 (a configuration under the dispatch cost, which the
+/// table subtracts) says the op is too small to time, not that it is free: it gives no ratio, so
+/// that it cannot make the unmeasured configurations of other kinds free.
 /// A fused group's roofline time is scaled by its members' factors weighted by their roofline times.
 /// The factors are fixed when the model is made, so a search given the same table costs the same.
 class scaled_roofline {
@@ -102,7 +104,7 @@ scaled_roofline scaled_roofline::fit(const cost_table& table, std::span<const gr
             if (!is_measurable(g, o)) continue;
             auto key = op_config_key(g, o);
             const auto measured = table.find(key);
-            if (!measured || !seen.insert(std::move(key)).second) continue;
+            if (!measured || !(*measured > 0) || !seen.insert(std::move(key)).second) continue;
             const double roof = roofline_model{}.op_time(g, o, device);
             if (!(roof > 0)) continue;
             ratios[g.get_op(o).kind].push_back(*measured / roof);
@@ -110,9 +112,8 @@ scaled_roofline scaled_roofline::fit(const cost_table& table, std::span<const gr
         }
     }
     scaled_roofline s;
-    if (!all.empty() && detail::median(all) > 0) s.overall_ = detail::median(all);
-    for (auto& [kind, r] : ratios)
-        if (const double m = detail::median(r); m > 0) s.by_kind_.emplace(kind, m);
+    if (!all.empty()) s.overall_ = detail::median(all);
+    for (auto& [kind, r] : ratios) s.by_kind_.emplace(kind, detail::median(r));
     return s;
 }
 
