@@ -101,6 +101,14 @@ TEST_CASE("unbiased model: a partly measured table does not make unmeasured conf
     CHECK(subst::inference_cost(by_roofline.graph, unbiased, cpu) == doctest::Approx(10 * roof_after));
     CHECK(subst::inference_cost(by_roofline.graph, plain, cpu) < 10 * roof_after);
     CHECK(subst::inference_cost(g, unbiased, cpu) == doctest::Approx(subst::inference_cost(g, plain, cpu)));
+    // refusing: a search keeps to measured configurations, so its result's cost is measured
+    const cost::measured_model<cost::scaled_roofline> refusing(
+        t, cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
+    CHECK(refusing.fallback().factor(op_kind::sigmoid) == cost::scaled_roofline::refusal_factor);
+    const auto kept = subst::optimize(g, rules, refusing, cpu);
+    const auto k = cost::coverage(t, kept.graph, subst::runs_per_inference(kept.graph));
+    CHECK(k.measured_configs == k.configs);
+    CHECK(kept.stats.cost_after <= kept.stats.cost_before);
     // a search with it is deterministic
     const auto first = subst::optimize(g, rules, unbiased, cpu);
     const auto second = subst::optimize(g, rules, unbiased, cpu);

@@ -61,8 +61,9 @@ void cost_table_flags::add_flags(CLI::App& app) {
     app.add_option("--unmeasured", fallback,
                    "With --cost-table: what a configuration the table lacks costs: the roofline scaled by the "
                    "table's measured/roofline ratio (per op kind, the median over the graph's measured "
-                   "configurations; else over all kinds), or the roofline itself (optimistic on a CPU runtime)")
-        ->check(CLI::IsMember({"scaled", "roofline"}))
+                   "configurations; else over all kinds), the roofline itself (optimistic on a CPU runtime), or refuse "
+                   "(a million times the roofline: rewrites into unmeasured configurations are never taken)")
+        ->check(CLI::IsMember({"scaled", "roofline", "refuse"}))
         ->capture_default_str();
     app.add_option("--ort-dir", ort_dir,
                    "Where onnxruntime-node is installed (./bootstrap.sh ort): its version is checked against the "
@@ -88,6 +89,9 @@ cost::measured_model<cost::scaled_roofline> cost_model_of(const cost_table_flags
                                                           const graph::computation_graph& g,
                                                           const device::device_spec& d) {
     if (f.fallback == "roofline") return cost::measured_model<cost::scaled_roofline>(std::move(table));
+    if (f.fallback == "refuse")
+        return cost::measured_model<cost::scaled_roofline>(
+            std::move(table), cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
     return cost::unbiased_model(std::move(table), g, subst::runs_per_inference(g), d);
 }
 
@@ -101,7 +105,7 @@ std::string describe_fallback(const cost::scaled_roofline& s) {
     std::string kinds;
     for (const auto& [kind, factor] : s.by_kind())
         kinds += concat(kinds.empty() ? "" : ", ", ops::name(kind), " ", ratio(factor));
-    return concat("the roofline x ", ratio(s.overall()), " (per kind: ", kinds, ")");
+    return concat("the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"));
 }
 
 std::string describe_coverage(const cost::table_coverage& c) {

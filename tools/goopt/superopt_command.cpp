@@ -241,6 +241,18 @@ int run_superopt(const superopt_flags& f) {
         r = search();
         progress.clear();
     }
+    // not converged in N rounds: a last search that refuses unmeasured configurations, so that the
+    // result's cost is measured (what the rounds measured is still used)
+    if (const auto c = cost::coverage(table.value_or(cost::cost_table{}), r.graph, subst::runs_per_inference(r.graph));
+        table && f.calibrate_rounds > 0 && f.measured.fallback != "refuse" && c.measured_configs < c.configs) {
+        std::printf("not converged after %lld rounds (the result had %s): searched again with --unmeasured refuse\n",
+                    static_cast<long long>(f.calibrate_rounds), describe_coverage(c).c_str());
+        auto refusing = f.measured;
+        refusing.fallback = "refuse";
+        cost_model = cost_model_of(refusing, *table, input.graph, dev);
+        r = search();
+        progress.clear();
+    }
     // never a graph costlier than the input under the model searched with (an extraction heuristic
     // can hand one on): then the input itself
     if (r.stats.cost_after > r.stats.cost_before) {

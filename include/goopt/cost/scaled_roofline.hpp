@@ -36,6 +36,16 @@ namespace goopt::cost {
 class scaled_roofline {
 public:
     scaled_roofline() = default;
+    /// The roofline times `factor` for every kind: with a huge factor (refusal_factor), a search
+    /// refuses rewrites into configurations a table lacks (each costs seconds), so that its result's
+    /// cost is measured.
+    static scaled_roofline uniform(double factor) {
+        scaled_roofline s;
+        s.overall_ = factor;
+        return s;
+    }
+    /// The factor of uniform() that refuses: an unmeasured op costs about a second on a CPU preset.
+    static constexpr double refusal_factor = 1e6;
 
     /// The factors `table` gives on `device`, from the configurations of `graphs`' ops that run
     /// (`counted[k][o]`, or every measurable op of graphs[k] where counted[k] is empty) and were measured.
