@@ -5,6 +5,12 @@
 // 1 and 2 threads, compares their outputs on random inputs in [-1, 1] and times both, interleaved.
 //
 //   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
+//           [--cost-model roofline|measured --cost-table FILE]
+//
+// With --cost-model measured the search costs ops by a table 'goopt calibrate' measured on this
+// machine (the rest by the roofline scaled by the table's error, cost::unbiased_model). With a
+// --cost-table (either model) the rows run at the table's thread count only, and each row gives the
+// gain both models predict for goopt's graph.
 //
 // Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
 // predicted gain) is the library's API, called as a user of it would, and the rows need the search's
@@ -14,13 +20,16 @@
 
 #include <goopt/error.hpp>
 #if defined(GOOPT_HAS_ONNX)
+#include <goopt/cost/measured_model.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/device/preset.hpp>
 #include <goopt/graph/validate.hpp>
 #include <goopt/io/atomic_write.hpp>
+#include <goopt/io/cost_table_json.hpp>
 #include <goopt/io/onnx.hpp>
 #include <goopt/io/rule_json.hpp>
+#include <goopt/subst/inference_cost.hpp>
 #include <goopt/subst/search/optimize.hpp>
 
 #include <nlohmann/json.hpp>
@@ -174,11 +183,39 @@ struct spread {
 };
 spread spread_of(const std::vector<double>& v) { return {quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75)}; }
 
+/// Pearson's correlation of the pairs (x[k], y[k]); NaN for fewer than two or no spread.
+double correlation(const std::vector<double>& x, const std::vector<double>& y) {
+    const double n = static_cast<double>(x.size());
+    double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) mx += x[k] / n, my += y[k] / n;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        sxy += (x[k] - mx) * (y[k] - my);
+        sxx += (x[k] - mx) * (x[k] - mx);
+        syy += (y[k] - my) * (y[k] - my);
+    }
+    return x.size() < 2 || sxx <= 0 || syy <= 0 ? NAN : sxy / std::sqrt(sxx * syy);
+}
+
+/// The cost table of --cost-table, refused unless measured here with the onnxruntime-node of `ort_dir`.
+cost::cost_table read_table(const std::string& file, const std::string& ort_dir) {
+    const auto package = std::filesystem::path(ort_dir) / "node_modules" / "onnxruntime-node" / "package.json";
+    std::ifstream in(package);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("version"))
+        throw error("flag --ort-dir", concat("no onnxruntime-node version in ", package.string()),
+                    "./bootstrap.sh ort");
+    auto table = io::read_measured_table_file(file);
+    cost::check_environment(file, table.environment,
+                            cost::this_machine(j["version"].get<std::string>(), table.environment.threads), false);
+    return table;
+}
+
 int run(int argc, char** argv) {
     std::string out, rules_file, keep, node = "node", ort_dir = GOOPT_ORT_DIR;
     std::vector<std::string> only;
     bool quick = false;
     std::size_t repeat = 30;
+    std::string cost_flag = "roofline", table_file;
     bench::command_line cli("runtime",
                             "goopt's optimized ONNX models in onnxruntime: the original and goopt's export, both at "
                             "onnxruntime's highest optimization level, timed interleaved at batch 1 and 8 and 1 and "
@@ -195,6 +232,15 @@ int run(int argc, char** argv) {
         ->type_name("FILE");
     cli.add_option("--keep", keep, "Keep the models run (original with its batch and weights, goopt's) in DIR")
         ->type_name("DIR");
+    cli.add_option("--cost-model", cost_flag,
+                   "What the search minimizes: the roofline of the CPU preset, or op times measured here "
+                   "(--cost-table, by 'goopt calibrate'; the rest by the roofline scaled by the table's error)")
+        ->check(CLI::IsMember({"roofline", "measured"}))
+        ->capture_default_str();
+    cli.add_option("--cost-table", table_file,
+                   "The table of --cost-model measured; with either model, the rows run at its thread count and give "
+                   "the gain both models predict")
+        ->type_name("FILE");
     cli.add_option("--node", node, "The Node.js program")->capture_default_str();
     cli.add_option("--ort-dir", ort_dir, "Where time_models.js and onnxruntime-node are (./bootstrap.sh ort)")
         ->capture_default_str();
@@ -212,7 +258,14 @@ int run(int argc, char** argv) {
                      : std::filesystem::path(keep);
     std::filesystem::create_directories(dir);
     const device::device_spec cpu = device::describe(device::xeon_8380);
-    const std::string cost_model = "roofline, CPU preset (Xeon 8380)";
+    if (cost_flag == "measured" && table_file.empty())
+        throw error("flag --cost-model", "measured without --cost-table", "--cost-table FILE ('goopt calibrate')");
+    const auto table = table_file.empty() ? cost::cost_table{} : read_table(table_file, ort_dir);
+    const std::string cost_model = cost_flag == "roofline"
+                                       ? "roofline, CPU preset (Xeon 8380)"
+                                       : concat("measured (", table_file, "), else scaled roofline");
+    const std::string threads = table_file.empty() ? std::string("1,2") : std::to_string(table.environment.threads);
+    std::vector<double> predicted_gains, measured_gains;
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::size_t failed = 0;
@@ -245,15 +298,20 @@ int run(int argc, char** argv) {
                 if (b + 1 == batches.size() && rows.size() == first_row) batches.push_back(own_batch);
                 continue;
             }
-            const auto r = subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{});
+            const auto measured_model =
+                cost::unbiased_model(table, model.graph, subst::runs_per_inference(model.graph), cpu);
+            const auto r =
+                cost_flag == "roofline"
+                    ? subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{})
+                    : subst::optimize(model.graph, rules, measured_model, cpu, {}, subst::greedy_method{});
             graph::validate(r.graph);
             const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
             const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
             io::atomic_write(original_file, bytes);
             const auto exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
-            const auto [text, ok] = run_command(
-                concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
-                       " ", shell_quote(goopt_file.string()), " --threads 1,2 --repeat ", repeat, " --seed ", batch));
+            const auto [text, ok] = run_command(concat(
+                shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()), " ",
+                shell_quote(goopt_file.string()), " --threads ", threads, " --repeat ", repeat, " --seed ", batch));
             nlohmann::json ort;
             if (ok) ort = nlohmann::json::parse(text, nullptr, false);
             if (!ok || ort.is_discarded())
@@ -282,6 +340,16 @@ int run(int argc, char** argv) {
                 row["goopt_ort_ms"] = number(after ? std::optional(after->median) : std::nullopt);
                 row["measured_gain"] = number(measured);
                 row["predicted_gain"] = predicted;
+                if (!table_file.empty()) {  // what each model predicts for the same graph
+                    auto gain = [&](const auto& c) {
+                        return 1 - subst::inference_cost(r.graph, c, cpu) / subst::inference_cost(model.graph, c, cpu);
+                    };
+                    row["predicted_gain_roofline"] = gain(cost::roofline_model{});
+                    row["predicted_gain_measured"] = gain(measured_model);
+                    const auto c = cost::coverage(table, r.graph, subst::runs_per_inference(r.graph));
+                    row["measured_configs"] = {c.measured_configs, c.configs};
+                }
+                if (measured) predicted_gains.push_back(predicted), measured_gains.push_back(*measured);
                 row["max_rel_diff"] = compared ? nlohmann::ordered_json(diff) : nlohmann::ordered_json();
                 row["search"] = "greedy";
                 row["cost_model"] = cost_model;
@@ -312,6 +380,8 @@ int run(int argc, char** argv) {
         }
         for (std::size_t k = first_row; k < rows.size() && !note.empty(); ++k) rows[k]["batch_note"] = note;
     }
+    std::printf("correlation of predicted and measured gain over %zu rows (%s): %.3f\n", measured_gains.size(),
+                cost_model.c_str(), correlation(predicted_gains, measured_gains));
     if (keep.empty()) std::filesystem::remove_all(dir);
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     if (failed > 0)

@@ -58,6 +58,13 @@ void cost_table_flags::add_flags(CLI::App& app) {
     app.add_flag("--accept-foreign-table", accept_foreign,
                  "With --cost-table: use a table measured with another runtime version, thread count or machine "
                  "(with a warning) instead of refusing it");
+    app.add_option("--unmeasured", fallback,
+                   "With --cost-table: what a configuration the table lacks costs: the roofline scaled by the "
+                   "table's measured/roofline ratio (per op kind, the median over the graph's measured "
+                   "configurations; else over all kinds), the roofline itself (optimistic on a CPU runtime), or refuse "
+                   "(a million times the roofline: rewrites into unmeasured configurations are never taken)")
+        ->check(CLI::IsMember({"scaled", "roofline", "refuse"}))
+        ->capture_default_str();
     app.add_option("--ort-dir", ort_dir,
                    "Where onnxruntime-node is installed (./bootstrap.sh ort): its version is checked against the "
                    "table's")
@@ -76,6 +83,29 @@ std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f) {
     const auto warning = cost::check_environment(f.file, table.environment, here, f.accept_foreign);
     if (!warning.empty()) std::printf("warning: %s\n", warning.c_str());
     return table;
+}
+
+cost::measured_model<cost::scaled_roofline> cost_model_of(const cost_table_flags& f, cost::cost_table table,
+                                                          const graph::computation_graph& g,
+                                                          const device::device_spec& d) {
+    if (f.fallback == "roofline") return cost::measured_model<cost::scaled_roofline>(std::move(table));
+    if (f.fallback == "refuse")
+        return cost::measured_model<cost::scaled_roofline>(
+            std::move(table), cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
+    return cost::unbiased_model(std::move(table), g, subst::runs_per_inference(g), d);
+}
+
+std::string describe_fallback(const cost::scaled_roofline& s) {
+    if (s.by_kind().empty() && s.overall() == 1.0) return "the roofline";
+    auto ratio = [](double x) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%.3g", x);
+        return std::string(buffer);
+    };
+    std::string kinds;
+    for (const auto& [kind, factor] : s.by_kind())
+        kinds += concat(kinds.empty() ? "" : ", ", ops::name(kind), " ", ratio(factor));
+    return concat("the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"));
 }
 
 std::string describe_coverage(const cost::table_coverage& c) {
@@ -220,28 +250,129 @@ io::onnx_model standalone(const graph::computation_graph& g, const std::vector<g
 }
 #endif
 
+}  // namespace
+
+measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
+                               const measuring& m) {
+#if !defined(GOOPT_PROGRAM_HAS_ONNX)
+    (void)g, (void)opset, (void)table, (void)m;
+    throw error("goopt calibrate", "this goopt was built without ONNX support (the measured models are ONNX files)",
+                "a goopt built with libonnx-dev and libprotobuf-dev installed");
+#else
+    const auto t0 = std::chrono::steady_clock::now();
+    measured_round out;
+    const auto todo = configurations(g, table, m.groups, out.configurations);
+    out.already = out.configurations - todo.size();
+    const bool fresh = table.seconds.empty() && table.dispatch_seconds == 0;
+    const fs::path script = fs::path(m.ort_dir) / "measure_ops.js";
+    scratch_directory scratch;
+    std::mt19937_64 rng(1);
+    nlohmann::json models = nlohmann::json::array();
+    auto write_model = [&](const io::onnx_model& model, const std::string& id) {
+        const std::string file = concat(id, ".onnx");
+        io::write_onnx(model.graph, scratch.path() / file, {.source = &model, .opset = opset});
+        models.push_back({{"id", id}, {"file", file}});
+    };
+    if (fresh) {  // the runtime's cost of a call: a model of one op on one number
+        io::onnx_model dispatch;
+        const auto x = dispatch.graph.input("x", ops::shape{1});
+        dispatch.graph.mark_output(dispatch.graph.add1(ops::op_kind::relu, {x}));
+        write_model(dispatch, "dispatch");
+    }
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+        try {
+            write_model(standalone(g, todo[i].ops, rng), std::to_string(i));
+        } catch (const error& e) {
+            out.not_measured.push_back(
+                concat("no ONNX form: ", todo[i].key.substr(0, todo[i].key.find('(')), ": ", e.what()));
+        }
+    }
+    std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
+                g.name().c_str(), out.configurations, out.already, models.size(),
+                table.environment.runtime_version.c_str(), static_cast<long long>(table.environment.threads),
+                table.environment.threads == 1 ? "" : "s");
+    std::fflush(stdout);
+    if (models.empty()) return out;
+    const fs::path manifest = scratch.path() / "manifest.json";
+    const fs::path result = scratch.path() / "result.json";
+    const fs::path log = scratch.path() / "stderr.txt";
+    io::atomic_write(manifest, nlohmann::json{{"threads", table.environment.threads},
+                                              {"repetitions", table.repetitions},
+                                              {"warmup", m.warmup},
+                                              {"models", models}}
+                                   .dump());
+    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(manifest.string()),
+                                       " --out ", shell_quote(result.string()), " 2> ", shell_quote(log.string()));
+    if (const int status = std::system(command.c_str()); status != 0) {
+        std::ifstream in(log);
+        std::string first;
+        std::getline(in, first);
+        throw error("goopt calibrate", concat("the measuring process (", script.string(), ") failed: ", first),
+                    "a working onnxruntime-node (./bootstrap.sh ort)");
+    }
+    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
+    std::map<std::string, double> medians;
+    for (const auto& r : report.at("results")) {
+        const auto id = r.at("id").get<std::string>();
+        if (r.contains("error"))
+            out.not_measured.push_back(
+                concat("onnxruntime refused model ", id, ": ", r.at("error").get<std::string>()));
+        else medians[id] = r.at(concat(table.statistic, "_seconds")).get<double>();
+    }
+    if (fresh) {
+        if (!medians.count("dispatch"))
+            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch model",
+                        "a working onnxruntime-node (./bootstrap.sh ort)");
+        table.dispatch_seconds = medians["dispatch"];
+    }
+    for (std::size_t i = 0; i < todo.size(); ++i)
+        if (auto it = medians.find(std::to_string(i)); it != medians.end()) {
+            table.set(todo[i].key, std::max(0.0, it->second - table.dispatch_seconds));
+            ++out.measured;
+        }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+#endif
+}
+
+std::int64_t onnx_opset(const graph_with_origin& origin) {
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    return origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
+#else
+    (void)origin;
+    return 13;
+#endif
+}
+
+std::string check_measuring(const measuring& m) {
+    const fs::path script = fs::path(m.ort_dir) / "measure_ops.js";
+    if (!node_on_path())
+        throw error("goopt calibrate", "node is not on PATH (onnxruntime runs in Node.js)",
+                    "Node.js 18 or later and onnxruntime-node: run ./bootstrap.sh ort");
+    const std::string version = installed_ort_version(m.ort_dir);
+    std::error_code ec;
+    if (version.empty() || !fs::exists(script, ec))
+        throw error("goopt calibrate", concat("onnxruntime-node is not installed in ", m.ort_dir),
+                    "run ./bootstrap.sh ort (or give --ort-dir DIR holding measure_ops.js and node_modules)");
+    return version;
+}
+
+namespace {
+
 int run_calibrate(const calibrate_flags& f) {
 #if !defined(GOOPT_PROGRAM_HAS_ONNX)
     (void)f;
     throw error("goopt calibrate", "this goopt was built without ONNX support (the measured models are ONNX files)",
                 "a goopt built with libonnx-dev and libprotobuf-dev installed");
 #else
-    const auto t0 = std::chrono::steady_clock::now();
-    const fs::path script = fs::path(f.ort_dir) / "measure_ops.js";
-    if (!node_on_path())
-        throw error("goopt calibrate", "node is not on PATH (onnxruntime runs in Node.js)",
-                    "Node.js 18 or later and onnxruntime-node: run ./bootstrap.sh ort");
-    const std::string version = installed_ort_version(f.ort_dir);
-    std::error_code ec;
-    if (version.empty() || !fs::exists(script, ec))
-        throw error("goopt calibrate", concat("onnxruntime-node is not installed in ", f.ort_dir),
-                    "run ./bootstrap.sh ort (or give --ort-dir DIR holding measure_ops.js and node_modules)");
+    const measuring m{.ort_dir = f.ort_dir, .warmup = f.warmup, .groups = f.groups};
+    const std::string version = check_measuring(m);
     const auto here = cost::this_machine(version, f.threads);
 
     // an existing table of this environment grows; one of another is refused
     cost::cost_table table{.environment = here, .repetitions = f.repetitions, .statistic = f.statistic};
-    const bool extend = fs::exists(f.out, ec);
-    if (extend) {
+    std::error_code ec;
+    if (fs::exists(f.out, ec)) {
         table = io::read_measured_table_file(f.out);
         cost::check_environment(f.out, table.environment, here, false);
         if (table.repetitions != f.repetitions || table.statistic != f.statistic)
@@ -254,87 +385,19 @@ int run_calibrate(const calibrate_flags& f) {
     const auto origin = load_graph_with_origin(f.source);
     const auto& g = origin.loaded.graph;
     graph::validate(g);
-    std::size_t total = 0;
-    const auto todo = configurations(g, table, f.groups, total);
-
-    scratch_directory scratch;
-    std::mt19937_64 rng(1);
-    nlohmann::json models = nlohmann::json::array();
-    const std::int64_t opset =
-        origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
-    auto write_model = [&](const io::onnx_model& m, const std::string& id) {
-        const std::string file = concat(id, ".onnx");
-        io::write_onnx(m.graph, scratch.path() / file, {.source = &m, .opset = opset});
-        models.push_back({{"id", id}, {"file", file}});
-    };
-    if (!extend) {  // the runtime's cost of a call: a model of one op on one number
-        io::onnx_model dispatch;
-        const auto x = dispatch.graph.input("x", ops::shape{1});
-        dispatch.graph.mark_output(dispatch.graph.add1(ops::op_kind::relu, {x}));
-        write_model(dispatch, "dispatch");
-    }
-    std::vector<std::string> not_exported;
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-        try {
-            write_model(standalone(g, todo[i].ops, rng), std::to_string(i));
-        } catch (const error& e) {
-            not_exported.push_back(concat(todo[i].key.substr(0, todo[i].key.find('(')), ": ", e.what()));
-        }
-    }
-    const fs::path manifest = scratch.path() / "manifest.json";
-    const fs::path result = scratch.path() / "result.json";
-    const fs::path log = scratch.path() / "stderr.txt";
-    io::atomic_write(
-        manifest,
-        nlohmann::json{{"threads", f.threads}, {"repetitions", f.repetitions}, {"warmup", f.warmup}, {"models", models}}
-            .dump());
-    std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
-                origin.loaded.name.c_str(), total, total - todo.size(), models.size(), version.c_str(),
-                static_cast<long long>(f.threads), f.threads == 1 ? "" : "s");
-    std::fflush(stdout);
-    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(manifest.string()),
-                                       " --out ", shell_quote(result.string()), " 2> ", shell_quote(log.string()));
-    if (const int status = std::system(command.c_str()); status != 0) {
-        std::ifstream in(log);
-        std::string first;
-        std::getline(in, first);
-        throw error("goopt calibrate", concat("the measuring process (", script.string(), ") failed: ", first),
-                    "a working onnxruntime-node (./bootstrap.sh ort)");
-    }
-    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
-    std::map<std::string, double> medians;
-    std::vector<std::string> refused;
-    for (const auto& r : report.at("results")) {
-        const auto id = r.at("id").get<std::string>();
-        if (r.contains("error")) refused.push_back(concat(id, ": ", r.at("error").get<std::string>()));
-        else medians[id] = r.at(concat(f.statistic, "_seconds")).get<double>();
-    }
-    if (!extend) {
-        if (!medians.count("dispatch"))
-            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch model",
-                        "a working onnxruntime-node (./bootstrap.sh ort)");
-        table.dispatch_seconds = medians["dispatch"];
-    }
-    std::size_t measured = 0;
-    for (std::size_t i = 0; i < todo.size(); ++i)
-        if (auto it = medians.find(std::to_string(i)); it != medians.end()) {
-            table.set(todo[i].key, std::max(0.0, it->second - table.dispatch_seconds));
-            ++measured;
-        }
+    const auto round = measure_missing(g, onnx_opset(origin), table, m);
     io::write_measured_table_file(f.out, table);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("measured %zu configurations in %.1f s (%s of %lld runs each, less the dispatch %s)\n", measured,
-                seconds, table.statistic.c_str(), static_cast<long long>(table.repetitions),
+    std::printf("measured %zu configurations in %.1f s (%s of %lld runs each, less the dispatch %s)\n", round.measured,
+                round.seconds, table.statistic.c_str(), static_cast<long long>(table.repetitions),
                 format_seconds(table.dispatch_seconds).c_str());
-    for (const auto& n : not_exported) std::printf("not measured (no ONNX form): %s\n", n.c_str());
-    for (const auto& r : refused) std::printf("not measured (onnxruntime refused model %s)\n", r.c_str());
+    for (const auto& n : round.not_measured) std::printf("not measured (%s)\n", n.c_str());
 
     const device::device_spec cpu = device::describe(*device::find_preset("CPU"));
-    const cost::measured_model measured_cost(table);
+    const auto runs = subst::runs_per_inference(g);
     std::printf("inference cost: roofline (CPU preset) %s, measured %s; %s\n",
                 format_seconds(subst::inference_cost(g, cost::roofline_model{}, cpu)).c_str(),
-                format_seconds(subst::inference_cost(g, measured_cost, cpu)).c_str(),
-                describe_coverage(cost::coverage(table, g, subst::runs_per_inference(g))).c_str());
+                format_seconds(subst::inference_cost(g, cost::unbiased_model(table, g, runs, cpu), cpu)).c_str(),
+                describe_coverage(cost::coverage(table, g, runs)).c_str());
     std::printf("wrote %s (%zu configurations, %s)\n", f.out.c_str(), table.seconds.size(),
                 cost::describe(table.environment).c_str());
     return 0;

@@ -7,6 +7,7 @@
 #include "optimizer.hpp"
 
 #include <goopt/cost/cost_table.hpp>
+#include <goopt/cost/measured_model.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -68,8 +69,15 @@ struct cost_table_flags {
     std::string file{}, ort_dir = default_ort_dir();
     std::int64_t threads = 1;
     bool accept_foreign = false;
+    std::string fallback = "scaled";  ///< --unmeasured: scaled (cost::scaled_roofline fitted on the graph) or roofline
     void add_flags(CLI::App& app);
 };
+/// The cost model of a search from `g` on `d` with `table` (what --unmeasured says costs the rest).
+cost::measured_model<cost::scaled_roofline> cost_model_of(const cost_table_flags& f, cost::cost_table table,
+                                                          const graph::computation_graph& g,
+                                                          const device::device_spec& d);
+/// "the roofline x 4.2 (conv2d 3.1, matmul 6.5)": what the unmeasured configurations cost.
+std::string describe_fallback(const cost::scaled_roofline& s);
 /// The onnxruntime-node version installed in `ort_dir` ("" when none is).
 std::string installed_ort_version(const std::string& ort_dir);
 /// The table of --cost-table (none without the flag), refused when it was measured with another
@@ -78,6 +86,28 @@ std::string installed_ort_version(const std::string& ort_dir);
 std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f);
 /// "40 of 52 op configurations measured (130 of 144 ops)"
 std::string describe_coverage(const cost::table_coverage& c);
+
+/// How `goopt calibrate` and `superopt --calibrate-rounds` measure (calibrate_command.cpp).
+struct measuring {
+    std::string ort_dir = default_ort_dir();
+    std::int64_t warmup = 5;
+    bool groups = true;  ///< also greedy fusion's groups, each as one model
+};
+/// What one measuring pass did.
+struct measured_round {
+    std::size_t configurations = 0;         ///< distinct configurations of the graph
+    std::size_t already = 0;                ///< of those, already in the table
+    std::size_t measured = 0;               ///< newly measured
+    std::vector<std::string> not_measured;  ///< why the others were not
+    double seconds = 0;
+};
+/// Node.js and onnxruntime-node are there (else goopt::error saying how to get them): their version.
+std::string check_measuring(const measuring& m);
+/// Times in onnxruntime (in the table's environment: its thread count, repetitions and statistic)
+/// the configurations of `g` that run per inference and `table` lacks, and adds them; a table with
+/// nothing yet also gets its dispatch time. ONNX models are written at operator set `opset`.
+measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
+                               const measuring& m);
 
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {
@@ -98,6 +128,9 @@ struct graph_with_origin {
     std::shared_ptr<const io::onnx_model> onnx = nullptr;
 };
 graph_with_origin load_graph_with_origin(const graph_source& source);
+/// The operator set to write a graph's parts at: its ONNX file's where that is 13-17, else 13
+/// (calibrate_command.cpp).
+std::int64_t onnx_opset(const graph_with_origin& origin);
 
 /// The file formats a graph is written in: goopt.graph JSON or ONNX.
 enum class graph_file_format { json, onnx };

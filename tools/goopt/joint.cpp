@@ -22,7 +22,7 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
                                      .placement = placement ? sim::placement{} : best.placement,
                                      .anchor = placement ? best.placement : sim::placement{}};
-    tasks::joint_task task(s.graph(), s.cluster(), cost::roofline_model{}, config);
+    tasks::joint_task task(s.graph(), s.cluster(), s.cost_model(), config);
     method_result out;
     out.name = "go_" + config.tasks.name();
     out.description =

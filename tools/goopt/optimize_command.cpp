@@ -6,6 +6,7 @@
 #include <goopt/io/result_json.hpp>
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
+#include <goopt/subst/inference_cost.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -92,6 +93,8 @@ struct optimize_flags {
     std::uint64_t seed = 1;
     std::string checkpoint, out, svg, curve;
     bool quiet = false;
+    cost_table_flags measured;  // --cost-table: the simulator's and the substitution stage's op times
+    cost_model_type cost{};     // made from it once the graph and cluster are loaded
 };
 
 /// The tasks to run: the ones asked for (each must be available), or every available one.
@@ -158,7 +161,7 @@ struct pipeline {
 pipeline run_pipeline(std::string label, const loaded_graph& input, const cluster_type& cluster,
                       const std::vector<std::string>& tasks, const budget& limits, const optimize_flags& f,
                       progress_line& progress) {
-    simulator_type s(input.graph, cluster);
+    simulator_type s(input.graph, cluster, f.cost);
     const optimize_context ctx{input, s, limits, f.seed, f.checkpoint, progress};
     pipeline p{std::move(label), input.graph.num_ops(), run_baselines(ctx)};
     p.first_learned = p.methods.size();
@@ -211,6 +214,13 @@ int run_optimize(optimize_flags& f) {
     const loaded_graph input = load_graph(f.source);
     const auto cluster = load_cluster(f.cluster);
     const std::size_t original_ops = input.graph.num_ops();
+    if (const auto table = load_cost_table(f.measured)) {  // measured op times, on every device of the cluster
+        f.cost = cost_model_of(f.measured, *table, input.graph, cluster.device(0));
+        std::printf(
+            "cost table %s: %s; the rest by %s of %s\n", f.measured.file.c_str(),
+            describe_coverage(cost::coverage(*table, input.graph, subst::runs_per_inference(input.graph))).c_str(),
+            describe_fallback(f.cost.fallback()).c_str(), cluster.device(0).name().c_str());
+    }
 
     // Substitution is a graph-to-graph stage; the original graph's default (one device, FIFO) stays
     // in the table as the reference. A stage hands on a rewritten graph only when it is faster on one
@@ -224,7 +234,7 @@ int run_optimize(optimize_flags& f) {
     for (const auto& t : tasks) {
         const auto rewrite = task_named(t).rewrite;
         if (!rewrite) continue;
-        simulator_type before(rewritten.graph, cluster);
+        simulator_type before(rewritten.graph, cluster, f.cost);
         if (!substituted) {
             original.chosen.placement.assign(input.graph.num_ops(), 0);
             original.result = before.run(original.chosen.placement, {.record_trace = false});
@@ -350,7 +360,7 @@ int run_optimize(optimize_flags& f) {
         io::write_result_file(f.out, r);
     }
     if (!f.svg.empty()) {
-        simulator_type s(decided.graph, cluster);
+        simulator_type s(decided.graph, cluster, f.cost);
         const auto traced =
             s.run(winner.chosen.placement,
                   {.priorities = winner.chosen.priorities, .fusion = winner.chosen.fusion, .record_trace = true});
@@ -405,6 +415,7 @@ command add_optimize_command(CLI::App& root) {
     app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");
     app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")
         ->type_name("FILE.svg");
+    flags->measured.add_flags(*app);
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_optimize(*flags); }};
 }

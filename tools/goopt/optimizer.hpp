@@ -7,6 +7,8 @@
 
 #include "ranks.hpp"
 
+#include <goopt/cost/measured_model.hpp>
+#include <goopt/cost/scaled_roofline.hpp>
 #include <goopt/device/cluster.hpp>
 #include <goopt/device/device_spec.hpp>
 #include <goopt/error.hpp>
@@ -28,7 +30,10 @@
 namespace goopt::cli {
 
 using cluster_type = device::cluster<device::device_spec>;
-using simulator_type = sim::simulator<device::device_spec>;
+/// Op times: measured (`--cost-table`) where the table has them, else the roofline scaled by the
+/// table's error; without a table the roofline itself.
+using cost_model_type = cost::measured_model<cost::scaled_roofline>;
+using simulator_type = sim::simulator<device::device_spec, cost_model_type>;
 
 /// A graph with what goopt knows about where it came from.
 struct loaded_graph {
@@ -152,7 +157,8 @@ struct stage_result {
 
 /// The step time of `g` with every op on the cluster's device 0 in FIFO order: the default the
 /// program measures (TensorFlow's single device).
-double single_device_step(const graph::computation_graph& g, const cluster_type& cluster);
+double single_device_step(const graph::computation_graph& g, const cluster_type& cluster,
+                          const cost_model_type& cost = {});
 
 /// Substitution search (TASO SOSP'19 / TENSAT MLSys'21): a cheaper equivalent graph, handed on
 /// only when its single-device step is shorter than the original's.

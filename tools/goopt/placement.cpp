@@ -55,7 +55,7 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
                       "PPO update (16 samples)"};
     training_curve v{ctx, out, "ppo_placement"};
     std::mt19937_64 rng(ctx.seed);
-    const auto r = tasks::train_placement(s.graph(), s.cluster(), cost::roofline_model{}, config, rng, v);
+    const auto r = tasks::train_placement(s.graph(), s.cluster(), s.cost_model(), config, rng, v);
     ctx.progress.clear();
     out.chosen = r.best.decision;
     out.result = r.best.result;

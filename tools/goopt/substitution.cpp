@@ -3,14 +3,14 @@
 // over the rule library in both directions and TASO's built-in transformations (TASO SOSP'19 §5),
 // searched from the graph and, where it is cheaper, from the graph after the standard fusions
 // (eqsat_config::start_from_standard_fusions: never costlier than what a runtime fuses unsearched),
-// under the roofline cost of the cluster's first device, as subst::inference_cost counts a step of
+// under the cost of the cluster's first device (the program's: the roofline, or with --cost-table the
+// measured times and the scaled roofline for the rest), as subst::inference_cost counts a step of
 // the graph given (for a training step, the ops on the weights it updates too); every rewrite is
 // proven at the shapes it is applied at. The stage hands on the rewritten graph only when its
 // simulated step on one device (device 0, FIFO: the default the program measures) is shorter than
 // the original's, and says which it hands on.
 #include "cli.hpp"
 
-#include <goopt/cost/roofline_model.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst/inference_cost.hpp>
 #include <goopt/subst/search/eqsat_search.hpp>
@@ -33,8 +33,8 @@ task_status substitution_status() {
         "the rule library (share/goopt/taso_rules_k3.json: ./bootstrap.sh build makes it; or set GOOPT_RULES_FILE)"};
 }
 
-double single_device_step(const graph::computation_graph& g, const cluster_type& cluster) {
-    simulator_type s(g, cluster);
+double single_device_step(const graph::computation_graph& g, const cluster_type& cluster, const cost_model_type& cost) {
+    simulator_type s(g, cluster, cost);
     const std::vector<sim::device_id> on_first(g.num_ops(), 0);
     return s.run(on_first, {.record_trace = false}).step_time;
 }
@@ -46,9 +46,10 @@ stage_result optimize_substitution(const optimize_context& ctx) {
     ctx.progress.update("substitution", 0, 1, "searches");
     const auto& g = ctx.input.graph;
     const auto& cluster = ctx.simulator.cluster();
-    auto r = subst::optimize(g, rules, cost::roofline_model{}, cluster.device(0), space, subst::eqsat_method{});
+    const auto& cost = ctx.simulator.cost_model();
+    auto r = subst::optimize(g, rules, cost, cluster.device(0), space, subst::eqsat_method{});
     ctx.progress.clear();
-    const double before = single_device_step(g, cluster), after = single_device_step(r.graph, cluster);
+    const double before = single_device_step(g, cluster, cost), after = single_device_step(r.graph, cluster, cost);
     const std::string what = concat(
         "equality saturation (", r.stats.rules_applied, " rewrites, ", format_seconds(r.stats.seconds), ") under the ",
         graph::is_training_step(g) ? "training-step" : "inference", " cost: ", format_seconds(r.stats.cost_before),

@@ -9,6 +9,7 @@
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/device/preset.hpp>
 #include <goopt/graph/validate.hpp>
+#include <goopt/io/cost_table_json.hpp>
 #include <goopt/io/graph_json.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/subst/rewriting/builtin_rules.hpp>
@@ -40,6 +41,8 @@ struct superopt_flags {
     bool quiet = false;
     bool ilp = false;
     cost_table_flags measured;  // --cost-table (calibrate_command.cpp)
+    std::int64_t calibrate_rounds =
+        0;                      // --calibrate-rounds: measure the result's unmeasured configurations, search again
     bool device_given = false;  // with --cost-table the fallback's device is the CPU unless --device names one
     // --explain and --disable-rule (issue #26): which rewrites made the result, and leaving rules out
     bool explain = false;
@@ -146,6 +149,22 @@ std::filesystem::path rules_path(const superopt_flags& f) {
     return path;
 }
 
+/// The table of --cost-table; with --calibrate-rounds a missing file is a new table of this machine
+/// (the default repetitions and statistic of 'goopt calibrate'), and a foreign one is refused even
+/// with --accept-foreign-table (this machine's times would be added to it).
+std::optional<cost::cost_table> load_table(const superopt_flags& f) {
+    if (f.calibrate_rounds == 0) return load_cost_table(f.measured);
+    if (f.measured.file.empty())
+        throw error("--calibrate-rounds", "without --cost-table", "--cost-table FILE (the table the rounds grow)");
+    const auto here = cost::this_machine(check_measuring({.ort_dir = f.measured.ort_dir}), f.measured.threads);
+    std::error_code ec;
+    if (!std::filesystem::exists(f.measured.file, ec))
+        return cost::cost_table{.environment = here, .repetitions = 30, .statistic = "median"};
+    auto table = io::read_measured_table_file(f.measured.file);
+    cost::check_environment(f.measured.file, table.environment, here, false);
+    return table;
+}
+
 int run_superopt(const superopt_flags& f) {
     if (f.ilp && f.method != "eqsat")
         throw error("--ilp", concat("--method ", f.method, ": the ILP extraction is equality saturation's"),
@@ -157,13 +176,20 @@ int run_superopt(const superopt_flags& f) {
     const auto out_format = f.out.empty() ? graph_file_format::json : output_format(f.out, f.format);
     if (f.out.empty() && !f.format.empty()) throw error("--format", concat("'", f.format, "' without --out"), "--out");
     // measured op costs: a table of this machine, else the roofline alone (an empty table)
-    const auto table = load_cost_table(f.measured);
+    auto table = load_table(f);
     const auto path = rules_path(f);
     const auto file_rules = io::read_rules_file(path);
     subst::builtin_options builtins;
     const auto rules = without_disabled(file_rules, f.disabled, builtins);
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
+    const measuring measure{.ort_dir = f.measured.ort_dir, .groups = false};  // the search costs single ops
+    if (table && f.calibrate_rounds > 0 && table->seconds.empty()) {          // a new table: the input measured first
+        const auto first = measure_missing(input.graph, onnx_opset(origin), *table, measure);
+        io::write_measured_table_file(f.measured.file, *table);
+        std::printf("calibrated the input: %zu op configurations measured in %.1f s, wrote %s\n", first.measured,
+                    first.seconds, f.measured.file.c_str());
+    }
     const auto preset = device::find_preset(table && !f.device_given ? std::string("CPU") : f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
     const device::device_spec dev = device::describe(*preset);
@@ -186,15 +212,58 @@ int run_superopt(const superopt_flags& f) {
             return true;
         }
     } v{progress};
-    // the searches --method names (the library runs any subst::SubstitutionSearch)
-    const cost::measured_model cost_model(table.value_or(cost::cost_table{}));
-    auto run = [&](const auto& search) {
-        return subst::named(subst::optimize(input.graph, rules, cost_model, dev, space, search, v));
+    // the searches --method names (the library runs any subst::SubstitutionSearch); the model is
+    // made again from the table each round, so that the last search is the final table's alone
+    auto cost_model = cost_model_of(f.measured, table.value_or(cost::cost_table{}), input.graph, dev);
+    auto search = [&] {
+        auto run = [&](const auto& method) {
+            return subst::named(subst::optimize(input.graph, rules, cost_model, dev, space, method, v));
+        };
+        return f.method == "taso"    ? run(subst::taso_method{})
+               : f.method == "eqsat" ? run(subst::eqsat_method{eqsat})
+                                     : run(subst::greedy_method{});
     };
-    auto r = f.method == "taso"    ? run(subst::taso_method{})
-             : f.method == "eqsat" ? run(subst::eqsat_method{eqsat})
-                                   : run(subst::greedy_method{});
+    auto r = search();
     progress.clear();
+    // --calibrate-rounds: measure what the result uses and the table lacks, and search again, until the
+    // result's configurations are all measured (or nothing more can be), at most N times
+    for (std::int64_t round = 1; table && round <= f.calibrate_rounds; ++round) {
+        const auto before = cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph));
+        if (before.measured_configs == before.configs) break;
+        const auto m = measure_missing(r.graph, onnx_opset(origin), *table, measure);
+        io::write_measured_table_file(f.measured.file, *table);
+        std::printf("calibrate round %lld: the result had %s; measured %zu more in %.1f s, wrote %s\n",
+                    static_cast<long long>(round), describe_coverage(before).c_str(), m.measured, m.seconds,
+                    f.measured.file.c_str());
+        for (const auto& n : m.not_measured) std::printf("  not measured (%s)\n", n.c_str());
+        if (m.measured == 0) break;
+        cost_model = cost_model_of(f.measured, *table, input.graph, dev);
+        r = search();
+        progress.clear();
+    }
+    // not converged in N rounds: a last search that refuses unmeasured configurations, so that the
+    // result's cost is measured (what the rounds measured is still used)
+    if (const auto c = cost::coverage(table.value_or(cost::cost_table{}), r.graph, subst::runs_per_inference(r.graph));
+        table && f.calibrate_rounds > 0 && f.measured.fallback != "refuse" && c.measured_configs < c.configs) {
+        std::printf("not converged after %lld rounds (the result had %s): searched again with --unmeasured refuse\n",
+                    static_cast<long long>(f.calibrate_rounds), describe_coverage(c).c_str());
+        auto refusing = f.measured;
+        refusing.fallback = "refuse";
+        cost_model = cost_model_of(refusing, *table, input.graph, dev);
+        r = search();
+        progress.clear();
+    }
+    // never a graph costlier than the input under the model searched with (an extraction heuristic
+    // can hand one on): then the input itself
+    if (r.stats.cost_after > r.stats.cost_before) {
+        std::printf("the search's result costs %s, more than the input's %s: the input is handed on\n",
+                    format_seconds(r.stats.cost_after).c_str(), format_seconds(r.stats.cost_before).c_str());
+        r.graph = input.graph;
+        r.stats.cost_after = r.stats.cost_before;
+        r.stats.rules_applied = 0;
+        r.stats.applied.clear();
+        r.stats.sites.clear();
+    }
     graph::validate(r.graph);
     const auto& s = r.stats;
 
@@ -212,10 +281,10 @@ int run_superopt(const superopt_flags& f) {
             return format_seconds(subst::inference_cost(g, cost::roofline_model{}, dev));
         };
         std::printf(
-            "cost table %s: before: %s; after: %s; the rest by the %s roofline\n", f.measured.file.c_str(),
+            "cost table %s: before: %s; after: %s; the rest by %s of the %s preset\n", f.measured.file.c_str(),
             describe_coverage(cost::coverage(*table, input.graph, subst::runs_per_inference(input.graph))).c_str(),
             describe_coverage(cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph))).c_str(),
-            std::string(preset->label).c_str());
+            describe_fallback(cost_model.fallback()).c_str(), std::string(preset->label).c_str());
         std::printf("roofline cost (%s preset): before %s, after %s\n", std::string(preset->label).c_str(),
                     roofline(input.graph).c_str(), roofline(r.graph).c_str());
     }
@@ -272,6 +341,13 @@ command add_superopt_command(CLI::App& root) {
         ->capture_default_str()
         ->each([flags](const std::string&) { flags->device_given = true; });
     flags->measured.add_flags(*app);
+    app->add_option("--calibrate-rounds", flags->calibrate_rounds,
+                    "With --cost-table: up to N times, measure in onnxruntime the op configurations of the result "
+                    "that the table lacks (a missing table is made, the input measured first), add them to the "
+                    "table and search again; the result is the last search's, that of the final table")
+        ->check(CLI::Range(0, 100))
+        ->type_name("N")
+        ->capture_default_str();
     app->add_option("--method", flags->method,
                     "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")
         ->check(CLI::IsMember({"greedy", "taso", "eqsat"}))

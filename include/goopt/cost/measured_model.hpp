@@ -9,6 +9,7 @@
 #include <goopt/cost/fused_estimate.hpp>
 #include <goopt/cost/op_config.hpp>
 #include <goopt/cost/roofline_model.hpp>
+#include <goopt/cost/scaled_roofline.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/graph/computation_graph.hpp>
 
@@ -16,6 +17,7 @@
 #include <memory>
 #include <span>
 #include <utility>
+#include <vector>
 
 namespace goopt::cost {
 
@@ -30,6 +32,8 @@ namespace goopt::cost {
 /// model used by concurrent searches gives them all the same costs.
 template <class Fallback = roofline_model> class measured_model {
 public:
+    /// No measured time: the fallback alone.
+    measured_model() : measured_model(cost_table{}) {}
     explicit measured_model(cost_table table, Fallback f = {})
         : table_(std::make_shared<const cost_table>(std::move(table))), fallback_(std::move(f)) {}
 
@@ -70,5 +74,18 @@ private:
     std::shared_ptr<const cost_table> table_;
     Fallback fallback_{};
 };
+
+/// @brief The measured model of `table` whose fallback is the roofline scaled by the table's error
+/// on `device` (cost::scaled_roofline), fitted on the configurations of `g`'s ops that run per step
+/// (`counted`; every measurable op when empty) and were measured: for a search, the graph it starts
+/// from, so that a search from the same graph and table costs the same.
+template <device::DeviceModel D>
+measured_model<scaled_roofline> unbiased_model(cost_table table, const graph::computation_graph& g,
+                                               const std::vector<bool>& counted, const D& device) {
+    const graph::computation_graph* graphs[] = {&g};
+    const std::vector<bool> masks[] = {counted};
+    auto fallback = scaled_roofline::fit(table, graphs, masks, device);
+    return measured_model<scaled_roofline>(std::move(table), std::move(fallback));
+}
 
 }  // namespace goopt::cost
