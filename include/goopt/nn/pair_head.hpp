@@ -61,11 +61,12 @@ public:
         if (devices.cols() != static_cast<Eigen::Index>(num_device_features) ||
             pairs.cols() != static_cast<Eigen::Index>(num_pair_features) || pairs.rows() != n * k ||
             rows.size() != static_cast<std::size_t>(n) || k == 0)
-            throw error("nn::pair_head",
-                        concat(n, " ops, ", devices.rows(), " x ", devices.cols(), " device features, ", pairs.rows(),
-                               " x ", pairs.cols(), " pair features, ", rows.size(), " row ids"),
-                        concat("at least one device with ", num_device_features, " features and one row per (op, device) with ",
-                               num_pair_features, " features, one row id per op"));
+            throw error(
+                "nn::pair_head",
+                concat(n, " ops, ", devices.rows(), " x ", devices.cols(), " device features, ", pairs.rows(), " x ",
+                       pairs.cols(), " pair features, ", rows.size(), " row ids"),
+                concat("at least one device with ", num_device_features, " features and one row per (op, device) with ",
+                       num_pair_features, " features, one row id per op"));
         h_ = &h;
         devices_ = &devices;
         pairs_ = &pairs;

@@ -98,7 +98,8 @@ nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& 
                 std::isfinite(cap) && cap > 0 ? std::log1p(out * static_cast<double>(n) / cap) : 0.0,
                 t <= fastest[o] ? 1.0 : 0.0};
             for (std::size_t j = 0; j < nn::num_pair_features; ++j)
-                f.pairs(static_cast<Eigen::Index>(o * k + q), static_cast<Eigen::Index>(j)) = static_cast<float>(row[j]);
+                f.pairs(static_cast<Eigen::Index>(o * k + q), static_cast<Eigen::Index>(j)) =
+                    static_cast<float>(row[j]);
         }
     }
     return f;
