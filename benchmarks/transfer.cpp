@@ -110,8 +110,9 @@ int run(int argc, char** argv) {
     bench::command_line cli("transfer",
                             "One placement policy pre-trained on some graph families and device counts, zero-shot "
                             "and fine-tuned on held-out graphs and device counts, against GO-one and the heuristics.");
-    cli.add_flag("--quick", quick,
-                 "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20 (flags given win)");
+    cli.add_flag(
+        "--quick", quick,
+        "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20 (flags given win)");
     cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
     cli.add_option("--policy", policy, "A pre-trained pair-head checkpoint to use instead of pre-training here")
         ->type_name("FILE");
@@ -129,7 +130,8 @@ int run(int argc, char** argv) {
     };
     counts_flag("--devices", counts, "Held-out rows' device counts (default 2,4,8)");
     counts_flag("--train-devices", train_counts, "Pre-training device counts (default 2,4,8)");
-    counts_flag("--unseen-devices", unseen, "Device counts never pre-trained on, one row per held-out graph (default 3)");
+    counts_flag("--unseen-devices", unseen,
+                "Device counts never pre-trained on, one row per held-out graph (default 3)");
     auto* pu = cli.add_option("--pretrain-updates", pretrain_updates, "Pre-training PPO updates in all (default 240)")
                    ->transform(bench::count(1, 1000000))
                    ->type_name("N");
@@ -188,8 +190,8 @@ int run(int argc, char** argv) {
         const auto r = tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
                                                         std::span<const cluster_type>(clusters), cost::roofline_model{},
                                                         c, {.updates_per_pair = per_pair}, rng);
-        pre_info = {{"graphs", train_names}, {"devices", train_counts}, {"updates", r.updates},
-                    {"updates_per_pair", per_pair}, {"seed", pretrain_seed}, {"seconds", r.seconds}};
+        pre_info = {{"graphs", train_names},        {"devices", train_counts}, {"updates", r.updates},
+                    {"updates_per_pair", per_pair}, {"seed", pretrain_seed},   {"seconds", r.seconds}};
         std::printf("pre-trained on %zu graphs x %zu device counts: %zu updates, %.1f s\n", graphs.size(),
                     clusters.size(), r.updates, r.seconds);
     } else {
@@ -197,10 +199,11 @@ int run(int argc, char** argv) {
     }
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    std::printf("simulated step time in ms on n x V100:nvlink; mean of %zu seeds (spread); guided decoder, no incumbent\n",
-                st.seeds.size());
-    std::printf("%-16s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur", "best_ms",
-                "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
+    std::printf(
+        "simulated step time in ms on n x V100:nvlink; mean of %zu seeds (spread); guided decoder, no incumbent\n",
+        st.seeds.size());
+    std::printf("%-16s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
+                "best_ms", "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
     auto row_of = [&](const std::string& name, std::size_t n, bool seen) {
         const auto w = models::find_workload(name);
         const auto g = w.build();
@@ -245,9 +248,11 @@ int run(int argc, char** argv) {
         if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");  // after every row
     };
     for (const auto& name : names)
-        for (std::size_t n : counts) row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+        for (std::size_t n : counts)
+            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
     for (const auto& name : names)
-        for (std::size_t n : unseen) row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+        for (std::size_t n : unseen)
+            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
 
     // ---- convergence and scale (issue #28 §3, §4): hdpscale writes them in
     // benchmarks/transfer_convergence.hpp and benchmarks/scale.cpp; the lead calls them here at merge,

@@ -89,16 +89,17 @@ TEST_CASE("pretrain_placement_policy: 2 graphs x {2, 3} devices, reproducible, f
     CHECK_THROWS_WITH_AS(tasks::train_placement(held_out, clusters[0], cost::roofline_model{}, from_per_device, r3),
                          doctest::Contains("choices per node"), error);
     // several device counts need the pair head
-    CHECK_THROWS_WITH_AS(tasks::pretrain_placement_policy(
-                             std::span<const graph::computation_graph>(graphs),
-                             std::span<const device::cluster<device::device_spec>>(clusters), cost::roofline_model{},
-                             one_count, {}, r3),
-                         doctest::Contains("first_head::pair"), error);
+    CHECK_THROWS_WITH_AS(
+        tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                         std::span<const device::cluster<device::device_spec>>(clusters),
+                                         cost::roofline_model{}, one_count, {}, r3),
+        doctest::Contains("first_head::pair"), error);
     auto zero = cfg;
-    CHECK_THROWS_WITH_AS(tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
-                                                          std::span<const device::cluster<device::device_spec>>(clusters),
-                                                          cost::roofline_model{}, zero, {.updates_per_pair = 0}, r3),
-                         doctest::Contains("updates_per_pair"), error);
+    CHECK_THROWS_WITH_AS(
+        tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                         std::span<const device::cluster<device::device_spec>>(clusters),
+                                         cost::roofline_model{}, zero, {.updates_per_pair = 0}, r3),
+        doctest::Contains("updates_per_pair"), error);
     std::filesystem::remove(a);
     std::filesystem::remove(b);
 }

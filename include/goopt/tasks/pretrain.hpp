@@ -19,8 +19,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -62,10 +62,9 @@ struct pretrain_result {
 /// updates_per_pair 0.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
           class Visitor = rl::null_visitor>
-requires rl::SerializableRng<Rng> pretrain_result
-pretrain_placement_policy(std::span<const graph::computation_graph> graphs, std::span<const device::cluster<D>> clusters,
-                          const Cost& cost, const placement_config& config, const pretrain_schedule& schedule, Rng& rng,
-                          Visitor&& visitor = {}) {
+requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
+    std::span<const graph::computation_graph> graphs, std::span<const device::cluster<D>> clusters, const Cost& cost,
+    const placement_config& config, const pretrain_schedule& schedule, Rng& rng, Visitor&& visitor = {}) {
     const auto t0 = std::chrono::steady_clock::now();
     constexpr std::string_view who = "tasks::pretrain_placement_policy";
     if (graphs.empty() || clusters.empty())
