@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Install what goopt needs (Debian/Ubuntu), configure and build it in build/, then run the demo or
 # the tests; or build the sanitizer or fuzzing configurations and run them.
-# Usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
+# Usage: ./bootstrap.sh demo|test|build|pretrain|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
 set -euo pipefail
 
 usage() {
     cat <<'USAGE'
-usage: ./bootstrap.sh demo|test|build|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
+usage: ./bootstrap.sh demo|test|build|pretrain|sanitize|fuzz [SECONDS]|format|format-check|ort [--clean]
   build     install missing Debian packages, configure and build everything in build/
   test      build, then run all tests with ctest
   demo      build the goopt program and its rule library, then run 'goopt optimize' on a built-in model and cluster:
             prints the table, writes build/result.json, build/timeline.svg and build/curve.svg
+  pretrain  build the goopt program, then make share/goopt/placement_policy.ckpt, the placement policy goopt
+            ships, with 'goopt train' (the command below; docs/transfer.md): the same file, byte for
+            byte, on the same binary and machine
   sanitize  build the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer in
             build-asan/ (-O1, no benchmarks), then run them with ctest; any report fails
   fuzz      build the libFuzzer harnesses with clang in build-fuzz/, then run each for SECONDS
@@ -31,7 +34,7 @@ clean=0
 fuzz_seconds=60
 for arg in "$@"; do
     case "$arg" in
-        demo | test | build | sanitize | fuzz | format | format-check | ort)
+        demo | test | build | pretrain | sanitize | fuzz | format | format-check | ort)
             if [[ -n "$command" ]]; then usage >&2; exit 2; fi
             command="$arg" ;;
         --clean) clean=1 ;;
@@ -170,7 +173,7 @@ esac
 if ((clean)); then rm -rf build; fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON -DGOOPT_BUILD_BENCHMARKS=ON
-if [[ "$command" == demo ]]; then
+if [[ "$command" == demo || "$command" == pretrain ]]; then
     # the demo needs the program; the rule library (half a minute) is what `goopt superopt` tries next
     cmake --build build -j"$(nproc)" --target goopt_program goopt_rules
 else
@@ -180,6 +183,13 @@ fi
 # ---- 3. run ----
 case "$command" in
     build) ;;
+    pretrain)
+        # README's training split on 2, 4 and 8 devices, 4 updates per (graph, cluster) in turn; no
+        # time budget, so that the file depends on the binary and the seed alone
+        set -x
+        exec build/bin/goopt train --models transformer_xl2,wavenet_2x18,inception_v3_taso,transformer_xl4 \
+            --clusters 2xV100:nvlink,4xV100:nvlink,8xV100:nvlink --head pair --steps 240 --updates-per-graph 4 \
+            --seed 1 --quiet --checkpoint-out share/goopt/placement_policy.ckpt ;;
     test)
         exec ctest --test-dir build --output-on-failure ;;
     demo)

@@ -16,6 +16,7 @@
 #include <goopt/nn/layer_norm.hpp>
 #include <goopt/nn/linear.hpp>
 #include <goopt/nn/node_features.hpp>
+#include <goopt/nn/pair_head.hpp>
 #include <goopt/nn/residual_block.hpp>
 #include <goopt/nn/segment_attention.hpp>
 #include <goopt/nn/serialization.hpp>

@@ -9,6 +9,8 @@
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/joint.hpp>
 #include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/placement_features.hpp>
+#include <goopt/tasks/pretrain.hpp>
 #include <goopt/tasks/scheduling.hpp>
 #include <goopt/tasks/simulated_task.hpp>
 #include <goopt/tasks/step_reward.hpp>

@@ -168,16 +168,18 @@ stage_result optimize_substitution(const optimize_context& ctx);
 /// decision as the baselines made it (imitated by a fresh policy, and the incumbent either way).
 task_status placement_status();
 method_result optimize_placement(const optimize_context& ctx, const decisions& m_etf);
-/// One placement policy pre-trained across graphs (`goopt train`), for optimize_placement to start
-/// from (optimize_context::checkpoint): the network of optimize_placement, written to `checkpoint`.
+/// One placement policy pre-trained across graphs and clusters (`goopt train`), for optimize_placement
+/// to start from (optimize_context::checkpoint): the network of optimize_placement with `head`
+/// (several device counts need nn::first_head::pair), written to `checkpoint`.
 struct pretrain_summary {
-    std::vector<sim::simulation_result> best;  ///< per graph, the best decision sampled on it
+    std::vector<sim::simulation_result> best;  ///< per (graph, cluster), graph-major, the best decision sampled on it
     std::size_t updates = 0, samples = 0;
     double seconds = 0;
 };
-pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const cluster_type& cluster,
-                                    const budget& limits, std::uint64_t seed, const std::string& checkpoint,
-                                    std::size_t updates_per_graph, progress_line& progress);
+pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, std::span<const cluster_type> clusters,
+                                    nn::first_head head, const budget& limits, std::uint64_t seed,
+                                    const std::string& checkpoint, std::size_t updates_per_graph,
+                                    progress_line& progress);
 /// PPO-trained scheduling: priority per op.
 task_status scheduling_status();
 method_result optimize_scheduling(const optimize_context& ctx, const decisions& m_etf);

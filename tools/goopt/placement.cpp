@@ -1,16 +1,19 @@
 // Hook of `--tasks placement`: the GO policy trained by PPO on this graph (GO-one, NeurIPS'20 §4),
 // a device per op drawn by the guided decoder (m-ETF's list scheduler, the policy's logits as
 // residuals on its earliest-start scores: tasks::placement_decoder::guided), scored with
-// critical-path list scheduling; or started from a pre-trained policy (--checkpoint). A fresh
-// policy's logits are zero, so its first mode is m-ETF's placement; m-ETF's own decision is the
-// incumbent either way.
+// critical-path list scheduling, started from the policy shipped in share/goopt/ (pre-trained across
+// graph families and 2, 4 and 8 devices: docs/transfer.md), from --checkpoint FILE, or from fresh
+// weights with --checkpoint none. A fresh policy's logits are zero, so its first mode is m-ETF's
+// placement; m-ETF's own decision is the incumbent either way.
 #include "optimizer.hpp"
 
 #include <goopt/cost/roofline_model.hpp>
-#include <goopt/tasks/train_placement.hpp>
+#include <goopt/tasks/pretrain.hpp>
 
 #include <filesystem>
 #include <random>
+#include <string>
+#include <string_view>
 
 namespace goopt::cli {
 
@@ -19,17 +22,15 @@ task_status placement_status() { return {true, "the PPO-trained placement policy
 namespace {
 
 /// The settings of benchmarks/placement (README "Learned placement"): a narrower network than GO's,
-/// a larger learning rate, 16 samples per update on both cores. `goopt train` uses the same network,
-/// so that its checkpoints fit.
-tasks::placement_config settings(std::size_t updates) {
-    return {.ppo = {.updates = updates,
-                    .samples_per_update = 16,
-                    .learning_rate = 1e-3,
-                    .threads = 2,
-                    .sharding = ranks().sharding},
-            .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4},
-            .task = {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided},
-            .progress = {.status = rl::status_mode::never}};
+/// a larger learning rate, 16 samples per update on both cores, and the pair head (one network for
+/// any device count: nn::first_head::pair) unless a per-device checkpoint is given. `goopt train`
+/// uses the same network, so that its checkpoints fit.
+tasks::placement_config settings(std::size_t updates, nn::first_head head = nn::first_head::pair) {
+    auto c = tasks::shipped_placement_config(updates);
+    c.ppo.threads = 2;
+    c.ppo.sharding = ranks().sharding;
+    c.policy.head = head;
+    return c;
 }
 
 }  // namespace
@@ -37,17 +38,30 @@ tasks::placement_config settings(std::size_t updates) {
 method_result optimize_placement(const optimize_context& ctx, const decisions& metf) {
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
-    auto config = settings(ctx.limits.steps);
+    // the start: --checkpoint FILE, fresh weights (--checkpoint none), or by default the shipped
+    // policy where this build knows one (a file that no longer fits the network is an error naming
+    // how to remake it, never a silent fresh start)
+    std::string start = ctx.checkpoint;
+    bool shipped = false;
+    if (start.empty()) {
+        const auto file = tasks::default_placement_policy_file();
+        shipped = !file.empty();
+        start = file.string();
+    }
+    if (start == "none") start.clear();
+    auto config = settings(ctx.limits.steps, start.empty() || tasks::checkpoint_any_device_count(start)
+                                                 ? nn::first_head::pair
+                                                 : nn::first_head::per_choice);
     // a pre-trained policy is the start itself (read only: the file stays as it is); a fresh one
     // needs no warm start: its zero logits decode to m-ETF's placement
-    if (!ctx.checkpoint.empty()) config.pretrained = ctx.checkpoint;
+    config.pretrained = start;
     // m-ETF's own decision is kept until PPO beats it: never worse than it
     config.incumbents = {metf};
     method_result out{"ppo_placement",
-                      ctx.checkpoint.empty()
+                      start.empty()
                           ? "GO policy trained by PPO on this graph, m-ETF as the decoder, critical-path priorities"
-                          : "GO policy pre-trained, then trained by PPO on this graph, m-ETF as the decoder, "
-                            "critical-path priorities",
+                          : std::string(shipped ? "GO policy pre-trained (shipped)" : "GO policy pre-trained") +
+                                ", then trained by PPO on this graph, m-ETF as the decoder, critical-path priorities",
                       {},
                       {},
                       0,
@@ -55,7 +69,16 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
                       "PPO update (16 samples)"};
     training_curve v{ctx, out, "ppo_placement"};
     std::mt19937_64 rng(ctx.seed);
-    const auto r = tasks::train_placement(s.graph(), s.cluster(), s.cost_model(), config, rng, v);
+    const auto r = [&] {
+        try {
+            return tasks::train_placement(s.graph(), s.cluster(), s.cost_model(), config, rng, v);
+        } catch (const error& e) {
+            // the shipped file no longer fits this build's network (e.g. an op kind was added)
+            if (!shipped || std::string_view(e.what()).find(start) == std::string_view::npos) throw;
+            throw error(concat("the shipped placement policy '", start, "'"), e.what(),
+                        concat(tasks::remake_placement_policy, ", or --checkpoint none for fresh weights"));
+        }
+    }();
     ctx.progress.clear();
     out.chosen = r.best.decision;
     out.result = r.best.result;
@@ -65,10 +88,11 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     return out;
 }
 
-pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const cluster_type& cluster,
-                                    const budget& limits, std::uint64_t seed, const std::string& checkpoint,
-                                    std::size_t updates_per_graph, progress_line& progress) {
-    auto config = settings(limits.steps);
+pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, std::span<const cluster_type> clusters,
+                                    nn::first_head head, const budget& limits, std::uint64_t seed,
+                                    const std::string& checkpoint, std::size_t updates_per_graph,
+                                    progress_line& progress) {
+    auto config = settings(limits.steps, head);
     config.checkpoint = checkpoint;
     std::vector<graph::computation_graph> graphs;
     for (const auto& in : inputs) graphs.push_back(in.graph);
@@ -84,8 +108,9 @@ pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, const 
         }
     } v{limits, progress};
     std::mt19937_64 rng(seed);
-    const auto r = tasks::pretrain_placement(std::span<const graph::computation_graph>(graphs), cluster,
-                                             cost::roofline_model{}, config, updates_per_graph, rng, v);
+    const auto r = tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs), clusters,
+                                                    cost::roofline_model{}, config,
+                                                    {.updates_per_pair = updates_per_graph}, rng, v);
     progress.clear();
     pretrain_summary out{{}, r.updates, r.samples, r.seconds};
     for (const auto& b : r.best) out.best.push_back(b.result);

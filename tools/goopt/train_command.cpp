@@ -1,6 +1,8 @@
-// `goopt train`: pre-trains one placement policy across several graphs on a cluster (GO's
+// `goopt train`: pre-trains one placement policy across several graphs and clusters (GO's
 // generalization setting, NeurIPS'20 §5.3) and writes it to a checkpoint that `goopt optimize
-// --checkpoint` starts from, on these graphs or new ones, for the same device count.
+// --checkpoint` starts from, on these graphs or new ones; with the pair head (the default) on any
+// device count, with the per-device head on the same one. `./bootstrap.sh pretrain` makes the
+// shipped policy with it (docs/transfer.md).
 #include "cli.hpp"
 
 #include <cstdio>
@@ -12,7 +14,8 @@ namespace {
 
 struct train_flags {
     std::vector<std::string> models, graphs;
-    std::string cluster, checkpoint_out;
+    std::string cluster, checkpoint_out, head = "pair";
+    std::vector<std::string> clusters;
     budget limits{.steps = 100};
     std::size_t updates_per_graph = 1;
     std::uint64_t seed = 1;
@@ -24,19 +27,31 @@ int run_train(train_flags& f) {
     std::vector<loaded_graph> inputs;
     for (const auto& name : f.models) inputs.push_back(load_graph({.model = name}));
     for (const auto& file : f.graphs) inputs.push_back(load_graph({.graph_file = file}));
-    const auto cluster = load_cluster(f.cluster);
+    std::vector<cluster_type> clusters;
+    if (f.clusters.empty()) clusters.push_back(load_cluster(f.cluster));
+    for (const auto& c : f.clusters) clusters.push_back(load_cluster(c));
+    std::string names;
+    for (const auto& c : clusters) names += concat(names.empty() ? "" : ", ", c.description());
+    const auto head = f.head == "pair" ? nn::first_head::pair : nn::first_head::per_choice;
     progress_line progress(f.quiet);
     const auto r =
-        pretrain_placement(inputs, cluster, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph, progress);
-    std::printf("placement policy pre-trained on %zu graphs on %s: %zu PPO updates, %zu samples, %.1f s; seed %llu\n",
-                inputs.size(), cluster.description().c_str(), r.updates, r.samples, r.seconds,
-                static_cast<unsigned long long>(f.seed));
-    std::printf("%-20s %8s %14s\n", "graph", "ops", "best sampled");
+        pretrain_placement(inputs, clusters, head, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph, progress);
+    std::printf(
+        "placement policy pre-trained on %zu graphs on %s: %zu PPO updates, %zu samples, %.1f s; seed %llu; %s head\n",
+        inputs.size(), names.c_str(), r.updates, r.samples, r.seconds, static_cast<unsigned long long>(f.seed),
+        f.head.c_str());
+    std::printf("%-20s %8s %-16s %14s\n", "graph", "ops", "cluster", "best sampled");
     for (std::size_t k = 0; k < inputs.size(); ++k)
-        std::printf("%-20s %8zu %14s%s\n", inputs[k].name.c_str(), inputs[k].graph.num_ops(),
-                    format_seconds(r.best[k].step_time).c_str(), r.best[k].oom ? " OOM" : "");
-    std::printf("wrote %s (use it with: goopt optimize --checkpoint %s --cluster %s ...)\n", f.checkpoint_out.c_str(),
-                f.checkpoint_out.c_str(), cluster.description().c_str());
+        for (std::size_t c = 0; c < clusters.size(); ++c) {
+            const auto& b = r.best[k * clusters.size() + c];
+            std::printf("%-20s %8zu %-16s %14s%s\n", inputs[k].name.c_str(), inputs[k].graph.num_ops(),
+                        clusters[c].description().c_str(), b.step_time > 0 ? format_seconds(b.step_time).c_str() : "-",
+                        b.oom ? " OOM" : "");
+        }
+    std::printf("wrote %s (use it with: goopt optimize --checkpoint %s%s ...)\n", f.checkpoint_out.c_str(),
+                f.checkpoint_out.c_str(),
+                head == nn::first_head::pair ? " --cluster <any>"
+                                             : concat(" --cluster ", clusters.front().description()).c_str());
     return 0;
 }
 
@@ -57,10 +72,22 @@ command add_train_command(CLI::App& root) {
         ->type_name("FILE.json");
     group->require_option(1, 2);
     add_cluster_flag(*app, flags->cluster, "4xV100:nvlink");
+    app->add_option("--clusters", flags->clusters,
+                    "Several clusters to pre-train on, comma-separated (instead of --cluster; device counts may "
+                    "differ with the pair head)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("SPEC|FILE.json,...");
+    app->add_option("--head", flags->head,
+                    "The placement head: pair (one score per (op, device) pair, any device count) or per-device "
+                    "(GO's, one output per device: the checkpoint serves that device count only)")
+        ->check(CLI::IsMember({"pair", "per-device"}))
+        ->capture_default_str();
     app->add_option("--steps", flags->limits.steps, "PPO updates in all, over every graph")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->capture_default_str();
-    app->add_option("--updates-per-graph", flags->updates_per_graph, "Updates on one graph before the next one's")
+    app->add_option("--updates-per-graph", flags->updates_per_graph,
+                    "Updates on one (graph, cluster) before the next one's (the schedule)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->capture_default_str();
     app->add_option("--time", flags->limits.seconds, "Wall-time budget in seconds (0: none)")

@@ -10,6 +10,7 @@
 #include <goopt/nn/heads.hpp>
 #include <goopt/nn/layer_norm.hpp>
 #include <goopt/nn/node_features.hpp>
+#include <goopt/nn/pair_head.hpp>
 #include <goopt/nn/segment_attention.hpp>
 
 #include <random>
@@ -17,6 +18,15 @@
 #include <vector>
 
 namespace goopt::nn {
+
+/// The first task's head.
+enum class first_head : std::uint8_t {
+    /// GO's: one output column per choice (task_choices[0]); a checkpoint is tied to that count.
+    per_choice,
+    /// nn::pair_head: one score per (op, device) pair from device and pair features, for any
+    /// number of devices; evaluate() then needs nn::placement_features.
+    pair,
+};
 
 /// Shape of a go_policy. The defaults are GO's: 2 max-pool SAGE layers of 128, 8 heads, segments of 256.
 struct policy_config {
@@ -29,6 +39,8 @@ struct policy_config {
     std::size_t segment = 256;
     std::vector<std::size_t> task_choices{4};  ///< choices per task, in order (devices, priority levels, ...)
     bool memory_gradient = false;              ///< see attention_config (true only for gradient checks)
+    first_head head = first_head::per_choice;  ///< pair: task_choices[0] is unused (any device count)
+    std::size_t pair_width = 32;               ///< the pair head's hidden width
 };
 
 /// What one forward pass gives: per task one row of logits per node (op id order), and the value.
@@ -59,12 +71,15 @@ public:
             shared_.push_back(block(ac, rng, "attention" + std::to_string(i)));
         for (std::size_t t = 0; t < c_.task_choices.size(); ++t) {
             const std::string p = "task" + std::to_string(t);
-            tasks_.push_back({block(ac, rng, p + ".attention"),
-                              categorical_head<S>(c_.hidden, c_.task_choices[t], rng, p + ".head"),
-                              t == 0
-                                  ? parameter<S>{}
-                                  : make_parameter<S>(p + ".action_embedding", c_.task_choices[t - 1], c_.hidden, rng),
-                              {}});
+            const bool pair = t == 0 && c_.head == first_head::pair;
+            tasks_.push_back(
+                {block(ac, rng, p + ".attention"),
+                 pair ? categorical_head<S>{} : categorical_head<S>(c_.hidden, c_.task_choices[t], rng, p + ".head"),
+                 t == 0 ? parameter<S>{}
+                        : make_parameter<S>(p + ".action_embedding", c_.task_choices[t - 1], c_.hidden, rng),
+                 {},
+                 {}});
+            if (pair) tasks_.back().pair = pair_head<S>(c_.hidden, c_.pair_width, rng, p + ".pair", p + ".head.out");
         }
         value_ = value_head<S>(c_.hidden, rng, "value");
     }
@@ -75,15 +90,25 @@ public:
         if (actions.size() + 1 < tasks_.size())
             throw error("nn::go_policy::evaluate", concat(actions.size(), " action vectors given"),
                         concat(tasks_.size() - 1));
-        return run(f, [&](std::size_t t, const matrix<S>&) { return actions[t]; });
+        return run(f, nullptr, [&](std::size_t t, const matrix<S>&) { return actions[t]; });
     }
+    /// @brief evaluate() with the devices' and pairs' features, which a first_head::pair needs (the
+    /// per-choice head ignores them).
+    policy_output<S> evaluate(const placement_features<S>& f, const std::vector<std::vector<int>>& actions) {
+        if (actions.size() + 1 < tasks_.size())
+            throw error("nn::go_policy::evaluate", concat(actions.size(), " action vectors given"),
+                        concat(tasks_.size() - 1));
+        return run(f, &f, [&](std::size_t t, const matrix<S>&) { return actions[t]; });
+    }
+    /// Whether a checkpoint of this network serves any device count (first_head::pair).
+    bool any_device_count() const noexcept { return c_.head == first_head::pair; }
 
     /// @brief Forward pass that samples each task's actions from its logits (with `rng`) and feeds
     /// them to the next task. @return the output and every task's actions (node order).
     template <std::uniform_random_bit_generator Rng>
     std::pair<policy_output<S>, std::vector<std::vector<int>>> sample(const graph_features<S>& f, Rng& rng) {
         std::vector<std::vector<int>> acts;
-        auto out = run(f, [&](std::size_t, const matrix<S>& logits) {
+        auto out = run(f, nullptr, [&](std::size_t, const matrix<S>& logits) {
             acts.push_back(sample_rows(logits, rng));
             return acts.back();
         });
@@ -102,7 +127,9 @@ public:
         dht = value_.backward(dvalue);
         for (std::size_t t = tasks_.size(); t-- > 0;) {
             task& tk = tasks_[t];
-            const matrix<S>& din = tk.attention.backward(tk.head.backward(gather(dlogits[t])));
+            const matrix<S> dl = gather(dlogits[t]);
+            const matrix<S>& din =
+                tk.attention.backward(t == 0 && any_device_count() ? tk.pair.backward(dl) : tk.head.backward(dl));
             if (t > 0)
                 for (Eigen::Index i = 0; i < din.rows(); ++i)
                     tk.embedding.grad.row(tk.prev_actions[static_cast<std::size_t>(i)]) += din.row(i);
@@ -122,7 +149,8 @@ public:
         for (auto& b : shared_) b.collect(ps);
         for (std::size_t t = 0; t < tasks_.size(); ++t) {
             tasks_[t].attention.collect(ps);
-            tasks_[t].head.collect(ps);
+            if (t == 0 && any_device_count()) tasks_[t].pair.collect(ps);
+            else tasks_[t].head.collect(ps);
             if (t > 0) ps.push_back(&tasks_[t].embedding);
         }
         value_.collect(ps);
@@ -144,7 +172,10 @@ public:
         const attention_config ac{.dim = c_.hidden, .heads = c_.heads, .segment = c_.segment};
         const double att = attention_flops(ac, n);
         f += static_cast<double>(c_.shared_attention_layers + c_.task_choices.size()) * att;
-        for (std::size_t t : c_.task_choices) f += 2 * N * H * static_cast<double>(t);
+        for (std::size_t t = 0; t < c_.task_choices.size(); ++t)
+            f += t == 0 && any_device_count()
+                     ? 2 * N * H * static_cast<double>(c_.pair_width)  // the op part; the rest grows with devices
+                     : 2 * N * H * static_cast<double>(c_.task_choices[t]);
         return f;
     }
     /// Forward + backward: backward's GEMMs are twice forward's, and attention recomputes its scores.
@@ -181,6 +212,7 @@ private:
         block attention;
         categorical_head<S> head;
         parameter<S> embedding;         // actions of the previous task -> hidden (unused for task 0)
+        pair_head<S> pair;              // task 0 with first_head::pair, instead of head
         std::vector<int> prev_actions;  // topological order, cached for backward
     };
 
@@ -218,7 +250,8 @@ private:
         return r;
     }
 
-    template <class Choose> policy_output<S> run(const graph_features<S>& f, Choose&& choose) {
+    template <class Choose>
+    policy_output<S> run(const graph_features<S>& f, const placement_features<S>* pf, Choose&& choose) {
         const auto n = static_cast<std::size_t>(f.x.rows());
         if (f.x.cols() != static_cast<Eigen::Index>(c_.features) || f.order.size() != n || f.adj.num_nodes() != n)
             throw error("nn::go_policy",
@@ -226,6 +259,9 @@ private:
                                ", adjacency ", f.adj.num_nodes()),
                         concat(c_.features, " columns and one order entry and adjacency node per feature row"));
         if (n == 0) throw error("nn::go_policy", "the graph has no nodes", "at least one node");
+        if (any_device_count() && pf == nullptr)
+            throw error("nn::go_policy", "a pair head evaluated on graph features alone",
+                        "nn::placement_features (the devices' and the (op, device) pairs' features)");
         order_ = &f.order;
         const matrix<S>* h = &f.x;
         for (auto& s : sage_) h = &s.forward(*h, f.adj);
@@ -253,7 +289,10 @@ private:
                     in.row(static_cast<Eigen::Index>(i)) += tk.embedding.value.row(a);
                 }
             }
-            out.logits.push_back(scatter(tk.head.forward(tk.attention.forward(in))));
+            const matrix<S>& a = tk.attention.forward(in);
+            out.logits.push_back(scatter(t == 0 && any_device_count()
+                                             ? tk.pair.forward(a, pf->devices, pf->pairs, f.order)
+                                             : tk.head.forward(a)));
         }
         return out;
     }

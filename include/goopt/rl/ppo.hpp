@@ -193,6 +193,12 @@ public:
 
 private:
     template <std::uniform_random_bit_generator Rng> void imitate(Rng& rng);
+    // 0 for a network whose checkpoint serves any number of choices (nn::first_head::pair)
+    std::size_t choices_saved() const {
+        if constexpr (requires { net_->any_device_count(); })
+            if (net_->any_device_count()) return 0;
+        return env_->num_choices();
+    }
     void step(double loss) {
         if (!guard_) guard_.emplace(ps_, opt_, nn::training_guard_config{.checkpoint_every = 1, .path = {}});
         guard_->step(loss);
@@ -516,7 +522,7 @@ template <SerializableRng Rng>
 void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
     if (c_.sharding && c_.sharding->rank() != 0) return;  // the ranks hold the same state: one writer
     io::record_writer out(checkpoint_tag, checkpoint_format_version);
-    out.u64(sizeof(scalar)).u64(env_->num_choices());
+    out.u64(sizeof(scalar)).u64(choices_saved());
     out.u64(updates_).u64(samples_).u64(imitation_done_);
     out.f64(average_).u64(average_set_ ? 1 : 0);
     std::ostringstream rs;
@@ -536,9 +542,13 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     auto in = io::record_reader::from_file(path, where, checkpoint_tag, checkpoint_format_version);
     if (const auto scalar_bytes = in.u64("the scalar size"); scalar_bytes != sizeof(scalar))
         throw error(where, concat("scalars of ", scalar_bytes, " bytes"), concat(sizeof(scalar), " bytes"));
-    if (const auto choices = in.u64("the number of choices"); choices != env_->num_choices())
-        throw error(where, concat("made for ", choices, " choices per node (devices)"),
-                    concat(env_->num_choices(), " (the devices of this run)"));
+    if (const auto choices = in.u64("the number of choices"); choices != choices_saved())
+        throw error(where,
+                    choices == 0 ? std::string("made for any device count (a pair head)")
+                                 : concat("made for ", choices, " choices per node (devices)"),
+                    choices_saved() == 0
+                        ? std::string("a policy for any device count (a pair head), as this network is")
+                        : concat(env_->num_choices(), " (the devices of this run)"));
     const std::uint64_t updates = in.u64("the update count"), samples = in.u64("the sample count"),
                         imitation = in.u64("the warm-start count");
     const double average = in.f64("the baseline");

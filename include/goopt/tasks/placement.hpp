@@ -19,6 +19,7 @@
 #include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/placement_features.hpp>
 #include <goopt/tasks/step_reward.hpp>
 
 #include <algorithm>
@@ -103,15 +104,18 @@ struct placement_task_config {
 /// @tparam D device type; @tparam Cost cost model.
 template <device::DeviceModel D, cost::CostModel<D> Cost = cost::roofline_model> class placement_task {
 public:
-    using observation = nn::graph_features<float>;
+    /// The graph's node features with the devices' and the (op, device) pairs' (tasks::placement_features),
+    /// so that a network with a pair head (nn::first_head::pair) places on any device count.
+    using observation = nn::placement_features<float>;
     using outcome = step_outcome;
 
     /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length.
     placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
                    placement_task_config config = {})
-        : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)), features_(nn::node_features<float>(g)) {
+        : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)) {
         const std::size_t n = g.num_ops();
         sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(g, c, cost_));
+        features_ = placement_features(*sims_[0]);
         deciding_.assign(n, graph::no_op);
         active_.assign(n, 0);
         std::unordered_map<std::int32_t, graph::op_id> anchor;

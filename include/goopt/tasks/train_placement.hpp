@@ -2,8 +2,7 @@
 /// @file
 /// @brief Learned device placement in one call: the GO policy trained by PPO on the placement task
 /// of one graph (GO-one, NeurIPS'20 §4) through tasks::train, with an optional warm start,
-/// incumbents and checkpoints; and one policy pre-trained across graphs (GO's generalization
-/// setting, NeurIPS'20 §5.3) to start from.
+/// incumbents and checkpoints, or from a policy pre-trained across graphs (tasks/pretrain.hpp).
 
 #include <goopt/error.hpp>
 #include <goopt/nn/go_policy.hpp>
@@ -73,14 +72,6 @@ struct placement_result {
     double seconds = 0;       ///< wall time of this call
 };
 
-/// What pretrain_placement returns.
-struct pretrain_result {
-    std::vector<sim::scored_decision> best;  ///< per graph, the best decision sampled on it
-    std::size_t updates = 0;                 ///< PPO updates done, over all graphs
-    std::size_t samples = 0;                 ///< decisions simulated, over all graphs
-    double seconds = 0;
-};
-
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
 /// saw (the incumbent, a sample or the policy's mode at some update), with its simulation.
 /// Randomness comes from `rng` alone: the network's initial weights, every sampled decision and
@@ -143,91 +134,6 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     r.samples = t.samples;
     r.imitation_agreement = t.imitation_agreement;
     r.seconds = t.seconds;
-    return r;
-}
-
-/// @brief Pre-trains one GO policy to place the ops of every graph of `graphs` on `c` (GO's
-/// generalization setting, NeurIPS'20 §5.3): PPO updates visit the graphs in turn,
-/// `updates_per_graph` at a time, until `config.ppo.updates` in all; the network and Adam's moments
-/// are shared, the reward baseline is each graph's own. Writes the policy to `config.checkpoint`
-/// (required, atomically) after every round over the graphs and at the end; train_placement starts
-/// from it with `placement_config::pretrained`. Randomness comes from `rng` alone.
-/// `config.warm_start`, `config.incumbents`, `config.resume` and `config.progress` are not used (a
-/// warm start belongs to one graph): they must be left empty, false and as they are. The best per
-/// graph is taken over samples and modes.
-/// @param visitor an rl::PpoVisitor over placement_task outcomes; its on_update may stop the run.
-/// @throws goopt::error for no graph, no checkpoint path, a warm start, or a bad configuration.
-template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
-          class Visitor = rl::null_visitor>
-requires rl::SerializableRng<Rng> pretrain_result pretrain_placement(std::span<const graph::computation_graph> graphs,
-                                                                     const device::cluster<D>& c, const Cost& cost,
-                                                                     const placement_config& config,
-                                                                     std::size_t updates_per_graph, Rng& rng,
-                                                                     Visitor&& visitor = {}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    constexpr std::string_view who = "tasks::pretrain_placement";
-    if (graphs.empty()) throw error(who, "no graph given", "at least one graph");
-    if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
-    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 || config.resume)
-        throw error(who, "a warm start, incumbent or resume is asked for", "none: they belong to one graph");
-    if (updates_per_graph == 0) throw error(who, "updates_per_graph is 0", "at least 1");
-    using task_type = placement_task<D, Cost>;
-    std::vector<std::unique_ptr<task_type>> tasks;
-    for (const auto& g : graphs) tasks.push_back(std::make_unique<task_type>(g, c, cost, config.task));
-    nn::policy_config pc = config.policy;
-    pc.task_choices = {c.num_devices()};
-    nn::go_policy<float> net(pc, rng);
-    rl::ppo<task_type> trainer(*tasks.front(), net, config.ppo);
-
-    struct best_of {
-        std::vector<int> actions;
-        typename task_type::outcome top{};
-    };
-    std::vector<best_of> best(graphs.size());
-    struct watcher {
-        best_of* now;
-        Visitor& user;
-        bool stopped = false;
-        void on_sample(std::span<const int> a, const typename task_type::outcome& o) {
-            keep(a, o);
-            user.on_sample(a, o);
-        }
-        void on_mode(std::span<const int> a, const typename task_type::outcome& o) {
-            keep(a, o);
-            rl::notify_mode(user, a, o);
-        }
-        void keep(std::span<const int> a, const typename task_type::outcome& o) {
-            if (now->actions.empty() || detail::better_outcome(o, now->top)) {
-                now->actions.assign(a.begin(), a.end());
-                now->top = o;
-            }
-        }
-        bool on_update(const rl::update_stats& s) {
-            stopped = !user.on_update(s);
-            return !stopped;
-        }
-    } w{best.data(), visitor};
-    for (std::size_t k = 0; !w.stopped && trainer.updates_done() < config.ppo.updates; k = (k + 1) % tasks.size()) {
-        trainer.set_environment(*tasks[k]);
-        trainer.set_updates(std::min(config.ppo.updates, trainer.updates_done() + updates_per_graph));
-        w.now = &best[k];
-        trainer.train(rng, w);
-        if (k + 1 == tasks.size()) trainer.save_checkpoint(config.checkpoint, rng);
-    }
-    trainer.save_checkpoint(config.checkpoint, rng);
-
-    pretrain_result r;
-    r.updates = trainer.updates_done();
-    r.samples = trainer.samples_done();
-    for (std::size_t k = 0; k < tasks.size(); ++k) {
-        sim::scored_decision d;
-        if (!best[k].actions.empty()) {
-            d.decision = tasks[k]->decide(best[k].actions);
-            d.result = sim::run(tasks[k]->simulator(), d.decision);
-        }
-        r.best.push_back(std::move(d));
-    }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
 

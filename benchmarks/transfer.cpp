@@ -1,0 +1,269 @@
+// Transfer of one pre-trained placement policy to graphs and device counts it never saw (GO,
+// NeurIPS'20 §5.3; GiPH, MLSys'23 and WeCAN, 2025, for unseen device counts), on the same simulator
+// (n x V100 with NVLink, roofline costs) as benchmarks/decisions.
+//
+//   transfer [--quick] [--out FILE] [--policy FILE] [--train-graphs a,b] [--graphs a,b] [--devices 2,4,8]
+//            [--train-devices 2,4,8] [--unseen-devices 3,6] [--pretrain-updates N] [--updates-per-pair N]
+//            [--go-one-updates 200] [--finetune-updates 50] [--samples 16] [--seeds 1,2,3] [--threads 1]
+//
+// One policy with the device-count-free pair head (nn::first_head::pair) is pre-trained across the
+// training graphs x training device counts (tasks::pretrain_placement_policy, seed --pretrain-seed),
+// or read from --policy (e.g. share/goopt/placement_policy.ckpt). Every row uses the guided decoder
+// (m-ETF as the decoder, the policy's logits as residuals) and no incumbent: each figure is the best
+// of the policy's own samples and modes. Per held-out (graph, device count) and seed:
+// - zero_shot: the pre-trained policy, no update: the best of one update's samples and its mode, all
+//   drawn from the pre-trained weights;
+// - finetune: the pre-trained policy trained --finetune-updates (<= 50) more updates on that graph;
+// - go_one: the same network, fresh (its output layer at zero: m-ETF's decision first), trained on
+//   that graph alone for --go-one-updates (>= 200);
+// against the best placement heuristic that fits. Rows report the mean over the seeds and the spread.
+// Rows with "device_count_seen": false place on a device count the policy was not pre-trained on,
+// against GO-one trained for that count.
+// JSON list, one object per row: {"experiment": "generalization", "graph", "devices", "ops",
+// "device_count_seen", "best_heuristic", "best_heuristic_ms", "go_one_ms", "zero_shot_ms",
+// "finetune_ms", "finetune_updates", "finetune_seconds", "go_one_updates", "go_one_seconds", "seeds",
+// "<each>_seeds_ms", "<each>_spread_ms", "pretrain": {...}}.
+#include "benchmark_main.hpp"
+#include "placement_heuristics.hpp"
+
+#include <goopt/device.hpp>
+#include <goopt/models/zoo.hpp>
+#include <goopt/sim.hpp>
+#include <goopt/tasks.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace goopt;
+using cluster_type = device::cluster<device::device_spec>;
+
+struct settings {
+    std::size_t go_one_updates = 200, finetune_updates = 50, samples = 16, threads = 1;
+    std::vector<std::uint64_t> seeds{1, 2, 3};
+};
+
+/// The network and PPO settings of every training here (`goopt optimize`'s, with the pair head).
+tasks::placement_config config_of(const settings& st, std::size_t updates) {
+    return {.ppo = {.updates = updates,
+                    .samples_per_update = st.samples,
+                    .minibatch = st.samples,
+                    .learning_rate = 1e-3,
+                    .threads = st.threads},
+            .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4, .head = nn::first_head::pair},
+            .task = {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided},
+            .progress = {.status = rl::status_mode::never}};
+}
+
+/// Step times (ms) per seed, their mean and spread.
+struct per_seed {
+    std::vector<double> ms;
+    std::size_t updates = 0;
+    double seconds = 0;
+    double mean() const {
+        double s = 0;
+        for (double x : ms) s += x;
+        return ms.empty() ? 0 : s / static_cast<double>(ms.size());
+    }
+    double spread() const {
+        return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()) - *std::min_element(ms.begin(), ms.end());
+    }
+    void write(nlohmann::ordered_json& row, const std::string& key) const {
+        row[key + "_ms"] = mean();
+        row[key + "_spread_ms"] = spread();
+        row[key + "_seeds_ms"] = ms;
+    }
+};
+
+/// One training per seed on (g, cl): `updates` PPO updates, from `pretrained` (empty: fresh weights).
+per_seed learn(const graph::computation_graph& g, const cluster_type& cl, const settings& st, std::size_t updates,
+               const std::filesystem::path& pretrained) {
+    per_seed r;
+    for (std::uint64_t seed : st.seeds) {
+        auto c = config_of(st, updates);
+        c.pretrained = pretrained;
+        std::mt19937_64 rng(seed);
+        const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
+        r.ms.push_back(t.best.result.oom ? std::numeric_limits<double>::infinity() : t.best.result.step_time * 1e3);
+        r.updates = updates;
+        r.seconds += t.seconds / static_cast<double>(st.seeds.size());
+    }
+    return r;
+}
+
+int run(int argc, char** argv) {
+    std::string out, policy;
+    std::vector<std::string> train_names, names;
+    std::vector<std::size_t> counts, train_counts, unseen;
+    std::size_t pretrain_updates = 0, per_pair = 4;
+    std::uint64_t pretrain_seed = 1;
+    settings st;
+    bool quick = false;
+    bench::command_line cli("transfer",
+                            "One placement policy pre-trained on some graph families and device counts, zero-shot "
+                            "and fine-tuned on held-out graphs and device counts, against GO-one and the heuristics.");
+    cli.add_flag(
+        "--quick", quick,
+        "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20 (flags given win)");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--policy", policy, "A pre-trained pair-head checkpoint to use instead of pre-training here")
+        ->type_name("FILE");
+    auto list = [&](const char* flag, std::vector<std::string>& v, const char* what) {
+        cli.add_option(flag, v, what)->delimiter(',')->allow_extra_args(false)->type_name("NAME,...");
+    };
+    list("--train-graphs", train_names, "Pre-training graphs (default: README's training split)");
+    list("--graphs", names, "Held-out graphs (default: README's held-out split)");
+    auto counts_flag = [&](const char* flag, std::vector<std::size_t>& v, const char* what) {
+        cli.add_option(flag, v, what)
+            ->delimiter(',')
+            ->allow_extra_args(false)
+            ->transform(bench::count(2, 1024))
+            ->type_name("N,...");
+    };
+    counts_flag("--devices", counts, "Held-out rows' device counts (default 2,4,8)");
+    counts_flag("--train-devices", train_counts, "Pre-training device counts (default 2,4,8)");
+    counts_flag("--unseen-devices", unseen,
+                "Device counts never pre-trained on, one row per held-out graph (default 3)");
+    auto* pu = cli.add_option("--pretrain-updates", pretrain_updates, "Pre-training PPO updates in all (default 240)")
+                   ->transform(bench::count(1, 1000000))
+                   ->type_name("N");
+    cli.add_option("--updates-per-pair", per_pair, "Pre-training updates on a (graph, device count) before the next")
+        ->transform(bench::count(1, 1000000))
+        ->capture_default_str();
+    cli.add_option("--pretrain-seed", pretrain_seed, "Seed of the pre-training")->capture_default_str();
+    auto* go = cli.add_option("--go-one-updates", st.go_one_updates, "GO-one's updates (at least 200)")
+                   ->transform(bench::count(200, 1000000))
+                   ->capture_default_str();
+    auto* ft = cli.add_option("--finetune-updates", st.finetune_updates, "Fine-tuning updates (at most 50)")
+                   ->transform(bench::count(1, 50))
+                   ->capture_default_str();
+    cli.add_option("--samples", st.samples, "Decisions sampled per update")
+        ->transform(bench::count(1, 4096))
+        ->capture_default_str();
+    cli.add_option("--seeds", st.seeds, "One training per seed; rows report the mean and the spread")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(bench::count())
+        ->type_name("N,...");
+    cli.add_option("--threads", st.threads, "Threads decoding and scoring the samples")
+        ->transform(bench::count(1, 256))
+        ->capture_default_str();
+    if (!cli.parse_flags(argc, argv)) return 0;
+    if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
+    (void)go;
+    std::erase(names, std::string{});
+    std::erase(train_names, std::string{});
+    // README's split: pre-train on Inception, RNNLM, Transformer-XL, WaveNet, AmoebaNet; hold out GNMT,
+    // NasNet-A, ResNet/ResNeXt, BERT (and ONNX imports, through `goopt train --graph`)
+    if (train_names.empty())
+        train_names = quick ? std::vector<std::string>{"transformer_xl2", "wavenet_2x18", "inception_v3_taso"}
+                            : std::vector<std::string>{"transformer_xl2", "wavenet_2x18", "inception_v3_taso",
+                                                       "transformer_xl4", "rnnlm2"};
+    if (names.empty())
+        names = quick ? std::vector<std::string>{"resnet50_taso", "bert_taso"}
+                      : std::vector<std::string>{"resnet50_taso", "bert_taso", "nasnet_a_taso", "resnext50_taso"};
+    if (counts.empty()) counts = quick ? std::vector<std::size_t>{2, 4} : std::vector<std::size_t>{2, 4, 8};
+    if (train_counts.empty()) train_counts = quick ? std::vector<std::size_t>{2, 4} : std::vector<std::size_t>{2, 4, 8};
+    if (unseen.empty()) unseen = {3};
+    if (pu->count() == 0) pretrain_updates = quick ? 40 : 240;
+    if (quick && ft->count() == 0) st.finetune_updates = 20;
+
+    nlohmann::ordered_json pre_info;
+    std::filesystem::path ckpt = policy;
+    if (policy.empty()) {
+        ckpt = std::filesystem::temp_directory_path() / concat("goopt_transfer_", pretrain_seed, ".ckpt");
+        std::vector<graph::computation_graph> graphs;
+        for (const auto& n : train_names) graphs.push_back(models::find_workload(n).build());
+        std::vector<cluster_type> clusters;
+        for (std::size_t n : train_counts) clusters.push_back(device::parse_cluster(concat(n, "xV100:nvlink")));
+        auto c = config_of(st, pretrain_updates);
+        c.checkpoint = ckpt;
+        std::mt19937_64 rng(pretrain_seed);
+        const auto r = tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                                        std::span<const cluster_type>(clusters), cost::roofline_model{},
+                                                        c, {.updates_per_pair = per_pair}, rng);
+        pre_info = {{"graphs", train_names},        {"devices", train_counts}, {"updates", r.updates},
+                    {"updates_per_pair", per_pair}, {"seed", pretrain_seed},   {"seconds", r.seconds}};
+        std::printf("pre-trained on %zu graphs x %zu device counts: %zu updates, %.1f s\n", graphs.size(),
+                    clusters.size(), r.updates, r.seconds);
+    } else {
+        pre_info = {{"policy", policy}};
+    }
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    std::printf(
+        "simulated step time in ms on n x V100:nvlink; mean of %zu seeds (spread); guided decoder, no incumbent\n",
+        st.seeds.size());
+    std::printf("%-16s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
+                "best_ms", "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
+    auto row_of = [&](const std::string& name, std::size_t n, bool seen) {
+        const auto w = models::find_workload(name);
+        const auto g = w.build();
+        const auto cl = device::parse_cluster(concat(n, "xV100:nvlink"));
+        sim::simulator s(g, cl);
+        std::string best_name;
+        double best_ms = 0;
+        for (const auto& h : bench::placement_heuristics(s, w.family)) {
+            if (!h.decision) continue;
+            const auto r = sim::run(s, *h.decision);
+            if (!r.oom && (best_name.empty() || r.step_time * 1e3 < best_ms)) {
+                best_name = h.name;
+                best_ms = r.step_time * 1e3;
+            }
+        }
+        const auto zero = learn(g, cl, st, 1, ckpt);
+        const auto fine = learn(g, cl, st, st.finetune_updates, ckpt);
+        const auto one = learn(g, cl, st, st.go_one_updates, {});
+        nlohmann::ordered_json row{{"experiment", "generalization"},
+                                   {"graph", name},
+                                   {"devices", n},
+                                   {"ops", g.num_ops()},
+                                   {"device_count_seen", seen},
+                                   {"best_heuristic", best_name},
+                                   {"best_heuristic_ms", best_ms}};
+        one.write(row, "go_one");
+        zero.write(row, "zero_shot");
+        fine.write(row, "finetune");
+        row["finetune_updates"] = fine.updates;
+        row["finetune_seconds"] = fine.seconds;
+        row["go_one_updates"] = one.updates;
+        row["go_one_seconds"] = one.seconds;
+        row["seeds"] = st.seeds;
+        row["samples_per_update"] = st.samples;
+        row["pretrain"] = pre_info;
+        row["peak_memory_bytes"] = bench::peak_memory_bytes();
+        std::printf("%-16s %2zu %4s %6zu %-14s %9.3f %9.3f %9.3f %9.3f %7.1f %7.1f\n", name.c_str(), n,
+                    seen ? "yes" : "no", g.num_ops(), best_name.c_str(), best_ms, one.mean(), zero.mean(), fine.mean(),
+                    fine.seconds, one.seconds);
+        std::fflush(stdout);
+        results.push_back(row);
+        if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");  // after every row
+    };
+    for (const auto& name : names)
+        for (std::size_t n : counts)
+            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+    for (const auto& name : names)
+        for (std::size_t n : unseen)
+            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+
+    // ---- convergence and scale (issue #28 §3, §4): hdpscale writes them in
+    // benchmarks/transfer_convergence.hpp and benchmarks/scale.cpp; the lead calls them here at merge,
+    // appending their rows ("experiment": "convergence" / "scale") to `results`.
+
+    if (policy.empty()) std::filesystem::remove(ckpt);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return goopt::bench::run_main("transfer", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,225 @@
+#pragma once
+/// @file
+/// @brief One placement policy pre-trained across graph families and cluster sizes (GO's
+/// generalization setting, NeurIPS'20 §5.3; GiPH, MLSys'23 and WeCAN, 2025, for unseen device
+/// counts): PPO updates visit every (graph, cluster) pair in turn on a schedule, with one network
+/// whose pair head (nn::first_head::pair) serves any device count, so that the checkpoint starts
+/// train_placement (placement_config::pretrained) on a graph and a cluster it has never seen.
+
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/error.hpp>
+#include <goopt/io/binary_record.hpp>
+#include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/ppo.hpp>
+#include <goopt/sim/decision.hpp>
+#include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/train.hpp>
+#include <goopt/tasks/train_placement.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace goopt::tasks {
+
+/// When the pre-training moves on to the next (graph, cluster) pair. GO pre-trains 1,000 steps
+/// per batch of graphs; a small budget switches more often so every pair is seen several times.
+struct pretrain_schedule {
+    std::size_t updates_per_pair = 4;  ///< PPO updates on one (graph, cluster) pair before the next
+    /// Order of the pairs: graph-major (every cluster of graph 0, then graph 1's, ...), round after
+    /// round until the budget (placement_config::ppo.updates) is spent.
+    bool graph_major = true;
+};
+
+/// What a pre-training returns.
+struct pretrain_result {
+    /// per (graph, cluster) pair, graph-major (one cluster: per graph), the best decision sampled on it
+    std::vector<sim::scored_decision> best;
+    std::size_t updates = 0;  ///< PPO updates done, over all pairs
+    std::size_t samples = 0;  ///< decisions simulated, over all pairs
+    double seconds = 0;
+};
+
+/// @brief Pre-trains one policy to place every graph of `graphs` on every cluster of `clusters`,
+/// `schedule.updates_per_pair` updates at a time, `config.ppo.updates` in all; the network and
+/// Adam's moments are shared, the reward baseline is each pair's own. Clusters of different device
+/// counts need `config.policy.head = nn::first_head::pair`. With the guided decoder the pair head's
+/// output layer starts at zero (samples around m-ETF from the first update). Writes the policy to
+/// `config.checkpoint` (required, atomically, an rl::ppo checkpoint) after every round over the
+/// pairs and at the end. Randomness comes from `rng` alone: the same seed, binary and machine give
+/// the same file, byte for byte.
+/// @throws goopt::error for no graph or cluster, no checkpoint path, a warm start, incumbent or
+/// resume (they belong to one graph), several device counts with a per-device head, or
+/// updates_per_pair 0.
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
+          class Visitor = rl::null_visitor>
+requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
+    std::span<const graph::computation_graph> graphs, std::span<const device::cluster<D>> clusters, const Cost& cost,
+    const placement_config& config, const pretrain_schedule& schedule, Rng& rng, Visitor&& visitor = {}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    constexpr std::string_view who = "tasks::pretrain_placement_policy";
+    if (graphs.empty() || clusters.empty())
+        throw error(who, concat(graphs.size(), " graphs and ", clusters.size(), " clusters"), "at least one of each");
+    if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
+    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 || config.resume ||
+        !config.pretrained.empty())
+        throw error(who, "a warm start, incumbent, resume or pre-trained start is asked for",
+                    "none: they belong to one graph");
+    if (schedule.updates_per_pair == 0) throw error(who, "updates_per_pair is 0", "at least 1");
+    for (const auto& c : clusters)
+        if (c.num_devices() != clusters.front().num_devices() && config.policy.head != nn::first_head::pair)
+            throw error(who,
+                        concat("clusters of ", clusters.front().num_devices(), " and ", c.num_devices(),
+                               " devices with a per-device head"),
+                        "policy.head = nn::first_head::pair (one network for any device count)");
+    using task_type = placement_task<D, Cost>;
+    std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
+    for (const auto& g : graphs)
+        for (const auto& c : clusters) tasks.push_back(std::make_unique<task_type>(g, c, cost, config.task));
+    std::vector<std::size_t> order(tasks.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();
+    nn::policy_config pc = config.policy;
+    pc.task_choices = {clusters.front().num_devices()};
+    nn::go_policy<float> net(pc, rng);
+    if (config.task.decoder == placement_decoder::guided) start_from_heuristic(net);
+    rl::ppo<task_type> trainer(*tasks.front(), net, config.ppo);
+
+    struct best_of {
+        std::vector<int> actions;
+        typename task_type::outcome top{};
+    };
+    std::vector<best_of> best(tasks.size());
+    struct watcher {
+        best_of* now;
+        Visitor& user;
+        bool stopped = false;
+        void on_sample(std::span<const int> a, const typename task_type::outcome& o) {
+            keep(a, o);
+            user.on_sample(a, o);
+        }
+        void on_mode(std::span<const int> a, const typename task_type::outcome& o) {
+            keep(a, o);
+            rl::notify_mode(user, a, o);
+        }
+        void keep(std::span<const int> a, const typename task_type::outcome& o) {
+            if (now->actions.empty() || detail::better_outcome(o, now->top)) {
+                now->actions.assign(a.begin(), a.end());
+                now->top = o;
+            }
+        }
+        bool on_update(const rl::update_stats& s) {
+            stopped = !user.on_update(s);
+            return !stopped;
+        }
+    } w{best.data(), visitor};
+    for (std::size_t i = 0; !w.stopped && trainer.updates_done() < config.ppo.updates; i = (i + 1) % tasks.size()) {
+        const std::size_t k = order[i];
+        trainer.set_environment(*tasks[k]);
+        trainer.set_updates(std::min(config.ppo.updates, trainer.updates_done() + schedule.updates_per_pair));
+        w.now = &best[k];
+        trainer.train(rng, w);
+        if (i + 1 == tasks.size()) trainer.save_checkpoint(config.checkpoint, rng);
+    }
+    trainer.save_checkpoint(config.checkpoint, rng);
+
+    pretrain_result r;
+    r.updates = trainer.updates_done();
+    r.samples = trainer.samples_done();
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+        sim::scored_decision d;
+        if (!best[k].actions.empty()) {
+            d.decision = tasks[k]->decide(best[k].actions);
+            d.result = sim::run(tasks[k]->simulator(), d.decision);
+        }
+        r.best.push_back(std::move(d));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+/// @brief pretrain_placement_policy on one cluster, `updates_per_graph` updates per graph at a time
+/// (the network may have either head). train_placement starts from its checkpoint with
+/// placement_config::pretrained on the same device count, or any with a pair head.
+template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
+          class Visitor = rl::null_visitor>
+requires rl::SerializableRng<Rng> pretrain_result pretrain_placement(std::span<const graph::computation_graph> graphs,
+                                                                     const device::cluster<D>& c, const Cost& cost,
+                                                                     const placement_config& config,
+                                                                     std::size_t updates_per_graph, Rng& rng,
+                                                                     Visitor&& visitor = {}) {
+    return pretrain_placement_policy(graphs, std::span<const device::cluster<D>>(&c, 1), cost, config,
+                                     {.updates_per_pair = updates_per_graph}, rng, std::forward<Visitor>(visitor));
+}
+
+/// @brief The settings of the policy shipped in share/goopt/ and of `goopt optimize` and `goopt
+/// train`: a narrower network than GO's (width 64, one shared attention layer, 4 heads) with the pair
+/// head, Adam at 1e-3, 16 samples per update, the guided decoder and critical-path priorities.
+/// A checkpoint fits exactly this network.
+inline placement_config shipped_placement_config(std::size_t updates) {
+    return {.ppo = {.updates = updates, .samples_per_update = 16, .learning_rate = 1e-3, .threads = 1},
+            .policy = {.hidden = 64, .shared_attention_layers = 1, .heads = 4, .head = nn::first_head::pair},
+            .task = {.schedule = ready_order::critical_path, .decoder = placement_decoder::guided},
+            .progress = {.status = rl::status_mode::never}};
+}
+
+/// How to make the shipped policy again (docs/transfer.md), for messages about a file that no
+/// longer fits the network.
+inline constexpr std::string_view remake_placement_policy =
+    "a policy made for this build's network: remake share/goopt/placement_policy.ckpt with "
+    "'./bootstrap.sh pretrain' (docs/transfer.md)";
+
+/// @brief The shipped placement policy: the environment variable GOOPT_PLACEMENT_POLICY if set, else
+/// the file this build knows (GOOPT_PLACEMENT_POLICY_FILE: the source tree's share/goopt/ in a build
+/// tree, the installed copy through goopt-config.cmake) where it exists; empty: none.
+inline std::filesystem::path default_placement_policy_file() {
+    if (const char* env = std::getenv("GOOPT_PLACEMENT_POLICY"); env != nullptr && *env != '\0') return env;
+#if defined(GOOPT_PLACEMENT_POLICY_FILE)
+    std::error_code ec;
+    if (std::filesystem::exists(GOOPT_PLACEMENT_POLICY_FILE, ec)) return GOOPT_PLACEMENT_POLICY_FILE;
+#endif
+    return {};
+}
+
+/// @brief Checks that the checkpoint at `file` loads into the network of `config` (by default the
+/// shipped settings), as train_placement would load it, on a two-op graph and two devices (a pair
+/// head serves any count). @throws goopt::error naming the file, the mismatch (another network
+/// shape, node-feature width, head, format) and remake_placement_policy.
+inline void check_placement_policy(const std::filesystem::path& file,
+                                   const placement_config& config = shipped_placement_config(1)) {
+    graph::computation_graph g("probe");
+    g.mark_output(g.add1(ops::op_kind::relu, {g.input("x", {8, 8})}));
+    const auto c = device::parse_cluster("2xV100:nvlink");
+    placement_task<device::device_spec> task(g, c, cost::roofline_model{}, config.task);
+    std::mt19937_64 rng(1);
+    nn::policy_config pc = config.policy;
+    pc.task_choices = {c.num_devices()};
+    nn::go_policy<float> net(pc, rng);
+    rl::ppo<placement_task<device::device_spec>> trainer(task, net, config.ppo);
+    try {
+        trainer.load_checkpoint(file, rng);
+    } catch (const error& e) {
+        throw error(concat("placement policy '", file.string(), "'"), e.what(), remake_placement_policy);
+    }
+}
+
+/// @brief Whether the rl::ppo checkpoint at `path` holds a network for any device count (a pair
+/// head: it records 0 choices per node) rather than for one device count, so that a program builds
+/// the network that fits it. @throws goopt::error for a file that is not a readable checkpoint.
+inline bool checkpoint_any_device_count(const std::filesystem::path& path) {
+    auto in = io::record_reader::from_file(path, concat("checkpoint '", path.string(), "'"), rl::checkpoint_tag,
+                                           rl::checkpoint_format_version);
+    (void)in.u64("the scalar size");
+    return in.u64("the number of choices") == 0;
+}
+
+}  // namespace goopt::tasks
