@@ -11,7 +11,8 @@
 // tasks::placement_decoder::guided, tasks/anchored_decoding.hpp); --independent also trains GO's own decoder (every
 // op's device drawn independently). scheduling: on the best placement heuristic's placement, the
 // critical-path priorities of that placement, HEFT's upward-rank priorities and the heuristic's own
-// order, against learned priority levels (tasks::scheduling_decider) on the best of those three. fusion: on that
+// order, against learned priority levels (tasks::scheduling_decider) on the best of those three,
+// the policy starting at the middle level (tasks::start_from_middle_level: that order itself). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider). joint: one policy deciding placement, scheduling and fusion together
 // (tasks::joint_task, its placement decoder anchored on the best placement heuristic's decision),
@@ -130,7 +131,7 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
 
 /// One fresh policy per seed trained on `task` (no incumbent); a task that decodes with its heuristic
 /// (rl::GuidedEnvironment) starts from zero logits, its heuristic's decision.
-template <class Task> seeds_result learn_on(Task& task, const settings& st) {
+template <class Task> seeds_result learn_on(Task& task, const settings& st, bool from_middle_level = false) {
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
@@ -139,6 +140,7 @@ template <class Task> seeds_result learn_on(Task& task, const settings& st) {
         nn::go_policy<float> net(pc, rng);
         if constexpr (rl::GuidedEnvironment<Task>)
             if (task.guided()) tasks::start_from_heuristic(net);
+        if (from_middle_level) tasks::start_from_middle_level(net);
         const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
         r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
     }
@@ -397,7 +399,7 @@ int run(int argc, char** argv) {
                     const tasks::scheduling_decider decider(
                         s, p, {}, base->priorities.empty() ? cp.priorities : base->priorities);
                     tasks::simulated_task task(g, cl, decider);
-                    learned = learn_on(task, st);
+                    learned = learn_on(task, st, true);
                     learned.write(row, "learned");
                 }
                 row["samples"] = learned.samples;

@@ -84,6 +84,25 @@ TEST_CASE("scheduling task: the middle level is the critical-path schedule; leve
                          doctest::Contains("no device has two ops to order"), error);
 }
 
+TEST_CASE("start_from_middle_level: a fresh policy's mode is every op at the middle level, the heuristic's") {
+    const auto g = uneven_chains();
+    std::mt19937_64 rng(4);
+    nn::go_policy<float> net(
+        {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8, .task_choices = {21}},
+        rng);
+    tasks::start_from_middle_level(net, 1.0);
+    const auto f = nn::node_features<float>(g);
+    const auto out = net.evaluate(f, {});
+    const auto& logits = out.logits.front();
+    for (Eigen::Index o = 0; o < logits.rows(); ++o) {
+        Eigen::Index best = 0;
+        logits.row(o).maxCoeff(&best);
+        CHECK(best == 10);
+        CHECK(logits(o, 9) == doctest::Approx(-1.0));
+        CHECK(logits(o, 0) == doctest::Approx(-10.0));
+    }
+}
+
 TEST_CASE("scheduling task: trained priorities are never worse than critical path or m-ETF's own order") {
     const auto g = uneven_chains();
     const auto cl = device::parse_cluster("2xV100:nvlink");
