@@ -168,8 +168,8 @@ TEST_CASE("earliest_task_first: m-ETF, m-SCT and guided draws equal the straight
                        reference_etf(s, config, scale, none));
             // m-SCT's kind of preference: the device of the op's first computing parent, when it
             // starts there within a slack of the earliest start
-            auto parent = [&](graph::op_id o, sim::device_id best, double best_start, const auto& dev,
-                              auto&& arrival, const auto& free_at, auto&&) {
+            auto parent = [&](graph::op_id o, sim::device_id best, double best_start, const auto& dev, auto&& arrival,
+                              const auto& free_at, auto&&) {
                 for (graph::op_id p : g.predecessors(o)) {
                     if (g.get_op(p).spec().has(ops::source) || dev[p] == best) continue;
                     const sim::device_id d = dev[p];
