@@ -64,6 +64,14 @@ public:
         const auto& g = s.graph();
         const std::size_t n = g.num_ops(), nd = s.cluster().num_devices();
         if (!(c.memory_fraction > 0)) throw error("baechi", concat("memory_fraction is ", c.memory_fraction), "> 0");
+        tensor_bytes_.resize(g.num_tensors());
+        weight_.resize(g.num_tensors());
+        for (graph::tensor_id t = 0; t < g.num_tensors(); ++t) {
+            tensor_bytes_[t] = static_cast<double>(g.type_of(t).bytes());
+            weight_[t] = g.get_op(g.producer(t)).kind == ops::op_kind::weight;
+        }
+        source_.resize(n);
+        for (graph::op_id o = 0; o < n; ++o) source_[o] = g.get_op(o).spec().has(ops::source);
         unit_.resize(n);
         std::unordered_map<std::int32_t, std::uint32_t> group;
         for (graph::op_id o = 0; o < n; ++o) {
@@ -76,6 +84,9 @@ public:
             bytes_[unit_[o]] += !planned_ || g.get_op(o).kind == ops::op_kind::weight ? b : 0;
             total_ += b;
         }
+        index_inputs();
+        unit_ops_.assign(bytes_.size(), 0);
+        for (graph::op_id o = 0; o < n; ++o) ++unit_ops_[unit_[o]];
         device_.assign(bytes_.size(), unplaced);
         for (std::size_t d = 0; d < nd; ++d)
             capacity_.push_back(c.memory_fraction * (scale.empty() ? 1.0 : scale[d]) *
@@ -104,7 +115,7 @@ public:
     }
 
     static constexpr sim::device_id unplaced = ~sim::device_id{0};
-    bool is_source(graph::op_id o) const { return g_->get_op(o).spec().has(ops::source); }
+    bool is_source(graph::op_id o) const { return source_[o] != 0; }
     /// The device of o's unit, or unplaced.
     sim::device_id device_of(graph::op_id o) const { return device_[unit_[o]]; }
     /// Bytes that placing `o` now would add to any device: its unit and its unplaced source inputs'
@@ -120,6 +131,11 @@ public:
         return shared + (planned_ ? transient(o, d) : 0);
     }
     double need(graph::op_id o, sim::device_id d) const { return need(o, d, need(o)); }
+    /// A bound on need(o, d) on every device, now and later: need(o) only falls as units are placed,
+    /// and the transient part is at most o's outputs and all its inputs.
+    double need_bound(graph::op_id o) const { return need(o) + own_transient_[o] + input_bytes_[o]; }
+    /// Whether o is the only op of its unit (no other placement can fix its device).
+    bool alone(graph::op_id o) const { return unit_ops_[unit_[o]] == 1; }
     bool fits(graph::op_id o, sim::device_id d) const { return fits_bytes(need(o, d), d); }
     /// Whether `bytes` more fit on d.
     bool fits_bytes(double bytes, sim::device_id d) const { return in_use(d) + bytes <= capacity_[d]; }
@@ -161,8 +177,8 @@ public:
     double capacity(sim::device_id d) const { return capacity_[d]; }
 
 private:
-    double bytes_of(graph::tensor_id t) const { return static_cast<double>(g_->type_of(t).bytes()); }
-    bool is_weight(graph::tensor_id t) const { return g_->get_op(g_->producer(t)).kind == ops::op_kind::weight; }
+    double bytes_of(graph::tensor_id t) const { return tensor_bytes_[t]; }
+    bool is_weight(graph::tensor_id t) const { return weight_[t] != 0; }
     bool holds(graph::tensor_id t, sim::device_id d) const {
         return std::find(holders_[t].begin(), holders_[t].end(), d) != holders_[t].end();
     }
@@ -175,20 +191,49 @@ private:
             if (!seen) f(uses[i].op);
         }
     }
-    /// Calls f(t) once per distinct input tensor of o.
+    /// Calls f(t) once per distinct input tensor of o, in the order of first use.
     template <class F> void for_distinct_inputs(graph::op_id o, F&& f) const {
-        const auto& in = g_->get_op(o).inputs;
-        for (std::size_t i = 0; i < in.size(); ++i)
-            if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(i), in[i]) ==
-                in.begin() + static_cast<std::ptrdiff_t>(i))
-                f(in[i]);
+        for (std::uint32_t i = distinct_at_[o]; i < distinct_at_[o + 1]; ++i) f(distinct_[i]);
+    }
+    /// The tables of for_distinct_inputs and for_new_sources, and each op's own transient bytes (its
+    /// non-weight outputs): placers look at an op many times, each time these would cost O(inputs^2).
+    void index_inputs() {
+        const std::size_t n = g_->num_ops();
+        distinct_at_.assign(n + 1, 0);
+        sources_at_.assign(n + 1, 0);
+        own_transient_.assign(n, 0);
+        input_bytes_.assign(n, 0);
+        for (graph::op_id o = 0; o < n; ++o) {
+            const auto& in = g_->get_op(o).inputs;
+            for (std::size_t i = 0; i < in.size(); ++i)
+                if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(i), in[i]) ==
+                    in.begin() + static_cast<std::ptrdiff_t>(i))
+                    distinct_.push_back(in[i]);
+            distinct_at_[o + 1] = static_cast<std::uint32_t>(distinct_.size());
+            for (std::uint32_t i = distinct_at_[o]; i < distinct_at_[o + 1]; ++i)
+                input_bytes_[o] += bytes_of(distinct_[i]);
+            // a source read twice (or two sources of one group) counts once; the op's own unit never
+            const auto own = unit_[o];
+            const auto first = source_units_.size();
+            for (graph::tensor_id t : in) {
+                const graph::op_id q = g_->producer(t);
+                const auto u = unit_[q];
+                if (!is_source(q) || u == own) continue;
+                if (std::find(source_units_.begin() + static_cast<std::ptrdiff_t>(first), source_units_.end(), u) ==
+                    source_units_.end())
+                    source_units_.push_back(u);
+            }
+            sources_at_[o + 1] = static_cast<std::uint32_t>(source_units_.size());
+            double b = 0;
+            for (graph::tensor_id t : g_->get_op(o).outputs)
+                if (!is_weight(t)) b += bytes_of(t);
+            own_transient_[o] = b;
+        }
     }
     /// Planned model: the non-persistent bytes placing o on d adds there (its outputs, the sources it
     /// brings along, copies of inputs that live on other devices).
     double transient(graph::op_id o, sim::device_id d) const {
-        double b = 0;
-        for (graph::tensor_id t : g_->get_op(o).outputs)
-            if (!is_weight(t)) b += bytes_of(t);
+        double b = own_transient_[o];
         for_distinct_inputs(o, [&](graph::tensor_id t) {
             const sim::device_id home = device_of(g_->producer(t));
             if (home == unplaced ? !is_weight(t) : home != d && !holds(t, d)) b += bytes_of(t);
@@ -217,18 +262,10 @@ private:
         for (sim::device_id h : holders_[t]) frees_.push({time, h, bytes_of(t)});
     }
 
+    /// Calls f(u) once per unit of o's source inputs (other than o's own) that is not placed yet.
     template <class F> void for_new_sources(graph::op_id o, F&& f) const {
-        const auto own = unit_[o];
-        const auto& in = g_->get_op(o).inputs;
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            const graph::op_id q = g_->producer(in[i]);
-            const auto u = unit_[q];
-            if (!is_source(q) || u == own || device_[u] != unplaced) continue;
-            bool seen = false;  // a source read twice (or two sources of one group) counts once
-            for (std::size_t j = 0; j < i && !seen; ++j)
-                seen = is_source(g_->producer(in[j])) && unit_[g_->producer(in[j])] == u;
-            if (!seen) f(u);
-        }
+        for (std::uint32_t i = sources_at_[o]; i < sources_at_[o + 1]; ++i)
+            if (device_[source_units_[i]] == unplaced) f(source_units_[i]);
     }
     double unit_need(std::uint32_t u) const { return bytes_[u] + (planned_ ? reserve_[u] : 0); }
     void take(std::uint32_t u, sim::device_id d) {
@@ -238,6 +275,14 @@ private:
     }
 
     const graph::computation_graph* g_;
+    std::vector<double> tensor_bytes_;                      // per tensor
+    std::vector<std::uint8_t> weight_;                      // per tensor: a weight's output
+    std::vector<std::uint8_t> source_;                      // per op: a source (input, weight)
+    std::vector<std::uint32_t> distinct_at_, distinct_;     // per op: its distinct inputs
+    std::vector<std::uint32_t> sources_at_, source_units_;  // per op: its source inputs' units
+    std::vector<double> own_transient_;                     // per op: its non-weight outputs' bytes
+    std::vector<double> input_bytes_;                       // per op: its distinct inputs' bytes
+    std::vector<std::uint32_t> unit_ops_;                   // per unit: its ops
     std::vector<std::uint32_t> unit_;
     std::vector<double> bytes_;
     std::vector<sim::device_id> device_;
@@ -334,7 +379,10 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
 /// parent; a sample of the guided placement decoder, tasks::placement_task), or unplaced; `fits(q)`
 /// says whether o fits on q now, and a device where it does not fit is never taken.
 /// Ready ops sit in a heap keyed by their earliest start, recomputed lazily when popped (device free
-/// times only grow, so a popped key that grew goes back), which keeps 60k-op graphs to a second.
+/// times only grow, so a popped key that grew goes back). A look at an op is O(devices) plus one
+/// memory check: its inputs' arrival on every device is fixed once it is ready (its producers are
+/// placed) and kept from then on, and the devices are tried for memory in the order of their start
+/// only until one fits, which gives the same device as trying all of them in index order.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Prefer>
 sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi_config& config,
                                   std::span<const double> scale, Prefer&& prefer) {
@@ -353,53 +401,121 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     for (graph::op_id o = 0; o < n; ++o)
         for (graph::op_id p : g.predecessors(o))
             if (!m.is_source(p)) ++waiting[o];
-    auto arrival = [&](graph::op_id o, sim::device_id d) {
-        double ready = 0;
+    std::vector<std::uint32_t> route(std::size_t{nd} * nd);
+    for (sim::device_id a = 0; a < nd; ++a)
+        for (sim::device_id b = 0; b < nd; ++b)
+            route[std::size_t{a} * nd + b] = a == b ? device::no_link : c.route(a, b);
+    // arrive[o * nd + d]: when o's inputs are all on d, filled when o becomes ready
+    std::vector<double> arrive(n * nd, 0);
+    auto fill_arrival = [&](graph::op_id o) {
+        double* a = &arrive[std::size_t{o} * nd];
         for (graph::tensor_id t : g.get_op(o).inputs) {
             const graph::op_id q = g.producer(t);
             if (m.is_source(q)) continue;
-            double a = finish[q];
-            if (dev[q] != d) {
-                const auto l = c.route(dev[q], d);
-                a = l == device::no_link ? inf
-                                         : a + c.get_link(l).transfer_time(static_cast<double>(g.type_of(t).bytes()));
+            const double bytes = static_cast<double>(g.type_of(t).bytes());
+            for (sim::device_id d = 0; d < nd; ++d) {
+                double x = finish[q];
+                if (dev[q] != d) {
+                    const auto l = route[std::size_t{dev[q]} * nd + d];
+                    x = l == device::no_link ? inf : x + c.get_link(l).transfer_time(bytes);
+                }
+                a[d] = std::max(a[d], x);
             }
-            ready = std::max(ready, a);
         }
-        return ready;
     };
-    // earliest start of o and the device giving it
+    auto arrival = [&](graph::op_id o, sim::device_id d) { return arrive[std::size_t{o} * nd + d]; };
+    // earliest start of o and the device giving it: the first device, by (start, index), where o
+    // fits; devices where o's inputs never arrive are not candidates
+    std::vector<double> cand(nd);
     auto best_start = [&](graph::op_id o) -> std::pair<double, sim::device_id> {
         const auto fixed = m.device_of(o);
-        const double shared = fixed == baechi_memory::unplaced ? m.need(o) : 0;
-        double best = inf;
-        sim::device_id at = baechi_memory::unplaced;
-        for (sim::device_id d = 0; d < nd; ++d) {
-            if (fixed != baechi_memory::unplaced ? d != fixed : !m.fits_bytes(m.need(o, d, shared), d)) continue;
-            const double st = std::max(free_at[d], arrival(o, d));
-            if (st < best) best = st, at = d;
+        const double* a = &arrive[std::size_t{o} * nd];
+        if (fixed != baechi_memory::unplaced) {
+            const double st = std::max(free_at[fixed], a[fixed]);
+            if (st < inf) return {st, fixed};
+        } else {
+            for (sim::device_id d = 0; d < nd; ++d) cand[d] = std::max(free_at[d], a[d]);
+            double shared = -1;  // m.need(o), computed at the first memory check
+            for (;;) {
+                sim::device_id at = 0;
+                for (sim::device_id d = 1; d < nd; ++d)
+                    if (cand[d] < cand[at]) at = d;
+                if (!(cand[at] < inf)) break;
+                if (shared < 0) shared = m.need(o);
+                if (m.fits_bytes(m.need(o, at, shared), at)) return {cand[at], at};
+                cand[at] = inf;
+            }
         }
-        if (at == baechi_memory::unplaced) {  // fits nowhere: the roomiest device
-            at = m.roomiest();
-            best = std::max(free_at[at], arrival(o, at));
-        }
-        return {best, at};
+        const sim::device_id at = m.roomiest();  // fits nowhere: the roomiest device
+        return {std::max(free_at[at], a[at]), at};
     };
     using entry = std::tuple<double, std::uint32_t, graph::op_id>;  // (key, topological position, op)
     std::priority_queue<entry, std::vector<entry>, std::greater<>> ready;
-    auto release = [&](graph::op_id o) { ready.emplace(best_start(o).first, pos[o], o); };
+    // The pool: ready ops that all share the key `pool_key`, each alone in its unit and with its
+    // inputs on every device by that device's free time, so that its start is the earliest free
+    // time F of the devices and its device the first that is free then, as long as it fits there.
+    // Their heap entries would all be popped and pushed back each time a placement moves F (a GNMT
+    // training graph holds thousands of such ops: 160 million pops at 82k ops); the pool re-keys
+    // them at once where bound_max (the largest need_bound of a member) certifies that each fits.
+    // Pool members are ordered by topological position like the heap's ties.
+    using member = std::pair<std::uint32_t, graph::op_id>;
+    std::priority_queue<member, std::vector<member>, std::greater<>> pool;
+    double pool_key = 0, bound_max = 0;
+    auto saturated = [&](graph::op_id o) {
+        const double* a = &arrive[std::size_t{o} * nd];
+        for (sim::device_id d = 0; d < nd; ++d)
+            if (!(a[d] <= free_at[d])) return false;
+        return true;
+    };
+    auto enqueue = [&](double key, graph::op_id o) {
+        if (m.device_of(o) == baechi_memory::unplaced && m.alone(o) && (pool.empty() || key == pool_key) &&
+            saturated(o)) {
+            if (pool.empty()) pool_key = key, bound_max = 0;
+            bound_max = std::max(bound_max, m.need_bound(o));
+            pool.emplace(pos[o], o);
+        } else {
+            ready.emplace(key, pos[o], o);
+        }
+    };
+    auto release = [&](graph::op_id o) {
+        fill_arrival(o);
+        enqueue(best_start(o).first, o);
+    };
     for (graph::op_id o = 0; o < n; ++o)
         if (!m.is_source(o) && waiting[o] == 0) release(o);
-    while (!ready.empty()) {
-        const auto [key, p, o] = ready.top();
-        ready.pop();
-        m.advance(key);  // what the plan frees before o can start (key <= its start)
+    while (!ready.empty() || !pool.empty()) {
+        graph::op_id o;
+        double key;
+        if (!pool.empty() && (ready.empty() || std::pair(pool_key, pool.top().first) <
+                                                   std::pair(std::get<0>(ready.top()), std::get<1>(ready.top())))) {
+            // the pool's first member is next; every member's start now is F on `first` if the bound fits there
+            key = pool_key;
+            m.advance(key);
+            sim::device_id first = 0;
+            for (sim::device_id d = 1; d < nd; ++d)
+                if (free_at[d] < free_at[first]) first = d;
+            if (!m.fits_bytes(bound_max, first)) {  // not certain: the members go back to the heap
+                for (; !pool.empty(); pool.pop()) ready.emplace(pool_key, pool.top().first, pool.top().second);
+                continue;
+            }
+            if (free_at[first] > key) {  // every member would be popped and pushed back with F
+                pool_key = free_at[first];
+                continue;
+            }
+            o = pool.top().second;
+            pool.pop();
+        } else {
+            key = std::get<0>(ready.top());
+            o = std::get<2>(ready.top());
+            ready.pop();
+            m.advance(key);  // what the plan frees before o can start (key <= its start)
+        }
         auto [st, d] = best_start(o);
         if (st == inf)
             throw error("baechi", concat("op ", g.describe(o), " has no device its inputs can reach"),
                         "a cluster whose links reach every device");
         if (st > key) {
-            ready.emplace(st, p, o);
+            enqueue(st, o);
             continue;
         }
         if (m.device_of(o) == baechi_memory::unplaced)
