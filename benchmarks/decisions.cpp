@@ -33,6 +33,7 @@
 // decoder's zero-logit decision).
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
+#include "seed_figures.hpp"
 
 #include <goopt/device.hpp>
 #include <goopt/models/zoo.hpp>
@@ -64,8 +65,7 @@ struct settings {
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
 /// mean, spread and totals.
-struct seeds_result {
-    std::vector<double> ms;
+struct seeds_result : bench::seed_figures {
     std::vector<std::string> from;
     bool oom = false;
     std::size_t samples = 0, updates = 0;
@@ -78,18 +78,8 @@ struct seeds_result {
         updates += u;
         seconds += secs;
     }
-    double mean() const {
-        double sum = 0;
-        for (double x : ms) sum += x;
-        return ms.empty() ? 0 : sum / static_cast<double>(ms.size());
-    }
-    double spread() const {
-        return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()) - *std::min_element(ms.begin(), ms.end());
-    }
     void write(nlohmann::ordered_json& row, const std::string& key) const {
-        row[key + "_ms"] = mean();
-        row[key + "_spread_ms"] = spread();
-        row[key + "_seeds_ms"] = ms;
+        seed_figures::write(row, key);
         row[key + "_from"] = from;
         row[key + "_oom"] = oom;
     }

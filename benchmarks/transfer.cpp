@@ -25,6 +25,7 @@
 // "<each>_seeds_ms", "<each>_spread_ms", "pretrain": {...}}.
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
+#include "seed_figures.hpp"
 
 #include <goopt/device.hpp>
 #include <goopt/models/zoo.hpp>
@@ -63,24 +64,10 @@ tasks::placement_config config_of(const settings& st, std::size_t updates) {
             .progress = {.status = rl::status_mode::never}};
 }
 
-/// Step times (ms) per seed, their mean and spread.
-struct per_seed {
-    std::vector<double> ms;
+/// Step times (ms) per seed, their mean and spread, and the training's budget.
+struct per_seed : bench::seed_figures {
     std::size_t updates = 0;
     double seconds = 0;
-    double mean() const {
-        double s = 0;
-        for (double x : ms) s += x;
-        return ms.empty() ? 0 : s / static_cast<double>(ms.size());
-    }
-    double spread() const {
-        return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()) - *std::min_element(ms.begin(), ms.end());
-    }
-    void write(nlohmann::ordered_json& row, const std::string& key) const {
-        row[key + "_ms"] = mean();
-        row[key + "_spread_ms"] = spread();
-        row[key + "_seeds_ms"] = ms;
-    }
 };
 
 /// One training per seed on (g, cl): `updates` PPO updates, from `pretrained` (empty: fresh weights).
