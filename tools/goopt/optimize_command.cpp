@@ -409,7 +409,10 @@ command add_optimize_command(CLI::App& root) {
         ->capture_default_str();
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")
         ->capture_default_str();
-    app->add_option("--checkpoint", flags->checkpoint, "Start from a pre-trained policy")->type_name("FILE");
+    app->add_option("--checkpoint", flags->checkpoint,
+                    "Start the learned placement from a pre-trained policy: FILE, \"shipped\" (the one goopt ships) "
+                    "or \"none\" (fresh weights, the default)")
+        ->type_name("FILE|shipped|none");
     app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in docs/formats.md)")
         ->type_name("FILE.json");
     app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");

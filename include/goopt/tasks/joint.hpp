@@ -15,7 +15,8 @@
 /// greedily give the heuristic pipeline exactly: m-ETF, critical-path priorities, priority fusion.
 /// With an anchor (joint_config::anchor, e.g. the best placement heuristic's decision), m-ETF's
 /// scores are taken relative to the anchor's device (tasks/anchored_decoding.hpp), and the pipeline
-/// is that placement, its critical-path priorities and priority fusion.
+/// is that placement (where m-ETF lets each op choose), its critical-path priorities or
+/// joint_config::priorities, and priority fusion.
 
 #include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
