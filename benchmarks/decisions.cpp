@@ -3,7 +3,7 @@
 //
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
-//             [--temperature 1] [--independent] [--no-anchor]
+//             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2]
 //
 // placement: every placement heuristic (benchmarks/placement_heuristics.hpp) and the GO policy
 // trained by PPO with the guided decoder (m-ETF as the decoder, the policy's logits as residuals on
@@ -60,7 +60,8 @@ struct settings {
     std::vector<std::uint64_t> seeds{1, 2, 3};
     double temperature = 1.0;
     bool independent = false;
-    bool anchor = true;  ///< guided decoders anchored on the best placement heuristic's decision
+    bool anchor = true;            ///< guided decoders anchored on the best placement heuristic's decision
+    double anchor_strength = 2.0;  ///< placement_task_config::anchor_strength, joint_config::anchor_strength
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -110,7 +111,8 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
                      .priorities = anchored ? own_order : std::vector<double>{},
                      .decoder = decoder,
                      .temperature = st.temperature,
-                     .anchor = anchored ? anchor.placement : sim::placement{}},
+                     .anchor = anchored ? anchor.placement : sim::placement{},
+                     .anchor_strength = st.anchor_strength},
             .progress = {.status = rl::status_mode::never}};
         std::mt19937_64 rng(seed);
         const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
@@ -219,7 +221,12 @@ int run(int argc, char** argv) {
     cli.add_flag("--independent", st.independent, "Also train GO's independent decoder (placement)");
     cli.add_flag("!--no-anchor", st.anchor,
                  "Guided decoders follow m-ETF alone, not anchored on the best placement heuristic's decision");
+    cli.add_option("--anchor-strength", st.anchor_strength,
+                   "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
+        ->transform(bench::non_negative_real())
+        ->capture_default_str();
     if (!cli.parse_flags(argc, argv)) return 0;
+    if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
     std::erase(names, std::string{});
@@ -342,6 +349,7 @@ int run(int argc, char** argv) {
                                                    .placement = pl ? sim::placement{} : best.placement,
                                                    .temperature = st.temperature,
                                                    .anchor = pl && st.anchor ? best.placement : sim::placement{},
+                                                   .anchor_strength = st.anchor_strength,
                                                    .priorities = sch && st.anchor ? own_order : std::vector<double>{}};
                     };
                     // the joint decoder's own pipeline (zero logits, greedy): the anchor, its

@@ -115,6 +115,32 @@ TEST_CASE("guided placement decoder anchored on m-SCT's placement: zero logits k
                          doctest::Contains("anchor_strength"), error);
 }
 
+TEST_CASE("guided placement decoder anchored on HEFT's training-step placement: weights stay apart from readers") {
+    // HEFT places a weight (and its update, in the weight's colocation group) apart from the op that
+    // reads it first; m-ETF would bring the weight along with that reader. The anchor pins sources.
+    const auto g = models::find_workload("transformer_xl2").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto heft = baselines::heft(s);
+    std::size_t apart = 0;  // weights HEFT puts on another device than their first reader's
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (g.get_op(o).kind == ops::op_kind::weight)
+            for (graph::tensor_id t : g.get_op(o).outputs)
+                if (!g.get_tensor(t).uses.empty())
+                    apart += heft.placement[g.get_tensor(t).uses.front().op] != heft.placement[o];
+    REQUIRE(apart > 0);
+    tasks::placement_task task(g, cl, cost::roofline_model{},
+                               {.schedule = tasks::ready_order::given,
+                                .priorities = heft.priorities,
+                                .decoder = tasks::placement_decoder::guided,
+                                .anchor = heft.placement});
+    std::mt19937_64 rng(3);
+    const auto& obs = task.observe(rng);
+    const auto d = task.decide(task.decode(obs, zero_logits(g.num_ops(), cl.num_devices()), 0, true, 0).actions);
+    CHECK(d.placement == heft.placement);
+    CHECK(sim::run(s, d).step_time == doctest::Approx(sim::run(s, heft.decision()).step_time).epsilon(1e-12));
+}
+
 TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the heuristics miss") {
     const auto g = random_dag(16, 8);  // m-ETF, m-SCT and HEFT all > 15 % above the optimum on two V100s
     const auto cl = device::parse_cluster("2xV100:nvlink");

@@ -154,6 +154,12 @@ public:
         if (device_of(o) == unplaced) take(unit_[o], d);
         if (planned_ && --members_left_[unit_[o]] == 0) reserved_[d] -= reserve_[unit_[o]];
     }
+    /// Puts source op `o`'s unit on `d` before any op is placed (a source otherwise goes with the first
+    /// op that reads it); its bytes count there from the start, as a weight's do. No-op where the unit
+    /// is placed already.
+    void pin(graph::op_id o, sim::device_id d) {
+        if (device_of(o) == unplaced) take(unit_[o], d);
+    }
     /// Moves the planning clock to `now`: tensors whose last consumer finishes by then are freed.
     void advance(double now) {
         while (!frees_.empty() && frees_.top().time <= now) {
@@ -377,7 +383,10 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
 /// that is already placed; the roomiest device when it fits nowhere). `prefer(o, d, start, dev,
 /// arrival, free_at, fits)` may name a device to take instead of the earliest one (m-SCT's favourite
 /// parent; a sample of the guided placement decoder, tasks::placement_task), or unplaced; `fits(q)`
-/// says whether o fits on q now, and a device where it does not fit is never taken.
+/// says whether o fits on q now, and a device where it does not fit is never taken. `pinned`, when
+/// not empty (one device per op, e.g. an anchor placement), puts each source op's unit on its device
+/// before planning, instead of with the first op that reads it: a placement that keeps a weight
+/// apart from its readers (HEFT's, a user's) can then be reproduced.
 /// Ready ops sit in a heap keyed by their earliest start, recomputed lazily when popped (device free
 /// times only grow, so a popped key that grew goes back). A look at an op is O(devices) plus one
 /// memory check: its inputs' arrival on every device is fixed once it is ready (its producers are
@@ -385,12 +394,19 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
 /// only until one fits, which gives the same device as trying all of them in index order.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Prefer>
 sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi_config& config,
-                                  std::span<const double> scale, Prefer&& prefer) {
+                                  std::span<const double> scale, Prefer&& prefer,
+                                  std::span<const sim::device_id> pinned = {}) {
     const auto& g = s.graph();
     const auto& c = s.cluster();
     const std::size_t n = g.num_ops();
     const auto nd = static_cast<sim::device_id>(c.num_devices());
     baechi_memory m(s, config, config.memory, scale);
+    if (!pinned.empty()) {
+        if (pinned.size() != n)
+            throw error("baechi", concat(pinned.size(), " pinned devices"), concat("one per op (", n, ")"));
+        for (graph::op_id o = 0; o < n; ++o)
+            if (m.is_source(o) && pinned[o] < nd) m.pin(o, pinned[o]);
+    }
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);

@@ -28,10 +28,11 @@ namespace goopt::tasks {
 /// devices where o fits (0 at `best`, the earliest), -infinity elsewhere, rounded to float (a decoder
 /// stores it as a float bias and must add the same value when it recomputes probabilities). draw
 /// returns a device whose score is finite. Ops m-ETF forces (a colocation group placed before, no
-/// device with room) are not drawn. @return m-ETF's decision under those draws.
+/// device with room) are not drawn. `pinned` (empty, or a device per op) puts the sources where it
+/// says before planning (baselines::detail::earliest_task_first). @return m-ETF's decision under those draws.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Draw>
 sim::decision guided_earliest_task_first(const sim::simulator<D, Cost>& s, const baselines::baechi_config& guide,
-                                         double tau, Draw&& draw) {
+                                         double tau, Draw&& draw, std::span<const sim::device_id> pinned = {}) {
     const std::size_t k = s.cluster().num_devices();
     std::vector<double> score(k);
     const std::vector<double> scale(k, 1.0);
@@ -49,7 +50,7 @@ sim::decision guided_earliest_task_first(const sim::simulator<D, Cost>& s, const
         const sim::device_id pick = draw(o, std::span<const double>(score), best);
         return pick == best ? baselines::baechi_memory::unplaced : pick;
     };
-    return baselines::detail::earliest_task_first(s, guide, std::span<const double>(scale), prefer);
+    return baselines::detail::earliest_task_first(s, guide, std::span<const double>(scale), prefer, pinned);
 }
 
 /// @brief An index drawn from softmax(score) (entries of -infinity are never drawn), or with

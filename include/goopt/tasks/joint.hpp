@@ -86,7 +86,8 @@ struct joint_config {
     baselines::baechi_config guide = {};
     /// Placement decided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp): zero
     /// logits keep its device for every op where it has room, and a sample departs from it at a score
-    /// of -anchor_strength plus m-ETF's. Empty: m-ETF alone guides (its own placement is the anchor).
+    /// of -anchor_strength plus m-ETF's; its sources stay where it puts them. Empty: m-ETF alone guides
+    /// (its own placement is the anchor).
     sim::placement anchor = {};
     double anchor_strength = 2.0;
     /// Scheduling decided: the priorities its levels shift (e.g. the anchor heuristic's own, where
@@ -235,14 +236,15 @@ public:
         sim::placement p = config_.placement;
         std::vector<double> anchored(devices_);
         if (config_.tasks.placement)
-            p = guided_earliest_task_first(*sims_[worker], config_.guide, tau_,
-                                           [&](graph::op_id o, std::span<const double> score, sim::device_id best) {
-                                               if (config_.anchor.empty()) return draw_row(o, score);
-                                               std::copy(score.begin(), score.end(), anchored.begin());
-                                               anchor_scores(anchored, config_.anchor[o], best,
-                                                             config_.anchor_strength);
-                                               return draw_row(o, anchored);
-                                           })
+            p = guided_earliest_task_first(
+                    *sims_[worker], config_.guide, tau_,
+                    [&](graph::op_id o, std::span<const double> score, sim::device_id best) {
+                        if (config_.anchor.empty()) return draw_row(o, score);
+                        std::copy(score.begin(), score.end(), anchored.begin());
+                        anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
+                        return draw_row(o, anchored);
+                    },
+                    config_.anchor)
                     .placement;
         std::vector<double> only(devices_);
         const std::size_t middle = (s_levels_ / 2) * f_levels_ + f_levels_ / 2;

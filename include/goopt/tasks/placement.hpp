@@ -82,7 +82,9 @@ struct placement_task_config {
     baselines::baechi_config guide = {};
     /// guided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp; e.g. the best
     /// placement heuristic's): zero logits decoded greedily keep its device for every op where it has
-    /// room, a sample departs from it at a score of -anchor_strength plus m-ETF's. Empty: m-ETF's own.
+    /// room, a sample departs from it at a score of -anchor_strength plus m-ETF's. Its sources (weights,
+    /// inputs) stay where it puts them, with their colocation groups (a weight's update), instead of
+    /// following their first reader as m-ETF's do. Empty: m-ETF's own.
     sim::placement anchor = {};
     double anchor_strength = 2.0;
 };
@@ -231,7 +233,8 @@ public:
                 }
                 drawn[o] = 1;
                 return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
-            });
+            },
+            config_.anchor);
         for (graph::op_id o = 0; o < n; ++o) {
             out.actions[o] = static_cast<int>(d.placement[o]);
             if (!drawn[o]) {
