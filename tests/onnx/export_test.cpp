@@ -353,6 +353,24 @@ TEST_CASE("a graph without weight values exports its weights as graph inputs, wi
         concat(rr.report.weight_inputs, " of ", resnet_weights, " weights have no values in the source file")));
 }
 
+TEST_CASE("a graph with no source keeps its output names through a rewrite, given the graph before it") {
+    graph::computation_graph g("conv_relu");
+    const auto x = g.input("x", {1, 3, 8, 8});
+    const auto c = g.add1(op_kind::conv2d, {x, g.weight("w", {8, 3, 3, 3})}, window({1, 1}, same), "conv");
+    const auto b = g.add1(op_kind::ewadd, {c, g.weight("b", {8, 1, 1})}, {}, "bias");
+    g.mark_output(g.add1(op_kind::relu, {b}, {}, "act"));
+    CHECK(io::onnx_output_names(g) == std::vector<std::string>{"act"});
+    const auto r = subst::optimize(g, {}, cost::roofline_model{}, device::t4);
+    REQUIRE(r.graph.ops_of_kind(op_kind::relu).empty());  // fused: another op computes the output now
+    CHECK(io::to_onnx(r.graph).model.graph().output(0).name() != "act");
+    const auto kept = io::to_onnx(r.graph, {.output_names = io::onnx_output_names(g)});
+    CHECK(kept.model.graph().output(0).name() == "act");
+    CHECK_THROWS_WITH_AS((void)io::to_onnx(r.graph, {.output_names = {"a", "b"}}),
+                         "onnx export: onnx_export_options::output_names has 2 names for a graph of 1 outputs: "
+                         "expected one name per graph output",
+                         error);
+}
+
 TEST_CASE("what has no ONNX form is refused with one line naming the op and its kind") {
     graph::computation_graph g("train");
     const auto y = g.input("y", {4});

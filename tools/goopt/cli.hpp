@@ -140,9 +140,12 @@ graph_file_format output_format(const std::string& path, const std::string& form
 /// `--format`: declared on `app` for the format of `--out`.
 void add_format_flag(CLI::App& app, std::string& format);
 /// Writes g to `path` atomically; as ONNX with `origin`'s weights, opset and output names where it
-/// has them. Prints the exporter's warnings and one line saying what was written.
+/// has them. Prints the exporter's warnings and one line saying what was written. `before`: the graph
+/// a search rewrote into g; with no `origin`, g's outputs are written under the names they had there
+/// (a rewrite renames the op that computes an output).
 void write_graph_output(const std::string& path, graph_file_format format, const graph::computation_graph& g,
-                        const io::onnx_model* origin, std::int64_t opset = 0);
+                        const io::onnx_model* origin, std::int64_t opset = 0,
+                        const graph::computation_graph* before = nullptr);
 
 /// An ONNX file imported with the --dim and --input-shape bindings (exit 1 without ONNX support);
 /// `param_inputs` / `data_inputs`: `goopt import`'s --param-inputs / --data-inputs lists

@@ -35,19 +35,23 @@ void add_format_flag(CLI::App& app, std::string& format) {
 }
 
 void write_graph_output(const std::string& path, graph_file_format format, const graph::computation_graph& g,
-                        const io::onnx_model* origin, std::int64_t opset) {
+                        const io::onnx_model* origin, std::int64_t opset, const graph::computation_graph* before) {
     if (format == graph_file_format::json) {
         io::write_graph_file(path, g);
         std::printf("wrote %s (goopt.graph JSON, %zu ops)\n", path.c_str(), g.num_ops());
         return;
     }
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
-    const auto report = io::write_onnx(g, path, {.source = origin, .opset = opset});
+    const auto report = io::write_onnx(
+        g, path,
+        {.source = origin,
+         .opset = opset,
+         .output_names = !origin && before ? io::onnx_output_names(*before) : std::vector<std::string>{}});
     for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
     std::printf("wrote %s (ONNX opset %lld: %zu nodes, %zu initializers, %zu weights as graph inputs)\n", path.c_str(),
                 static_cast<long long>(report.opset), report.nodes, report.initializers, report.weight_inputs);
 #else
-    (void)g, (void)origin, (void)opset;
+    (void)g, (void)origin, (void)opset, (void)before;
     throw error(concat("--out ", path), "this goopt was built without ONNX support",
                 "a goopt built with libonnx-dev and libprotobuf-dev installed, or a .json file");
 #endif

@@ -320,7 +320,7 @@ int run_superopt(const superopt_flags& f) {
         std::printf("interpreter check: skipped (%.2f GFLOPs, over --check-flops %.2f GFLOPs)\n", flops * 1e-9,
                     f.check_flops * 1e-9);
     }
-    if (!f.out.empty()) write_graph_output(f.out, out_format, r.graph, origin.onnx.get());
+    if (!f.out.empty()) write_graph_output(f.out, out_format, r.graph, origin.onnx.get(), 0, &input.graph);
     return 0;
 }
 

@@ -43,6 +43,11 @@ struct onnx_export_options {
     const onnx_model* source = nullptr;
     /// Operator set to write, 13-17; 0: the source's where it is in that range, else 13.
     std::int64_t opset = 0;
+    /// Names of the graph outputs, one per output in order, over the source's: for a graph with no
+    /// source that a search rewrote, the names its outputs had before (onnx_output_names() of the
+    /// original), since a rewrite renames the op that computes an output. Empty: the source's names,
+    /// else each output's producer op's name.
+    std::vector<std::string> output_names = {};
     /// write_onnx only: initializers of at least this many bytes go to a side file beside the
     /// model, named as the model file plus ".data" (ONNX external data). 0: only where the model
     /// would pass protobuf's 2 GiB limit, and then every initializer of 1 KiB or more.
@@ -65,6 +70,22 @@ struct onnx_export_report {
     /// LSTM/GRU written as its steps (and why: its fused kernel is lost).
     std::vector<std::string> warnings;
 };
+
+/// The name an export gives graph output `t` of a graph with no source file: its producer op's name,
+/// `op:k` for output k of a multi-output op.
+inline std::string onnx_output_name(const graph::computation_graph& g, graph::tensor_id t) {
+    const graph::tensor& x = g.get_tensor(t);
+    const graph::op& p = g.get_op(x.producer);
+    return p.outputs.size() == 1 ? p.name : concat(p.name, ":", x.index);
+}
+
+/// onnx_output_name() of each graph output, in order: the onnx_export_options::output_names that
+/// keep a graph's output names through a search that rewrites the ops computing them.
+inline std::vector<std::string> onnx_output_names(const graph::computation_graph& g) {
+    std::vector<std::string> names;
+    for (const auto t : g.outputs()) names.push_back(onnx_output_name(g, t));
+    return names;
+}
 
 }  // namespace goopt::io
 
@@ -345,15 +366,20 @@ inline void onnx_exporter::name_tensors(const std::vector<std::size_t>& order) {
     }
     const auto& outs = g_.outputs();
     const onnx_model* src = options_.source;
-    const bool named = src && src->output_names.size() == outs.size();
+    if (!options_.output_names.empty() && options_.output_names.size() != outs.size())
+        throw error("onnx export",
+                    concat("onnx_export_options::output_names has ", options_.output_names.size(),
+                           " names for a graph of ", outs.size(), " outputs"),
+                    "one name per graph output");
+    const std::vector<std::string>* given = !options_.output_names.empty()                   ? &options_.output_names
+                                            : src && src->output_names.size() == outs.size() ? &src->output_names
+                                                                                             : nullptr;
     output_name_.assign(outs.size(), {});
     output_identity_.assign(outs.size(), false);
     for (std::size_t i = 0; i < outs.size(); ++i) {
         const graph::tensor& t = g_.get_tensor(outs[i]);
         const graph::op& p = g_.get_op(t.producer);
-        const std::string wanted = named                   ? src->output_names[i]
-                                   : p.outputs.size() == 1 ? p.name
-                                                           : concat(p.name, ":", t.index);
+        const std::string wanted = given ? (*given)[i] : onnx_output_name(g_, outs[i]);
         // a source, or a tensor already named as an earlier output, is given again through an Identity
         if (name_[outs[i]].empty() && !p.spec().has(ops::source) && !names_.count(wanted)) {
             name_[outs[i]] = fresh(wanted, names_);
