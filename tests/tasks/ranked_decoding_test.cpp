@@ -212,11 +212,12 @@ TEST_CASE("guided placement on the ranked walk: PPO comes within 2 % of the brut
     const double start =
         task.score(task.decide(task.decode(task.observe(rng0), zero, 0, true, 0).actions), 0).step_time;
     CHECK(start > optimum * 1.05);  // the walk's own choice leaves something to learn
-    tasks::placement_config c{
-        .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2},
-        .policy = {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8},
-        .task = tc,
-        .progress = {.status = rl::status_mode::never}};
+    // set member by member: GCC 12 warns (-Wmaybe-uninitialized, a false positive) on the aggregate
+    tasks::placement_config c;
+    c.ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2};
+    c.policy = {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8};
+    c.task = tc;
+    c.progress = {.status = rl::status_mode::never};
     std::mt19937_64 rng(1);
     const auto r = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
     CHECK(r.best_from == tasks::best_source::sample);
