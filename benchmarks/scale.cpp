@@ -3,20 +3,23 @@
 // steps, ~82,000 ops, GO's largest size), with the independent and the guided placement decoder.
 //
 //   scale [--graphs gnmt8,gnmt8_long] [--decoders independent,guided] [--devices 8] [--updates 2]
-//         [--samples 16] [--threads 2] [--seed 1] [--quick] [--out FILE]
+//         [--samples 16] [--threads 2] [--seed 1] [--walk automatic] [--quick] [--out FILE]
 //
 // Each (graph, decoder) row runs in a child process of its own, so that its peak resident set
 // (getrusage) is its own: the graph, its training transform, the task, the network (GO's shape:
 // nn::policy_config's defaults) and `--updates` timed PPO updates after one untimed warm-up update
 // (the first touches every buffer once). The time of each update is split into the network's
-// forward and backward passes, the decoder (guided only: m-ETF's list scheduler drawing every
-// device) and the simulator (scoring every sample, and the mode), each summed over the worker
-// threads; "other" is the rest of the wall time (sampling, log-probabilities, the PPO loss, Adam).
+// forward and backward passes, the decoder (guided only: m-ETF's memory estimate drawing every
+// device, walking the ops as --walk says: tasks::guided_walk; automatic takes HEFT's order from
+// 50,000 ops on, m-ETF's below) and the simulator (scoring every sample, and the mode), each summed
+// over the worker threads; "other" is the rest of the wall time (sampling, log-probabilities, the
+// PPO loss, Adam).
 // --quick: gnmt8_long only, one timed update. JSON list of {"experiment": "scale", "graph", "ops",
-// "devices", "decoder", "threads", "samples", "updates", "seconds_per_update", "cpu_seconds_per_update"
-// (user + system, all threads: less sensitive to other processes' load), "first_update_seconds",
-// "forward_seconds", "backward_seconds", "decode_seconds", "simulate_seconds", "other_seconds",
-// "peak_memory_bytes"} (per update: the timed updates' mean), written atomically.
+// "devices", "decoder", "walk" (guided: "earliest_start" or "ranked"; independent: "none"),
+// "threads", "samples", "updates", "seconds_per_update", "cpu_seconds_per_update" (user + system,
+// all threads: less sensitive to other processes' load), "first_update_seconds", "forward_seconds",
+// "backward_seconds", "decode_seconds", "simulate_seconds", "other_seconds", "peak_memory_bytes"}
+// (per update: the timed updates' mean), written atomically.
 #include "benchmark_main.hpp"
 
 #include <goopt/device.hpp>
@@ -116,13 +119,14 @@ struct timed_policy {
 struct settings {
     std::size_t devices = 8, updates = 2, samples = 16, threads = 2;
     std::uint64_t seed = 1;
+    goopt::tasks::guided_walk walk = goopt::tasks::guided_walk::automatic;
 };
 
 /// One row, measured in this process.
 nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_decoder decoder, const settings& s) {
     const auto g = goopt::models::find_workload(name).build();
     const auto cl = goopt::device::parse_cluster(std::to_string(s.devices) + "xV100:nvlink");
-    task_type task(g, cl, goopt::cost::roofline_model{}, {.decoder = decoder});
+    task_type task(g, cl, goopt::cost::roofline_model{}, {.decoder = decoder, .walk = s.walk});
     timed_task env{&task, {}, {}};
     std::mt19937_64 rng(s.seed);
     goopt::nn::policy_config pc{};
@@ -151,6 +155,9 @@ nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_
             {"ops", g.num_ops()},
             {"devices", s.devices},
             {"decoder", decoder == goopt::tasks::placement_decoder::guided ? "guided" : "independent"},
+            {"walk", !task.guided()       ? "none"
+                     : task.ranked_walk() ? "ranked"
+                                          : "earliest_start"},
             {"threads", s.threads},
             {"samples", s.samples},
             {"updates", s.updates},
@@ -245,9 +252,16 @@ int run(int argc, char** argv) {
     cli.add_option("--seed", s.seed, "Seed of the network and the samples")
         ->transform(goopt::bench::count())
         ->capture_default_str();
+    std::string walk = "automatic";
+    cli.add_option("--walk", walk, "Guided decoder's walk over the ops (tasks::guided_walk)")
+        ->check(CLI::IsMember({"automatic", "earliest_start", "ranked"}))
+        ->capture_default_str();
     cli.add_flag("--quick", quick, "gnmt8_long only, one timed update");
     cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
     if (!cli.parse_flags(argc, argv)) return 0;
+    s.walk = walk == "ranked"           ? goopt::tasks::guided_walk::ranked
+             : walk == "earliest_start" ? goopt::tasks::guided_walk::earliest_start
+                                        : goopt::tasks::guided_walk::automatic;
     if (quick) {
         names = {"gnmt8_long"};
         s.updates = 1;
@@ -260,7 +274,7 @@ int run(int argc, char** argv) {
         "one PPO update of %zu samples on %zu x V100:nvlink, %zu threads, GO's network; seconds per update "
         "(mean of %zu after a warm-up) and its parts (decode and simulate: summed over threads)\n",
         s.samples, s.devices, s.threads, s.updates);
-    std::printf("%-12s %7s %-12s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "s/update", "cpu s",
+    std::printf("%-12s %7s %-26s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "s/update", "cpu s",
                 "first", "forward", "backward", "decode", "simulate", "other", "peak MiB");
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     for (const auto& name : names) {
@@ -268,12 +282,12 @@ int run(int argc, char** argv) {
             const auto decoder =
                 d == "guided" ? goopt::tasks::placement_decoder::guided : goopt::tasks::placement_decoder::independent;
             const auto row = measure_apart(name, decoder, s);
-            std::printf("%-12s %7zu %-12s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n", name.c_str(),
-                        row["ops"].get<std::size_t>(), d.c_str(), row["seconds_per_update"].get<double>(),
-                        row["cpu_seconds_per_update"].get<double>(), row["first_update_seconds"].get<double>(),
-                        row["forward_seconds"].get<double>(), row["backward_seconds"].get<double>(),
-                        row["decode_seconds"].get<double>(), row["simulate_seconds"].get<double>(),
-                        row["other_seconds"].get<double>(),
+            std::printf("%-12s %7zu %-26s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n", name.c_str(),
+                        row["ops"].get<std::size_t>(), (d + " " + row["walk"].get<std::string>()).c_str(),
+                        row["seconds_per_update"].get<double>(), row["cpu_seconds_per_update"].get<double>(),
+                        row["first_update_seconds"].get<double>(), row["forward_seconds"].get<double>(),
+                        row["backward_seconds"].get<double>(), row["decode_seconds"].get<double>(),
+                        row["simulate_seconds"].get<double>(), row["other_seconds"].get<double>(),
                         static_cast<double>(row["peak_memory_bytes"].get<std::size_t>()) / (1 << 20));
             std::fflush(stdout);
             results.push_back(row);

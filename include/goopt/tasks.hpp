@@ -12,6 +12,7 @@
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/placement_features.hpp>
 #include <goopt/tasks/pretrain.hpp>
+#include <goopt/tasks/ranked_decoding.hpp>
 #include <goopt/tasks/scheduling.hpp>
 #include <goopt/tasks/simulated_task.hpp>
 #include <goopt/tasks/step_reward.hpp>

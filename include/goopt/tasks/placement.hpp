@@ -20,6 +20,7 @@
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/placement_features.hpp>
+#include <goopt/tasks/ranked_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
 
 #include <algorithm>
@@ -56,6 +57,20 @@ enum class placement_decoder : std::uint8_t {
     guided,
 };
 
+/// The order in which the guided decoder reaches the ops.
+enum class guided_walk : std::uint8_t {
+    /// m-ETF's: next, the ready op that can start earliest (zero logits decoded greedily give m-ETF's
+    /// placement). Its ready heap looks at every waiting op again after each placement: about a
+    /// minute of CPU per sample on an 82,000-op GNMT training graph.
+    earliest_start,
+    /// HEFT's order, fixed per task: ops by decreasing upward rank, each scored by its finish on
+    /// every device where it fits (tasks/ranked_decoding.hpp), O(ops x devices) per sample. The
+    /// memory budgets are calibrated once per task on the simulator (as m-ETF's are checked).
+    ranked,
+    /// ranked on graphs of placement_task_config::ranked_from_ops ops or more, earliest_start below.
+    automatic,
+};
+
 /// Knobs of the placement task.
 struct placement_task_config {
     /// The schedule a placement is scored with; critical_path makes the decision a placement plus
@@ -78,15 +93,22 @@ struct placement_task_config {
     /// guided: how far from the earliest start a device may be and still be drawn, in mean op times
     /// (0 < temperature; larger: samples depart more from m-ETF before any learning).
     double temperature = 1.0;
-    /// guided: m-ETF's memory estimate and budget (baselines::baechi_config; verify_rounds unused).
+    /// guided: m-ETF's memory estimate and budget (baselines::baechi_config; verify_rounds: the
+    /// ranked walk's budget calibration rounds, unused by m-ETF's walk).
     baselines::baechi_config guide = {};
     /// guided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp; e.g. the best
     /// placement heuristic's): zero logits decoded greedily keep its device for every op where it has
     /// room, a sample departs from it at a score of -anchor_strength plus m-ETF's. Its sources (weights,
     /// inputs) stay where it puts them, with their colocation groups (a weight's update), instead of
-    /// following their first reader as m-ETF's do. Empty: m-ETF's own.
+    /// following their first reader as m-ETF's do (m-ETF's walk; the ranked walk does not pin them).
+    /// Empty: m-ETF's own.
     sim::placement anchor = {};
     double anchor_strength = 2.0;
+    /// guided: the order the decoder walks the ops in.
+    guided_walk walk = guided_walk::automatic;
+    /// guided_walk::automatic: the graph size (ops, sources included) from which the ranked walk is
+    /// taken. GNMT-8 (59,990 ops) and gnmt8_long (82,370) are above, GNMT-4 (32,994) below.
+    std::size_t ranked_from_ops = 50000;
 };
 
 /// @brief Placement as a tasks::Task and rl::Environment.
@@ -157,6 +179,9 @@ public:
                 throw error("tasks::placement_task", concat("anchor_strength ", config_.anchor_strength),
                             "a finite number > 0");
             if (!config_.anchor.empty()) sims_[0]->check_placement(config_.anchor);
+            if (config_.walk == guided_walk::ranked ||
+                (config_.walk == guided_walk::automatic && n >= config_.ranked_from_ops))
+                ranked_ = ranked_order(*sims_[0]);
         } else if (!config_.anchor.empty()) {
             throw error("tasks::placement_task", "an anchor placement with the independent decoder",
                         "the guided decoder (placement_decoder::guided), or no anchor");
@@ -172,6 +197,7 @@ public:
                         concat("one per op (", n, ")"));
         const sim::placement ref = config_.reference.empty() ? sim::placement(n, 0) : config_.reference;
         reference_ = sims_[0]->run(ref, {.record_trace = false});
+        if (!ranked_.empty()) calibrate_budget();
         if (!(reference_.step_time > 0))
             throw error("tasks::placement_task", "the reference placement's step takes no time (nothing to improve)",
                         "a reference step time > 0");
@@ -198,10 +224,13 @@ public:
 
     // ---- rl::GuidedEnvironment
     bool guided() const noexcept { return config_.decoder == placement_decoder::guided; }
-    /// @brief The guided decoder (placement_decoder::guided): m-ETF's list scheduler, each op's
-    /// device drawn from softmax(logits + bias) over the devices where it fits, with a generator
-    /// seeded by `seed` (greedy: the most likely device). Actions: every op's device (sources as
-    /// m-ETF places them). A row whose device was forced (a colocation group placed before, or
+    /// guided: whether the decoder walks the ops in HEFT's order (guided_walk::ranked, or chosen by
+    /// guided_walk::automatic) rather than m-ETF's.
+    bool ranked_walk() const noexcept { return !ranked_.empty(); }
+    /// @brief The guided decoder (placement_decoder::guided): m-ETF's list scheduler (or, with the
+    /// ranked walk, HEFT's order: tasks/ranked_decoding.hpp), each op's device drawn from softmax(logits + bias) over
+    /// the devices where it fits, with a generator seeded by `seed` (greedy: the most likely device). Actions: every
+    /// op's device (sources as m-ETF places them). A row whose device was forced (a colocation group placed before, or
     /// no device with room) has bias 0 at that device and -inf elsewhere: it carries no choice.
     rl::guided_sample decode(const observation&, const nn::matrix<double>& logits, std::uint64_t seed, bool greedy,
                              std::size_t worker) {
@@ -217,24 +246,24 @@ public:
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
         std::vector<double> total(k), anchored(k);
-        const sim::decision d = guided_earliest_task_first(
-            *sims_[worker], config_.guide, tau_,
-            [&](graph::op_id o, std::span<const double> m_etf_score, sim::device_id best) {
-                std::span<const double> score = m_etf_score;
-                if (!config_.anchor.empty()) {
-                    std::copy(m_etf_score.begin(), m_etf_score.end(), anchored.begin());
-                    anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
-                    score = anchored;
-                }
-                const auto oo = static_cast<Eigen::Index>(o);
-                for (sim::device_id q = 0; q < k; ++q) {
-                    out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(score[q]);
-                    total[q] = logits(oo, static_cast<Eigen::Index>(q)) + score[q];
-                }
-                drawn[o] = 1;
-                return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
-            },
-            config_.anchor);
+        auto draw = [&](graph::op_id o, std::span<const double> m_etf_score, sim::device_id best) {
+            std::span<const double> score = m_etf_score;
+            if (!config_.anchor.empty()) {
+                std::copy(m_etf_score.begin(), m_etf_score.end(), anchored.begin());
+                anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
+                score = anchored;
+            }
+            const auto oo = static_cast<Eigen::Index>(o);
+            for (sim::device_id q = 0; q < k; ++q) {
+                out.bias(oo, static_cast<Eigen::Index>(q)) = static_cast<float>(score[q]);
+                total[q] = logits(oo, static_cast<Eigen::Index>(q)) + score[q];
+            }
+            drawn[o] = 1;
+            return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
+        };
+        const sim::decision d =
+            ranked_walk() ? guided_ranked_list(*sims_[worker], config_.guide, ranked_, tau_, draw, budget_)
+                          : guided_earliest_task_first(*sims_[worker], config_.guide, tau_, draw, config_.anchor);
         for (graph::op_id o = 0; o < n; ++o) {
             out.actions[o] = static_cast<int>(d.placement[o]);
             if (!drawn[o]) {
@@ -305,6 +334,36 @@ public:
 
 private:
     bool is_source(graph::op_id o) const { return g_->get_op(o).spec().has(ops::source); }
+    /// The ranked walk's memory budgets, once per task: m-ETF's estimate misses what the simulator
+    /// holds on a training graph of GNMT's size (its plans overflow by 1.4-2.3x on GNMT-8), and m-ETF
+    /// itself is checked and re-planned (baselines::detail::verified). The walk's greedy plan is
+    /// simulated under the task's schedule and each device that overflows gets its budget shrunk by
+    /// capacity / peak, guide.verify_rounds times at most; the budgets of the best plan (within
+    /// memory first, then the shorter step) are kept for every sample.
+    void calibrate_budget() {
+        const std::size_t k = c_->num_devices();
+        std::vector<double> scale(k, 1.0);
+        budget_ = scale;
+        bool best_oom = true;
+        double best_step = 0;
+        for (std::size_t round = 0; round <= config_.guide.verify_rounds; ++round) {
+            const auto plan = guided_ranked_list(
+                *sims_[0], config_.guide, ranked_, tau_,
+                [](graph::op_id, std::span<const double>, sim::device_id best) { return best; }, scale);
+            const auto r = sim::run(*sims_[0], decision_of(plan.placement));
+            if (round == 0 || (best_oom && !r.oom) || (best_oom == r.oom && r.step_time < best_step)) {
+                budget_ = scale;
+                best_oom = r.oom;
+                best_step = r.step_time;
+            }
+            if (!r.oom) break;
+            for (std::size_t d = 0; d < k; ++d) {
+                const double cap = static_cast<double>(c_->device(d).mem_capacity());
+                if (static_cast<double>(r.peak_memory[d]) > cap)
+                    scale[d] *= cap / static_cast<double>(r.peak_memory[d]);
+            }
+        }
+    }
 
     const graph::computation_graph* g_;
     const device::cluster<D>* c_;
@@ -315,7 +374,9 @@ private:
     std::vector<graph::op_id> deciding_;  // the op whose action each op takes (no_op: device 0)
     std::vector<std::uint8_t> active_;
     sim::simulation_result reference_;
-    double tau_ = 1;  // guided: the bias's time unit (seconds)
+    double tau_ = 1;                    // guided: the bias's time unit (seconds)
+    std::vector<graph::op_id> ranked_;  // guided, ranked walk: the computing ops in HEFT's order
+    std::vector<double> budget_;        // guided, ranked walk: per-device budget multipliers (calibrate_budget)
 };
 
 static_assert(Task<placement_task<device::device_spec>>);
