@@ -11,6 +11,7 @@
 #include <goopt/io/binary_record.hpp>
 #include <goopt/nn/go_policy.hpp>
 #include <goopt/rl/ppo.hpp>
+#include <goopt/rl/sample_sharding.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/placement.hpp>
@@ -38,6 +39,13 @@ struct pretrain_schedule {
     /// Order of the pairs: graph-major (every cluster of graph 0, then graph 1's, ...), round after
     /// round until the budget (placement_config::ppo.updates) is spent.
     bool graph_major = true;
+    /// Mix the pairs instead of switching between them: every update samples
+    /// `config.ppo.samples_per_update` decisions on each (graph, cluster) pair, normalizes the
+    /// advantages per pair and sums the pairs' gradients in pair order at each minibatch step
+    /// (rl::ppo::update_mixed); updates_per_pair and graph_major do not apply. With
+    /// config.ppo.sharding (under mpirun) the ranks hold different pairs, pair k on rank k mod ranks,
+    /// and the result is the single process's bit for bit.
+    bool mixed = false;
 };
 
 /// What a pre-training returns.
@@ -56,10 +64,14 @@ struct pretrain_result {
 /// output layer starts at zero (samples around m-ETF from the first update). Writes the policy to
 /// `config.checkpoint` (required, atomically, an rl::ppo checkpoint) after every round over the
 /// pairs and at the end. Randomness comes from `rng` alone: the same seed, binary and machine give
-/// the same file, byte for byte.
+/// the same file, byte for byte. With `schedule.mixed` every update mixes every pair instead
+/// (rl::ppo::update_mixed; the checkpoint is written every pairs-count updates and at the end),
+/// `config.resume` continues from the checkpoint when it exists, and with config.ppo.sharding the
+/// ranks divide the pairs between them (pair k on rank k mod ranks; rank 0 writes; every rank
+/// returns every pair's best decision). The best decisions are those sampled in this run.
 /// @throws goopt::error for no graph or cluster, no checkpoint path, a warm start, incumbent or
-/// resume (they belong to one graph), several device counts with a per-device head, or
-/// updates_per_pair 0.
+/// resume (they belong to one graph; a mixed run resumes), several device counts with a per-device
+/// head, updates_per_pair 0, or a mixed run with more ranks than pairs.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
           class Visitor = rl::null_visitor>
 requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
@@ -70,10 +82,10 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     if (graphs.empty() || clusters.empty())
         throw error(who, concat(graphs.size(), " graphs and ", clusters.size(), " clusters"), "at least one of each");
     if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
-    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 || config.resume ||
-        !config.pretrained.empty())
+    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 ||
+        (config.resume && !schedule.mixed) || !config.pretrained.empty())
         throw error(who, "a warm start, incumbent, resume or pre-trained start is asked for",
-                    "none: they belong to one graph");
+                    "none: they belong to one graph (a mixed schedule resumes)");
     if (schedule.updates_per_pair == 0) throw error(who, "updates_per_pair is 0", "at least 1");
     for (const auto& c : clusters)
         if (c.num_devices() != clusters.front().num_devices() && config.policy.head != nn::first_head::pair)
@@ -82,9 +94,17 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                                " devices with a per-device head"),
                         "policy.head = nn::first_head::pair (one network for any device count)");
     using task_type = placement_task<D, Cost>;
+    // a mixed run deals the pairs among the ranks (pair k on rank k mod ranks); a rank builds its own
+    const std::size_t rank = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->rank() : 0,
+                      ranks = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->ranks() : 1;
+    if (graphs.size() * clusters.size() < ranks)
+        throw error(who, concat(graphs.size() * clusters.size(), " (graph, cluster) pairs on ", ranks, " ranks"),
+                    "at least one pair per rank (fewer ranks)");
     std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
     for (const auto& g : graphs)
-        for (const auto& c : clusters) tasks.push_back(std::make_unique<task_type>(g, c, cost, config.task));
+        for (const auto& c : clusters)
+            tasks.push_back(tasks.size() % ranks == rank ? std::make_unique<task_type>(g, c, cost, config.task)
+                                                         : nullptr);
     std::vector<std::size_t> order(tasks.size());
     for (std::size_t i = 0; i < order.size(); ++i)
         order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();
@@ -92,7 +112,9 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     pc.task_choices = {clusters.front().num_devices()};
     nn::go_policy<float> net(pc, rng);
     if (config.task.decoder == placement_decoder::guided) start_from_heuristic(net);
-    rl::ppo<task_type> trainer(*tasks.front(), net, config.ppo);
+    rl::ppo<task_type> trainer(*tasks[rank], net, config.ppo);
+    // a mixed update keeps no state outside the checkpoint: resuming continues exactly, on any rank count
+    if (config.resume && std::filesystem::exists(config.checkpoint)) trainer.load_checkpoint(config.checkpoint, rng);
 
     struct best_of {
         std::vector<int> actions;
@@ -117,12 +139,41 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                 now->top = o;
             }
         }
+        void on_environment(std::size_t k) { now = first + k; }
         bool on_update(const rl::update_stats& s) {
             stopped = !user.on_update(s);
             return !stopped;
         }
-    } w{best.data(), visitor};
-    for (std::size_t i = 0; !w.stopped && trainer.updates_done() < config.ppo.updates; i = (i + 1) % tasks.size()) {
+        best_of* first = nullptr;
+    } w{best.data(), visitor, false, best.data()};
+    if (schedule.mixed) {
+        std::vector<task_type*> envs;
+        for (auto& t : tasks) envs.push_back(t.get());
+        while (!w.stopped && trainer.updates_done() < config.ppo.updates) {
+            if (!w.on_update(trainer.update_mixed(std::span<task_type* const>(envs), rng, w))) break;
+            if (trainer.updates_done() % tasks.size() == 0) trainer.save_checkpoint(config.checkpoint, rng);
+        }
+        if (ranks > 1) {  // every rank gets the best decision of every pair, for the result
+            std::string mine;
+            for (std::size_t k = rank; k < tasks.size(); k += ranks) {
+                rl::detail::append_raw(mine, static_cast<std::uint64_t>(best[k].actions.size()));
+                for (int a : best[k].actions) rl::detail::append_raw(mine, static_cast<std::int32_t>(a));
+                rl::detail::append_raw(mine, best[k].top);
+            }
+            const auto all = config.ppo.sharding->all_gather(mine);
+            for (std::size_t r = 0; r < ranks && all.size() == ranks; ++r) {
+                std::size_t at = 0;
+                for (std::size_t k = r; k < tasks.size(); k += ranks) {
+                    best[k].actions.resize(
+                        static_cast<std::size_t>(rl::detail::read_raw<std::uint64_t>(all[r], at, r)));
+                    for (int& a : best[k].actions) a = rl::detail::read_raw<std::int32_t>(all[r], at, r);
+                    best[k].top = rl::detail::read_raw<typename task_type::outcome>(all[r], at, r);
+                }
+            }
+        }
+    }
+    for (std::size_t i = 0; !schedule.mixed && !w.stopped && trainer.updates_done() < config.ppo.updates;
+         i = (i + 1) % tasks.size()) {
         const std::size_t k = order[i];
         trainer.set_environment(*tasks[k]);
         trainer.set_updates(std::min(config.ppo.updates, trainer.updates_done() + schedule.updates_per_pair));
@@ -138,8 +189,14 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     for (std::size_t k = 0; k < tasks.size(); ++k) {
         sim::scored_decision d;
         if (!best[k].actions.empty()) {
-            d.decision = tasks[k]->decide(best[k].actions);
-            d.result = sim::run(tasks[k]->simulator(), d.decision);
+            // a pair another rank held: its task is made here for the result alone
+            std::unique_ptr<task_type> made;
+            if (!tasks[k])
+                made = std::make_unique<task_type>(graphs[k / clusters.size()], clusters[k % clusters.size()], cost,
+                                                   config.task);
+            task_type& t = tasks[k] ? *tasks[k] : *made;
+            d.decision = t.decide(best[k].actions);
+            d.result = sim::run(t.simulator(), d.decision);
         }
         r.best.push_back(std::move(d));
     }
