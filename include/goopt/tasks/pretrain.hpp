@@ -57,6 +57,64 @@ struct pretrain_result {
     double seconds = 0;
 };
 
+namespace detail {
+
+template <class T> void append_vector(std::string& out, const std::vector<T>& v) {
+    rl::detail::append_raw(out, static_cast<std::uint64_t>(v.size()));
+    for (const T& x : v) rl::detail::append_raw(out, x);
+}
+template <class T> void read_vector(const std::string& in, std::size_t& at, std::size_t from, std::vector<T>& v) {
+    const auto n = rl::detail::read_raw<std::uint64_t>(in, at, from);
+    if (n > (in.size() - at) / sizeof(T))
+        throw error("tasks::pretrain_placement_policy", concat("rank ", from, " sent ", n, " values of a decision"),
+                    "no more than its bytes hold");
+    v.resize(static_cast<std::size_t>(n));
+    for (T& x : v) x = rl::detail::read_raw<T>(in, at, from);
+}
+
+/// @brief Gives every rank the best decision (and its simulation, without a trace) of every pair:
+/// pair k's from rank k mod ranks, which held it; the ranks need not build the others' tasks.
+inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::scored_decision>& best) {
+    const std::size_t R = sh.ranks(), me = sh.rank();
+    std::string mine;
+    for (std::size_t k = me; k < best.size(); k += R) {
+        const auto& d = best[k];
+        append_vector(mine, d.decision.placement);
+        append_vector(mine, d.decision.priorities);
+        append_vector(mine, d.decision.fusion);
+        rl::detail::append_raw(mine, d.result.step_time);
+        append_vector(mine, d.result.busy_time);
+        append_vector(mine, d.result.peak_memory);
+        append_vector(mine, d.result.out_of_memory);
+        rl::detail::append_raw(mine, static_cast<std::uint8_t>(d.result.oom));
+        rl::detail::append_raw(mine, d.result.bytes_moved);
+        rl::detail::append_raw(mine, static_cast<std::uint64_t>(d.result.num_transfers));
+    }
+    const auto all = sh.all_gather(mine);
+    if (all.size() != R)
+        throw error("tasks::pretrain_placement_policy", concat("all_gather returned ", all.size(), " parts"),
+                    concat(R, ", one per rank"));
+    for (std::size_t r = 0; r < R; ++r) {
+        if (r == me) continue;
+        std::size_t at = 0;
+        for (std::size_t k = r; k < best.size(); k += R) {
+            auto& d = best[k];
+            read_vector(all[r], at, r, d.decision.placement);
+            read_vector(all[r], at, r, d.decision.priorities);
+            read_vector(all[r], at, r, d.decision.fusion);
+            d.result.step_time = rl::detail::read_raw<double>(all[r], at, r);
+            read_vector(all[r], at, r, d.result.busy_time);
+            read_vector(all[r], at, r, d.result.peak_memory);
+            read_vector(all[r], at, r, d.result.out_of_memory);
+            d.result.oom = rl::detail::read_raw<std::uint8_t>(all[r], at, r) != 0;
+            d.result.bytes_moved = rl::detail::read_raw<std::int64_t>(all[r], at, r);
+            d.result.num_transfers = static_cast<std::size_t>(rl::detail::read_raw<std::uint64_t>(all[r], at, r));
+        }
+    }
+}
+
+}  // namespace detail
+
 /// @brief Pre-trains one policy to place every graph of `graphs` on every cluster of `clusters`,
 /// `schedule.updates_per_pair` updates at a time, `config.ppo.updates` in all; the network and
 /// Adam's moments are shared, the reward baseline is each pair's own. Clusters of different device
@@ -68,7 +126,8 @@ struct pretrain_result {
 /// (rl::ppo::update_mixed; the checkpoint is written every pairs-count updates and at the end),
 /// `config.resume` continues from the checkpoint when it exists, and with config.ppo.sharding the
 /// ranks divide the pairs between them (pair k on rank k mod ranks; rank 0 writes; every rank
-/// returns every pair's best decision). The best decisions are those sampled in this run.
+/// returns every pair's best decision, simulated by the rank that held it, without a trace). The best
+/// decisions are those sampled in this run.
 /// @throws goopt::error for no graph or cluster, no checkpoint path, a warm start, incumbent or
 /// resume (they belong to one graph; a mixed run resumes), several device counts with a per-device
 /// head, updates_per_pair 0, or a mixed run with more ranks than pairs.
@@ -153,24 +212,6 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
             if (!w.on_update(trainer.update_mixed(std::span<task_type* const>(envs), rng, w))) break;
             if (trainer.updates_done() % tasks.size() == 0) trainer.save_checkpoint(config.checkpoint, rng);
         }
-        if (ranks > 1) {  // every rank gets the best decision of every pair, for the result
-            std::string mine;
-            for (std::size_t k = rank; k < tasks.size(); k += ranks) {
-                rl::detail::append_raw(mine, static_cast<std::uint64_t>(best[k].actions.size()));
-                for (int a : best[k].actions) rl::detail::append_raw(mine, static_cast<std::int32_t>(a));
-                rl::detail::append_raw(mine, best[k].top);
-            }
-            const auto all = config.ppo.sharding->all_gather(mine);
-            for (std::size_t r = 0; r < ranks && all.size() == ranks; ++r) {
-                std::size_t at = 0;
-                for (std::size_t k = r; k < tasks.size(); k += ranks) {
-                    best[k].actions.resize(
-                        static_cast<std::size_t>(rl::detail::read_raw<std::uint64_t>(all[r], at, r)));
-                    for (int& a : best[k].actions) a = rl::detail::read_raw<std::int32_t>(all[r], at, r);
-                    best[k].top = rl::detail::read_raw<typename task_type::outcome>(all[r], at, r);
-                }
-            }
-        }
     }
     for (std::size_t i = 0; !schedule.mixed && !w.stopped && trainer.updates_done() < config.ppo.updates;
          i = (i + 1) % tasks.size()) {
@@ -188,18 +229,14 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     r.samples = trainer.samples_done();
     for (std::size_t k = 0; k < tasks.size(); ++k) {
         sim::scored_decision d;
-        if (!best[k].actions.empty()) {
-            // a pair another rank held: its task is made here for the result alone
-            std::unique_ptr<task_type> made;
-            if (!tasks[k])
-                made = std::make_unique<task_type>(graphs[k / clusters.size()], clusters[k % clusters.size()], cost,
-                                                   config.task);
-            task_type& t = tasks[k] ? *tasks[k] : *made;
-            d.decision = t.decide(best[k].actions);
-            d.result = sim::run(t.simulator(), d.decision);
+        if (tasks[k] && !best[k].actions.empty()) {
+            d.decision = tasks[k]->decide(best[k].actions);
+            d.result = sim::run(tasks[k]->simulator(), d.decision);
         }
         r.best.push_back(std::move(d));
     }
+    // a mixed run on several ranks: each pair's best comes from the rank that held it
+    if (ranks > 1) detail::share_best_decisions(*config.ppo.sharding, r.best);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
