@@ -2,10 +2,13 @@
 // Experiment "training": synchronous data-parallel PPO on a graph of thousands of ops: samples per
 // second, seconds per update, peak memory per rank, bytes each rank sends per update, and whether
 // the N-rank parameters are the 1-rank ones bit for bit.
+// Experiment "mixed": pre-training across graphs with updates that mix them (goopt train --mixed),
+// the ranks holding different graphs and summing their gradients: samples per second, seconds per
+// update, bytes each rank sends per update, and whether the N-rank checkpoint is the 1-rank one.
 // Experiment "generation": rule generation of TASO's world at each --depth: seconds, peak memory per
 // rank, bytes each rank sends, and whether the N-rank rule file is the 1-rank one byte for byte.
-//   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,generation]
-//          [--model rnnlm4] [--depth 3] [--out FILE]
+//   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,mixed,generation]
+//          [--model rnnlm4] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3] [--out FILE]
 // Each 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks
 // run the same work together. Started without mpirun: the 1-rank rows alone.
 #include "benchmark_main.hpp"
@@ -18,6 +21,7 @@
 #include <goopt/subst/generation/generate_rules.hpp>
 #include <goopt/subst/world.hpp>
 #include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/pretrain.hpp>
 #include <goopt/tasks/train.hpp>
 
 #include <nlohmann/json.hpp>
@@ -30,11 +34,14 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace goopt;
 
@@ -76,6 +83,34 @@ training_run train_placement(const graph::computation_graph& g, const device::cl
         out.parameters.append(reinterpret_cast<const char*>(p->value.data()),
                               static_cast<std::size_t>(p->value.size()) * sizeof(float));
     return out;
+}
+
+/// `goopt train --mixed` on `graphs` (the shipped network, one worker thread per rank): `updates`
+/// updates of `samples` samples per graph, the checkpoint to `file` (rank 0's when `sharding` is set).
+training_run pretrain_mixed(std::span<const graph::computation_graph> graphs,
+                            const device::cluster<device::device_spec>& cl, std::size_t updates, std::size_t samples,
+                            rl::sample_sharding* sharding, const std::filesystem::path& file) {
+    auto cfg = tasks::shipped_placement_config(updates);
+    cfg.ppo.samples_per_update = samples;
+    cfg.ppo.sharding = sharding;
+    cfg.checkpoint = file;
+    std::mt19937_64 rng(1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    const auto r =
+        tasks::pretrain_placement_policy(graphs, std::span<const device::cluster<device::device_spec>>(&cl, 1),
+                                         cost::roofline_model{}, cfg, {.mixed = true}, rng);
+    training_run out;
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    out.samples = r.samples;
+    return out;
+}
+
+/// The bytes of a file (empty when it is absent).
+std::string file_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// Resets this process's peak resident memory (VmHWM) to its current size (Linux 4.0+), so that
@@ -134,6 +169,8 @@ int run(int argc, char** argv) {
     std::string model = "rnnlm4", cluster = "4xV100:nvlink", out;
     std::size_t updates = 3, samples = 16;
     std::vector<std::string> experiments{"training", "generation"};
+    std::vector<std::string> mixed_models{"rnnlm2", "wavenet_2x18"};
+    std::size_t mixed_samples = 8;
     std::vector<std::size_t> depths{3};
     bench::command_line cli("distributed", "Data-parallel PPO on 1 and N MPI ranks (run it under mpirun -np N)");
     cli.add_option("--model", model, "A model of the zoo (its training graph where it has one)")->capture_default_str();
@@ -144,9 +181,15 @@ int run(int argc, char** argv) {
     cli.add_option("--samples", samples, "Samples per update (all ranks together)")
         ->transform(bench::count(1, 100000))
         ->capture_default_str();
-    cli.add_option("--experiments", experiments, "training, generation or both")
+    cli.add_option("--experiments", experiments, "training, mixed, generation (comma-separated)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"training", "generation"}))
+        ->check(CLI::IsMember({"training", "mixed", "generation"}))
+        ->capture_default_str();
+    cli.add_option("--mixed-models", mixed_models, "The graphs of the mixed pre-training (ranks hold different ones)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cli.add_option("--mixed-samples", mixed_samples, "Samples per graph and update of the mixed pre-training")
+        ->transform(bench::count(1, 100000))
         ->capture_default_str();
     cli.add_option("--depth", depths, "Rule generation depths (repeatable or comma-separated)")
         ->delimiter(',')
@@ -219,6 +262,75 @@ int run(int argc, char** argv) {
             MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0)
                 rows.push_back(row(ranks, shared, cpu, most[0], most[1], shared.parameters == alone.parameters));
+        }
+#endif
+    }
+    if (wanted("mixed")) {
+        std::vector<graph::computation_graph> graphs;
+        std::size_t ops = 0;
+        std::string names;
+        for (const auto& m : mixed_models) {
+            graphs.push_back(models::find_workload(m).build());
+            ops += graphs.back().num_ops();
+            names += concat(names.empty() ? "" : ",", m);
+        }
+        const auto cl = device::parse_cluster(cluster);
+        const auto dir = std::filesystem::temp_directory_path();
+        const auto one_file = dir / concat("goopt_distributed_mixed_1_", ::getpid(), ".ckpt");
+        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
+                       bool same) {
+            const double per_s = static_cast<double>(r.samples) / r.seconds;
+            std::printf(
+                "mixed %-20s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank "
+                " "
+                "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
+                names.c_str(), n, ops, per_s, r.seconds / static_cast<double>(updates),
+                cpu / static_cast<double>(updates), static_cast<double>(peak) / (1 << 20),
+                static_cast<unsigned long long>(bytes), same ? "yes" : "no");
+            std::fflush(stdout);
+            return nlohmann::json{{"experiment", "mixed_pretraining"},
+                                  {"ranks", n},
+                                  {"threads_per_rank", 1},
+                                  {"graph", names},
+                                  {"ops", ops},
+                                  {"samples_per_update", mixed_samples * graphs.size()},
+                                  {"updates", updates},
+                                  {"samples_per_s", per_s},
+                                  {"seconds", r.seconds},
+                                  {"seconds_per_update", r.seconds / static_cast<double>(updates)},
+                                  {"cpu_seconds_per_update_per_rank", cpu / static_cast<double>(updates)},
+                                  {"peak_memory_bytes_per_rank", peak},
+                                  {"bytes_sent_per_rank_per_update", bytes},
+                                  {"identical_to_one_rank", same}};
+        };
+        std::string alone_file;
+        if (rank == 0) {
+            reset_peak_memory();
+            const auto alone = pretrain_mixed(graphs, cl, updates, mixed_samples, nullptr, one_file);
+            alone_file = file_bytes(one_file);
+            std::filesystem::remove(one_file);
+            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+        }
+#if GOOPT_HAS_MPI
+        if (world) {
+            wait_for_rank0();
+            mpi::sample_sharding sh(*world);
+            const auto gathered = sh.all_gather(std::to_string(::getpid()));
+            const auto shared_file = dir / concat("goopt_distributed_mixed_n_", gathered.at(0), ".ckpt");
+            const std::uint64_t before = sh.bytes_sent();
+            reset_peak_memory();
+            const auto shared = world->run_or_abort(
+                [&] { return pretrain_mixed(graphs, cl, updates, mixed_samples, &sh, shared_file); });
+            unsigned long long mine[2] = {bench::peak_memory_bytes(), (sh.bytes_sent() - before) / updates},
+                               most[2] = {0, 0};
+            MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+            double cpu = 0;
+            MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0) {
+                const bool same = !alone_file.empty() && file_bytes(shared_file) == alone_file;
+                std::filesystem::remove(shared_file);
+                rows.push_back(row(ranks, shared, cpu, most[0], most[1], same));
+            }
         }
 #endif
     }

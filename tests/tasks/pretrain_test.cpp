@@ -128,3 +128,101 @@ TEST_CASE("the shipped placement policy fits this build's network") {
     CHECK_NOTHROW(tasks::check_placement_policy(file));
     CHECK(tasks::checkpoint_any_device_count(file));
 }
+
+namespace {
+
+/// `chains` independent chains of `length` matmuls on one input, summed: spreading the chains over
+/// the devices pays, and a brute force over every deciding op finds the best placement.
+graph::computation_graph parallel_chains(int chains, int length) {
+    graph::computation_graph g(concat("chains_", chains, "x", length));
+    const auto x = g.input("x", {256, 256});
+    std::vector<graph::tensor_id> ends;
+    for (int b = 0; b < chains; ++b) {
+        auto t = x;
+        for (int k = 0; k < length; ++k)
+            t = g.add1(ops::op_kind::matmul, {t, g.weight(concat("w", b, "_", k), {256, 256})});
+        ends.push_back(t);
+    }
+    auto sum = ends[0];
+    for (std::size_t b = 1; b < ends.size(); ++b) sum = g.add1(ops::op_kind::ewadd, {sum, ends[b]});
+    g.mark_output(sum);
+    return g;
+}
+
+/// The best step time of any placement of `g` on `c` (every deciding op on every device).
+double brute_force_step(const graph::computation_graph& g, const device::cluster<device::device_spec>& c) {
+    tasks::placement_task<device::device_spec> task(g, c);
+    std::vector<graph::op_id> deciding;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (task.active()[o]) deciding.push_back(o);
+    const std::size_t d = c.num_devices();
+    std::size_t combos = 1;
+    for (std::size_t i = 0; i < deciding.size(); ++i) combos *= d;
+    double best = 1e300;
+    std::vector<int> acts(g.num_ops(), 0);
+    for (std::size_t code = 0; code < combos; ++code) {
+        for (std::size_t i = 0, rest = code; i < deciding.size(); ++i, rest /= d)
+            acts[deciding[i]] = static_cast<int>(rest % d);
+        best = std::min(best, task.score(task.decide(acts), 0).step_time);
+    }
+    return best;
+}
+
+tasks::pretrain_result mixed_run(std::span<const graph::computation_graph> graphs,
+                                 const device::cluster<device::device_spec>& c, tasks::placement_config cfg,
+                                 std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    return tasks::pretrain_placement_policy(graphs, std::span<const device::cluster<device::device_spec>>(&c, 1),
+                                            cost::roofline_model{}, cfg, {.mixed = true}, rng);
+}
+
+}  // namespace
+
+TEST_CASE("pretrain_placement_policy, mixed updates: two graphs at once reach their optima, reproducibly") {
+    const std::vector<graph::computation_graph> graphs{parallel_chains(3, 2), parallel_chains(2, 3)};
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    const auto dir = std::filesystem::temp_directory_path();
+    const auto a = dir / "goopt_pretrain_mixed_a.ckpt", b = dir / "goopt_pretrain_mixed_b.ckpt";
+    auto cfg = pair_config(30);
+    cfg.policy.head = nn::first_head::per_choice;
+    cfg.task = {};  // the independent decoder: every node's device drawn from the policy alone
+    cfg.ppo.learning_rate = 1e-3;
+    cfg.checkpoint = a;
+    const auto r = mixed_run(graphs, cl, cfg, 5);
+    CHECK(r.updates == 30);
+    CHECK(r.samples == 30 * 8 * 2);  // every update samples both graphs
+    REQUIRE(r.best.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+        CAPTURE(k);
+        const double optimum = brute_force_step(graphs[k], cl);
+        sim::simulator s(graphs[k], cl);
+        CHECK(optimum < s.run(sim::placement(graphs[k].num_ops(), 0)).step_time * 0.8);  // spreading pays
+        CHECK(r.best[k].result.step_time == doctest::Approx(optimum).epsilon(1e-12));
+    }
+    // the same seed, the same file; a run stopped at 12 updates and resumed to 30 writes it too
+    cfg.checkpoint = b;
+    mixed_run(graphs, cl, cfg, 5);
+    CHECK(bytes_of(a) == bytes_of(b));
+    auto part = cfg;
+    part.ppo.updates = 12;
+    mixed_run(graphs, cl, part, 5);
+    CHECK(bytes_of(a) != bytes_of(b));
+    cfg.resume = true;
+    const auto resumed = mixed_run(graphs, cl, cfg, 99);  // the generator's state comes from the file
+    CHECK(resumed.updates == 30);
+    CHECK(bytes_of(a) == bytes_of(b));
+    // a pair head serves two device counts in one update
+    const std::vector<device::cluster<device::device_spec>> two_counts{device::parse_cluster("2xV100:nvlink"),
+                                                                       device::parse_cluster("3xV100:nvlink")};
+    auto pair = pair_config(3);
+    pair.checkpoint = b;
+    std::mt19937_64 rng(3);
+    const auto p = tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                                    std::span<const device::cluster<device::device_spec>>(two_counts),
+                                                    cost::roofline_model{}, pair, {.mixed = true}, rng);
+    CHECK(p.samples == 3 * 8 * 4);
+    for (const auto& d : p.best) CHECK(d.result.step_time > 0);
+    CHECK(tasks::checkpoint_any_device_count(b));
+    std::filesystem::remove(a);
+    std::filesystem::remove(b);
+}

@@ -178,7 +178,7 @@ struct pretrain_summary {
 };
 pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, std::span<const cluster_type> clusters,
                                     nn::first_head head, const budget& limits, std::uint64_t seed,
-                                    const std::string& checkpoint, std::size_t updates_per_graph,
+                                    const std::string& checkpoint, std::size_t updates_per_graph, bool mixed,
                                     progress_line& progress);
 /// PPO-trained scheduling: priority per op.
 task_status scheduling_status();

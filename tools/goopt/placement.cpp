@@ -96,7 +96,7 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
 
 pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, std::span<const cluster_type> clusters,
                                     nn::first_head head, const budget& limits, std::uint64_t seed,
-                                    const std::string& checkpoint, std::size_t updates_per_graph,
+                                    const std::string& checkpoint, std::size_t updates_per_graph, bool mixed,
                                     progress_line& progress) {
     auto config = settings(limits.steps, head);
     config.checkpoint = checkpoint;
@@ -116,7 +116,7 @@ pretrain_summary pretrain_placement(std::span<const loaded_graph> inputs, std::s
     std::mt19937_64 rng(seed);
     const auto r = tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs), clusters,
                                                     cost::roofline_model{}, config,
-                                                    {.updates_per_pair = updates_per_graph}, rng, v);
+                                                    {.updates_per_pair = updates_per_graph, .mixed = mixed}, rng, v);
     progress.clear();
     pretrain_summary out{{}, r.updates, r.samples, r.seconds};
     for (const auto& b : r.best) out.best.push_back(b.result);

@@ -18,6 +18,7 @@ struct train_flags {
     std::vector<std::string> clusters;
     budget limits{.steps = 100};
     std::size_t updates_per_graph = 1;
+    bool mixed = false;
     std::uint64_t seed = 1;
     bool quiet = false;
 };
@@ -34,12 +35,13 @@ int run_train(train_flags& f) {
     for (const auto& c : clusters) names += concat(names.empty() ? "" : ", ", c.description());
     const auto head = f.head == "pair" ? nn::first_head::pair : nn::first_head::per_choice;
     progress_line progress(f.quiet);
-    const auto r =
-        pretrain_placement(inputs, clusters, head, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph, progress);
+    const auto r = pretrain_placement(inputs, clusters, head, f.limits, f.seed, f.checkpoint_out, f.updates_per_graph,
+                                      f.mixed, progress);
     std::printf(
-        "placement policy pre-trained on %zu graphs on %s: %zu PPO updates, %zu samples, %.1f s; seed %llu; %s head\n",
-        inputs.size(), names.c_str(), r.updates, r.samples, r.seconds, static_cast<unsigned long long>(f.seed),
-        f.head.c_str());
+        "placement policy pre-trained on %zu graphs on %s: %zu PPO updates%s, %zu samples, %.1f s; seed %llu; %s "
+        "head\n",
+        inputs.size(), names.c_str(), r.updates, f.mixed ? " mixing every pair" : "", r.samples, r.seconds,
+        static_cast<unsigned long long>(f.seed), f.head.c_str());
     std::printf("%-20s %8s %-16s %14s\n", "graph", "ops", "cluster", "best sampled");
     for (std::size_t k = 0; k < inputs.size(); ++k)
         for (std::size_t c = 0; c < clusters.size(); ++c) {
@@ -90,6 +92,9 @@ command add_train_command(CLI::App& root) {
                     "Updates on one (graph, cluster) before the next one's (the schedule)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
         ->capture_default_str();
+    app->add_flag("--mixed", flags->mixed,
+                  "Every update mixes every (graph, cluster) pair (samples of each, advantages per pair, gradients "
+                  "summed) instead of switching pairs; under mpirun the ranks hold different pairs");
     app->add_option("--time", flags->limits.seconds, "Wall-time budget in seconds (0: none)")
         ->check(finite_range(0.0, 1e9))
         ->type_name("SECONDS")

@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -156,6 +158,22 @@ public:
     template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
     requires std::uniform_random_bit_generator<Rng> update_stats update(Rng& rng, Visitor&& visitor = {});
 
+    /// @brief One PPO update whose samples come from several environments at once (pre-training
+    /// across graphs and clusters): `samples_per_update` samples of each, advantages normalized per
+    /// environment (its own samples' mean, or its value with the value head, and spread); each
+    /// minibatch step then sums the environments' loss gradients in environment order and takes one
+    /// Adam step. Environment k draws from its own generator, seeded from `rng` in environment
+    /// order. With ppo_config::sharding the ranks hold different environments: environment k lives
+    /// on rank k mod ranks() (envs[k] is null on the others); each rank computes its environments'
+    /// gradients and an all-gather gives every rank all of them, summed in the same order as one
+    /// process sums them, so N ranks give the single-process parameters bit for bit on any N.
+    /// The visitor sees this rank's environments' samples, with an optional on_environment(k) hook
+    /// before environment k's. The moving-average baseline, kept for one environment, is not used.
+    /// @throws goopt::error for no environment, or one held on the wrong rank.
+    template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
+    requires std::uniform_random_bit_generator<Rng> update_stats update_mixed(std::span<Env* const> envs, Rng& rng,
+                                                                              Visitor&& visitor = {});
+
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
     /// parameters with Adam's moments, counters, the baseline, the generator's state and the
     /// caller's `extra` bytes (e.g. the best decision so far), then a checksum. With
@@ -192,6 +210,23 @@ public:
     }
 
 private:
+    /// One environment's samples of an update, ready for the minibatch steps.
+    struct rollout {
+        std::vector<std::uint8_t> active;
+        std::vector<std::vector<int>> actions;       ///< per sample (the mode's dropped)
+        std::vector<double> r, adv;                  ///< rewards; advantages (set by the caller)
+        std::vector<nn::matrix<double>> bias;        ///< per sample under a guided decoder, else none
+        std::vector<std::vector<double>> old_taken;  ///< per sample and node: log-probability when drawn
+        double entropy = 0, mean = 0, spread = 0, best = 0, mode = 0;
+    };
+    /// Draws and evaluates `env`'s samples from `logits` (the mode after them), sharing them among
+    /// the ranks of `sharding` when it is not null.
+    template <std::uniform_random_bit_generator Rng, class Visitor>
+    rollout collect(Env& env, const typename Env::observation& obs, const nn::matrix<scalar>& logits, Rng& rng,
+                    Visitor& visitor, sample_sharding* sharding);
+    /// detail::ppo_minibatch_loss of `ro`'s samples `batch` under the network's output `out`.
+    template <class Output>
+    auto minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch) const;
     template <std::uniform_random_bit_generator Rng> void imitate(Rng& rng);
     // 0 for a network whose checkpoint serves any number of choices (nn::first_head::pair)
     std::size_t choices_saved() const {
@@ -322,6 +357,14 @@ inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits,
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <class Output>
+auto ppo<Env, Net>::minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch) const {
+    return detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(), batch,
+                                      std::span<const std::vector<int>>(ro.actions), ro.old_taken, ro.adv, ro.active,
+                                      c_, static_cast<double>(out.value), ro.r, ro.bias);
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <std::uniform_random_bit_generator Rng>
 void ppo<Env, Net>::imitate(Rng& rng) {
     const auto& obs = env_->observe(rng);
@@ -367,13 +410,12 @@ void ppo<Env, Net>::imitate(Rng& rng) {
 }
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
-template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
-requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
-    const auto& obs = env_->observe(rng);
-    const auto active = env_->active();
-    const std::size_t K = c_.samples_per_update, k_choices = env_->num_choices();
-    auto first = net_->evaluate(obs, {});
-    const nn::matrix<scalar>& logits = first.logits.at(0);
+template <std::uniform_random_bit_generator Rng, class Visitor>
+typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename Env::observation& obs,
+                                                       const nn::matrix<scalar>& logits, Rng& rng, Visitor& visitor,
+                                                       sample_sharding* sharding) {
+    const auto active = env.active();
+    const std::size_t K = c_.samples_per_update, k_choices = env.num_choices();
     const auto n = static_cast<std::size_t>(logits.rows());
     if (n != active.size() || static_cast<std::size_t>(logits.cols()) != k_choices)
         throw error("rl::ppo", concat("the network gives ", logits.rows(), " x ", logits.cols(), " logits"),
@@ -382,21 +424,23 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     std::size_t n_active = 0;
     for (auto a : active) n_active += a != 0;
     if (n_active == 0) throw error("rl::ppo", "the environment has no active node", "at least one");
-    update_stats st;
+    rollout ro;
+    ro.active.assign(active.begin(), active.end());
     for (std::size_t i = 0; i < n; ++i) {
         if (!active[i]) continue;
-        for (std::size_t j = 0; j < k_choices; ++j) st.entropy -= std::exp(old_lp(i, j)) * old_lp(i, j);
+        for (std::size_t j = 0; j < k_choices; ++j) ro.entropy -= std::exp(old_lp(i, j)) * old_lp(i, j);
     }
-    st.entropy /= static_cast<double>(n_active);
+    ro.entropy /= static_cast<double>(n_active);
 
     // a guided environment decodes each sample itself (on the workers, each from its own seed drawn
     // here in order, so any thread count gives the same samples) and reports the bias it added
     const bool guided = [&] {
-        if constexpr (GuidedEnvironment<Env>) return static_cast<bool>(env_->guided());
+        if constexpr (GuidedEnvironment<Env>) return static_cast<bool>(env.guided());
         else return false;
     }();
     const std::size_t E = K + (c_.evaluate_mode ? 1 : 0);  // the mode is evaluated last, not trained on
-    std::vector<std::vector<int>> actions(E);
+    std::vector<std::vector<int>>& actions = ro.actions;
+    actions.resize(E);
     std::vector<nn::matrix<float>> drawn_bias;
     std::vector<std::uint64_t> seeds;
     nn::matrix<double> logits_d;
@@ -412,7 +456,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     std::vector<outcome> outs(E);
     const std::size_t T = std::min(c_.threads, K);
     // with sharding, this process evaluates samples rank, rank + ranks, ... and receives the others'
-    const std::size_t rank = c_.sharding ? c_.sharding->rank() : 0, ranks = c_.sharding ? c_.sharding->ranks() : 1;
+    const std::size_t rank = sharding ? sharding->rank() : 0, ranks = sharding ? sharding->ranks() : 1;
     std::vector<std::exception_ptr> failed(T);
     // every exception, of any type, is carried to this thread and rethrown once all workers have
     // joined: one escaping a std::thread would terminate the program instead
@@ -421,7 +465,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             for (std::size_t s = rank + w * ranks; s < E; s += T * ranks) {
                 if constexpr (GuidedEnvironment<Env>)
                     if (guided) {  // the mode: the decoder's greedy decision
-                        guided_sample g = env_->decode(obs, logits_d, seeds[s], s >= K, w);
+                        guided_sample g = env.decode(obs, logits_d, seeds[s], s >= K, w);
                         if (g.actions.size() != n || static_cast<std::size_t>(g.bias.rows()) != n ||
                             static_cast<std::size_t>(g.bias.cols()) != k_choices)
                             throw error("rl::ppo",
@@ -431,7 +475,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
                         actions[s] = std::move(g.actions);
                         drawn_bias[s] = std::move(g.bias);
                     }
-                outs[s] = env_->evaluate(obs, actions[s], w);
+                outs[s] = env.evaluate(obs, actions[s], w);
             }
         } catch (...) {
             failed[w] = std::current_exception();
@@ -446,48 +490,63 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     for (auto& f : failed)
         if (f) std::rethrow_exception(f);
     if constexpr (std::is_trivially_copyable_v<outcome>)  // else the constructor refused sharding
-        if (c_.sharding)
-            detail::share_samples(*c_.sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
+        if (sharding)
+            detail::share_samples(*sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
                                   std::span<nn::matrix<float>>(drawn_bias));
-    std::vector<double> r(K);
+    ro.r.resize(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
-        r[s] = static_cast<double>(outs[s].reward);
+        ro.r[s] = static_cast<double>(outs[s].reward);
     }
     if (c_.evaluate_mode) {
-        st.mode_reward = static_cast<double>(outs[K].reward);
+        ro.mode = static_cast<double>(outs[K].reward);
         notify_mode(visitor, std::span<const int>(actions[K]), outs[K]);
     }
-    samples_ += K;
-    const double mean = std::accumulate(r.begin(), r.end(), 0.0) / static_cast<double>(K);
+    ro.mean = std::accumulate(ro.r.begin(), ro.r.end(), 0.0) / static_cast<double>(K);
     double var = 0;
-    for (double x : r) var += (x - mean) * (x - mean);
-    const double spread = std::sqrt(var / static_cast<double>(K));
-    st.mean_reward = mean;
-    st.best_reward = *std::max_element(r.begin(), r.end());
-    double base = 0;
-    if (c_.baseline == baseline_kind::value_head) base = static_cast<double>(first.value);
-    else {
-        base = average_set_ ? average_ : mean;
-        average_ = average_set_ ? c_.baseline_decay * average_ + (1 - c_.baseline_decay) * mean : mean;
-        average_set_ = true;
-    }
-    std::vector<double> adv(K);
-    for (std::size_t s = 0; s < K; ++s)
-        adv[s] = (r[s] - base) / (c_.normalize_advantages && spread > 1e-12 ? spread : 1.0);
+    for (double x : ro.r) var += (x - ro.mean) * (x - ro.mean);
+    ro.spread = std::sqrt(var / static_cast<double>(K));
+    ro.best = *std::max_element(ro.r.begin(), ro.r.end());
 
     // each sample's log-probability per node when it was drawn (the ratio's denominator): of
     // softmax(logits), or under a guided decoder of softmax(logits + the decoder's bias), which is
     // fixed per sample, so the ratio of the decoder's own draw is exact
-    std::vector<nn::matrix<double>> bias;
-    for (std::size_t s = 0; s < K && guided; ++s) bias.push_back(drawn_bias[s].template cast<double>());
+    for (std::size_t s = 0; s < K && guided; ++s) ro.bias.push_back(drawn_bias[s].template cast<double>());
     drawn_bias.clear();
-    std::vector<std::vector<double>> old_taken(K, std::vector<double>(n));
+    ro.old_taken.assign(K, std::vector<double>(n));
     for (std::size_t s = 0; s < K; ++s) {
-        const nn::matrix<double> lp_s = guided ? detail::log_probs<double>(logits_d + bias[s]) : nn::matrix<double>();
+        const nn::matrix<double> lp_s =
+            guided ? detail::log_probs<double>(logits_d + ro.bias[s]) : nn::matrix<double>();
         const nn::matrix<double>& from = guided ? lp_s : old_lp;
-        for (std::size_t i = 0; i < n; ++i) old_taken[s][i] = from(static_cast<Eigen::Index>(i), actions[s][i]);
+        for (std::size_t i = 0; i < n; ++i) ro.old_taken[s][i] = from(static_cast<Eigen::Index>(i), actions[s][i]);
     }
+    actions.resize(K);
+    return ro;
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
+    const auto& obs = env_->observe(rng);
+    auto first = net_->evaluate(obs, {});
+    rollout ro = collect(*env_, obs, first.logits.at(0), rng, visitor, c_.sharding);
+    const std::size_t K = c_.samples_per_update;
+    update_stats st;
+    st.entropy = ro.entropy;
+    st.mean_reward = ro.mean;
+    st.best_reward = ro.best;
+    st.mode_reward = ro.mode;
+    samples_ += K;
+    double base = 0;
+    if (c_.baseline == baseline_kind::value_head) base = static_cast<double>(first.value);
+    else {
+        base = average_set_ ? average_ : ro.mean;
+        average_ = average_set_ ? c_.baseline_decay * average_ + (1 - c_.baseline_decay) * ro.mean : ro.mean;
+        average_set_ = true;
+    }
+    ro.adv.resize(K);
+    for (std::size_t s = 0; s < K; ++s)
+        ro.adv[s] = (ro.r[s] - base) / (c_.normalize_advantages && ro.spread > 1e-12 ? ro.spread : 1.0);
 
     std::vector<std::size_t> order(K);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -500,15 +559,145 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             // the first step's parameters are those the samples were drawn with: its forward pass is
             // the sampling one, whose activations the network still holds for backward
             auto out = epoch == 0 && b0 == 0 ? std::move(first) : net_->evaluate(obs, {});
-            const auto mb = detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(),
-                                                       std::span<const std::size_t>(order).subspan(b0, m),
-                                                       std::span<const std::vector<int>>(actions).first(K), old_taken,
-                                                       adv, active, c_, static_cast<double>(out.value), r, bias);
+            const auto mb = minibatch_loss(ro, out, std::span<const std::size_t>(order).subspan(b0, m));
             clipped += mb.clipped;
             counted += mb.counted;
             net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));
             step(mb.loss);
             st.loss = mb.loss;
+        }
+        st.clip_fraction = counted ? static_cast<double>(clipped) / static_cast<double>(counted) : 0.0;
+    }
+    st.update = ++updates_;
+    st.samples = samples_;
+    return st;
+}
+
+template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update_mixed(std::span<Env* const> envs,
+                                                                                         Rng& rng, Visitor&& visitor) {
+    constexpr std::string_view who = "rl::ppo::update_mixed";
+    const std::size_t G = envs.size(), K = c_.samples_per_update;
+    const std::size_t me = c_.sharding ? c_.sharding->rank() : 0, R = c_.sharding ? c_.sharding->ranks() : 1;
+    if (G == 0) throw error(who, "no environment", "at least one");
+    for (std::size_t k = 0; k < G; ++k)
+        if ((envs[k] != nullptr) != (k % R == me))
+            throw error(who,
+                        concat("environment ", k, envs[k] ? " is held" : " is missing", " on rank ", me, " of ", R),
+                        concat("environment k on rank k mod ", R, " only"));
+    // one stream per environment, seeded in environment order from the caller's generator: a sample
+    // does not depend on which rank draws it
+    std::vector<std::uint64_t> seeds(G);
+    {
+        std::uniform_int_distribution<std::uint64_t> draw;
+        for (auto& s : seeds) s = draw(rng);
+    }
+    struct held {
+        std::size_t k;
+        Env* env;
+        const typename Env::observation* obs;
+        std::mt19937_64 rng;
+        rollout ro;
+        std::vector<std::size_t> order;
+    };
+    std::vector<held> mine;
+    for (std::size_t k = me; k < G; k += R) {
+        held h{k, envs[k], nullptr, std::mt19937_64(seeds[k]), {}, {}};
+        h.env->set_workers(std::min(c_.threads, K));
+        h.obs = &h.env->observe(h.rng);
+        const auto first = net_->evaluate(*h.obs, {});
+        if constexpr (requires { visitor.on_environment(k); }) visitor.on_environment(k);
+        h.ro = collect(*h.env, *h.obs, first.logits.at(0), h.rng, visitor, nullptr);
+        // advantages per environment: its own samples' mean (or its value) and spread
+        const double base = c_.baseline == baseline_kind::value_head ? static_cast<double>(first.value) : h.ro.mean;
+        h.ro.adv.resize(K);
+        for (std::size_t s = 0; s < K; ++s)
+            h.ro.adv[s] = (h.ro.r[s] - base) / (c_.normalize_advantages && h.ro.spread > 1e-12 ? h.ro.spread : 1.0);
+        h.order.resize(K);
+        std::iota(h.order.begin(), h.order.end(), std::size_t{0});
+        mine.push_back(std::move(h));
+    }
+    // every environment's figures, in environment order, on every rank
+    auto gather = [&](const std::string& part) {
+        return c_.sharding ? c_.sharding->all_gather(part) : std::vector<std::string>{part};
+    };
+    auto part_of = [&](const std::vector<std::string>& all, std::size_t k) -> const std::string& {
+        if (all.size() != R)
+            throw error(who, concat("all_gather returned ", all.size(), " parts"), concat(R, ", one per rank"));
+        return all[k % R];
+    };
+    update_stats st;
+    {
+        std::string part;
+        for (const auto& h : mine)
+            for (double v : {h.ro.mean, h.ro.best, h.ro.mode, h.ro.entropy}) detail::append_raw(part, v);
+        const auto all = gather(part);
+        std::vector<std::size_t> at(R, 0);
+        st.best_reward = -std::numeric_limits<double>::infinity();
+        for (std::size_t k = 0; k < G; ++k) {
+            double v[4];
+            for (double& x : v) x = detail::read_raw<double>(part_of(all, k), at[k % R], k % R);
+            st.mean_reward += v[0] / static_cast<double>(G);
+            st.best_reward = std::max(st.best_reward, v[1]);
+            st.mode_reward += v[2] / static_cast<double>(G);
+            st.entropy += v[3] / static_cast<double>(G);
+        }
+    }
+    samples_ += K * G;
+
+    // each minibatch step: every environment's loss gradient on its own minibatch, gathered and summed
+    // in environment order (on one rank and on many the same floating-point sums), then one Adam step
+    std::vector<scalar> sum;
+    for (std::size_t epoch = 0; epoch < c_.epochs; ++epoch) {
+        for (auto& h : mine) std::shuffle(h.order.begin(), h.order.end(), h.rng);
+        std::size_t clipped = 0, counted = 0;
+        for (std::size_t b0 = 0; b0 < K; b0 += c_.minibatch) {
+            const std::size_t m = std::min(K, b0 + c_.minibatch) - b0;
+            std::string part;
+            for (auto& h : mine) {
+                nn::zero_grad(ps_);
+                const auto out = net_->evaluate(*h.obs, {});
+                const auto mb = minibatch_loss(h.ro, out, std::span<const std::size_t>(h.order).subspan(b0, m));
+                net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));
+                detail::append_raw(part, mb.loss);
+                detail::append_raw(part, static_cast<std::uint64_t>(mb.clipped));
+                detail::append_raw(part, static_cast<std::uint64_t>(mb.counted));
+                for (const auto* p : ps_) {
+                    const std::size_t at = part.size(),
+                                      bytes = static_cast<std::size_t>(p->grad.size()) * sizeof(scalar);
+                    part.resize(at + bytes);
+                    std::memcpy(part.data() + at, p->grad.data(), bytes);
+                }
+            }
+            const auto all = gather(part);
+            std::vector<std::size_t> at(R, 0);
+            nn::zero_grad(ps_);
+            double loss = 0;
+            for (std::size_t k = 0; k < G; ++k) {
+                const std::string& from = part_of(all, k);
+                std::size_t& pos = at[k % R];
+                loss += detail::read_raw<double>(from, pos, k % R);
+                clipped += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, k % R));
+                counted += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, k % R));
+                for (auto* p : ps_) {
+                    const auto count = static_cast<std::size_t>(p->grad.size());
+                    if (from.size() - pos < count * sizeof(scalar))
+                        throw error(who, concat("rank ", k % R, "'s gradient of environment ", k, " is cut short"),
+                                    concat(count, " values of '", p->name, "'"));
+                    sum.resize(count);
+                    std::memcpy(sum.data(), from.data() + pos, count * sizeof(scalar));
+                    pos += count * sizeof(scalar);
+                    scalar* g = p->grad.data();
+                    for (std::size_t i = 0; i < count; ++i) g[i] += sum[i];
+                }
+            }
+            for (std::size_t r = 0; r < R; ++r)
+                if (at[r] != all[r].size())
+                    throw error(who, concat("rank ", r, " sent ", all[r].size() - at[r], " bytes too many"),
+                                "exactly its environments' gradients");
+            step(loss);
+            st.loss = loss;
         }
         st.clip_fraction = counted ? static_cast<double>(clipped) / static_cast<double>(counted) : 0.0;
     }

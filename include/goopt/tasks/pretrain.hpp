@@ -11,6 +11,7 @@
 #include <goopt/io/binary_record.hpp>
 #include <goopt/nn/go_policy.hpp>
 #include <goopt/rl/ppo.hpp>
+#include <goopt/rl/sample_sharding.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/placement.hpp>
@@ -38,6 +39,13 @@ struct pretrain_schedule {
     /// Order of the pairs: graph-major (every cluster of graph 0, then graph 1's, ...), round after
     /// round until the budget (placement_config::ppo.updates) is spent.
     bool graph_major = true;
+    /// Mix the pairs instead of switching between them: every update samples
+    /// `config.ppo.samples_per_update` decisions on each (graph, cluster) pair, normalizes the
+    /// advantages per pair and sums the pairs' gradients in pair order at each minibatch step
+    /// (rl::ppo::update_mixed); updates_per_pair and graph_major do not apply. With
+    /// config.ppo.sharding (under mpirun) the ranks hold different pairs, pair k on rank k mod ranks,
+    /// and the result is the single process's bit for bit.
+    bool mixed = false;
 };
 
 /// What a pre-training returns.
@@ -49,6 +57,64 @@ struct pretrain_result {
     double seconds = 0;
 };
 
+namespace detail {
+
+template <class T> void append_vector(std::string& out, const std::vector<T>& v) {
+    rl::detail::append_raw(out, static_cast<std::uint64_t>(v.size()));
+    for (const T& x : v) rl::detail::append_raw(out, x);
+}
+template <class T> void read_vector(const std::string& in, std::size_t& at, std::size_t from, std::vector<T>& v) {
+    const auto n = rl::detail::read_raw<std::uint64_t>(in, at, from);
+    if (n > (in.size() - at) / sizeof(T))
+        throw error("tasks::pretrain_placement_policy", concat("rank ", from, " sent ", n, " values of a decision"),
+                    "no more than its bytes hold");
+    v.resize(static_cast<std::size_t>(n));
+    for (T& x : v) x = rl::detail::read_raw<T>(in, at, from);
+}
+
+/// @brief Gives every rank the best decision (and its simulation, without a trace) of every pair:
+/// pair k's from rank k mod ranks, which held it; the ranks need not build the others' tasks.
+inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::scored_decision>& best) {
+    const std::size_t R = sh.ranks(), me = sh.rank();
+    std::string mine;
+    for (std::size_t k = me; k < best.size(); k += R) {
+        const auto& d = best[k];
+        append_vector(mine, d.decision.placement);
+        append_vector(mine, d.decision.priorities);
+        append_vector(mine, d.decision.fusion);
+        rl::detail::append_raw(mine, d.result.step_time);
+        append_vector(mine, d.result.busy_time);
+        append_vector(mine, d.result.peak_memory);
+        append_vector(mine, d.result.out_of_memory);
+        rl::detail::append_raw(mine, static_cast<std::uint8_t>(d.result.oom));
+        rl::detail::append_raw(mine, d.result.bytes_moved);
+        rl::detail::append_raw(mine, static_cast<std::uint64_t>(d.result.num_transfers));
+    }
+    const auto all = sh.all_gather(mine);
+    if (all.size() != R)
+        throw error("tasks::pretrain_placement_policy", concat("all_gather returned ", all.size(), " parts"),
+                    concat(R, ", one per rank"));
+    for (std::size_t r = 0; r < R; ++r) {
+        if (r == me) continue;
+        std::size_t at = 0;
+        for (std::size_t k = r; k < best.size(); k += R) {
+            auto& d = best[k];
+            read_vector(all[r], at, r, d.decision.placement);
+            read_vector(all[r], at, r, d.decision.priorities);
+            read_vector(all[r], at, r, d.decision.fusion);
+            d.result.step_time = rl::detail::read_raw<double>(all[r], at, r);
+            read_vector(all[r], at, r, d.result.busy_time);
+            read_vector(all[r], at, r, d.result.peak_memory);
+            read_vector(all[r], at, r, d.result.out_of_memory);
+            d.result.oom = rl::detail::read_raw<std::uint8_t>(all[r], at, r) != 0;
+            d.result.bytes_moved = rl::detail::read_raw<std::int64_t>(all[r], at, r);
+            d.result.num_transfers = static_cast<std::size_t>(rl::detail::read_raw<std::uint64_t>(all[r], at, r));
+        }
+    }
+}
+
+}  // namespace detail
+
 /// @brief Pre-trains one policy to place every graph of `graphs` on every cluster of `clusters`,
 /// `schedule.updates_per_pair` updates at a time, `config.ppo.updates` in all; the network and
 /// Adam's moments are shared, the reward baseline is each pair's own. Clusters of different device
@@ -56,10 +122,15 @@ struct pretrain_result {
 /// output layer starts at zero (samples around m-ETF from the first update). Writes the policy to
 /// `config.checkpoint` (required, atomically, an rl::ppo checkpoint) after every round over the
 /// pairs and at the end. Randomness comes from `rng` alone: the same seed, binary and machine give
-/// the same file, byte for byte.
+/// the same file, byte for byte. With `schedule.mixed` every update mixes every pair instead
+/// (rl::ppo::update_mixed; the checkpoint is written every pairs-count updates and at the end),
+/// `config.resume` continues from the checkpoint when it exists, and with config.ppo.sharding the
+/// ranks divide the pairs between them (pair k on rank k mod ranks; rank 0 writes; every rank
+/// returns every pair's best decision, simulated by the rank that held it, without a trace). The best
+/// decisions are those sampled in this run.
 /// @throws goopt::error for no graph or cluster, no checkpoint path, a warm start, incumbent or
-/// resume (they belong to one graph), several device counts with a per-device head, or
-/// updates_per_pair 0.
+/// resume (they belong to one graph; a mixed run resumes), several device counts with a per-device
+/// head, updates_per_pair 0, or a mixed run with more ranks than pairs.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
           class Visitor = rl::null_visitor>
 requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
@@ -70,10 +141,10 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     if (graphs.empty() || clusters.empty())
         throw error(who, concat(graphs.size(), " graphs and ", clusters.size(), " clusters"), "at least one of each");
     if (config.checkpoint.empty()) throw error(who, "no checkpoint path", "config.checkpoint: where the policy goes");
-    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 || config.resume ||
-        !config.pretrained.empty())
+    if (!config.warm_start.empty() || !config.incumbents.empty() || config.ppo.imitation_steps > 0 ||
+        (config.resume && !schedule.mixed) || !config.pretrained.empty())
         throw error(who, "a warm start, incumbent, resume or pre-trained start is asked for",
-                    "none: they belong to one graph");
+                    "none: they belong to one graph (a mixed schedule resumes)");
     if (schedule.updates_per_pair == 0) throw error(who, "updates_per_pair is 0", "at least 1");
     for (const auto& c : clusters)
         if (c.num_devices() != clusters.front().num_devices() && config.policy.head != nn::first_head::pair)
@@ -82,9 +153,17 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                                " devices with a per-device head"),
                         "policy.head = nn::first_head::pair (one network for any device count)");
     using task_type = placement_task<D, Cost>;
+    // a mixed run deals the pairs among the ranks (pair k on rank k mod ranks); a rank builds its own
+    const std::size_t rank = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->rank() : 0,
+                      ranks = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->ranks() : 1;
+    if (graphs.size() * clusters.size() < ranks)
+        throw error(who, concat(graphs.size() * clusters.size(), " (graph, cluster) pairs on ", ranks, " ranks"),
+                    "at least one pair per rank (fewer ranks)");
     std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
     for (const auto& g : graphs)
-        for (const auto& c : clusters) tasks.push_back(std::make_unique<task_type>(g, c, cost, config.task));
+        for (const auto& c : clusters)
+            tasks.push_back(tasks.size() % ranks == rank ? std::make_unique<task_type>(g, c, cost, config.task)
+                                                         : nullptr);
     std::vector<std::size_t> order(tasks.size());
     for (std::size_t i = 0; i < order.size(); ++i)
         order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();
@@ -92,7 +171,9 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     pc.task_choices = {clusters.front().num_devices()};
     nn::go_policy<float> net(pc, rng);
     if (config.task.decoder == placement_decoder::guided) start_from_heuristic(net);
-    rl::ppo<task_type> trainer(*tasks.front(), net, config.ppo);
+    rl::ppo<task_type> trainer(*tasks[rank], net, config.ppo);
+    // a mixed update keeps no state outside the checkpoint: resuming continues exactly, on any rank count
+    if (config.resume && std::filesystem::exists(config.checkpoint)) trainer.load_checkpoint(config.checkpoint, rng);
 
     struct best_of {
         std::vector<int> actions;
@@ -117,12 +198,23 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                 now->top = o;
             }
         }
+        void on_environment(std::size_t k) { now = first + k; }
         bool on_update(const rl::update_stats& s) {
             stopped = !user.on_update(s);
             return !stopped;
         }
-    } w{best.data(), visitor};
-    for (std::size_t i = 0; !w.stopped && trainer.updates_done() < config.ppo.updates; i = (i + 1) % tasks.size()) {
+        best_of* first = nullptr;
+    } w{best.data(), visitor, false, best.data()};
+    if (schedule.mixed) {
+        std::vector<task_type*> envs;
+        for (auto& t : tasks) envs.push_back(t.get());
+        while (!w.stopped && trainer.updates_done() < config.ppo.updates) {
+            if (!w.on_update(trainer.update_mixed(std::span<task_type* const>(envs), rng, w))) break;
+            if (trainer.updates_done() % tasks.size() == 0) trainer.save_checkpoint(config.checkpoint, rng);
+        }
+    }
+    for (std::size_t i = 0; !schedule.mixed && !w.stopped && trainer.updates_done() < config.ppo.updates;
+         i = (i + 1) % tasks.size()) {
         const std::size_t k = order[i];
         trainer.set_environment(*tasks[k]);
         trainer.set_updates(std::min(config.ppo.updates, trainer.updates_done() + schedule.updates_per_pair));
@@ -137,12 +229,14 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     r.samples = trainer.samples_done();
     for (std::size_t k = 0; k < tasks.size(); ++k) {
         sim::scored_decision d;
-        if (!best[k].actions.empty()) {
+        if (tasks[k] && !best[k].actions.empty()) {
             d.decision = tasks[k]->decide(best[k].actions);
             d.result = sim::run(tasks[k]->simulator(), d.decision);
         }
         r.best.push_back(std::move(d));
     }
+    // a mixed run on several ranks: each pair's best comes from the rank that held it
+    if (ranks > 1) detail::share_best_decisions(*config.ppo.sharding, r.best);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
