@@ -81,7 +81,11 @@ graph::computation_graph builtin_playground() {
     const auto v = b.weight("v", {6, 4});
     const auto t1 = b.matmul(b.input("p1", {2, 6}), v);
     const auto t2 = b.matmul(b.input("p2", {3, 6}), v);
-    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual, t1, t2})
+    // an average-pool branch's 1x1 conv with relu fused (Inception's), and a pool of one cell
+    const auto pooled = b.conv2d(b.avgpool2d(z, {.kernel = {3, 3}}), b.weight("k8", {2, 3, 1, 1}),
+                                 {.activation = ops::activation::relu});
+    const auto cell = b.maxpool2d(b.relu(b.input("z3", {1, 3, 4, 4})), {.kernel = {1, 1}});
+    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual, t1, t2, pooled, cell})
         g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
@@ -110,9 +114,10 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
         // the families the axioms cover are also proven (the joins of split pieces and the merges
         // of three or more are checked on the interpreter only)
         const auto text = to_string(r);
-        for (const char* proven : {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "batchnorm{", "ewadd(matmul",
-                                   "tanh(conv2d_bias", "relu(concat{axis=1}(conv2d", "matmul(x0,w0), matmul(x1,w0) =>",
-                                   "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>"})
+        for (const char* proven :
+             {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "batchnorm{", "ewadd(matmul", "tanh(conv2d_bias",
+              "relu(concat{axis=1}(conv2d", "matmul(x0,w0), matmul(x1,w0) =>", "conv2d(x0,w0), conv2d(x0,w1) =>",
+              "matmul(x0,w0), matmul(x0,w1) =>", "conv2d{activation=relu}(avgpool2d", "maxpool2d{"})
             if (text.rfind(proven, 0) == 0) CHECK_MESSAGE(prove(r).proven, text);
     }
     auto has = [&](const std::string& part) {
@@ -142,6 +147,10 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     CHECK(has("=> split{axis=1,sizes=[2,3]}(ewadd(x0,concat{axis=0}(w0,w1)))#0"));
     CHECK(has("=> split{axis=1,sizes=[2,3]}(sigmoid(x0))#0"));
     CHECK(has("concat{axis=1}(split{axis=1,sizes=[2,3]}(x0)#0,split{axis=1,sizes=[2,3]}(x0)#1) => x0"));
+    CHECK(
+        has("conv2d{activation=relu}(avgpool2d{kernel=[3,3]}(x0),w0) => "
+            "avgpool2d{kernel=[3,3],activation=relu}(conv2d(x0,w0))"));
+    CHECK(has("maxpool2d{kernel=[1,1]}(x0) => x0"));
     // a strided conv is never enlarged: it is not in the merge of the stride-1 convs
     for (const auto& k : kinds) CHECK(k.find("enlarge{kernel=[3,3]}(w0),w1,w2") == std::string::npos);
 }
