@@ -203,6 +203,8 @@ constexpr std::array axiom_examples{
     "conv2d{padding=valid}(a0,const_pool{shape=[3,1,3,3]}())",
     "avgpool2d{kernel=[3,3]}(ewadd(a0,a1))",
     "avgpool2d{kernel=[3,3]}(concat{axis=1}(a0,a1))",
+    "avgpool2d{kernel=[3,3],activation=relu}(ewadd(a0,a1))",
+    "maxpool2d{kernel=[1,1]}(conv2d(a0,w2))",
     "relu(relu(concat{axis=0}(x0,x1)))",
     "smul(concat{axis=1}(x0,x1),s0)",
     "ewadd(concat{axis=0}(x0,x1),concat{axis=0}(x1,x2))",
@@ -370,6 +372,12 @@ TEST_CASE("prover: identities that take several axiom applications") {
     CHECK(
         proves("conv2d{activation=relu}(a0,concat{axis=0}(w0,w1)) => "
                "concat{axis=1}(relu(conv2d(a0,w0)),conv2d{activation=relu}(a0,w1))"));
+    // a pool branch's 1x1 conv moved before the pool, its activation into the pool (Inception)
+    CHECK(
+        proves("conv2d{activation=relu}(avgpool2d{kernel=[3,3]}(a0),w2) => "
+               "avgpool2d{kernel=[3,3],activation=relu}(conv2d(a0,w2))"));
+    CHECK(proves("avgpool2d{kernel=[1,1],padding=valid}(relu(a0)) => relu(a0)"));
+    CHECK(proves("maxpool2d{kernel=[1,1],activation=relu}(a0) => relu(a0)"));
     CHECK(proves("split{axis=0,sizes=[4,4]}(concat{axis=0}(matmul(x0,x1),matmul(x2,x1)))#1 => matmul(x2,x1)"));
     const auto q = prove(parse("smul(ewadd(matmul(x0,x1),matmul(x0,x2)),s0) => matmul(smul(x0,s0),ewadd(x1,x2))"));
     CHECK(q.proven);
@@ -391,6 +399,9 @@ TEST_CASE("prover: non-identities are never proven") {
              "conv2d{stride=[2,2]}(a0,enlarge{kernel=[3,3]}(w2)) => conv2d{stride=[2,2]}(a0,w2)",
              // SAME average pooling excludes the padding, a conv with const_pool does not
              "avgpool2d{kernel=[3,3]}(a0) => conv2d(a0,const_pool{shape=[3,1,3,3]}())",
+             // a 3x3 conv does not commute with SAME average pooling (the borders differ)
+             "conv2d(avgpool2d{kernel=[3,3]}(a0),w0) => avgpool2d{kernel=[3,3]}(conv2d(a0,w0))",
+             "avgpool2d{kernel=[1,1],activation=relu}(a0) => a0",
          }) {
         CAPTURE(text);
         const rule r = parse(text);

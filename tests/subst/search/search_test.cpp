@@ -81,7 +81,15 @@ graph::computation_graph builtin_playground() {
     const auto v = b.weight("v", {6, 4});
     const auto t1 = b.matmul(b.input("p1", {2, 6}), v);
     const auto t2 = b.matmul(b.input("p2", {3, 6}), v);
-    for (auto t : {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual, t1, t2})
+    // an average-pool branch's 1x1 conv with relu fused (Inception's), and a pool of one cell
+    const auto pooled = b.conv2d(b.avgpool2d(z, {.kernel = {3, 3}}), b.weight("k8", {2, 3, 1, 1}),
+                                 {.activation = ops::activation::relu});
+    const auto cell = b.maxpool2d(b.relu(b.input("z3", {1, 3, 4, 4})), {.kernel = {1, 1}});
+    // and a 1x1 conv before a strided pool (DenseNet's transitions): the other way round
+    const auto transition = b.avgpool2d(b.conv2d(b.input("z4", {1, 3, 4, 4}), b.weight("k9", {2, 3, 1, 1})),
+                                        {.kernel = {2, 2}, .stride = {2, 2}});
+    for (auto t :
+         {c1, c2, c3, c4, c5, m1, m2, q0, q1, s0, s1, cat, m3, fire, fused, residual, t1, t2, pooled, cell, transition})
         g.mark_output(t);
     g.mark_output(b.ewadd(c3, c4));
     return g;
@@ -112,7 +120,8 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
         const auto text = to_string(r);
         for (const char* proven : {"relu(conv2d", "ewadd(conv2d", "concat{axis=1}(split", "batchnorm{", "ewadd(matmul",
                                    "tanh(conv2d_bias", "relu(concat{axis=1}(conv2d", "matmul(x0,w0), matmul(x1,w0) =>",
-                                   "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>"})
+                                   "conv2d(x0,w0), conv2d(x0,w1) =>", "matmul(x0,w0), matmul(x0,w1) =>",
+                                   "conv2d{activation=relu}(avgpool2d", "maxpool2d{", "avgpool2d{stride=[2,2]"})
             if (text.rfind(proven, 0) == 0) CHECK_MESSAGE(prove(r).proven, text);
     }
     auto has = [&](const std::string& part) {
@@ -142,6 +151,13 @@ TEST_CASE("every built-in rule holds on the interpreter at the shapes it was ins
     CHECK(has("=> split{axis=1,sizes=[2,3]}(ewadd(x0,concat{axis=0}(w0,w1)))#0"));
     CHECK(has("=> split{axis=1,sizes=[2,3]}(sigmoid(x0))#0"));
     CHECK(has("concat{axis=1}(split{axis=1,sizes=[2,3]}(x0)#0,split{axis=1,sizes=[2,3]}(x0)#1) => x0"));
+    CHECK(
+        has("conv2d{activation=relu}(avgpool2d{kernel=[3,3]}(x0),w0) => "
+            "avgpool2d{kernel=[3,3],activation=relu}(conv2d(x0,w0))"));
+    CHECK(has("maxpool2d{kernel=[1,1]}(x0) => x0"));
+    CHECK(
+        has("avgpool2d{stride=[2,2],kernel=[2,2]}(conv2d(x0,w0)) => "
+            "conv2d(avgpool2d{stride=[2,2],kernel=[2,2]}(x0),w0)"));
     // a strided conv is never enlarged: it is not in the merge of the stride-1 convs
     for (const auto& k : kinds) CHECK(k.find("enlarge{kernel=[3,3]}(w0),w1,w2") == std::string::npos);
 }
@@ -213,6 +229,37 @@ TEST_CASE("TASO's README block: enlarge the 1x1 to 3x3, merge the two convs, fus
     };
     check(taso_method{}, taso_bound::converged);
     check(greedy_method{}, greedy_bound::converged);
+}
+
+TEST_CASE("Inception's pool branch as TASO builds it: the 1x1 conv goes before the pool, its relu into the pool") {
+    // relu fused into every conv at build time (TASO's inceptionv3.py), a "global" pool of one cell
+    graph::computation_graph g("taso_pool_branch");
+    graph::builder b(g);
+    const auto x = b.input("x", {1, 64, 9, 9});
+    const auto relu = ops::activation::relu;
+    const auto a = b.conv2d(x, b.weight("wa", {16, 64, 1, 1}), {.activation = relu});
+    const auto p = b.conv2d(b.avgpool2d(x, {.kernel = {3, 3}}), b.weight("wp", {8, 64, 1, 1}), {.activation = relu});
+    const tensor_ids branches{a, p};
+    g.mark_output(b.avgpool2d(b.concat(branches, 1), {.kernel = {1, 1}, .padding = ops::padding_mode::valid}));
+    const auto rules = shipped_rules();
+    auto check = [&](const auto& search) {
+        const auto r = optimize(g, rules, cost::roofline_model{}, device::t4, {}, search);
+        check_optimized(g, r);
+        std::size_t pools = 0;
+        for (graph::op_id o = 0; o < r.graph.num_ops(); ++o) {
+            const auto& op = r.graph.get_op(o);
+            if (op.kind != op_kind::avgpool2d) continue;
+            ++pools;
+            // the pool averages the branch conv's 8 channels, not the input's 64, and applies the relu
+            CHECK(r.graph.type_of(op.inputs[0]).dims[1] == 8);
+            CHECK(op.attrs.get_int(ops::attr_id::activation) == static_cast<std::int64_t>(relu));
+            CHECK(r.graph.get_op(r.graph.producer(op.inputs[0])).kind == op_kind::conv2d);
+        }
+        CHECK(pools == 1);  // and the pool of one cell is gone
+    };
+    check(taso_method{});
+    check(greedy_method{});
+    check(eqsat_method{});
 }
 
 TEST_CASE("the greedy search records where each rewrite applied and the cost it changed (superopt --explain)") {

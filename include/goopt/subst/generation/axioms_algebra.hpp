@@ -332,6 +332,11 @@ inline void matmul_bias_activation(axiom_matcher& m, class_id c, const e_node& n
 inline void conv2d_bias_activation(axiom_matcher& m, class_id c, const e_node& n) {
     fused_activation(m, c, n, op_kind::conv2d_bias);
 }
+/// Pools fuse an activation too (TASO's pool2d has the attribute): pool{f}(x) = f(pool(x)).
+inline void pool2d_activation(axiom_matcher& m, class_id c, const e_node& n) {
+    fused_activation(m, c, n, op_kind::avgpool2d);
+    fused_activation(m, c, n, op_kind::maxpool2d);
+}
 
 /// f_bias{none}(x,w,c) = ewadd(f{none}(x,w),c), c broadcast to the product (the shape rule's
 /// condition): what the fused addend means. One direction suffices: both sides of a rule are in

@@ -276,6 +276,15 @@ inline void conv2d_iconv(axiom_matcher& m, class_id c, const e_node& n) {
     each(m, n.children[1], op_kind::const_iconv, [&](const e_node&) { m.emit(c, n.children[0]); });
 }
 
+/// pool{kernel 1x1, stride 1}(x) = x for avgpool2d and maxpool2d without an activation: a window of
+/// one cell, no padding either way (TASO's Inception-v3 ends in one: its "global" pool's kernel is
+/// left at the default). Only in the simplifying direction.
+inline void pool2d_identity(axiom_matcher& m, class_id c, const e_node& n) {
+    const auto& at = m.at(n);
+    if (act(m, n) == 0 && at.get_ints(attr_id::kernel) == ints{1, 1} && at.get_ints(attr_id::stride) == ints{1, 1})
+        m.emit(c, n.children[0]);
+}
+
 /// avgpool2d{k, s, valid}(x) = conv2d{s, valid}(x, const_pool[C,1,k]): with VALID windows every
 /// window covers k cells. Not with SAME: our average excludes padding (TensorFlow's
 /// count_include_pad = false), so border windows divide by fewer cells than the kernel's 1/(kh*kw).

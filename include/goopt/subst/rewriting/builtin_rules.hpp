@@ -48,6 +48,8 @@ struct builtin_options {
     bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i =>
                                     ///< split(f(a, concat(w)))#i
     bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
+    bool pool_conv_commute = true;  ///< conv2d{act}(avgpool2d(x), w 1x1) <=> avgpool2d{act}(conv2d(x, w))
+    bool identity_pool = true;      ///< pool{kernel 1x1, stride 1}(x) => x
     std::size_t max_group = 8;      ///< most ops one merge rule joins
 };
 
@@ -642,6 +644,76 @@ inline void split_elementwise_rules(const graph::computation_graph& g, rule_set&
 
 /// concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a: what a merge leaves behind
 /// when the pieces were concatenated again (SqueezeNet's fire modules, Inception's blocks).
+/// conv2d{act}(avgpool2d(x), w) <=> avgpool2d{act}(conv2d(x, w)) for a 1x1 w, stride 1, groups 1:
+/// mixing channels pixel by pixel commutes with averaging each channel (a window's divisor depends
+/// on its place only), and the activation goes with the outer op. The pool then averages the
+/// conv's channels instead of the input's, fewer where the conv narrows (Inception's pool branches:
+/// 768 channels pooled before, 192 after); the other way the conv runs on the pooled image, fewer
+/// pixels where the pool strides (DenseNet's transitions). Both directions are instantiated where
+/// they match; the search keeps the cheaper. Pools with an activation of their own stay.
+inline void pool_conv_commute_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    auto pointwise = [&](const graph::op& c, const ops::shape& x) {
+        const auto& w = g.type_of(c.inputs[1]).dims;
+        return c.kind == K::conv2d && w.rank() == 4 && w[2] == 1 && w[3] == 1 && w[1] == x[1] &&
+               c.attrs.get_ints(A::stride) == std::vector<std::int64_t>{1, 1};
+    };
+    auto with_activation = [](ops::attribute_map a, std::int64_t act) {
+        a.set(A::activation, act);
+        return a;
+    };
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto& outer = g.get_op(o);
+        if (outer.kind != K::conv2d && outer.kind != K::avgpool2d) continue;
+        const auto io = g.producer(outer.inputs[0]);
+        const auto& inner = g.get_op(io);
+        if (activation_of(inner) != 0 || inner.kind == outer.kind ||
+            (inner.kind != K::conv2d && inner.kind != K::avgpool2d))
+            continue;
+        const bool conv_outer = outer.kind == K::conv2d;
+        const auto& conv = conv_outer ? outer : inner;
+        const auto& pool = conv_outer ? inner : outer;
+        const auto& x = g.type_of(inner.inputs[0]).dims;
+        if (!pointwise(conv, x)) continue;
+        rule r;
+        r.variables = {{"x0", x}, {"w0", g.type_of(conv.inputs[1]).dims, true}};
+        const auto act = activation_of(outer);
+        side_builder s{r.source};
+        side_builder t{r.target};
+        if (conv_outer) {
+            r.source.outputs = {s.add(K::conv2d, conv.attrs, {s.add(K::avgpool2d, pool.attrs, {var(0)}), var(1)})};
+            r.target.outputs = {t.add(K::avgpool2d, with_activation(pool.attrs, act),
+                                      {t.add(K::conv2d, with_activation(conv.attrs, 0), {var(0), var(1)})})};
+        } else {
+            r.source.outputs = {s.add(K::avgpool2d, pool.attrs, {s.add(K::conv2d, conv.attrs, {var(0), var(1)})})};
+            r.target.outputs = {t.add(K::conv2d, with_activation(conv.attrs, act),
+                                      {t.add(K::avgpool2d, with_activation(pool.attrs, 0), {var(0)}), var(1)})};
+        }
+        out.add(std::move(r), {io, o}, {inner.inputs[0], conv.inputs[1]});
+    }
+}
+
+/// pool{kernel 1x1, stride 1}(x) => x for average and max pooling without an activation: a
+/// window of one cell copies its input (TASO's Inception-v3 file ends in such a "global" pool).
+inline void identity_pool_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto& p = g.get_op(o);
+        if ((p.kind != K::avgpool2d && p.kind != K::maxpool2d) || activation_of(p) != 0 ||
+            p.attrs.get_ints(A::kernel) != std::vector<std::int64_t>{1, 1} ||
+            p.attrs.get_ints(A::stride) != std::vector<std::int64_t>{1, 1})
+            continue;
+        rule r;
+        r.variables = {{"x0", g.type_of(p.inputs[0]).dims}};
+        side_builder s{r.source};
+        r.source.outputs = {s.add(p.kind, p.attrs, {var(0)})};
+        r.target.outputs = {var(0)};
+        out.add(std::move(r), {o}, {p.inputs[0]});
+    }
+}
+
 inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& out) {
     using K = ops::op_kind;
     using A = ops::attr_id;
@@ -715,6 +787,8 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
     if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
     if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
+    if (opts.pool_conv_commute) detail::pool_conv_commute_rules(g, out);
+    if (opts.identity_pool) detail::identity_pool_rules(g, out);
     return std::move(out.rules);
 }
 

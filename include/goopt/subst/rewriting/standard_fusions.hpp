@@ -35,7 +35,9 @@ inline constexpr builtin_options standard_fusion_families{.activation_fusion = t
                                                           .batch_matmuls = false,
                                                           .merge_elementwise = false,
                                                           .split_elementwise = false,
-                                                          .concat_of_split = false};
+                                                          .concat_of_split = false,
+                                                          .pool_conv_commute = false,
+                                                          .identity_pool = false};
 
 /// What standard_fusions() did.
 struct standard_fusions_stats {
