@@ -184,11 +184,17 @@ int run_superopt(const superopt_flags& f) {
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
     const measuring measure{.ort_dir = f.measured.ort_dir, .groups = false};  // the search costs single ops
-    if (table && f.calibrate_rounds > 0 && table->seconds.empty()) {          // a new table: the input measured first
+    // the input measured first, whatever the table holds: the result's rounds below measure only the
+    // result's configurations, and an input costed by the fallback against a measured result would
+    // make the search's gain a comparison of two cost models
+    if (table && f.calibrate_rounds > 0) {
+        const bool fresh = table->seconds.empty();
         const auto first = measure_missing(input.graph, onnx_opset(origin), *table, measure);
-        io::write_measured_table_file(f.measured.file, *table);
-        std::printf("calibrated the input: %zu op configurations measured in %.1f s, wrote %s\n", first.measured,
-                    first.seconds, f.measured.file.c_str());
+        if (fresh || first.measured > 0) io::write_measured_table_file(f.measured.file, *table);
+        std::printf("calibrated the input: %zu op configurations measured in %.1f s (%zu already in the table)%s%s\n",
+                    first.measured, first.seconds, first.already, first.measured > 0 || fresh ? ", wrote " : "",
+                    first.measured > 0 || fresh ? f.measured.file.c_str() : "");
+        for (const auto& n : first.not_measured) std::printf("  not measured (%s)\n", n.c_str());
     }
     const auto preset = device::find_preset(table && !f.device_given ? std::string("CPU") : f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
