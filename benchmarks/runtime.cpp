@@ -13,10 +13,10 @@
 // --cost-table (either model) the rows run at the table's thread count only, and each row gives the
 // gain both models predict for goopt's graph. --unmeasured refuse keeps the measured search to
 // configurations the table measured (each one it lacks costs about a second), so that its predicted
-// gain is a measured one. --min-gain G hands back the original file itself where the search's own
-// model predicts less than G (a gain under the table's noise is not worth the risk of a slowdown;
-// zero gain is never slower). --control also times the original against itself in the same rounds
-// (control_gain: the noise of the row's own timing).
+// gain is a measured one (a result with a configuration the table lacks is handed back). --min-gain G hands back the
+// original file itself where the search's own model predicts less than G (a gain under the table's noise is not worth
+// the risk of a slowdown; zero gain is never slower). --control also times the original against itself in the same
+// rounds (control_gain: the noise of the row's own timing).
 //
 // Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
 // predicted gain) is the library's API, called as a user of it would, and the rows need the search's
@@ -335,7 +335,14 @@ int run(int argc, char** argv) {
                          : subst::optimize(model.graph, rules, measured_model, cpu, {}, subst::greedy_method{});
             graph::validate(r.graph);
             // too small a predicted gain (or a costlier graph): the original file is handed back as it is
-            const bool handed_back = r.stats.cost_after > r.stats.cost_before * (1 - min_gain);
+            // (a graph the table costs 0, every op under the call's cost, predicts no gain: 0, not NaN)
+            const double searched_gain = r.stats.cost_before > 0 ? 1 - r.stats.cost_after / r.stats.cost_before : 0;
+            // refusing, a result with configurations the table lacks has no measured cost (where the table
+            // measured none of the graph, refusal scales the roofline and keeps its ratios): handed back too
+            const auto covered = cost::coverage(table, r.graph, subst::runs_per_inference(r.graph));
+            const bool unmeasured_result = unmeasured == "refuse" && covered.measured_configs < covered.configs;
+            const bool handed_back =
+                r.stats.cost_after > r.stats.cost_before || searched_gain < min_gain || unmeasured_result;
             const std::size_t rewrites = handed_back ? 0 : r.stats.rules_applied;
             if (handed_back) r.graph = model.graph, r.stats.cost_after = r.stats.cost_before;
             const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
@@ -352,7 +359,7 @@ int run(int argc, char** argv) {
             if (ok) ort = nlohmann::json::parse(text, nullptr, false);
             if (!ok || ort.is_discarded())
                 throw error(concat(rm.name, " at batch ", batch), concat("onnxruntime failed: ", text));
-            const double predicted = 1 - r.stats.cost_after / r.stats.cost_before;
+            const double predicted = handed_back ? 0.0 : searched_gain;
             const std::size_t opaque = model.graph.ops_of_kind(ops::op_kind::opaque).size();
             for (const auto& run : ort["runs"]) {
                 nlohmann::ordered_json row = {{"model", rm.name}, {"batch", batch}, {"threads", run["threads"]}};
@@ -392,7 +399,8 @@ int run(int argc, char** argv) {
                 row["handed_back"] = handed_back;
                 if (!table_file.empty()) {  // what each model predicts for the same graph
                     auto gain = [&](const auto& c) {
-                        return 1 - subst::inference_cost(r.graph, c, cpu) / subst::inference_cost(model.graph, c, cpu);
+                        const double before = subst::inference_cost(model.graph, c, cpu);
+                        return before > 0 ? 1 - subst::inference_cost(r.graph, c, cpu) / before : 0.0;
                     };
                     row["predicted_gain_roofline"] = gain(cost::roofline_model{});
                     row["predicted_gain_measured"] = gain(measured_model);
