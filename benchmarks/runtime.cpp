@@ -5,12 +5,18 @@
 // 1 and 2 threads, compares their outputs on random inputs in [-1, 1] and times both, interleaved.
 //
 //   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
-//           [--cost-model roofline|measured --cost-table FILE]
+//           [--cost-model roofline|measured --cost-table FILE] [--unmeasured scaled|refuse]
+//           [--min-gain G] [--control] [--batch N]...
 //
 // With --cost-model measured the search costs ops by a table 'goopt calibrate' measured on this
 // machine (the rest by the roofline scaled by the table's error, cost::unbiased_model). With a
 // --cost-table (either model) the rows run at the table's thread count only, and each row gives the
-// gain both models predict for goopt's graph.
+// gain both models predict for goopt's graph. --unmeasured refuse keeps the measured search to
+// configurations the table measured (each one it lacks costs about a second), so that its predicted
+// gain is a measured one (a result with a configuration the table lacks is handed back). --min-gain G hands back the
+// original file itself where the search's own model predicts less than G (a gain under the table's noise is not worth
+// the risk of a slowdown; zero gain is never slower). --control also times the original against itself in the same
+// rounds (control_gain: the noise of the row's own timing).
 //
 // Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
 // predicted gain) is the library's API, called as a user of it would, and the rows need the search's
@@ -215,7 +221,10 @@ int run(int argc, char** argv) {
     std::vector<std::string> only;
     bool quick = false;
     std::size_t repeat = 30;
-    std::string cost_flag = "roofline", table_file;
+    std::string cost_flag = "roofline", table_file, unmeasured = "scaled";
+    double min_gain = 0;
+    bool control = false;
+    std::vector<std::int64_t> batch_flag;
     bench::command_line cli("runtime",
                             "goopt's optimized ONNX models in onnxruntime: the original and goopt's export, both at "
                             "onnxruntime's highest optimization level, timed interleaved at batch 1 and 8 and 1 and "
@@ -241,6 +250,20 @@ int run(int argc, char** argv) {
                    "The table of --cost-model measured; with either model, the rows run at its thread count and give "
                    "the gain both models predict")
         ->type_name("FILE");
+    cli.add_option("--unmeasured", unmeasured,
+                   "What the measured search costs a configuration the table lacks: the scaled roofline, or "
+                   "about a second (refuse: its result is fully measured)")
+        ->check(CLI::IsMember({"scaled", "refuse"}))
+        ->capture_default_str();
+    cli.add_option("--min-gain", min_gain,
+                   "Hand back the original file where the search's model predicts a gain below this fraction")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    cli.add_option("--batch", batch_flag, "A batch to run (repeatable; default: 1 and 8)")
+        ->allow_extra_args(false)
+        ->check(CLI::Range(1, 4096))
+        ->type_name("N");
+    cli.add_flag("--control", control, "Also time the original against itself in the same rounds (control_gain)");
     cli.add_option("--node", node, "The Node.js program")->capture_default_str();
     cli.add_option("--ort-dir", ort_dir, "Where time_models.js and onnxruntime-node are (./bootstrap.sh ort)")
         ->capture_default_str();
@@ -260,12 +283,15 @@ int run(int argc, char** argv) {
     const device::device_spec cpu = device::describe(device::xeon_8380);
     if (cost_flag == "measured" && table_file.empty())
         throw error("flag --cost-model", "measured without --cost-table", "--cost-table FILE ('goopt calibrate')");
+    if (unmeasured == "refuse" && cost_flag != "measured")
+        throw error("flag --unmeasured", "refuse without --cost-model measured", "--cost-model measured");
     const auto table = table_file.empty() ? cost::cost_table{} : read_table(table_file, ort_dir);
-    const std::string cost_model = cost_flag == "roofline"
-                                       ? "roofline, CPU preset (Xeon 8380)"
-                                       : concat("measured (", table_file, "), else scaled roofline");
+    const std::string cost_model =
+        cost_flag == "roofline"
+            ? "roofline, CPU preset (Xeon 8380)"
+            : concat("measured (", table_file, "), else ", unmeasured == "refuse" ? "refused" : "scaled roofline");
     const std::string threads = table_file.empty() ? std::string("1,2") : std::to_string(table.environment.threads);
-    std::vector<double> predicted_gains, measured_gains;
+    std::vector<double> predicted_gains, measured_gains, roofline_gains, table_gains;
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::size_t failed = 0;
@@ -279,7 +305,7 @@ int run(int argc, char** argv) {
         const std::size_t first_row = rows.size();
         // batch 1 and 8; a batch the export baked in is left out, said in the model's rows, and where
         // neither can be, the file's own batch is run instead
-        std::vector<std::int64_t> batches{1, 8};
+        std::vector<std::int64_t> batches = batch_flag.empty() ? std::vector<std::int64_t>{1, 8} : batch_flag;
         std::string note;
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const std::int64_t batch = batches[b];
@@ -300,23 +326,40 @@ int run(int argc, char** argv) {
             }
             const auto measured_model =
                 cost::unbiased_model(table, model.graph, subst::runs_per_inference(model.graph), cpu);
-            const auto r =
-                cost_flag == "roofline"
-                    ? subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{})
-                    : subst::optimize(model.graph, rules, measured_model, cpu, {}, subst::greedy_method{});
+            const auto refusing = cost::measured_model<cost::scaled_roofline>(
+                table, cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
+            auto r = cost_flag == "roofline"
+                         ? subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{})
+                     : unmeasured == "refuse"
+                         ? subst::optimize(model.graph, rules, refusing, cpu, {}, subst::greedy_method{})
+                         : subst::optimize(model.graph, rules, measured_model, cpu, {}, subst::greedy_method{});
             graph::validate(r.graph);
+            // too small a predicted gain (or a costlier graph): the original file is handed back as it is
+            // (a graph the table costs 0, every op under the call's cost, predicts no gain: 0, not NaN)
+            const double searched_gain = r.stats.cost_before > 0 ? 1 - r.stats.cost_after / r.stats.cost_before : 0;
+            // refusing, a result with configurations the table lacks has no measured cost (where the table
+            // measured none of the graph, refusal scales the roofline and keeps its ratios): handed back too
+            const auto covered = cost::coverage(table, r.graph, subst::runs_per_inference(r.graph));
+            const bool unmeasured_result = unmeasured == "refuse" && covered.measured_configs < covered.configs;
+            const bool handed_back =
+                r.stats.cost_after > r.stats.cost_before || searched_gain < min_gain || unmeasured_result;
+            const std::size_t rewrites = handed_back ? 0 : r.stats.rules_applied;
+            if (handed_back) r.graph = model.graph, r.stats.cost_after = r.stats.cost_before;
             const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
             const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
             io::atomic_write(original_file, bytes);
-            const auto exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
-            const auto [text, ok] = run_command(concat(
-                shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()), " ",
-                shell_quote(goopt_file.string()), " --threads ", threads, " --repeat ", repeat, " --seed ", batch));
+            io::onnx_export_report exported;
+            if (handed_back) io::atomic_write(goopt_file, bytes);
+            else exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
+            const auto [text, ok] = run_command(
+                concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
+                       " ", shell_quote(goopt_file.string()), " --threads ", threads, " --repeat ", repeat, " --seed ",
+                       batch, control ? " --control" : ""));
             nlohmann::json ort;
             if (ok) ort = nlohmann::json::parse(text, nullptr, false);
             if (!ok || ort.is_discarded())
                 throw error(concat(rm.name, " at batch ", batch), concat("onnxruntime failed: ", text));
-            const double predicted = 1 - r.stats.cost_after / r.stats.cost_before;
+            const double predicted = handed_back ? 0.0 : searched_gain;
             const std::size_t opaque = model.graph.ops_of_kind(ops::op_kind::opaque).size();
             for (const auto& run : ort["runs"]) {
                 nlohmann::ordered_json row = {{"model", rm.name}, {"batch", batch}, {"threads", run["threads"]}};
@@ -324,12 +367,19 @@ int run(int argc, char** argv) {
                 const double diff = compared ? run["max_rel_diff"].get<double>() : INFINITY;
                 if (!(diff <= tolerance)) ++failed;
                 std::optional<spread> before, after, gain;
+                std::optional<double> min_gain_of_row, control_gain, control_min_gain;
                 if (run.contains("reference_ms")) {
                     const auto a = run["reference_ms"].get<std::vector<double>>();
                     const auto b = run["other_ms"].get<std::vector<double>>();
                     std::vector<double> gains(a.size());
                     for (std::size_t k = 0; k < a.size(); ++k) gains[k] = 1 - b[k] / a[k];
                     before = spread_of(a), after = spread_of(b), gain = spread_of(gains);
+                    min_gain_of_row = 1 - quantile(b, 0) / quantile(a, 0);
+                    if (run.contains("control_ms")) {
+                        const auto c = run["control_ms"].get<std::vector<double>>();
+                        control_gain = 1 - quantile(c, 0.5) / before->median;
+                        control_min_gain = 1 - quantile(c, 0) / quantile(a, 0);
+                    }
                 }
                 auto number = [](std::optional<double> v) {
                     return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
@@ -339,13 +389,24 @@ int run(int argc, char** argv) {
                 row["ort_ms"] = number(before ? std::optional(before->median) : std::nullopt);
                 row["goopt_ort_ms"] = number(after ? std::optional(after->median) : std::nullopt);
                 row["measured_gain"] = number(measured);
+                // the fastest of the rounds: what each model costs without the machine's busy spells
+                row["measured_gain_min"] = number(min_gain_of_row);
+                if (control) {
+                    row["control_gain"] = number(control_gain);
+                    row["control_gain_min"] = number(control_min_gain);
+                }
                 row["predicted_gain"] = predicted;
+                row["handed_back"] = handed_back;
                 if (!table_file.empty()) {  // what each model predicts for the same graph
                     auto gain = [&](const auto& c) {
-                        return 1 - subst::inference_cost(r.graph, c, cpu) / subst::inference_cost(model.graph, c, cpu);
+                        const double before = subst::inference_cost(model.graph, c, cpu);
+                        return before > 0 ? 1 - subst::inference_cost(r.graph, c, cpu) / before : 0.0;
                     };
                     row["predicted_gain_roofline"] = gain(cost::roofline_model{});
                     row["predicted_gain_measured"] = gain(measured_model);
+                    if (measured)
+                        roofline_gains.push_back(row["predicted_gain_roofline"].get<double>()),
+                            table_gains.push_back(row["predicted_gain_measured"].get<double>());
                     const auto c = cost::coverage(table, r.graph, subst::runs_per_inference(r.graph));
                     row["measured_configs"] = {c.measured_configs, c.configs};
                 }
@@ -360,7 +421,7 @@ int run(int argc, char** argv) {
                     row["paired_gain_quartiles"] = {gain->q1, gain->q3};
                 }
                 row["repetitions"] = repeat;
-                row["rewrites"] = r.stats.rules_applied;
+                row["rewrites"] = rewrites;
                 row["weights"] = random_weights > 0 ? concat("random (", random_weights, " stripped in the file)")
                                                     : std::string("the file's");
                 row["file_batch"] = own_batch;
@@ -382,6 +443,11 @@ int run(int argc, char** argv) {
     }
     std::printf("correlation of predicted and measured gain over %zu rows (%s): %.3f\n", measured_gains.size(),
                 cost_model.c_str(), correlation(predicted_gains, measured_gains));
+    if (!table_file.empty())
+        std::printf(
+            "correlation with the measured gain of each model's prediction for goopt's graphs: roofline %.3f, "
+            "measured (the table) %.3f\n",
+            correlation(roofline_gains, measured_gains), correlation(table_gains, measured_gains));
     if (keep.empty()) std::filesystem::remove_all(dir);
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     if (failed > 0)

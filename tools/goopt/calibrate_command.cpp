@@ -273,12 +273,20 @@ measured_round measure_missing(const graph::computation_graph& g, std::int64_t o
         io::write_onnx(model.graph, scratch.path() / file, {.source = &model, .opset = opset});
         models.push_back({{"id", id}, {"file", file}});
     };
-    if (fresh) {  // the runtime's cost of a call: a model of one op on one number
-        io::onnx_model dispatch;
-        const auto x = dispatch.graph.input("x", ops::shape{1});
-        dispatch.graph.mark_output(dispatch.graph.add1(ops::op_kind::relu, {x}));
-        write_model(dispatch, "dispatch");
-    }
+    // The cost of a call, not of an op: a model of one op on one number, and one of a chain of
+    // dispatch_chain such ops. The chain's extra time is what each op of a session costs (the
+    // runtime's kernel launch, which a graph of fewer ops saves, and which a tiny op measured alone
+    // must keep); the rest of the one-op model's time is the call from Node.js, subtracted from every
+    // time. (Subtracting the whole one-op time made every op of a small transformer "free".)
+    constexpr int dispatch_chain = 33;
+    if (fresh)
+        for (const int length : {1, dispatch_chain}) {
+            io::onnx_model dispatch;
+            auto x = dispatch.graph.input("x", ops::shape{1});
+            for (int k = 0; k < length; ++k) x = dispatch.graph.add1(ops::op_kind::sigmoid, {x});
+            dispatch.graph.mark_output(x);
+            write_model(dispatch, length == 1 ? "dispatch" : "dispatch_chain");
+        }
     for (std::size_t i = 0; i < todo.size(); ++i) {
         try {
             write_model(standalone(g, todo[i].ops, rng), std::to_string(i));
@@ -320,10 +328,14 @@ measured_round measure_missing(const graph::computation_graph& g, std::int64_t o
         else medians[id] = r.at(concat(table.statistic, "_seconds")).get<double>();
     }
     if (fresh) {
-        if (!medians.count("dispatch"))
-            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch model",
+        if (!medians.count("dispatch") || !medians.count("dispatch_chain"))
+            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch models",
                         "a working onnxruntime-node (./bootstrap.sh ort)");
-        table.dispatch_seconds = medians["dispatch"];
+        const double per_op =
+            std::max(0.0, (medians["dispatch_chain"] - medians["dispatch"]) / static_cast<double>(dispatch_chain - 1));
+        table.dispatch_seconds = std::max(0.0, medians["dispatch"] - per_op);
+        std::printf("a call costs %s, an op of a session at least %s (a chain of %d tiny ops)\n",
+                    format_seconds(table.dispatch_seconds).c_str(), format_seconds(per_op).c_str(), dispatch_chain);
     }
     for (std::size_t i = 0; i < todo.size(); ++i)
         if (auto it = medians.find(std::to_string(i)); it != medians.end()) {

@@ -43,6 +43,7 @@ struct superopt_flags {
     cost_table_flags measured;  // --cost-table (calibrate_command.cpp)
     std::int64_t calibrate_rounds =
         0;                      // --calibrate-rounds: measure the result's unmeasured configurations, search again
+    double min_gain = 0;        // --min-gain: a result predicted to gain less is not worth a slowdown's risk
     bool device_given = false;  // with --cost-table the fallback's device is the CPU unless --device names one
     // --explain and --disable-rule (issue #26): which rewrites made the result, and leaving rules out
     bool explain = false;
@@ -186,11 +187,17 @@ int run_superopt(const superopt_flags& f) {
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
     const measuring measure{.ort_dir = f.measured.ort_dir, .groups = false};  // the search costs single ops
-    if (table && f.calibrate_rounds > 0 && table->seconds.empty()) {          // a new table: the input measured first
+    // the input measured first, whatever the table holds: the result's rounds below measure only the
+    // result's configurations, and an input costed by the fallback against a measured result would
+    // make the search's gain a comparison of two cost models
+    if (table && f.calibrate_rounds > 0) {
+        const bool fresh = table->seconds.empty();
         const auto first = measure_missing(input.graph, onnx_opset(origin), *table, measure);
-        io::write_measured_table_file(f.measured.file, *table);
-        std::printf("calibrated the input: %zu op configurations measured in %.1f s, wrote %s\n", first.measured,
-                    first.seconds, f.measured.file.c_str());
+        if (fresh || first.measured > 0) io::write_measured_table_file(f.measured.file, *table);
+        std::printf("calibrated the input: %zu op configurations measured in %.1f s (%zu already in the table)%s%s\n",
+                    first.measured, first.seconds, first.already, first.measured > 0 || fresh ? ", wrote " : "",
+                    first.measured > 0 || fresh ? f.measured.file.c_str() : "");
+        for (const auto& n : first.not_measured) std::printf("  not measured (%s)\n", n.c_str());
     }
     const auto preset = device::find_preset(table && !f.device_given ? std::string("CPU") : f.device);
     if (!preset) throw error("--device", concat("unknown device '", f.device, "'"), "a preset name");
@@ -256,10 +263,16 @@ int run_superopt(const superopt_flags& f) {
         progress.clear();
     }
     // never a graph costlier than the input under the model searched with (an extraction heuristic
-    // can hand one on): then the input itself
-    if (r.stats.cost_after > r.stats.cost_before) {
-        std::printf("the search's result costs %s, more than the input's %s: the input is handed on\n",
-                    format_seconds(r.stats.cost_after).c_str(), format_seconds(r.stats.cost_before).c_str());
+    // can hand one on), nor one predicted to gain less than --min-gain: then the input itself
+    if (r.stats.cost_after > r.stats.cost_before * (1 - f.min_gain)) {
+        if (r.stats.cost_after > r.stats.cost_before)
+            std::printf("the search's result costs %s, more than the input's %s: the input is handed on\n",
+                        format_seconds(r.stats.cost_after).c_str(), format_seconds(r.stats.cost_before).c_str());
+        else if (r.stats.rules_applied > 0)
+            std::printf(
+                "the search's result costs %s against the input's %s, a gain under --min-gain %.3g: the "
+                "input is handed on\n",
+                format_seconds(r.stats.cost_after).c_str(), format_seconds(r.stats.cost_before).c_str(), f.min_gain);
         r.graph = input.graph;
         r.stats.cost_after = r.stats.cost_before;
         r.stats.rules_applied = 0;
@@ -345,10 +358,17 @@ command add_superopt_command(CLI::App& root) {
     flags->measured.add_flags(*app);
     app->add_option("--calibrate-rounds", flags->calibrate_rounds,
                     "With --cost-table: up to N times, measure in onnxruntime the op configurations of the result "
-                    "that the table lacks (a missing table is made, the input measured first), add them to the "
+                    "that the table lacks (first the input's: a missing table is made), add them to the "
                     "table and search again; the result is the last search's, that of the final table")
         ->check(CLI::Range(0, 100))
         ->type_name("N")
+        ->capture_default_str();
+    app->add_option("--min-gain", flags->min_gain,
+                    "Hand on the input where the result is predicted to be less than this fraction faster (under "
+                    "the model searched with: a gain under the timing noise of the table is not worth the risk "
+                    "of a slowdown)")
+        ->check(finite_range(0.0, 1.0))
+        ->type_name("FRACTION")
         ->capture_default_str();
     app->add_option("--method", flags->method,
                     "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")

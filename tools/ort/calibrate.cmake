@@ -1,7 +1,8 @@
 # ctest case of `goopt calibrate` on a real onnxruntime: measures GRAPH's op configurations into a
 # fresh table (each one timed in onnxruntime by measure_ops.js), checks that a second calibrate of the
 # same graph finds everything measured, and that `goopt superopt --cost-table` uses the table (every
-# configuration of the original measured) and gives the same result twice. Skipped, saying why, where
+# configuration of the original measured) and gives the same result twice, and that --calibrate-rounds
+# on a table lacking some of the input's configurations measures those first. Skipped, saying why, where
 # node or onnxruntime-node is missing (./bootstrap.sh ort installs it; CI does).
 #   cmake -DPROGRAM=goopt -DGRAPH=g.json -DRULES=rules.json -DOUT=dir -DORT_DIR=tools/ort -P calibrate.cmake
 find_program(NODE node)
@@ -53,4 +54,38 @@ file(READ "${OUT}/calibrate_superopt_1.json" graph1)
 file(READ "${OUT}/calibrate_superopt_2.json" graph2)
 if(NOT graph1 STREQUAL graph2)
   message(FATAL_ERROR "two searches with the same table wrote different graphs")
+endif()
+# --calibrate-rounds on an existing table that lacks some of the input's configurations: the input's
+# missing ones are measured before the first search (not only the result's), so that the search
+# compares a measured input with a measured result. The table is the first one with every other
+# single-op time taken out (its fused groups and the rest stay, so it is not a new table).
+set(partial "${OUT}/calibrate_partial_table.json")
+file(READ "${table}" text)
+string(JSON entries LENGTH "${text}" times)
+set(removed 0)
+set(single 0)
+math(EXPR last "${entries} - 1")
+foreach(i RANGE ${last} 0 -1)
+  string(JSON config GET "${text}" times ${i} config)
+  if(NOT config MATCHES "^group{")
+    math(EXPR single "${single} + 1")
+    math(EXPR odd "${single} % 2")
+    if(odd)
+      string(JSON text REMOVE "${text}" times ${i})
+      math(EXPR removed "${removed} + 1")
+    endif()
+  endif()
+endforeach()
+if(removed EQUAL 0 OR removed EQUAL entries)
+  message(FATAL_ERROR "${table}: ${entries} times, ${single} of single ops: cannot make a partial table of it")
+endif()
+file(WRITE "${partial}" "${text}")
+run_goopt(rounds superopt --graph "${GRAPH}" --rules "${RULES}" --cost-table "${partial}" --calibrate-rounds 1
+          --ort-dir "${ORT_DIR}" --out "${OUT}/calibrate_superopt_rounds.json")
+if(NOT rounds MATCHES "calibrated the input: ([0-9]+) op configurations measured" OR NOT CMAKE_MATCH_1 EQUAL removed)
+  message(FATAL_ERROR "superopt --calibrate-rounds on a table lacking ${removed} of the input's configurations "
+                      "did not measure them first")
+endif()
+if(NOT rounds MATCHES "before: ([0-9]+) of ([0-9]+) op configurations measured" OR NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2)
+  message(FATAL_ERROR "superopt --calibrate-rounds left configurations of the input unmeasured")
 endif()

@@ -4,7 +4,7 @@
 // random inputs, at each thread count, compares their outputs and times them interleaved.
 //
 //   node time_models.js REFERENCE.onnx OTHER.onnx [--threads 1,2] [--repeat 30] [--warmup 3]
-//                       [--seed N] [--level L]
+//                       [--seed N] [--level L] [--control]
 //
 // Prints one JSON object: {"level", "runs": [{"threads", "max_rel_diff", "outputs": [{"name",
 // "shape", "max_rel_diff"}], "reference_ms": [...], "other_ms": [...]}]}, times in round order
@@ -12,6 +12,8 @@
 // the reference's output (null with an "error" where the outputs' names or shapes differ). Inputs:
 // floats uniform in [-1, 1], integers 0 or 1, drawn from --seed (run_model.js). Each session uses
 // intra-op threads = the thread count and one inter-op thread (sequential execution).
+// --control opens REFERENCE a second time (a session of its own) and times it in the same rounds
+// ("control_ms"): the reference against itself, so that a row shows the noise of its own rounds.
 'use strict';
 
 const { loadOrt, makeFeeds, runModel, timeRunsInOrder, relativeDifference, fail } = require('./run_model.js');
@@ -29,6 +31,7 @@ function parseArgs(argv) {
         else if (flag === '--warmup') a.warmup = Number(value());
         else if (flag === '--seed') a.seed = Number(value());
         else if (flag === '--level') a.level = value();
+        else if (flag === '--control') a.control = true;
         else if (flag.startsWith('--')) fail(`unknown flag ${flag}`);
         else a.models.push(flag);
     }
@@ -68,8 +71,12 @@ async function main() {
                                      options);
         const row = { threads, ...compare(ref.outputs, other.outputs) };
         if (!row.error) {
-            await timeRunsInOrder([ref, other], args.warmup);
-            [row.reference_ms, row.other_ms] = await timeRunsInOrder([ref, other], args.repeat);
+            const timed = [ref, other];
+            if (args.control)
+                timed.push(await runModel(ort, refModel, (s) => makeFeeds(ort, s, ref.inputs, [], null), args.level,
+                                          options));
+            await timeRunsInOrder(timed, args.warmup);
+            [row.reference_ms, row.other_ms, row.control_ms] = await timeRunsInOrder(timed, args.repeat);
         }
         runs.push(row);
     }

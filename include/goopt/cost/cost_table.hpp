@@ -21,8 +21,9 @@ namespace goopt::cost {
 
 /// Measured seconds per op (or fused group) configuration, in one environment. A time is the
 /// `statistic` ("median", or "min" on a machine too busy for medians to mean anything) of
-/// `repetitions` runs of the configuration alone as a small model, less `dispatch_seconds` (the same
-/// statistic of a model of one tiny op: the cost of a call, not of an op).
+/// `repetitions` runs of the configuration alone as a small model, less `dispatch_seconds` (the cost
+/// of a call, not of an op: a model of one tiny op less what each further op of a chain of them adds,
+/// so that an op keeps the runtime's cost of launching it, which a graph of fewer ops saves).
 /// The map is ordered so that a table is written the same way every time.
 struct cost_table {
     measurement_environment environment{};
