@@ -54,6 +54,41 @@ struct training_run {
     std::string parameters;  ///< the trained network's parameter bytes
 };
 
+/// A training row (printed, and as JSON): `experiment` "training" or "mixed_pretraining"; `cpu` the
+/// most CPU seconds of any rank (the machine here is shared: wall time measures the load too).
+struct training_row_figures {
+    std::size_t ranks, ops, samples_per_update, updates;
+    double cpu;
+    std::size_t peak;
+    std::uint64_t bytes;
+    bool same;
+};
+nlohmann::json training_row(const char* experiment, const std::string& graph, const training_run& r,
+                            const training_row_figures& f) {
+    const double per_s = static_cast<double>(r.samples) / r.seconds;
+    const auto updates = static_cast<double>(f.updates);
+    std::printf(
+        "%s %-20s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank  "
+        "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
+        experiment, graph.c_str(), f.ranks, f.ops, per_s, r.seconds / updates, f.cpu / updates,
+        static_cast<double>(f.peak) / (1 << 20), static_cast<unsigned long long>(f.bytes), f.same ? "yes" : "no");
+    std::fflush(stdout);
+    return nlohmann::json{{"experiment", experiment},
+                          {"ranks", f.ranks},
+                          {"threads_per_rank", 1},
+                          {"graph", graph},
+                          {"ops", f.ops},
+                          {"samples_per_update", f.samples_per_update},
+                          {"updates", f.updates},
+                          {"samples_per_s", per_s},
+                          {"seconds", r.seconds},
+                          {"seconds_per_update", r.seconds / updates},
+                          {"cpu_seconds_per_update_per_rank", f.cpu / updates},
+                          {"peak_memory_bytes_per_rank", f.peak},
+                          {"bytes_sent_per_rank_per_update", f.bytes},
+                          {"identical_to_one_rank", f.same}};
+}
+
 /// The program's placement training (goopt optimize --tasks placement: guided decoder, the narrow
 /// GO policy) for `updates` updates of `samples` samples on one worker thread per rank.
 training_run train_placement(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
@@ -217,31 +252,9 @@ int run(int argc, char** argv) {
     if (wanted("training")) {
         const auto g = models::find_workload(model).build();
         const auto cl = device::parse_cluster(cluster);
-        // cpu: the most CPU seconds of any rank (the machine here is shared: wall time measures the load too)
         auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
                        bool same) {
-            const double per_s = static_cast<double>(r.samples) / r.seconds;
-            std::printf(
-                "%-10s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank  "
-                "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
-                model.c_str(), n, g.num_ops(), per_s, r.seconds / static_cast<double>(updates),
-                cpu / static_cast<double>(updates), static_cast<double>(peak) / (1 << 20),
-                static_cast<unsigned long long>(bytes), same ? "yes" : "no");
-            std::fflush(stdout);
-            return nlohmann::json{{"experiment", "training"},
-                                  {"ranks", n},
-                                  {"threads_per_rank", 1},
-                                  {"graph", model},
-                                  {"ops", g.num_ops()},
-                                  {"samples_per_update", samples},
-                                  {"updates", updates},
-                                  {"samples_per_s", per_s},
-                                  {"seconds", r.seconds},
-                                  {"seconds_per_update", r.seconds / static_cast<double>(updates)},
-                                  {"cpu_seconds_per_update_per_rank", cpu / static_cast<double>(updates)},
-                                  {"peak_memory_bytes_per_rank", peak},
-                                  {"bytes_sent_per_rank_per_update", bytes},
-                                  {"identical_to_one_rank", same}};
+            return training_row("training", model, r, {n, g.num_ops(), samples, updates, cpu, peak, bytes, same});
         };
         training_run alone;
         if (rank == 0) {
@@ -279,29 +292,8 @@ int run(int argc, char** argv) {
         const auto one_file = dir / concat("goopt_distributed_mixed_1_", ::getpid(), ".ckpt");
         auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
                        bool same) {
-            const double per_s = static_cast<double>(r.samples) / r.seconds;
-            std::printf(
-                "mixed %-20s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank "
-                " "
-                "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
-                names.c_str(), n, ops, per_s, r.seconds / static_cast<double>(updates),
-                cpu / static_cast<double>(updates), static_cast<double>(peak) / (1 << 20),
-                static_cast<unsigned long long>(bytes), same ? "yes" : "no");
-            std::fflush(stdout);
-            return nlohmann::json{{"experiment", "mixed_pretraining"},
-                                  {"ranks", n},
-                                  {"threads_per_rank", 1},
-                                  {"graph", names},
-                                  {"ops", ops},
-                                  {"samples_per_update", mixed_samples * graphs.size()},
-                                  {"updates", updates},
-                                  {"samples_per_s", per_s},
-                                  {"seconds", r.seconds},
-                                  {"seconds_per_update", r.seconds / static_cast<double>(updates)},
-                                  {"cpu_seconds_per_update_per_rank", cpu / static_cast<double>(updates)},
-                                  {"peak_memory_bytes_per_rank", peak},
-                                  {"bytes_sent_per_rank_per_update", bytes},
-                                  {"identical_to_one_rank", same}};
+            return training_row("mixed_pretraining", names, r,
+                                {n, ops, mixed_samples * graphs.size(), updates, cpu, peak, bytes, same});
         };
         std::string alone_file;
         if (rank == 0) {

@@ -319,6 +319,43 @@ private:
 
 namespace detail {
 
+/// @brief When an op's inputs are all on each device, for list schedulers that place ops one by one:
+/// a computing producer's output is on its own device at its finish and on another after the
+/// transfer over the cluster's route (infinity where no link reaches); sources are everywhere at 0.
+template <class Cluster> class input_arrival {
+public:
+    explicit input_arrival(const Cluster& c) : c_(&c), nd_(c.num_devices()), route_(nd_ * nd_) {
+        for (std::size_t a = 0; a < nd_; ++a)
+            for (std::size_t b = 0; b < nd_; ++b)
+                route_[a * nd_ + b] =
+                    a == b ? device::no_link : c.route(static_cast<sim::device_id>(a), static_cast<sim::device_id>(b));
+    }
+    /// out[d] = max(out[d], when o's inputs are on d), for d < the device count; `dev` and `finish`
+    /// give each placed op's device and finish (every computing producer of o must be placed).
+    void add(const graph::computation_graph& g, const baechi_memory& m, graph::op_id o,
+             std::span<const sim::device_id> dev, std::span<const double> finish, double* out) const {
+        constexpr double inf = std::numeric_limits<double>::infinity();
+        for (graph::tensor_id t : g.get_op(o).inputs) {
+            const graph::op_id q = g.producer(t);
+            if (m.is_source(q)) continue;
+            const double bytes = static_cast<double>(g.type_of(t).bytes());
+            for (std::size_t d = 0; d < nd_; ++d) {
+                double x = finish[q];
+                if (dev[q] != d) {
+                    const auto l = route_[std::size_t{dev[q]} * nd_ + d];
+                    x = l == device::no_link ? inf : x + c_->get_link(l).transfer_time(bytes);
+                }
+                out[d] = std::max(out[d], x);
+            }
+        }
+    }
+
+private:
+    const Cluster* c_;
+    std::size_t nd_;
+    std::vector<std::uint32_t> route_;
+};
+
 /// Plans a placement with `plan(scale)` (per-device budget multipliers, 1 to start) and checks it on
 /// the simulator; where a device overflows, shrinks its multiplier by capacity / peak and plans
 /// again, config.verify_rounds times at most. Returns the best plan seen: within memory first, then
@@ -417,28 +454,10 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     for (graph::op_id o = 0; o < n; ++o)
         for (graph::op_id p : g.predecessors(o))
             if (!m.is_source(p)) ++waiting[o];
-    std::vector<std::uint32_t> route(std::size_t{nd} * nd);
-    for (sim::device_id a = 0; a < nd; ++a)
-        for (sim::device_id b = 0; b < nd; ++b)
-            route[std::size_t{a} * nd + b] = a == b ? device::no_link : c.route(a, b);
     // arrive[o * nd + d]: when o's inputs are all on d, filled when o becomes ready
+    const input_arrival inputs(c);
     std::vector<double> arrive(n * nd, 0);
-    auto fill_arrival = [&](graph::op_id o) {
-        double* a = &arrive[std::size_t{o} * nd];
-        for (graph::tensor_id t : g.get_op(o).inputs) {
-            const graph::op_id q = g.producer(t);
-            if (m.is_source(q)) continue;
-            const double bytes = static_cast<double>(g.type_of(t).bytes());
-            for (sim::device_id d = 0; d < nd; ++d) {
-                double x = finish[q];
-                if (dev[q] != d) {
-                    const auto l = route[std::size_t{dev[q]} * nd + d];
-                    x = l == device::no_link ? inf : x + c.get_link(l).transfer_time(bytes);
-                }
-                a[d] = std::max(a[d], x);
-            }
-        }
-    };
+    auto fill_arrival = [&](graph::op_id o) { inputs.add(g, m, o, dev, finish, &arrive[std::size_t{o} * nd]); };
     auto arrival = [&](graph::op_id o, sim::device_id d) { return arrive[std::size_t{o} * nd + d]; };
     // earliest start of o and the device giving it: the first device, by (start, index), where o
     // fits; devices where o's inputs never arrive are not candidates

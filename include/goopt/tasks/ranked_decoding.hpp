@@ -61,29 +61,15 @@ sim::decision guided_ranked_list(const sim::simulator<D, Cost>& s, const baselin
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0), arrive(nd), eft(nd), score(nd);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);
-    std::vector<std::uint32_t> route(std::size_t{nd} * nd);
-    for (sim::device_id a = 0; a < nd; ++a)
-        for (sim::device_id b = 0; b < nd; ++b)
-            route[std::size_t{a} * nd + b] = a == b ? device::no_link : c.route(a, b);
+    const baselines::detail::input_arrival inputs(c);
     // arrive[d]: when o's inputs are all on d (its computing producers are placed)
     auto fill_arrival = [&](graph::op_id o) {
-        std::fill(arrive.begin(), arrive.end(), 0.0);
-        for (graph::tensor_id t : g.get_op(o).inputs) {
-            const graph::op_id q = g.producer(t);
-            if (m.is_source(q)) continue;
-            if (dev[q] == baechi_memory::unplaced)
+        for (graph::tensor_id t : g.get_op(o).inputs)
+            if (!m.is_source(g.producer(t)) && dev[g.producer(t)] == baechi_memory::unplaced)
                 throw error("tasks::guided_ranked_list", concat("op ", g.describe(o), " before its producer"),
                             "an order in which every op follows its producers");
-            const double bytes = static_cast<double>(g.type_of(t).bytes());
-            for (sim::device_id d = 0; d < nd; ++d) {
-                double x = finish[q];
-                if (dev[q] != d) {
-                    const auto l = route[std::size_t{dev[q]} * nd + d];
-                    x = l == device::no_link ? inf : x + c.get_link(l).transfer_time(bytes);
-                }
-                arrive[d] = std::max(arrive[d], x);
-            }
-        }
+        std::fill(arrive.begin(), arrive.end(), 0.0);
+        inputs.add(g, m, o, dev, finish, arrive.data());
     };
     for (graph::op_id o : order) {
         fill_arrival(o);
