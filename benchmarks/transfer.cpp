@@ -6,7 +6,7 @@
 //            [--train-devices 2,4,8] [--unseen-devices 3,6] [--pretrain-updates N] [--updates-per-pair N]
 //            [--go-one-updates 200] [--finetune-updates 50] [--samples 16] [--seeds 1,2,3] [--threads 1]
 //            [--experiments generalization,convergence] [--convergence-graphs a,b] [--convergence-devices 2,4]
-//            [--hdp-factor 20] [--hdp-groups 64]
+//            [--convergence-seeds 1,2,3] [--hdp-factor 20] [--hdp-learning-rate 0.1] [--hdp-groups 64]
 //
 // One policy with the device-count-free pair head (nn::first_head::pair) is pre-trained across the
 // training graphs x training device counts (tasks::pretrain_placement_policy, seed --pretrain-seed),
@@ -103,6 +103,7 @@ int run(int argc, char** argv) {
     bool quick = false;
     std::vector<std::string> experiments, conv_names;
     std::vector<std::size_t> conv_counts;
+    std::vector<std::uint64_t> conv_seeds;
     bench::convergence_settings conv;
     bench::command_line cli("transfer",
                             "One placement policy pre-trained on some graph families and device counts, zero-shot "
@@ -161,8 +162,16 @@ int run(int argc, char** argv) {
     list("--convergence-graphs", conv_names,
          "Convergence rows' graphs (default bert_taso; without --quick also nasnet_a_taso, resnet50_taso)");
     counts_flag("--convergence-devices", conv_counts, "Convergence rows' device counts (default 2,4)");
+    cli.add_option("--convergence-seeds", conv_seeds, "Convergence rows' seeds (default: --seeds; --quick: 1,2)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(bench::count())
+        ->type_name("N,...");
     cli.add_option("--hdp-factor", conv.hdp_factor, "HDP's sample budget in GO-one's simulated decisions")
         ->transform(bench::count(20, 100000))
+        ->capture_default_str();
+    cli.add_option("--hdp-learning-rate", conv.hdp.learning_rate, "HDP's Adam learning rate (the paper's 0.1)")
+        ->check(CLI::PositiveNumber)
         ->capture_default_str();
     cli.add_option("--hdp-groups", conv.hdp.groups, "HDP's groups (the grouper's softmax width)")
         ->transform(bench::count(1, 100000))
@@ -195,6 +204,7 @@ int run(int argc, char** argv) {
         conv_names = quick ? std::vector<std::string>{"bert_taso"}
                            : std::vector<std::string>{"bert_taso", "nasnet_a_taso", "resnet50_taso"};
     if (conv_counts.empty()) conv_counts = {2, 4};
+    if (conv_seeds.empty()) conv_seeds = quick ? std::vector<std::uint64_t>{1, 2} : st.seeds;
 
     nlohmann::ordered_json pre_info;
     std::filesystem::path ckpt = policy;
@@ -281,8 +291,8 @@ int run(int argc, char** argv) {
     if (wanted("convergence")) {
         std::printf(
             "convergence: GO-one (%zu updates x %zu samples, no incumbent) against HDP with %zux GO's "
-            "simulated decisions; seeds as above\n",
-            st.go_one_updates, st.samples, conv.hdp_factor);
+            "simulated decisions; %zu seeds\n",
+            st.go_one_updates, st.samples, conv.hdp_factor, conv_seeds.size());
         std::printf("%-16s %2s %6s %9s %9s %10s %10s %8s %7s %7s\n", "graph", "n", "ops", "hdp_ms", "go_best", "go_to",
                     "hdp_to", "ratio", "go_s", "hdp_s");
         for (const auto& name : conv_names)
@@ -290,7 +300,7 @@ int run(int argc, char** argv) {
                 const auto g = models::find_workload(name).build();
                 const auto cl = device::parse_cluster(concat(n, "xV100:nvlink"));
                 auto row = bench::convergence_row(name, g, cl, config_of(st, st.go_one_updates), conv,
-                                                  std::span<const std::uint64_t>(st.seeds));
+                                                  std::span<const std::uint64_t>(conv_seeds));
                 std::printf("%-16s %2zu %6zu %9.3f %9.3f %10s %10s %8s %7.1f %7.1f\n", name.c_str(), n, g.num_ops(),
                             row["hdp_final_ms"].get<double>(), row["go_best_ms"].get<double>(),
                             row["go_samples_to_target"].dump().c_str(), row["hdp_samples_to_target"].dump().c_str(),

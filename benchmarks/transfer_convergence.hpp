@@ -8,8 +8,9 @@
 // of `hdp_factor` x that many samples (at least 20x) and its final step time is the best it reaches
 // within it; hdp_samples_to_target is the sample that reached it, go_samples_to_target the first of
 // GO's decisions at or below it (counted from GO's first sample; none: GO never got there), and the
-// ratio is hdp / go. Both are scored with the same schedule (critical-path priorities per placement,
-// GO's placement task's ready order).
+// ratio is hdp / go; hdp_samples_to_go_best is the reverse question (when HDP first matched GO's
+// best decision; null: never within its budget). Both are scored with the same schedule (critical-path priorities per
+// placement, GO's placement task's ready order).
 #include "seed_figures.hpp"
 
 #include <goopt/baselines/hdp_placement.hpp>
@@ -59,7 +60,7 @@ inline nlohmann::ordered_json convergence_row(const std::string& name, const gra
     sim::simulator s(g, cl);
     seed_figures go_best, hdp_final;
     std::vector<std::size_t> go_samples, hdp_budget, hdp_to, hdp_updates;
-    std::vector<nlohmann::json> go_to, ratio;
+    std::vector<nlohmann::json> go_to, ratio, hdp_to_go;
     double go_seconds = 0, hdp_seconds = 0;
     std::optional<double> worst;
     bool all = true;
@@ -80,6 +81,11 @@ inline nlohmann::ordered_json convergence_row(const std::string& name, const gra
         hdp_budget.push_back(h.samples);
         hdp_to.push_back(h.best_sample);
         hdp_updates.push_back(h.updates);
+        // and the other way round: the sample at which HDP first matched GO's best (null: never)
+        const double go_min = go_best.ms.back() / 1e3;
+        const auto met = std::find_if(h.improvements.begin(), h.improvements.end(),
+                                      [&](const auto& e) { return !h.result.oom && e.second <= go_min * (1 + 1e-12); });
+        hdp_to_go.push_back(met == h.improvements.end() ? nlohmann::json(nullptr) : nlohmann::json(met->first));
         const auto hit =
             std::find_if(trace.step.begin(), trace.step.end(), [&](double x) { return x <= target * (1 + 1e-12); });
         if (hit == trace.step.end()) {
@@ -100,6 +106,7 @@ inline nlohmann::ordered_json convergence_row(const std::string& name, const gra
     row["hdp_samples_to_target"] = hdp_to.size() == 1 ? nlohmann::json(hdp_to[0]) : nlohmann::json(hdp_to);
     row["ratio"] = all && worst ? nlohmann::json(*worst) : nlohmann::json(nullptr);
     row["ratio_seeds"] = ratio;
+    row["hdp_samples_to_go_best"] = hdp_to_go;
     hdp_final.write(row, "hdp_final");
     go_best.write(row, "go_best");
     row["go_samples"] = go_samples;

@@ -92,6 +92,14 @@ TEST_CASE("hdp_placement: grouper and placer trained by REINFORCE reach the exha
     CHECK(last < 1.1 * optimum);
     CHECK(first > 1.3 * optimum);
     CHECK(r.best_sample >= 1);
+    // the improvements end at the best sample and only ever go down
+    REQUIRE(!r.improvements.empty());
+    CHECK(r.improvements.back().first == r.best_sample);
+    CHECK(r.improvements.back().second == r.result.step_time);
+    for (std::size_t i = 1; i < r.improvements.size(); ++i) {
+        CHECK(r.improvements[i].first > r.improvements[i - 1].first);
+        CHECK(r.improvements[i].second < r.improvements[i - 1].second);
+    }
     CHECK(r.best_sample <= r.samples);
     CHECK_NOTHROW(s.check_placement(r.placement));
     CHECK(r.result.step_time == doctest::Approx(optimum).epsilon(1e-9));

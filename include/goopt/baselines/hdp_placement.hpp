@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <random>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace goopt::baselines {
@@ -66,6 +67,9 @@ struct hdp_result {
     /// Per update: the mean step time (s) of its samples, out-of-memory or refused ones counted as
     /// hdp_config::oom_step_time: where the policy itself stands, not just its luckiest sample.
     std::vector<double> mean_step_time;
+    /// Every sample that improved on the best so far: (1-based sample index, its step time in s), in
+    /// order, so that the samples HDP needed to reach any step time can be read off.
+    std::vector<std::pair<std::size_t, double>> improvements;
 };
 
 namespace detail {
@@ -281,6 +285,7 @@ hdp_result hdp_placement(sim::simulator<D, Cost>& s, const hdp_config& config, R
                     best.placement = p;
                     best.result = r;
                     best.best_sample = best.samples;
+                    best.improvements.emplace_back(best.samples, r.oom ? config.oom_step_time : r.step_time);
                 }
             }
             double mean = 0;
