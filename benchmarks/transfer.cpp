@@ -5,6 +5,8 @@
 //   transfer [--quick] [--out FILE] [--policy FILE] [--train-graphs a,b] [--graphs a,b] [--devices 2,4,8]
 //            [--train-devices 2,4,8] [--unseen-devices 3,6] [--pretrain-updates N] [--updates-per-pair N]
 //            [--go-one-updates 200] [--finetune-updates 50] [--samples 16] [--seeds 1,2,3] [--threads 1]
+//            [--experiments generalization,convergence] [--convergence-graphs a,b] [--convergence-devices 2,4]
+//            [--convergence-seeds 1,2,3] [--hdp-factor 20] [--hdp-learning-rate 0.1] [--hdp-groups 64]
 //
 // One policy with the device-count-free pair head (nn::first_head::pair) is pre-trained across the
 // training graphs x training device counts (tasks::pretrain_placement_policy, seed --pretrain-seed),
@@ -23,9 +25,14 @@
 // "device_count_seen", "best_heuristic", "best_heuristic_ms", "go_one_ms", "zero_shot_ms",
 // "finetune_ms", "finetune_updates", "finetune_seconds", "go_one_updates", "go_one_seconds", "seeds",
 // "<each>_seeds_ms", "<each>_spread_ms", "pretrain": {...}}.
+// Convergence rows (issue #28 §4, benchmarks/transfer_convergence.hpp): GO-one against the HDP-style
+// placer (baselines::hdp_placement) given --hdp-factor x GO-one's simulated decisions, per graph of
+// --convergence-graphs and device count: {"experiment": "convergence", "graph", "devices",
+// "go_samples_to_target", "hdp_samples_to_target", "ratio", "hdp_final_ms", "go_best_ms", budgets, seconds}.
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 #include "seed_figures.hpp"
+#include "transfer_convergence.hpp"
 
 #include <goopt/device.hpp>
 #include <goopt/models/zoo.hpp>
@@ -94,12 +101,16 @@ int run(int argc, char** argv) {
     std::uint64_t pretrain_seed = 1;
     settings st;
     bool quick = false;
+    std::vector<std::string> experiments, conv_names;
+    std::vector<std::size_t> conv_counts;
+    std::vector<std::uint64_t> conv_seeds;
+    bench::convergence_settings conv;
     bench::command_line cli("transfer",
                             "One placement policy pre-trained on some graph families and device counts, zero-shot "
                             "and fine-tuned on held-out graphs and device counts, against GO-one and the heuristics.");
-    cli.add_flag(
-        "--quick", quick,
-        "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20 (flags given win)");
+    cli.add_flag("--quick", quick,
+                 "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20; convergence on "
+                 "bert_taso, seeds 1,2 (flags given win)");
     cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
     cli.add_option("--policy", policy, "A pre-trained pair-head checkpoint to use instead of pre-training here")
         ->type_name("FILE");
@@ -143,6 +154,28 @@ int run(int argc, char** argv) {
     cli.add_option("--threads", st.threads, "Threads decoding and scoring the samples")
         ->transform(bench::count(1, 256))
         ->capture_default_str();
+    cli.add_option("--experiments", experiments, "Which rows: generalization, convergence (default both)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(CLI::IsMember({"generalization", "convergence"}))
+        ->type_name("NAME,...");
+    list("--convergence-graphs", conv_names,
+         "Convergence rows' graphs (default bert_taso; without --quick also nasnet_a_taso, resnet50_taso)");
+    counts_flag("--convergence-devices", conv_counts, "Convergence rows' device counts (default 2,4)");
+    cli.add_option("--convergence-seeds", conv_seeds, "Convergence rows' seeds (default: --seeds; --quick: 1,2)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->transform(bench::count())
+        ->type_name("N,...");
+    cli.add_option("--hdp-factor", conv.hdp_factor, "HDP's sample budget in GO-one's simulated decisions")
+        ->transform(bench::count(20, 100000))
+        ->capture_default_str();
+    cli.add_option("--hdp-learning-rate", conv.hdp.learning_rate, "HDP's Adam learning rate (the paper's 0.1)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cli.add_option("--hdp-groups", conv.hdp.groups, "HDP's groups (the grouper's softmax width)")
+        ->transform(bench::count(1, 100000))
+        ->capture_default_str();
     if (!cli.parse_flags(argc, argv)) return 0;
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
     (void)go;
@@ -162,10 +195,20 @@ int run(int argc, char** argv) {
     if (unseen.empty()) unseen = {3};
     if (pu->count() == 0) pretrain_updates = quick ? 40 : 240;
     if (quick && ft->count() == 0) st.finetune_updates = 20;
+    std::erase(conv_names, std::string{});
+    if (experiments.empty()) experiments = {"generalization", "convergence"};
+    auto wanted = [&](const char* e) {
+        return std::find(experiments.begin(), experiments.end(), e) != experiments.end();
+    };
+    if (conv_names.empty())
+        conv_names = quick ? std::vector<std::string>{"bert_taso"}
+                           : std::vector<std::string>{"bert_taso", "nasnet_a_taso", "resnet50_taso"};
+    if (conv_counts.empty()) conv_counts = {2, 4};
+    if (conv_seeds.empty()) conv_seeds = quick ? std::vector<std::uint64_t>{1, 2} : st.seeds;
 
     nlohmann::ordered_json pre_info;
     std::filesystem::path ckpt = policy;
-    if (policy.empty()) {
+    if (policy.empty() && wanted("generalization")) {
         ckpt = std::filesystem::temp_directory_path() / concat("goopt_transfer_", pretrain_seed, ".ckpt");
         std::vector<graph::computation_graph> graphs;
         for (const auto& n : train_names) graphs.push_back(models::find_workload(n).build());
@@ -234,18 +277,43 @@ int run(int argc, char** argv) {
         results.push_back(row);
         if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");  // after every row
     };
-    for (const auto& name : names)
-        for (std::size_t n : counts)
-            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
-    for (const auto& name : names)
-        for (std::size_t n : unseen)
-            row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+    if (wanted("generalization")) {
+        for (const auto& name : names)
+            for (std::size_t n : counts)
+                row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+        for (const auto& name : names)
+            for (std::size_t n : unseen)
+                row_of(name, n, std::find(train_counts.begin(), train_counts.end(), n) != train_counts.end());
+    }
 
-    // ---- convergence and scale (issue #28 §3, §4): hdpscale writes them in
-    // benchmarks/transfer_convergence.hpp and benchmarks/scale.cpp; the lead calls them here at merge,
-    // appending their rows ("experiment": "convergence" / "scale") to `results`.
+    // ---- convergence and scale (issue #28 §3, §4): the scale rows are benchmarks/scale.cpp's; the
+    // lead calls them here at merge, appending their rows ("experiment": "scale") to `results`.
+    if (wanted("convergence")) {
+        std::printf(
+            "convergence: GO-one (%zu updates x %zu samples, no incumbent) against HDP with %zux GO's "
+            "simulated decisions; %zu seeds\n",
+            st.go_one_updates, st.samples, conv.hdp_factor, conv_seeds.size());
+        std::printf("%-16s %2s %6s %9s %9s %10s %10s %8s %7s %7s\n", "graph", "n", "ops", "hdp_ms", "go_best", "go_to",
+                    "hdp_to", "ratio", "go_s", "hdp_s");
+        for (const auto& name : conv_names)
+            for (std::size_t n : conv_counts) {
+                const auto g = models::find_workload(name).build();
+                const auto cl = device::parse_cluster(concat(n, "xV100:nvlink"));
+                auto row = bench::convergence_row(name, g, cl, config_of(st, st.go_one_updates), conv,
+                                                  std::span<const std::uint64_t>(conv_seeds));
+                std::printf("%-16s %2zu %6zu %9.3f %9.3f %10s %10s %8s %7.1f %7.1f\n", name.c_str(), n, g.num_ops(),
+                            row["hdp_final_ms"].get<double>(), row["go_best_ms"].get<double>(),
+                            row["go_samples_to_target"].dump().c_str(), row["hdp_samples_to_target"].dump().c_str(),
+                            row["ratio"].dump().c_str(), row["go_seconds"].get<double>(),
+                            row["hdp_seconds"].get<double>());
+                std::fflush(stdout);
+                row["peak_memory_bytes"] = bench::peak_memory_bytes();
+                results.push_back(row);
+                if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");
+            }
+    }
 
-    if (policy.empty()) std::filesystem::remove(ckpt);
+    if (policy.empty() && wanted("generalization")) std::filesystem::remove(ckpt);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/baselines/expert_placement.hpp>
 #include <goopt/baselines/greedy_fusion.hpp>
+#include <goopt/baselines/hdp_placement.hpp>
 #include <goopt/baselines/heft.hpp>
 #include <goopt/baselines/priority_fusion.hpp>
 #include <goopt/baselines/random_search.hpp>

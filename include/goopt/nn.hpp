@@ -15,6 +15,7 @@
 #include <goopt/nn/heads.hpp>
 #include <goopt/nn/layer_norm.hpp>
 #include <goopt/nn/linear.hpp>
+#include <goopt/nn/lstm.hpp>
 #include <goopt/nn/node_features.hpp>
 #include <goopt/nn/pair_head.hpp>
 #include <goopt/nn/residual_block.hpp>

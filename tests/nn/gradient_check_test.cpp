@@ -225,3 +225,43 @@ TEST_CASE("feature_modulation and heads: backward matches finite differences") {
     labels[0] = 3;
     CHECK_THROWS_AS(nn::cross_entropy(logits, std::span<const int>(labels), scratch), goopt::error);
 }
+
+TEST_CASE("lstm: backpropagation through time matches finite differences (every input and parameter)") {
+    std::mt19937_64 rng(12);
+    const std::size_t in = 3, hidden = 4, batch = 2, steps = 5;
+    nn::lstm<double> cell(in, hidden, rng);
+    nn::parameter_list<double> ps;
+    cell.collect(ps);
+    ps[1]->value = random_matrix(1, 4 * hidden, rng) * 0.5;  // every gate away from its start
+    // the inputs as one matrix (steps x batch rows) so that gradient_error perturbs them all
+    mat xs = random_matrix(steps * batch, in, rng);
+    const mat r = random_matrix(steps * batch, hidden, rng);
+    auto run = [&] {
+        cell.start(batch);
+        double l = 0;
+        for (std::size_t t = 0; t < steps; ++t) {
+            const auto rows = static_cast<Eigen::Index>(t * batch);
+            const mat x = xs.middleRows(rows, batch);
+            l += (cell.step(x).array() * r.middleRows(rows, batch).array()).sum();
+        }
+        return l;
+    };
+    nn::zero_grad(ps);
+    run();
+    std::vector<mat> dh;
+    for (std::size_t t = 0; t < steps; ++t) dh.push_back(r.middleRows(static_cast<Eigen::Index>(t * batch), batch));
+    const auto dx = cell.backward(dh);
+    REQUIRE(dx.size() == steps);
+    mat dxs(steps * batch, in);
+    for (std::size_t t = 0; t < steps; ++t) dxs.middleRows(static_cast<Eigen::Index>(t * batch), batch) = dx[t];
+    CHECK(nn::gradient_error(xs, dxs, run) < 1e-6);
+    for (auto* p : ps) {
+        const mat g = p->grad;
+        INFO(p->name);
+        CHECK(nn::gradient_error(p->value, g, run) < 1e-6);
+    }
+    // a wrongly shaped input or gradient list is refused
+    cell.start(batch);
+    CHECK_THROWS_AS(cell.step(random_matrix(batch + 1, in, rng)), goopt::error);
+    CHECK_THROWS_AS(cell.backward(dh), goopt::error);
+}
