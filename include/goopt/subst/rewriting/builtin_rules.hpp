@@ -642,8 +642,6 @@ inline void split_elementwise_rules(const graph::computation_graph& g, rule_set&
     }
 }
 
-/// concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a: what a merge leaves behind
-/// when the pieces were concatenated again (SqueezeNet's fire modules, Inception's blocks).
 /// conv2d{act}(avgpool2d(x), w) <=> avgpool2d{act}(conv2d(x, w)) for a 1x1 w, stride 1, groups 1:
 /// mixing channels pixel by pixel commutes with averaging each channel (a window's divisor depends
 /// on its place only), and the activation goes with the outer op. The pool then averages the
@@ -714,6 +712,8 @@ inline void identity_pool_rules(const graph::computation_graph& g, rule_set& out
     }
 }
 
+/// concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a: what a merge leaves behind
+/// when the pieces were concatenated again (SqueezeNet's fire modules, Inception's blocks).
 inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& out) {
     using K = ops::op_kind;
     using A = ops::attr_id;
