@@ -5,6 +5,9 @@
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2]
 //
+// --quick: every experiment on rnnlm2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
+// (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
+//
 // placement: every placement heuristic (benchmarks/placement_heuristics.hpp) and the GO policy
 // trained by PPO with the guided decoder (m-ETF as the decoder, the policy's logits as residuals on
 // its scores, anchored on the best placement heuristic's decision unless --no-anchor:
@@ -180,14 +183,15 @@ int run(int argc, char** argv) {
         "Learned placement, scheduling, fusion and all three jointly (GO policy, PPO, the heuristic "
         "as the decoder) against the heuristics on the same simulator, per graph, device count and "
         "experiment.");
-    cli.add_flag("--quick", quick, "Two graphs on 2 and 4 devices, 40 updates, seeds 1,2,3 (flags given win)");
+    cli.add_flag("--quick", quick,
+                 "Every experiment on two graphs on 2 and 4 devices, 40 updates, seeds 1,2,3 (flags given win)");
     cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
-    cli.add_option("--experiments", experiments, "Experiments to run")
-        ->delimiter(',')
-        ->allow_extra_args(false)
-        ->check(CLI::IsMember({"placement", "scheduling", "fusion", "joint"}))
-        ->type_name("NAME,...")
-        ->capture_default_str();
+    auto* experiments_given = cli.add_option("--experiments", experiments, "Experiments to run (--quick: all four)")
+                                  ->delimiter(',')
+                                  ->allow_extra_args(false)
+                                  ->check(CLI::IsMember({"placement", "scheduling", "fusion", "joint"}))
+                                  ->type_name("NAME,...")
+                                  ->capture_default_str();
     cli.add_option("--graphs", names, "Models of the zoo (default: GO's workloads)")
         ->delimiter(',')
         ->allow_extra_args(false)
@@ -238,6 +242,7 @@ int run(int argc, char** argv) {
                                                  "amoebanet_train", "nasnet_a_train",  "resnet50_train"};
     if (counts.empty()) counts = quick ? std::vector<std::size_t>{2, 4} : std::vector<std::size_t>{2, 4, 8};
     if (quick && updates->count() == 0) st.updates = 40;
+    if (quick && experiments_given->count() == 0) experiments = {"placement", "scheduling", "fusion", "joint"};
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     std::printf(
