@@ -148,18 +148,7 @@ TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the 
         g, cl, cost::roofline_model{},
         {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided});
     // brute force over every computing op's device (sources with their first reader)
-    std::vector<graph::op_id> computing;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o)
-        if (!g.get_op(o).spec().has(ops::source)) computing.push_back(o);
-    REQUIRE(computing.size() <= 14);
-    double optimum = 1e300;
-    std::vector<int> acts(g.num_ops(), 0);
-    for (std::size_t mask = 0; mask < (std::size_t{1} << computing.size()); ++mask) {
-        for (std::size_t i = 0; i < computing.size(); ++i) acts[computing[i]] = static_cast<int>((mask >> i) & 1);
-        for (graph::op_id o = 0; o < g.num_ops(); ++o)
-            if (g.get_op(o).spec().has(ops::source)) acts[o] = acts[g.get_tensor(g.get_op(o).outputs[0]).uses[0].op];
-        optimum = std::min(optimum, task.score(task.decide(acts), 0).step_time);
-    }
+    const double optimum = test::two_device_optimum(task, g);
     auto& s = task.simulator();
     const double metf = task.score(task.decision_of(baselines::m_etf(s).placement), 0).step_time;
     for (const double heuristic :

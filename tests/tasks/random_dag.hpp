@@ -3,8 +3,10 @@
 // share one translation unit).
 #include <goopt/graph/computation_graph.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,25 @@ inline graph::computation_graph random_dag(std::uint64_t seed, int count) {
     for (std::size_t i = 1; i < ends.size(); ++i) sum = g.add1(ops::op_kind::ewadd, {sum, ends[i]});
     g.mark_output(sum);
     return g;
+}
+
+/// The fastest step of `task` (a two-device tasks::placement_task on `g`) over every placement of
+/// g's computing ops, sources with their first reader: the brute-force optimum a learning test
+/// compares against (at most 14 computing ops).
+template <class PlacementTask> double two_device_optimum(PlacementTask& task, const graph::computation_graph& g) {
+    std::vector<graph::op_id> computing;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (!g.get_op(o).spec().has(ops::source)) computing.push_back(o);
+    if (computing.size() > 14) throw std::invalid_argument("two_device_optimum: more than 14 computing ops");
+    double optimum = 1e300;
+    std::vector<int> acts(g.num_ops(), 0);
+    for (std::size_t mask = 0; mask < (std::size_t{1} << computing.size()); ++mask) {
+        for (std::size_t i = 0; i < computing.size(); ++i) acts[computing[i]] = static_cast<int>((mask >> i) & 1);
+        for (graph::op_id o = 0; o < g.num_ops(); ++o)
+            if (g.get_op(o).spec().has(ops::source)) acts[o] = acts[g.get_tensor(g.get_op(o).outputs[0]).uses[0].op];
+        optimum = std::min(optimum, task.score(task.decide(acts), 0).step_time);
+    }
+    return optimum;
 }
 
 }  // namespace goopt::test

@@ -195,18 +195,8 @@ TEST_CASE("guided placement on the ranked walk: PPO comes within 2 % of the brut
                                           .decoder = tasks::placement_decoder::guided,
                                           .walk = tasks::guided_walk::ranked};
     tasks::placement_task task(g, cl, cost::roofline_model{}, tc);
-    std::vector<graph::op_id> computing;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o)
-        if (!g.get_op(o).spec().has(ops::source)) computing.push_back(o);
-    REQUIRE(computing.size() <= 14);
-    double optimum = 1e300;
-    std::vector<int> acts(g.num_ops(), 0);
-    for (std::size_t mask = 0; mask < (std::size_t{1} << computing.size()); ++mask) {
-        for (std::size_t i = 0; i < computing.size(); ++i) acts[computing[i]] = static_cast<int>((mask >> i) & 1);
-        for (graph::op_id o = 0; o < g.num_ops(); ++o)
-            if (g.get_op(o).spec().has(ops::source)) acts[o] = acts[g.get_tensor(g.get_op(o).outputs[0]).uses[0].op];
-        optimum = std::min(optimum, task.score(task.decide(acts), 0).step_time);
-    }
+    // brute force over every computing op's device (sources with their first reader)
+    const double optimum = test::two_device_optimum(task, g);
     std::mt19937_64 rng0(0);
     const auto zero = nn::matrix<double>::Zero(static_cast<Eigen::Index>(g.num_ops()), 2);
     const double start =
