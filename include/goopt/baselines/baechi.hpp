@@ -356,34 +356,48 @@ private:
     std::vector<std::uint32_t> route_;
 };
 
-/// Plans a placement with `plan(scale)` (per-device budget multipliers, 1 to start) and checks it on
-/// the simulator; where a device overflows, shrinks its multiplier by capacity / peak and plans
-/// again, config.verify_rounds times at most. Returns the best plan seen: within memory first, then
-/// the shorter step.
-template <device::DeviceModel D, cost::CostModel<D> Cost, class Plan>
-sim::decision verified(const sim::simulator<D, Cost>& s, const baechi_config& config, Plan&& plan) {
-    const std::size_t nd = s.cluster().num_devices();
-    std::vector<double> scale(nd, 1.0);
-    if (config.verify_rounds == 0) return plan(std::span<const double>(scale));  // unchecked
-    sim::simulator<D, Cost> check(s.graph(), s.cluster(), s.cost_model());       // run() is not const
+/// Plans with `plan(scale)` (per-device budget multipliers, 1 to start) and scores each plan with
+/// `run(plan)` (a sim::simulation_result); where a device overflows, shrinks its multiplier by
+/// capacity / peak and plans again, `rounds` times at most. Returns the best plan seen (within
+/// memory first, then the shorter step) and the multipliers it was planned under.
+template <class Cluster, class Plan, class Run>
+std::pair<sim::decision, std::vector<double>> shrink_until_fits(const Cluster& c, std::size_t rounds, Plan&& plan,
+                                                                Run&& run) {
+    const std::size_t nd = c.num_devices();
+    std::vector<double> scale(nd, 1.0), best_scale = scale;
     sim::decision best;
     bool best_oom = true;
     double best_step = 0;
-    for (std::size_t round = 0; round <= config.verify_rounds; ++round) {
+    for (std::size_t round = 0; round <= rounds; ++round) {
         sim::decision d = plan(std::span<const double>(scale));
-        const auto r = sim::run(check, d);
+        const auto r = run(d);
         if (round == 0 || (best_oom && !r.oom) || (best_oom == r.oom && r.step_time < best_step)) {
             best = std::move(d);
+            best_scale = scale;
             best_oom = r.oom;
             best_step = r.step_time;
         }
         if (!r.oom) break;
         for (std::size_t k = 0; k < nd; ++k) {
-            const double cap = static_cast<double>(s.cluster().device(k).mem_capacity());
+            const double cap = static_cast<double>(c.device(k).mem_capacity());
             if (static_cast<double>(r.peak_memory[k]) > cap) scale[k] *= cap / static_cast<double>(r.peak_memory[k]);
         }
     }
-    return best;
+    return {std::move(best), std::move(best_scale)};
+}
+
+/// Plans a placement with `plan(scale)` and checks it on the simulator, re-planning where a device
+/// overflows (shrink_until_fits), config.verify_rounds times at most; 0: the first plan, unchecked.
+template <device::DeviceModel D, cost::CostModel<D> Cost, class Plan>
+sim::decision verified(const sim::simulator<D, Cost>& s, const baechi_config& config, Plan&& plan) {
+    if (config.verify_rounds == 0) {
+        const std::vector<double> scale(s.cluster().num_devices(), 1.0);
+        return plan(std::span<const double>(scale));  // unchecked
+    }
+    sim::simulator<D, Cost> check(s.graph(), s.cluster(), s.cost_model());  // run() is not const
+    return shrink_until_fits(s.cluster(), config.verify_rounds, plan,
+                             [&](const sim::decision& d) { return sim::run(check, d); })
+        .first;
 }
 
 /// One m-TOPO plan under per-device budget multipliers `scale`.

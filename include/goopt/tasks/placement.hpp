@@ -341,28 +341,14 @@ private:
     /// capacity / peak, guide.verify_rounds times at most; the budgets of the best plan (within
     /// memory first, then the shorter step) are kept for every sample.
     void calibrate_budget() {
-        const std::size_t k = c_->num_devices();
-        std::vector<double> scale(k, 1.0);
-        budget_ = scale;
-        bool best_oom = true;
-        double best_step = 0;
-        for (std::size_t round = 0; round <= config_.guide.verify_rounds; ++round) {
-            const auto plan = guided_ranked_list(
-                *sims_[0], config_.guide, ranked_, tau_,
-                [](graph::op_id, std::span<const double>, sim::device_id best) { return best; }, scale);
-            const auto r = sim::run(*sims_[0], decision_of(plan.placement));
-            if (round == 0 || (best_oom && !r.oom) || (best_oom == r.oom && r.step_time < best_step)) {
-                budget_ = scale;
-                best_oom = r.oom;
-                best_step = r.step_time;
-            }
-            if (!r.oom) break;
-            for (std::size_t d = 0; d < k; ++d) {
-                const double cap = static_cast<double>(c_->device(d).mem_capacity());
-                if (static_cast<double>(r.peak_memory[d]) > cap)
-                    scale[d] *= cap / static_cast<double>(r.peak_memory[d]);
-            }
-        }
+        auto greedy = [](graph::op_id, std::span<const double>, sim::device_id best) { return best; };
+        budget_ = baselines::detail::shrink_until_fits(
+                      *c_, config_.guide.verify_rounds,
+                      [&](std::span<const double> scale) {
+                          return guided_ranked_list(*sims_[0], config_.guide, ranked_, tau_, greedy, scale);
+                      },
+                      [&](const sim::decision& plan) { return sim::run(*sims_[0], decision_of(plan.placement)); })
+                      .second;
     }
 
     const graph::computation_graph* g_;
