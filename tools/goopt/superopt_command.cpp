@@ -263,8 +263,10 @@ int run_superopt(const superopt_flags& f) {
         progress.clear();
     }
     // never a graph costlier than the input under the model searched with (an extraction heuristic
-    // can hand one on), nor one predicted to gain less than --min-gain: then the input itself
-    if (r.stats.cost_after > r.stats.cost_before * (1 - f.min_gain)) {
+    // can hand one on), nor one predicted to gain less than --min-gain (with it, a gain must be
+    // predicted: an input the model costs 0 gains nothing): then the input itself
+    const double floor = r.stats.cost_before * (1 - f.min_gain);
+    if (f.min_gain > 0 ? !(r.stats.cost_after < floor) : r.stats.cost_after > r.stats.cost_before) {
         if (r.stats.cost_after > r.stats.cost_before)
             std::printf("the search's result costs %s, more than the input's %s: the input is handed on\n",
                         format_seconds(r.stats.cost_after).c_str(), format_seconds(r.stats.cost_before).c_str());
