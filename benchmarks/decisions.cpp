@@ -17,8 +17,10 @@
 // order, against learned priority levels (tasks::scheduling_decider) on the best of those three,
 // the policy starting at the middle level (tasks::start_from_middle_level: that order itself). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
-// (tasks::fusion_decider). joint: one policy deciding placement, scheduling and fusion together
-// (tasks::joint_task, its placement decoder anchored on the best placement heuristic's decision),
+// (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
+// policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
+// scheduling and fusion together (tasks::joint_task, anchored unless --no-anchor on the best heuristic
+// pipeline: its placement, its own priorities where they beat its critical path, greedy fusion's groups),
 // each task alone and each pair with the others at their defaults (placement: the best placement
 // heuristic's; scheduling: FIFO; fusion: none), against the default decision
 // (one device, FIFO, no fusion) and the heuristic pipelines HEFT, m-ETF and m-SCT, each with its
@@ -224,7 +226,8 @@ int run(int argc, char** argv) {
         ->capture_default_str();
     cli.add_flag("--independent", st.independent, "Also train GO's independent decoder (placement)");
     cli.add_flag("!--no-anchor", st.anchor,
-                 "Guided decoders follow m-ETF alone, not anchored on the best placement heuristic's decision");
+                 "Guided decoders follow m-ETF alone, not anchored on the best placement heuristic's decision, "
+                 "and fusion levels bias priority fusion from scratch, not anchored on the better fuser's groups");
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())
@@ -327,8 +330,13 @@ int run(int argc, char** argv) {
                     row["placement"] = best_name;
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
-                    tasks::simulated_task task(g, cl, decider);
-                    learned = learn_on(task, st);
+                    // anchored: the levels depart from the better fuser's groups, starting at them
+                    const auto anchor = !st.anchor                    ? tasks::fusion_anchor::none
+                                        : row_best == "greedy_fusion" ? tasks::fusion_anchor::greedy
+                                                                      : tasks::fusion_anchor::priority;
+                    const tasks::fusion_decider learner(s, best.placement, best.priorities, {.anchor = anchor});
+                    tasks::simulated_task task(g, cl, learner);
+                    learned = learn_on(task, st, st.anchor);
                     learned.write(row, "learned");
                 } else if (experiment == "joint") {
                     if (best_name.empty()) continue;  // no placement fits: no default for the pairs
@@ -337,28 +345,42 @@ int run(int argc, char** argv) {
                     row["default_ms"] = single.step_time * 1e3;
                     row["default_oom"] = single.oom;
                     row_best.clear();
+                    sim::decision pipeline;
                     for (const auto& [key, d] : heuristic_pipelines(s)) {
                         const auto r = sim::run(s, d);
                         row[key + "_ms"] = r.step_time * 1e3;
                         if (!r.oom && (row_best.empty() || r.step_time * 1e3 < row_best_ms)) {
                             row_best = key;
                             row_best_ms = r.step_time * 1e3;
+                            pipeline = d;
                         }
+                    }
+                    // a learned placement is anchored on the best pipeline's, with its own priorities
+                    // where they order it better than its critical path does
+                    std::vector<double> pipeline_order;
+                    if (!pipeline.priorities.empty()) {
+                        sim::decision cp = pipeline;
+                        cp.priorities = baselines::critical_path_priorities(s, pipeline.placement);
+                        if (sim::run(s, pipeline).step_time <= sim::run(s, cp).step_time)
+                            pipeline_order = pipeline.priorities;
                     }
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
                     row["best_heuristic_pipeline_ms"] = row_best_ms;
                     row["placement"] = best_name;
                     auto with = [&](bool pl, bool sch, bool fu) {
+                        const auto& order = pl ? pipeline_order : own_order;
                         return tasks::joint_config{.tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                                                    .placement = pl ? sim::placement{} : best.placement,
                                                    .temperature = st.temperature,
-                                                   .anchor = pl && st.anchor ? best.placement : sim::placement{},
+                                                   .anchor = pl && st.anchor ? pipeline.placement : sim::placement{},
                                                    .anchor_strength = st.anchor_strength,
-                                                   .priorities = sch && st.anchor ? own_order : std::vector<double>{}};
+                                                   .priorities = sch && st.anchor ? order : std::vector<double>{},
+                                                   .anchor_fusion = fu && st.anchor ? tasks::fusion_anchor::greedy
+                                                                                    : tasks::fusion_anchor::none};
                     };
-                    // the joint decoder's own pipeline (zero logits, greedy): the anchor, its
-                    // critical-path priorities, priority fusion
+                    // the joint decoder's own pipeline (zero logits, greedy): anchored, the best
+                    // heuristic pipeline (its placement, priorities and greedy fusion)
                     row["decoder_pipeline_ms"] =
                         tasks::joint_task(g, cl, cost::roofline_model{}, with(true, true, true)).reference().step_time *
                         1e3;

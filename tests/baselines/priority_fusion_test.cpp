@@ -143,3 +143,66 @@ TEST_CASE("greedy and priority fusion on random graphs: legal, and on one device
         check_groups(s, h.placement, baselines::priority_fusion(s, h.placement));
     }
 }
+
+namespace {
+
+/// The groups of `f` as a set of member sets (ids differ between fusers; the partition is what counts).
+std::set<std::vector<op_id>> partition_of(const sim::fusion_groups& f) {
+    std::map<std::int32_t, std::vector<op_id>> groups;
+    for (op_id o = 0; o < f.size(); ++o)
+        if (f[o] >= 0) groups[f[o]].push_back(o);
+    std::set<std::vector<op_id>> r;
+    for (auto& [id, members] : groups) r.insert(members);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("priority fusion from starting groups: kept whole they come back exactly; any departure stays legal") {
+    std::mt19937_64 rng(23);
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    auto graphs = small_zoo();
+    for (int trial = 0; trial < 6; ++trial) graphs.push_back(goopt_test::random_dag(rng, 8, 6));
+    for (const auto& g : graphs) {
+        CAPTURE(g.name());
+        sim::simulator s(g, cl);
+        const auto h = baselines::heft(s);
+        const baselines::priority_fuser fuser(s, h.placement);
+        const auto greedy = baselines::greedy_fusion(g, h.placement);
+        const std::size_t n = g.num_ops();
+        const std::vector<std::uint8_t> closed(n, 0);
+        // nothing departs and nothing is open: greedy fusion's partition, whatever the biases
+        const std::vector<double> bias(n, 1.0);
+        CHECK(partition_of(fuser.run(bias, {}, {.groups = greedy, .open = closed})) == partition_of(greedy));
+        // open everywhere: priority fusion continues from greedy's groups and saves at least as much
+        const auto more = fuser.run({}, {}, {.groups = greedy});
+        check_groups(s, h.placement, more);
+        // random departures: ops leave their groups, some are frozen, some open
+        for (int k = 0; k < 5; ++k) {
+            std::vector<std::uint8_t> keep(n), open(n), frozen(n);
+            std::vector<double> b(n);
+            for (op_id o = 0; o < n; ++o) {
+                keep[o] = rng() % 3 != 0;
+                open[o] = rng() % 2;
+                frozen[o] = rng() % 8 == 0;
+                b[o] = static_cast<double>(rng() % 5) * 1e-6 - 2e-6;
+            }
+            const auto f = fuser.run(b, frozen, {.groups = greedy, .keep = keep, .open = open});
+            check_groups(s, h.placement, f);
+            for (op_id o = 0; o < n; ++o) {
+                if (frozen[o]) CHECK(f[o] == sim::no_group);
+                // an op that stays and is closed only ever shares a group through a starting group
+                // or an open neighbour's merge: never a group without a starting partner or an open op
+                if (f[o] >= 0 && greedy[o] < 0 && !open[o]) {
+                    bool any_open = false;
+                    for (op_id q = 0; q < n; ++q) any_open |= f[q] == f[o] && open[q];
+                    CHECK(any_open);
+                }
+            }
+        }
+    }
+    sim::simulator s0(graphs[0], cl);
+    const baselines::priority_fuser fuser0(s0, sim::placement(graphs[0].num_ops(), 0));
+    CHECK_THROWS_WITH_AS(fuser0.run({}, {}, {.groups = sim::fusion_groups(3, sim::no_group)}),
+                         doctest::Contains("one per op"), error);
+}

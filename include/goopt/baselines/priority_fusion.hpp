@@ -25,6 +25,22 @@
 
 namespace goopt::baselines {
 
+/// @brief Where priority fusion starts and which merges it may add: an anchored decoder starts from a
+/// heuristic's groups (e.g. greedy fusion's) and learns departures from them, so that its zero-logit
+/// decode is that heuristic's fusion exactly (tasks/fusion.hpp, tasks/joint.hpp).
+struct fusion_start {
+    /// Groups to start from (as sim::fusion_groups: a group id per op, sim::no_group alone; empty:
+    /// every op alone). The kept members of a group that lie on one device and are joined by
+    /// producer/consumer edges among them start as one group when sim::fusion_check allows it, else
+    /// alone; groups whose contraction would be cyclic are dissolved (only departures split groups,
+    /// so a valid fusion kept whole starts exactly as given).
+    std::span<const std::int32_t> groups = {};
+    /// Per op (empty: every op kept): 0 takes the op out of its starting group.
+    std::span<const std::uint8_t> keep = {};
+    /// Per op (empty: every op open): a new merge needs at least one open op in its pair.
+    std::span<const std::uint8_t> open = {};
+};
+
 /// @brief Priority fusion on one graph, cluster and placement, built once and run many times (the
 /// fusion task decodes every sample with it). Candidates are the producer/consumer pairs on one
 /// device that sim::can_fuse allows. A merge's priority is the cost model's time of the two groups
@@ -47,8 +63,12 @@ public:
         : priority_fuser(s.graph(), s.cluster(), s.cost_model(), std::move(placement)) {}
 
     /// @param bias per op (empty: none), added to the priority of every merge of a pair it is in.
-    /// @param frozen per op (empty: none), nonzero: the op is never merged.
-    sim::fusion_groups run(std::span<const double> bias = {}, std::span<const std::uint8_t> frozen = {}) const;
+    /// @param frozen per op (empty: none), nonzero: the op is never merged (and leaves its starting group).
+    /// @param start the groups to start from and the ops new merges may use (default: from scratch).
+    /// @throws goopt::error for a bias, frozen, keep or open of neither one entry per op nor none, or
+    /// starting groups of another length.
+    sim::fusion_groups run(std::span<const double> bias = {}, std::span<const std::uint8_t> frozen = {},
+                           const fusion_start& start = {}) const;
 
     /// Producer/consumer pairs that may fuse (same device, sim::can_fuse).
     std::size_t num_pairs() const noexcept { return pairs_.size(); }
@@ -59,6 +79,10 @@ public:
     const sim::placement& placement() const noexcept { return placement_; }
 
 private:
+    /// Union-find parents, members, ranks and times of the starting groups (see fusion_start).
+    void seed(const fusion_start& start, std::span<const std::uint8_t> frozen, std::vector<graph::op_id>& group,
+              std::vector<std::vector<graph::op_id>>& members, std::vector<std::uint32_t>& rank,
+              std::vector<double>& time, sim::fusion_check& check) const;
     double group_time(std::span<const graph::op_id> ops) const {
         if (ops.size() == 1) return op_time_[ops[0]];
         return static_cast<double>(cost_.group_time(*g_, ops, c_->device(placement_[ops[0]])));
@@ -133,13 +157,82 @@ priority_fuser<D, Cost>::priority_fuser(const graph::computation_graph& g, const
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
-sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias,
-                                                std::span<const std::uint8_t> frozen) const {
+void priority_fuser<D, Cost>::seed(const fusion_start& start, std::span<const std::uint8_t> frozen,
+                                   std::vector<graph::op_id>& group, std::vector<std::vector<graph::op_id>>& members,
+                                   std::vector<std::uint32_t>& rank, std::vector<double>& time,
+                                   sim::fusion_check& check) const {
     const std::size_t n = g_->num_ops();
-    if ((!bias.empty() && bias.size() != n) || (!frozen.empty() && frozen.size() != n))
-        throw error("baselines::priority_fuser",
-                    concat("bias of ", bias.size(), " and frozen of ", frozen.size(), " entries"),
-                    concat("one per op (", n, ") or none"));
+    auto find = [&](graph::op_id o) {
+        while (group[o] != o) o = group[o] = group[group[o]];
+        return o;
+    };
+    auto kept = [&](graph::op_id o) {
+        return start.groups[o] >= 0 && (start.keep.empty() || start.keep[o]) && (frozen.empty() || !frozen[o]) &&
+               !g_->get_op(o).spec().has(ops::source);
+    };
+    // components of the kept members of each starting group, joined by edges inside it on one device
+    for (graph::op_id o = 0; o < n; ++o) {
+        if (!kept(o)) continue;
+        for (graph::op_id q : preds_[o])
+            if (kept(q) && start.groups[q] == start.groups[o] && placement_[q] == placement_[o]) {
+                const graph::op_id a = find(q), b = find(o);
+                if (a != b) group[std::max(a, b)] = std::min(a, b);
+            }
+    }
+    for (graph::op_id o = 0; o < n; ++o)
+        if (const graph::op_id r = find(o); r != o) members[r].push_back(o);  // members[r] starts as {r}
+    auto dissolve = [&](graph::op_id r) {
+        for (graph::op_id m : members[r]) {
+            group[m] = m;
+            members[m] = {m};
+        }
+    };
+    for (graph::op_id o = 0; o < n; ++o)
+        if (group[o] == o && members[o].size() > 1 && !check.legal(members[o])) dissolve(o);
+    // ranks: a topological order of the contracted graph (Kahn); groups left on a cycle are dissolved
+    // and the order recomputed, which ends at the latest when every op is alone (the graph is a DAG)
+    std::vector<std::uint32_t> indegree(n);
+    std::vector<graph::op_id> ready;
+    for (;;) {
+        std::fill(indegree.begin(), indegree.end(), 0u);
+        for (graph::op_id o = 0; o < n; ++o)
+            for (graph::op_id q : succs_[o])
+                if (find(q) != find(o)) ++indegree[find(q)];
+        ready.clear();
+        for (graph::op_id o = 0; o < n; ++o)
+            if (group[o] == o && indegree[o] == 0) ready.push_back(o);
+        std::uint32_t next = 0;
+        for (std::size_t i = 0; i < ready.size(); ++i) {
+            const graph::op_id r = ready[i];
+            rank[r] = next++;
+            for (graph::op_id m : members[r])
+                for (graph::op_id q : succs_[m])
+                    if (const graph::op_id gq = find(q); gq != r && --indegree[gq] == 0) ready.push_back(gq);
+        }
+        std::size_t roots = 0;
+        for (graph::op_id o = 0; o < n; ++o) roots += group[o] == o;
+        if (next == roots) break;
+        std::vector<std::uint8_t> placed(n, 0);
+        for (graph::op_id r : ready) placed[r] = 1;
+        for (graph::op_id o = 0; o < n; ++o)
+            if (group[o] == o && !placed[o] && members[o].size() > 1) dissolve(o);
+    }
+    for (graph::op_id o = 0; o < n; ++o)
+        if (group[o] == o && members[o].size() > 1) time[o] = group_time(members[o]);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias, std::span<const std::uint8_t> frozen,
+                                                const fusion_start& start) const {
+    const std::size_t n = g_->num_ops();
+    auto sized = [n](std::size_t k) { return k == 0 || k == n; };
+    if (!sized(bias.size()) || !sized(frozen.size()) || !sized(start.groups.size()) || !sized(start.keep.size()) ||
+        !sized(start.open.size()))
+        throw error(
+            "baselines::priority_fuser",
+            concat("bias of ", bias.size(), ", frozen of ", frozen.size(), ", starting groups of ", start.groups.size(),
+                   ", keep of ", start.keep.size(), " and open of ", start.open.size(), " entries"),
+            concat("one per op (", n, ") or none"));
     std::vector<graph::op_id> group(n);  // union-find parent; a root is its group's id
     for (graph::op_id o = 0; o < n; ++o) group[o] = o;
     auto find = [&](graph::op_id o) {
@@ -151,6 +244,7 @@ sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias,
     std::vector<std::uint32_t> rank(pos_), version(n, 0);
     std::vector<double> time(op_time_);
     sim::fusion_check check(*g_);
+    if (!start.groups.empty()) seed(start, frozen, group, members, rank, time, check);
     struct entry {
         double priority;
         std::uint32_t seq, pair, version_p, version_c;
@@ -168,6 +262,7 @@ sim::fusion_groups priority_fuser<D, Cost>::run(std::span<const double> bias,
     auto push = [&](std::uint32_t k) {
         const auto [p, c] = pairs_[k];
         if (!frozen.empty() && (frozen[p] || frozen[c])) return;
+        if (!start.open.empty() && !start.open[p] && !start.open[c]) return;
         const graph::op_id gp = find(p), gc = find(c);
         if (gp == gc) return;
         union_of(gp, gc);

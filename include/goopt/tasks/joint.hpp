@@ -16,7 +16,9 @@
 /// With an anchor (joint_config::anchor, e.g. the best placement heuristic's decision), m-ETF's
 /// scores are taken relative to the anchor's device (tasks/anchored_decoding.hpp), and the pipeline
 /// is that placement (where m-ETF lets each op choose), its critical-path priorities or
-/// joint_config::priorities, and priority fusion.
+/// joint_config::priorities, and priority fusion. With joint_config::anchor_fusion, the fusion levels
+/// depart from that heuristic's groups on each decoded placement (tasks/fusion.hpp, fusion_levels),
+/// so the pipeline ends with that fusion (greedy fusion, as the heuristic pipelines do).
 
 #include <goopt/baselines/baechi.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
@@ -34,6 +36,7 @@
 #include <goopt/sim/simulator.hpp>
 #include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
+#include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
 
@@ -94,6 +97,9 @@ struct joint_config {
     /// they order its placement better than its critical path). Empty: the critical-path priorities
     /// of each decoded placement.
     std::vector<double> priorities = {};
+    /// Fusion decided: the fusion its levels depart from on each decoded placement (none: the levels
+    /// bias priority fusion from scratch).
+    fusion_anchor anchor_fusion = fusion_anchor::none;
     double oom_penalty = 1.0;       ///< as placement_task_config::oom_penalty
     double invalid_reward = -10.0;  ///< reward of a decision the simulator refuses
 };
@@ -325,14 +331,10 @@ private:
         if (config_.tasks.fusion) {
             const baselines::priority_fuser<D, Cost> fuser(s, d.placement);
             const double scale = config_.fusion_step * std::max(fuser.max_benefit(), 1e-12);
-            std::vector<double> bias(n);
-            std::vector<std::uint8_t> frozen(n);
-            const int middle = static_cast<int>(f_levels_ / 2);
-            for (graph::op_id o = 0; o < n; ++o) {
-                frozen[o] = active_[o] && f_level[o] == 0;
-                bias[o] = active_[o] ? (f_level[o] - middle) * scale : 0.0;
-            }
-            d.fusion = fuser.run(bias, frozen);
+            fusion_levels levels;
+            levels.assign(f_level, active_, static_cast<int>(f_levels_ / 2), scale,
+                          config_.anchor_fusion != fusion_anchor::none);
+            d.fusion = levels.run(fuser, anchor_groups(*g_, fuser, config_.anchor_fusion));
         }
         return d;
     }
