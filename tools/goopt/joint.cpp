@@ -1,7 +1,8 @@
 // The joint method of `goopt optimize --tasks` with two or more of placement, scheduling and fusion:
 // one GO policy trained by PPO (tasks::train) on tasks::joint_task, which decodes each op's
 // (device, priority level, fusion level) through the heuristic pipeline: m-ETF anchored on the best
-// baseline's placement, critical-path priorities and priority fusion. m-ETF's and the best baseline's
+// baseline's placement, critical-path priorities and greedy fusion's groups as the fusion anchor
+// (tasks/fusion.hpp, fusion_levels). m-ETF's and the best baseline's
 // decisions, each with greedy fusion where fusion is decided, and the pipeline's own decision are
 // the incumbents: never worse than any of them.
 #include "train_task.hpp"
@@ -19,16 +20,18 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
     const decisions& best = best_baseline.chosen;
-    const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
-                                     .placement = placement ? sim::placement{} : best.placement,
-                                     .anchor = placement ? best.placement : sim::placement{}};
+    const tasks::joint_config config{
+        .tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
+        .placement = placement ? sim::placement{} : best.placement,
+        .anchor = placement ? best.placement : sim::placement{},
+        .anchor_fusion = fusion ? tasks::fusion_anchor::greedy : tasks::fusion_anchor::none};
     tasks::joint_task task(s.graph(), s.cluster(), s.cost_model(), config);
     method_result out;
     out.name = "go_" + config.tasks.name();
     out.description =
         concat("GO policy trained by PPO on this graph: ", config.tasks.name(), " together, decoded by ",
                placement ? concat("m-ETF anchored on ", best_baseline.name, "'s placement") : best_baseline.name,
-               ", critical-path priorities and priority fusion");
+               ", critical-path priorities and departures from greedy fusion's groups");
     std::vector<sim::decision> incumbents{metf, best, task.heuristic_decision()};
     const char* names[] = {"m-ETF's own", "the best baseline's", "the heuristic pipeline's",
                            "m-ETF's with greedy fusion", "the best baseline's with greedy fusion"};

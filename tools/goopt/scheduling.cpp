@@ -24,7 +24,7 @@ method_result optimize_scheduling(const optimize_context& ctx, const decisions& 
     method_result out;
     out.name = "ppo_scheduling";
     out.description = "GO policy trained by PPO on this graph: priority levels on m-ETF's placement";
-    const auto r = train_levels(ctx, task, {metf, decider.heuristic_decision()}, out, t0);
+    const auto r = train_levels(ctx, task, {metf, decider.heuristic_decision()}, out, t0, true);
     if (r.best_from == tasks::best_source::incumbent)
         out.note += r.best_index == 0
                         ? "no schedule PPO sampled beat m-ETF's own order, so ppo_scheduling is m-ETF's decision"

@@ -9,6 +9,7 @@
 
 #include <goopt/nn/go_policy.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/level_prior.hpp>
 #include <goopt/tasks/train.hpp>
 
 #include <chrono>
@@ -22,15 +23,18 @@ namespace goopt::cli {
 /// @brief Trains a fresh policy on `task` (a tasks::TrainableTask) with `incumbents`, fills `out`'s
 /// decision, result, curve and time (from `t0`) and returns the trainer's result for the caller's note.
 /// A task that decodes with its heuristic (rl::GuidedEnvironment) starts from zero logits: its
-/// heuristic's own decision.
+/// heuristic's own decision; with `from_middle_level`, a task of ordered levels starts preferring the
+/// middle level (tasks::start_from_middle_level), its heuristic's decision.
 template <class Task>
 tasks::train_result train_levels(const optimize_context& ctx, Task& task, std::vector<sim::decision> incumbents,
-                                 method_result& out, std::chrono::steady_clock::time_point t0) {
+                                 method_result& out, std::chrono::steady_clock::time_point t0,
+                                 bool from_middle_level = false) {
     std::mt19937_64 rng(ctx.seed);
     nn::go_policy<float> net(
         {.hidden = 64, .shared_attention_layers = 1, .heads = 4, .task_choices = {task.num_choices()}}, rng);
     if constexpr (rl::GuidedEnvironment<Task>)
         if (task.guided()) tasks::start_from_heuristic(net);
+    if (from_middle_level) tasks::start_from_middle_level(net);
     out.curve_unit = "PPO update (16 samples)";
     training_curve v{ctx, out, out.name};
     auto r = tasks::train(task, net,
