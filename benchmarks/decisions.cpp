@@ -3,7 +3,7 @@
 //
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
-//             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2]
+//             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
 //
 // --quick: every experiment on rnnlm2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -67,6 +67,7 @@ struct settings {
     bool independent = false;
     bool anchor = true;            ///< guided decoders anchored on the best placement heuristic's decision
     double anchor_strength = 2.0;  ///< placement_task_config::anchor_strength, joint_config::anchor_strength
+    bool joint_stages = true;      ///< learn_joint: the levels first on the anchor's placement, then all
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -145,10 +146,40 @@ template <class Task> seeds_result learn_on(Task& task, const settings& st, bool
 }
 
 /// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned.
+/// Staged (placement and another task decided, an anchor given): the first half of the updates
+/// trains the levels with the placement fixed at the anchor, the second half the whole task from
+/// there (tasks::widen_to_placement); the row's figure is the best decision of the whole training.
 seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
                          const settings& st, const tasks::joint_config& config) {
     tasks::joint_task task(g, cl, cost::roofline_model{}, config);
-    return learn_on(task, st);
+    const auto& t = config.tasks;
+    if (!st.joint_stages || !t.placement || !(t.scheduling || t.fusion) || config.anchor.empty() || st.updates < 2)
+        return learn_on(task, st);
+    tasks::joint_config fixed = config;
+    fixed.tasks.placement = false;
+    fixed.placement = config.anchor;
+    fixed.anchor = {};
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, fixed);
+    seeds_result r;
+    for (std::uint64_t seed : st.seeds) {
+        std::mt19937_64 rng(seed);
+        nn::policy_config pc = network;
+        pc.task_choices = {levels_task.num_choices()};
+        nn::go_policy<float> levels(pc, rng);
+        tasks::start_from_heuristic(levels);
+        rl::ppo_config first = ppo_of(st), second = ppo_of(st);
+        first.updates = st.updates / 2;
+        second.updates = st.updates - first.updates;
+        const auto a = tasks::train(levels_task, levels, {.ppo = first}, rng);
+        pc.task_choices = {task.num_choices()};
+        nn::go_policy<float> joint(pc, rng);
+        tasks::widen_to_placement(levels, joint, cl.num_devices());
+        const auto b = tasks::train(task, joint, {.ppo = second}, rng);
+        const auto& best = b.best.result.step_time <= a.best.result.step_time ? b : a;
+        r.add(best.best.result.step_time, best.best_from, best.best.result.oom, a.samples + b.samples,
+              a.updates + b.updates, a.seconds + b.seconds);
+    }
+    return r;
 }
 
 /// Scores each named decision into `row` ("<name>_ms") and returns the fastest one's name and ms.
@@ -228,6 +259,9 @@ int run(int argc, char** argv) {
     cli.add_flag("!--no-anchor", st.anchor,
                  "Guided decoders follow m-ETF alone, not anchored on the best placement heuristic's decision, "
                  "and fusion levels bias priority fusion from scratch, not anchored on the better fuser's groups");
+    cli.add_flag("!--no-joint-stages", st.joint_stages,
+                 "Joint rows: learn placement with the other tasks from the start, not after half the updates "
+                 "on the levels alone (tasks::widen_to_placement)");
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())

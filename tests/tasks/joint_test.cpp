@@ -195,3 +195,46 @@ TEST_CASE("joint task: PPO on placement + fusion finds the brute-force optimum t
     CHECK(r.best_from != tasks::best_source::incumbent);  // none given: learned
     CHECK(r.best.result.step_time <= optimum * (1 + 1e-9));
 }
+
+TEST_CASE(
+    "joint task: anchored on a pipeline with greedy fusion, zero logits are that pipeline; a widened policy keeps the "
+    "levels") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    sim::decision pipeline = metf;
+    pipeline.fusion = baselines::greedy_fusion(g, metf.placement);
+    const tasks::joint_config config{
+        .anchor = metf.placement, .priorities = metf.priorities, .anchor_fusion = tasks::fusion_anchor::greedy};
+    tasks::joint_task all(g, cl, cost::roofline_model{}, config);
+    CHECK(all.reference().step_time == sim::run(s, pipeline).step_time);
+    CHECK(all.heuristic_decision().placement == metf.placement);
+    // the levels alone on the anchor's placement, then widened to every device block
+    tasks::joint_config fixed = config;
+    fixed.tasks.placement = false;
+    fixed.placement = metf.placement;
+    fixed.anchor = {};
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, fixed);
+    CHECK(levels_task.reference().step_time == all.reference().step_time);
+    std::mt19937_64 rng(2);
+    nn::policy_config pc{.hidden = 16,
+                         .sage_layers = 1,
+                         .shared_attention_layers = 1,
+                         .heads = 2,
+                         .segment = 16,
+                         .task_choices = {levels_task.num_choices()}};
+    nn::go_policy<float> levels(pc, rng);
+    pc.task_choices = {all.num_choices()};
+    nn::go_policy<float> joint(pc, rng);
+    tasks::widen_to_placement(levels, joint, cl.num_devices());
+    const auto& obs = all.observe(rng);
+    const auto a = levels.evaluate(obs, {}).logits[0];
+    const auto b = joint.evaluate(obs, {}).logits[0];
+    REQUIRE(b.cols() == 2 * a.cols());
+    CHECK((b.leftCols(a.cols()) - a).cwiseAbs().maxCoeff() < 1e-5f);  // one product of another width: rounding
+    CHECK((b.rightCols(a.cols()) - a).cwiseAbs().maxCoeff() < 1e-5f);
+    nn::go_policy<float> wrong(pc, rng);
+    CHECK_THROWS_WITH_AS(tasks::widen_to_placement(levels, wrong, 3), doctest::Contains("one block of level choices"),
+                         error);
+}

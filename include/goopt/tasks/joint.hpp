@@ -354,6 +354,40 @@ private:
     sim::simulation_result reference_;
 };
 
+/// @brief A curriculum step for the joint task: `joint` (a fresh policy of the task with placement
+/// decided, `devices` device blocks of L level choices each) takes every parameter of `levels` (a
+/// policy trained on the same graph with placement fixed: L choices per op), and the first head's
+/// column of each level choice goes to that choice in every device block. The joint policy then
+/// decides the levels as the trained one does on whichever device the decoder takes, and the
+/// devices stay as its anchor's scores rank them: it starts where the levels-only policy ended.
+/// Learning placement, scheduling and fusion at once from scratch spends the samples on placement
+/// departures, which mostly cost time, before the levels have learned anything (the pair with
+/// placement fixed beat the joint policy on every --quick row).
+/// @throws goopt::error for networks of different shapes, or a head of other than devices x L columns.
+template <class Net> void widen_to_placement(Net& levels, Net& joint, std::size_t devices) {
+    auto from = levels.parameters();
+    auto to = joint.parameters();
+    if (from.size() != to.size() || devices == 0)
+        throw error("tasks::widen_to_placement", concat(from.size(), " and ", to.size(), " parameters"),
+                    "two policies of one shape but the first head's choices, and at least one device");
+    for (std::size_t i = 0; i < from.size(); ++i) {
+        auto& a = from[i]->value;
+        auto& b = to[i]->value;
+        if (from[i]->name != to[i]->name || a.rows() != b.rows())
+            throw error("tasks::widen_to_placement", concat("parameter '", to[i]->name, "'"),
+                        concat("'", from[i]->name, "' of the same shape"));
+        if (a.cols() == b.cols()) {
+            b = a;
+            continue;
+        }
+        const auto l = a.cols();
+        if (!to[i]->name.starts_with("task0.head") || b.cols() != l * static_cast<Eigen::Index>(devices))
+            throw error("tasks::widen_to_placement", concat("parameter '", to[i]->name, "' of ", b.cols(), " columns"),
+                        concat(devices, " x ", l, " (one block of level choices per device)"));
+        for (std::size_t q = 0; q < devices; ++q) b.middleCols(static_cast<Eigen::Index>(q) * l, l) = a;
+    }
+}
+
 static_assert(Task<joint_task<device::device_spec>>);
 static_assert(rl::GuidedEnvironment<joint_task<device::device_spec>>);
 
