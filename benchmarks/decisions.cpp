@@ -5,7 +5,7 @@
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
 //
-// --quick: every experiment on rnnlm2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
+// --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
 //
 // placement: every placement heuristic (benchmarks/placement_heuristics.hpp) and the GO policy
@@ -272,7 +272,7 @@ int run(int argc, char** argv) {
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
     std::erase(names, std::string{});
     if (names.empty())
-        names = quick ? std::vector<std::string>{"rnnlm2", "wavenet_2x18"}
+        names = quick ? std::vector<std::string>{"transformer_xl2", "wavenet_2x18"}
                       : std::vector<std::string>{"rnnlm2",          "rnnlm4",          "gnmt2",
                                                  "gnmt4",           "transformer_xl2", "transformer_xl4",
                                                  "wavenet_2x18",    "wavenet_4x36",    "inception_v3_train",
