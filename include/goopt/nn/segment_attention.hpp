@@ -54,7 +54,7 @@ public:
             throw error("nn::segment_attention", concat("input has ", x.cols(), " columns"), concat(c_.dim));
         // Buffers are members and keep their storage between calls: a fresh n x dim matrix costs a
         // page fault per 4 KiB on first touch, which measured ~30 % of a pass on a 10k-node graph.
-        x_ = x;
+        copy_rows(x_, x);
         multiply_rows(q_, x, wq_.value);
         multiply_rows(k_, x, wk_.value);
         multiply_rows(v_, x, wv_.value);
