@@ -162,6 +162,13 @@ TEST_CASE("segment_attention: backward matches finite differences (memory gradie
     CHECK(check_layer(att, 8, 6, 6, rng) < 1e-6);  // segments of 3, 3 and 2 rows
 }
 
+TEST_CASE("segment_attention: backward matches finite differences at a head width of 16") {
+    // d_h = 16: the head products' vector tiles (8 doubles), 8-row tiles and leftover rows and columns
+    std::mt19937_64 rng(9);
+    nn::segment_attention<double> att({.dim = 32, .heads = 2, .segment = 10, .memory_gradient = true}, rng);
+    CHECK(check_layer(att, 25, 32, 32, rng) < 1e-6);  // segments of 10, 10 and 5 rows
+}
+
 TEST_CASE("segment_attention: the memory's gradient is stopped, the rest is exact") {
     std::mt19937_64 rng(8);
     nn::segment_attention<double> att({.dim = 4, .heads = 2, .segment = 3}, rng);

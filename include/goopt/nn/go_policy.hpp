@@ -12,6 +12,7 @@
 #include <goopt/nn/node_features.hpp>
 #include <goopt/nn/pair_head.hpp>
 #include <goopt/nn/segment_attention.hpp>
+#include <goopt/nn/tall_products.hpp>
 
 #include <random>
 #include <string>
@@ -133,7 +134,9 @@ public:
             if (t > 0)
                 for (Eigen::Index i = 0; i < din.rows(); ++i)
                     tk.embedding.grad.row(tk.prev_actions[static_cast<std::size_t>(i)]) += din.row(i);
-            dht += din;
+            for_row_chunks(din.rows(), [&](Eigen::Index r0, Eigen::Index len) {
+                dht.middleRows(r0, len) += din.middleRows(r0, len);
+            });
         }
         for (std::size_t i = shared_.size(); i-- > 0;) dht = shared_[i].backward(dht);
         scatter(dh_, dht);
@@ -196,12 +199,19 @@ private:
             : norm(ac.dim, rng, name + ".norm"), attention(ac, rng, name) {}
         matrix<S> y, dx;  // kept between calls (see linear::run)
         const matrix<S>& forward(const matrix<S>& x) {
-            y = x + attention.forward(norm.forward(x));
+            add_rows(y, x, attention.forward(norm.forward(x)));
             return y;
         }
         const matrix<S>& backward(const matrix<S>& dy) {
-            dx = dy + norm.backward(attention.backward(dy));
+            add_rows(dx, dy, norm.backward(attention.backward(dy)));
             return dx;
+        }
+        // r = a + b, rows in parallel (see for_row_chunks)
+        static void add_rows(matrix<S>& r, const matrix<S>& a, const matrix<S>& b) {
+            r.resize(a.rows(), a.cols());
+            for_row_chunks(a.rows(), [&](Eigen::Index r0, Eigen::Index len) {
+                r.middleRows(r0, len) = a.middleRows(r0, len) + b.middleRows(r0, len);
+            });
         }
         void collect(parameter_list<S>& ps) {
             norm.collect(ps);
@@ -232,7 +242,9 @@ private:
     // node order -> topological order, into r (not m)
     void gather(matrix<S>& r, const matrix<S>& m) const {
         r.resize(m.rows(), m.cols());
-        for (std::size_t i = 0; i < order_->size(); ++i) r.row(static_cast<Eigen::Index>(i)) = m.row((*order_)[i]);
+        for_row_chunks(m.rows(), [&](Eigen::Index r0, Eigen::Index len) {
+            for (Eigen::Index i = r0; i < r0 + len; ++i) r.row(i) = m.row((*order_)[static_cast<std::size_t>(i)]);
+        });
     }
     matrix<S> gather(const matrix<S>& m) const {
         matrix<S> r;
@@ -242,7 +254,9 @@ private:
     // topological order -> node order, into r (not m)
     void scatter(matrix<S>& r, const matrix<S>& m) const {
         r.resize(m.rows(), m.cols());
-        for (std::size_t i = 0; i < order_->size(); ++i) r.row((*order_)[i]) = m.row(static_cast<Eigen::Index>(i));
+        for_row_chunks(m.rows(), [&](Eigen::Index r0, Eigen::Index len) {
+            for (Eigen::Index i = r0; i < r0 + len; ++i) r.row((*order_)[static_cast<std::size_t>(i)]) = m.row(i);
+        });
     }
     matrix<S> scatter(const matrix<S>& m) const {
         matrix<S> r;
@@ -273,7 +287,7 @@ private:
         for (std::size_t t = 0; t < tasks_.size(); ++t) {
             task& tk = tasks_[t];
             matrix<S>& in = in_;
-            in = ht;
+            copy_rows(in, ht);
             if (t > 0) {
                 const std::vector<int> prev = choose(t - 1, out.logits.back());
                 if (prev.size() != n)

@@ -38,7 +38,11 @@ public:
         adj_ = &adj;
         const Eigen::Index n = x.rows(), d = x.cols();
         if (agg_ == aggregator::max_pool) {
-            pooled_ = pool_.forward(x).cwiseMax(S(0));
+            const matrix<S>& p = pool_.forward(x);
+            pooled_.resize(n, d);
+            for_row_chunks(n, [&](Eigen::Index r0, Eigen::Index len) {
+                pooled_.middleRows(r0, len) = p.middleRows(r0, len).cwiseMax(S(0));
+            });
         }
         const matrix<S>& m = agg_ == aggregator::max_pool ? pooled_ : x;
         a_.resize(n, d);
@@ -72,17 +76,22 @@ public:
                 }
             }
         }
-        y_ = self_.forward(x);
+        copy_rows(y_, self_.forward(x));
         multiply_rows(y_, a_, w_neigh_.value, true);
-        y_ = y_.cwiseMax(S(0));
+        for_row_chunks(n, [&](Eigen::Index r0, Eigen::Index len) {
+            y_.middleRows(r0, len) = y_.middleRows(r0, len).cwiseMax(S(0));
+        });
         return y_;
     }
 
     /// (dx is valid until the next backward pass.)
     const matrix<S>& backward(const matrix<S>& dy) {
-        dz_ = (y_.array() > S(0)).select(dy, S(0));  // member buffers keep their storage between calls
+        dz_.resize(dy.rows(), dy.cols());  // member buffers keep their storage between calls
+        for_row_chunks(dy.rows(), [&](Eigen::Index r0, Eigen::Index len) {
+            dz_.middleRows(r0, len) = (y_.middleRows(r0, len).array() > S(0)).select(dy.middleRows(r0, len), S(0));
+        });
         matrix<S>& dx = dx_;
-        dx = self_.backward(dz_);
+        copy_rows(dx, self_.backward(dz_));
         add_transposed_product(w_neigh_.grad, a_, dz_);
         multiply_rows(da_, dz_, w_neigh_.value.transpose());
         const adjacency& adj = *adj_;
@@ -111,10 +120,16 @@ public:
             }
         }
         if (agg_ == aggregator::max_pool) {
-            dm_ = (pooled_.array() > S(0)).select(dm_, S(0));
-            dx += pool_.backward(dm_);
+            for_row_chunks(n, [&](Eigen::Index r0, Eigen::Index len) {
+                dm_.middleRows(r0, len) =
+                    (pooled_.middleRows(r0, len).array() > S(0)).select(dm_.middleRows(r0, len), S(0));
+            });
+            const matrix<S>& dp = pool_.backward(dm_);
+            for_row_chunks(
+                n, [&](Eigen::Index r0, Eigen::Index len) { dx.middleRows(r0, len) += dp.middleRows(r0, len); });
         } else {
-            dx += dm_;
+            for_row_chunks(
+                n, [&](Eigen::Index r0, Eigen::Index len) { dx.middleRows(r0, len) += dm_.middleRows(r0, len); });
         }
         return dx;
     }

@@ -25,7 +25,9 @@ public:
     const matrix<S>& forward(const matrix<S>& x) {
         const auto d = static_cast<S>(x.cols());
         xhat_.resize(x.rows(), x.cols());
+        y_.resize(x.rows(), x.cols());
         inv_std_.resize(x.rows());
+        const auto gamma = gamma_.value.row(0).array(), beta = beta_.value.row(0).array();
         // rows are independent: under OpenMP they split across threads, each row computed as alone
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static, 256)
@@ -35,9 +37,8 @@ public:
             const S var = (x.row(i).array() - mean).square().sum() / d;
             inv_std_[i] = S(1) / std::sqrt(var + eps_);
             xhat_.row(i) = (x.row(i).array() - mean) * inv_std_[i];
+            y_.row(i) = xhat_.row(i).array() * gamma + beta;
         }
-        y_ = xhat_.array().rowwise() * gamma_.value.row(0).array();
-        y_.rowwise() += beta_.value.row(0);
         return y_;
     }
 

@@ -27,7 +27,7 @@ public:
     /// y for input x, which backward() will need (a copy is kept). The result lives in the layer
     /// until its next forward pass (see run()).
     const matrix<S>& forward(const matrix<S>& x) {
-        x_ = x;
+        copy_rows(x_, x);
         return run(x);
     }
     const matrix<S>& backward(const matrix<S>& dy) { return backward(dy, x_); }
@@ -44,7 +44,8 @@ public:
     /// graph at width 128) is page-faulted in again on every pass.
     const matrix<S>& run(const matrix<S>& x) {
         multiply_rows(y_, x, w_.value);
-        y_.rowwise() += b_.value.row(0);
+        for_row_chunks(y_.rows(),
+                       [&](Eigen::Index r0, Eigen::Index len) { y_.middleRows(r0, len).rowwise() += b_.value.row(0); });
         return y_;
     }
     /// Accumulates the parameter gradients of output gradient dy at input x; returns dx (a buffer

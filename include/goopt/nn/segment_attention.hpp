@@ -4,6 +4,7 @@
 /// Transformer-XL (Dai et al., ACL'19) §3.2, as used by GO (NeurIPS'20) §3.2.
 
 #include <goopt/error.hpp>
+#include <goopt/nn/head_products.hpp>
 #include <goopt/nn/linear.hpp>
 #include <goopt/nn/tall_products.hpp>
 #include <goopt/nn/types.hpp>
@@ -53,7 +54,7 @@ public:
             throw error("nn::segment_attention", concat("input has ", x.cols(), " columns"), concat(c_.dim));
         // Buffers are members and keep their storage between calls: a fresh n x dim matrix costs a
         // page fault per 4 KiB on first touch, which measured ~30 % of a pass on a 10k-node graph.
-        x_ = x;
+        copy_rows(x_, x);
         multiply_rows(q_, x, wq_.value);
         multiply_rows(k_, x, wk_.value);
         multiply_rows(v_, x, wv_.value);
@@ -66,15 +67,16 @@ public:
 #pragma omp parallel
 #endif
         {
-            matrix<S> a;
+            matrix<S> a, kt;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
             for (Eigen::Index s = 0; s < segments; ++s) {
                 const auto [s0, len, m0, klen] = segment(s, x.rows());
+                kt = k_.middleRows(m0, klen).transpose();  // the segment's keys, one row per feature
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
-                    scores(a, s0, len, m0, klen, h * dh, dh);
-                    o_.block(s0, h * dh, len, dh).noalias() = a * v_.block(m0, h * dh, klen, dh);
+                    scores(a, kt, s0, len, klen, h * dh, dh);
+                    head_product(o_.block(s0, h * dh, len, dh), a, false, v_.block(m0, h * dh, klen, dh));
                 }
             }
         }
@@ -104,36 +106,34 @@ public:
 #pragma omp parallel if (!serial)
 #endif
         {
-            matrix<S> a, da, dkh, dvh;
+            matrix<S> a, da, kt, vt;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
             for (Eigen::Index s = 0; s < segments; ++s) {
                 const auto [s0, len, m0, klen] = segment(s, dy.rows());
-                // keys [m0, s0) are the memory: with a stopped gradient only [s0, s0+len) receive dK, dV
+                // keys [m0, s0) are the memory: with a stopped gradient only [s0, s0+len) receive dK, dV,
+                // and only those rows of A^T dO and dS^T Q are formed
                 const Eigen::Index first = serial ? 0 : s0 - m0;
+                kt = k_.middleRows(m0, klen).transpose();
+                vt = v_.middleRows(m0, klen).transpose();
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
                     const Eigen::Index c0 = h * dh;
-                    scores(a, s0, len, m0, klen, c0, dh);
+                    scores(a, kt, s0, len, klen, c0, dh);
                     const auto doh = d_o_.block(s0, c0, len, dh);
-                    dvh.noalias() = a.transpose() * doh;
-                    da.noalias() = doh * v_.block(m0, c0, klen, dh).transpose();
+                    head_product(dv_.block(m0 + first, c0, klen - first, dh), a.rightCols(klen - first), true, doh,
+                                 S(1), serial);
+                    da.resize(len, klen);
+                    head_product(da, doh, false, vt.block(c0, 0, dh, klen));
                     // softmax backward, row-wise: dS = A .* (dA - rowsum(dA .* A)), then the 1/sqrt(d_h)
                     for (Eigen::Index i = 0; i < len; ++i) {
                         auto d = da.row(i).array();
                         const auto p = a.row(i).array();
                         d = p * (d - (d * p).sum()) * scale;
                     }
-                    dkh.noalias() = da.transpose() * q_.block(s0, c0, len, dh);
-                    if (serial) {
-                        dv_.block(m0, c0, klen, dh) += dvh;
-                        dq_.block(s0, c0, len, dh).noalias() += da * k_.block(m0, c0, klen, dh);
-                        dk_.block(m0, c0, klen, dh) += dkh;
-                    } else {
-                        dv_.block(s0, c0, len, dh) = dvh.bottomRows(klen - first);
-                        dq_.block(s0, c0, len, dh).noalias() = da * k_.block(m0, c0, klen, dh);
-                        dk_.block(s0, c0, len, dh) = dkh.bottomRows(klen - first);
-                    }
+                    head_product(dk_.block(m0 + first, c0, klen - first, dh), da.rightCols(klen - first), true,
+                                 q_.block(s0, c0, len, dh), S(1), serial);
+                    head_product(dq_.block(s0, c0, len, dh), da, false, k_.block(m0, c0, klen, dh), S(1), serial);
                 }
             }
         }
@@ -166,13 +166,13 @@ private:
         const Eigen::Index s0 = s * L, len = std::min(L, n - s0), m0 = std::max<Eigen::Index>(0, s0 - L);
         return {s0, len, m0, s0 + len - m0};
     }
-    /// a = row-softmax(Q_h K_h^T / sqrt(d_h)) for one segment and head.
-    void scores(matrix<S>& a, Eigen::Index s0, Eigen::Index len, Eigen::Index m0, Eigen::Index klen, Eigen::Index c0,
-                Eigen::Index dh) const {
+    /// a = row-softmax(Q_h K_h^T / sqrt(d_h)) for one segment and head; kt holds the segment's keys
+    /// transposed (dim x klen), so that the product reads whole rows of K_h^T.
+    void scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
+                Eigen::Index c0, Eigen::Index dh) const {
         const S scale = S(1) / std::sqrt(static_cast<S>(dh));
         a.resize(len, klen);
-        // the scale rides in the product's alpha (Eigen folds a scalar factor), not in a pass of its own
-        a.noalias() = (scale * q_.block(s0, c0, len, dh)) * k_.block(m0, c0, klen, dh).transpose();
+        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen), scale);
         // row by row: a row is contiguous, so Eigen vectorizes exp (a colwise broadcast over a
         // row-major matrix falls back to scalar expf, measured at ~20 % of the policy's time)
         for (Eigen::Index i = 0; i < len; ++i) {

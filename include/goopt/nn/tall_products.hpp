@@ -40,6 +40,28 @@ void multiply_rows(matrix<S>& dst, const A& a, const B& b, bool accumulate = fal
     }
 }
 
+/// @brief f(r0, len) for each chunk of tall_chunk_rows rows of an n-row matrix, in parallel under
+/// OpenMP: for elementwise passes over n x width matrices (a copy, a sum, a bias), which a serial
+/// loop runs on one core while the other waits. Each row is computed as alone, so the results do not
+/// depend on the thread count.
+template <class F> void for_row_chunks(Eigen::Index n, F&& f) {
+    const Eigen::Index chunks = (n + tall_chunk_rows - 1) / tall_chunk_rows;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (Eigen::Index c = 0; c < chunks; ++c) {
+        const Eigen::Index r0 = c * tall_chunk_rows;
+        f(r0, std::min(tall_chunk_rows, n - r0));
+    }
+}
+
+/// dst = src for an n x width matrix, rows copied in parallel (see for_row_chunks).
+template <std::floating_point S> void copy_rows(matrix<S>& dst, const matrix<S>& src) {
+    dst.resize(src.rows(), src.cols());
+    for_row_chunks(src.rows(),
+                   [&](Eigen::Index r0, Eigen::Index len) { dst.middleRows(r0, len) = src.middleRows(r0, len); });
+}
+
 /// @brief dst += a^T * b for tall `a` (n x p) and `b` (n x q): the gradient of a weight whose
 /// input rows are `a` and output gradient rows `b`. One partial product per chunk of
 /// 4 * tall_chunk_rows rows, summed in chunk order.
