@@ -4,6 +4,7 @@
 //   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]
 //             [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01] [--seed 1]
 //             [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]
+//             [--guided] [--warm-from HEURISTIC] [--min-agreement 0.95]
 //
 // Each row: the heuristics' step times (single device FIFO, expert, METIS when built with it, HEFT
 // with its rank priorities, critical path on the expert placement, Baechi's m-TOPO, m-ETF, m-SCT),
@@ -19,7 +20,12 @@
 // "metis_ms", "heft_ms", "critical_path_ms", "m_topo_ms", "m_etf_ms", "m_sct_ms", "go_ms",
 // "go_warm_ms", "go_oom", "go_warm_oom", "go_from", "go_warm_from", "best_heuristic", "samples", "updates", "seconds",
 // "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
-// of memory.
+// of memory. --guided: the heuristic-guided decoder instead of per-op sampling; --warm-from: go_warm
+// imitates this heuristic's placement (e.g. m_etf) rather than the best one that fits;
+// --min-agreement: ppo.imitation_min_agreement (with ppo.imitation_max_mode_gap's 2 % step criterion).
+// go_warm rows add "warm_target" (the heuristic imitated), "warm_target_ms" (its own decision),
+// "warm_default_ms" (its placement under the task's priorities: the default incumbent, and the
+// decision imitated), "warm_agreement", "warm_mode_gap" and "warm_imitation_steps".
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 
@@ -45,7 +51,9 @@ int run(int argc, char** argv) {
     std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
     std::uint64_t seed = 1;
     double lr = 1e-4, entropy = 0.01;
-    bool no_warm = false, no_pure = false, fifo = false, progress = false;
+    bool no_warm = false, no_pure = false, fifo = false, progress = false, guided = false;
+    std::string warm_from;
+    double min_agreement = 0;
     goopt::bench::command_line cli("placement",
                                    "Learned device placement (GO-one: the GO policy trained by PPO on one graph) "
                                    "against every placement heuristic, on the same simulator, per graph and device "
@@ -92,6 +100,12 @@ int run(int argc, char** argv) {
     cli.add_flag("--fifo", fifo, "Score learned placements under FIFO ready queues, not critical-path priorities");
     cli.add_flag("--progress", progress, "A status line per update on stderr");
     cli.add_option("--metrics", metrics, "Write every training's updates as JSON lines")->type_name("FILE");
+    cli.add_flag("--guided", guided, "The heuristic-guided decoder (placement_decoder::guided)");
+    cli.add_option("--warm-from", warm_from, "go_warm imitates this heuristic (default: the best that fits)")
+        ->type_name("HEURISTIC");
+    cli.add_option("--min-agreement", min_agreement, "go_warm: ppo.imitation_min_agreement (0: off)")
+        ->transform(goopt::bench::non_negative_real())
+        ->capture_default_str();
     if (!cli.parse_flags(argc, argv)) return 0;
     const bool warm = !no_warm, pure = !no_pure;
     if (counts.empty()) throw goopt::error("flag --devices", "an empty list", "a list such as 2,4,8");
@@ -130,7 +144,9 @@ int run(int argc, char** argv) {
                 std::printf(" %8.2f%c", r.step_time * 1e3, r.oom ? '*' : ' ');
                 std::fflush(stdout);
             };
+            goopt::sim::decision chosen;
             for (const auto& h : goopt::bench::placement_heuristics(s, w.family)) {
+                if (h.decision && h.name == warm_from) chosen = *h.decision;
                 if (h.decision) report((h.name + "_ms").c_str(), h.name, *h.decision);
                 else {  // not in this build (METIS)
                     row[h.name + "_ms"] = nullptr;
@@ -139,6 +155,13 @@ int run(int argc, char** argv) {
             }
             row["heuristics_oom"] = oom;
             row["best_heuristic"] = best_name;
+            if (!warm_from.empty()) {
+                if (chosen.placement.empty())
+                    throw goopt::error("flag --warm-from", goopt::concat("'", warm_from, "'"),
+                                       "a heuristic of this build");
+                best_fit = chosen;
+                best_name = warm_from;
+            }
 
             goopt::tasks::placement_config cfg{
                 .ppo = {.updates = updates,
@@ -149,7 +172,9 @@ int run(int argc, char** argv) {
                         .threads = threads},
                 .policy =
                     {.hidden = hidden, .sage_layers = 2, .shared_attention_layers = 1, .heads = 4, .segment = 256},
-                .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path},
+                .task = {.schedule = fifo ? goopt::tasks::ready_order::fifo : goopt::tasks::ready_order::critical_path,
+                         .decoder = guided ? goopt::tasks::placement_decoder::guided
+                                           : goopt::tasks::placement_decoder::independent},
                 .progress = {.metrics = metrics,
                              .append = true,
                              .status = progress ? goopt::rl::status_mode::always : goopt::rl::status_mode::never}};
@@ -159,6 +184,7 @@ int run(int argc, char** argv) {
                     c.warm_start = best_fit.placement;
                     c.incumbents = {best_fit};  // the heuristic's own decision: never returned worse
                     c.ppo.imitation_steps = imitation;
+                    c.ppo.imitation_min_agreement = min_agreement;
                 }
                 std::mt19937_64 rng(seed);
                 const auto r = goopt::tasks::train_placement(g, cl, goopt::cost::roofline_model{}, c, rng);
@@ -180,7 +206,21 @@ int run(int argc, char** argv) {
             } else std::printf(" %9s", "-");
             if (warm && !best_fit.placement.empty()) {
                 const auto r = train(true, "go_warm");
+                goopt::sim::decision d{.placement = best_fit.placement, .priorities = {}, .fusion = {}};
+                if (!fifo) d.priorities = goopt::baselines::critical_path_priorities(s, d.placement);
+                row["warm_target"] = best_name;
+                row["warm_target_ms"] = goopt::sim::run(s, best_fit).step_time * 1e3;
+                row["warm_default_ms"] = goopt::sim::run(s, d).step_time * 1e3;
+                row["warm_agreement"] = r.imitation_agreement;
+                row["warm_mode_gap"] = r.imitation_mode_gap;
+                row["warm_imitation_steps"] = r.imitation_steps;
                 row["warm_seconds"] = r.seconds;
+                std::printf(
+                    "\n  go_warm imitating %s: own %.2f ms, under the task's priorities %.2f ms; agreement %.4f, "
+                    "mode gap %.4f after %zu imitation steps; best %.2f ms (%s)",
+                    best_name.c_str(), double(row["warm_target_ms"]), double(row["warm_default_ms"]),
+                    r.imitation_agreement, r.imitation_mode_gap, r.imitation_steps, r.best.result.step_time * 1e3,
+                    goopt::bench::source_name(r.best_from));
                 row["warm_samples"] = r.samples;
                 secs += r.seconds;
             } else std::printf(" %9s", "-");

@@ -7,9 +7,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 
 using namespace goopt;
@@ -232,11 +234,34 @@ TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refu
     CHECK(w.best.result.step_time <= s.run(warm.warm_start).step_time * 1.05);
     CHECK(w.imitation_agreement >= 0.95);
     CHECK(w.imitation_agreement <= 1.0);
+    // and the mode reproduces HEFT's step: within ppo.imitation_max_mode_gap (2 %) after the warm start
+    REQUIRE_FALSE(std::isnan(w.imitation_mode_gap));
+    CHECK(w.imitation_mode_gap <= 0.02);
+    CHECK(w.imitation_steps >= 30);
+    CHECK(w.imitation_steps < warm.ppo.imitation_max_steps);  // stopped by the criteria, not the cap
+    // the step criterion alone keeps the warm start going: an agreement of 1 % is met after the
+    // first step, and only the mode's gap to HEFT's step asks for more
+    auto loose = warm;
+    loose.ppo.imitation_steps = 1;
+    loose.ppo.imitation_min_agreement = 0.01;
+    loose.ppo.imitation_max_mode_gap = std::numeric_limits<double>::infinity();
+    std::mt19937_64 rl1(3);
+    const auto one_step_warm = tasks::train_placement(g, cl, cost::roofline_model{}, loose, rl1);
+    CHECK(one_step_warm.imitation_steps == 1);
+    REQUIRE(one_step_warm.imitation_mode_gap > 0.02);  // one step does not reproduce HEFT's step on this graph
+    loose.ppo.imitation_max_mode_gap = 0.02;
+    std::mt19937_64 rl2(3);
+    const auto kept = tasks::train_placement(g, cl, cost::roofline_model{}, loose, rl2);
+    CHECK(kept.imitation_steps > 1);
+    CHECK(kept.imitation_mode_gap <= 0.02);
     auto cold = warm;  // no warm start: nothing imitated, nothing to report
     cold.warm_start.clear();
     cold.ppo.imitation_steps = 0;
     std::mt19937_64 rc(3);
-    CHECK(tasks::train_placement(g, cl, cost::roofline_model{}, cold, rc).imitation_agreement == -1);
+    const auto c0 = tasks::train_placement(g, cl, cost::roofline_model{}, cold, rc);
+    CHECK(c0.imitation_agreement == -1);
+    CHECK(std::isnan(c0.imitation_mode_gap));
+    CHECK(c0.imitation_steps == 0);
     auto bad = small(2);
     bad.warm_start = baselines::heft(s).placement;
     CHECK_THROWS_AS(tasks::train_placement(g, cl, cost::roofline_model{}, bad, rw), error);

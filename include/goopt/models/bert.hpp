@@ -8,6 +8,7 @@
 #include <goopt/graph/builder.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/graph/validate.hpp>
+#include <goopt/models/transformer_encoder.hpp>
 
 #include <cstdint>
 #include <string>
@@ -59,19 +60,10 @@ inline graph::computation_graph bert(const bert_config& c) {
 
     graph::computation_graph g("bert");
     graph::builder b(g);
-    const std::int64_t B = c.batch, S = c.seq_length, H = c.hidden, NH = c.heads, D = H / NH;
+    const std::int64_t B = c.batch, S = c.seq_length, H = c.hidden, NH = c.heads;
 
-    auto dense = [&](tensor_id x, std::int64_t out, const std::string& n) {
-        const std::int64_t in = g.type_of(x).dims.back();
-        const auto y = b.matmul(x, b.weight(n + ".weight", {in, out}), ops::activation::none, n);
-        return b.ewadd(y, b.weight(n + ".bias", {out}), n + ".add");
-    };
-    auto layernorm = [&](tensor_id x, const std::string& n) {
-        const auto gamma = b.weight(n + ".weight", {H});
-        const auto beta = b.weight(n + ".bias", {H});
-        return b.add1(op_kind::layernorm, {x, gamma, beta},
-                      {{ops::attr_id::axis, std::int64_t{-1}}, {ops::attr_id::epsilon, c.layernorm_epsilon}}, n);
-    };
+    auto dense = [&](tensor_id x, std::int64_t out, const std::string& n) { return models::dense(b, x, out, n); };
+    auto layernorm = [&](tensor_id x, const std::string& n) { return models::layernorm(b, x, c.layernorm_epsilon, n); };
 
     b.set_layer(0);
     const auto ids = b.input("input_ids", {B, S}, ops::dtype::i64);
@@ -94,18 +86,7 @@ inline graph::computation_graph bert(const bert_config& c) {
     for (std::int32_t l = 0; l < c.layers; ++l) {
         b.set_layer(l + 1);
         const std::string p = "encoder.layer." + std::to_string(l) + ".";
-        const std::string a = p + "attention.self.";
-        auto heads = [&](tensor_id v, std::vector<std::int64_t> perm, const std::string& n) {
-            return b.transpose(b.reshape(v, {B, S, NH, D}, a + n + ".reshape"), std::move(perm), a + n + ".transpose");
-        };
-        const auto q = heads(dense(x, H, a + "query"), {0, 2, 1, 3}, "query");
-        const auto k = heads(dense(x, H, a + "key"), {0, 2, 3, 1}, "key");
-        const auto v = heads(dense(x, H, a + "value"), {0, 2, 1, 3}, "value");
-        const auto scores = b.matmul(q, k, ops::activation::none, a + "scores");
-        const auto probs = b.softmax(scores, -1, a + "softmax");
-        auto ctx = b.matmul(probs, v, ops::activation::none, a + "context");
-        ctx = b.transpose(ctx, {0, 2, 1, 3}, a + "context.transpose");
-        ctx = b.reshape(ctx, {B, S, H}, a + "context.reshape");
+        const auto ctx = self_attention(b, x, NH, p + "attention.self.");
         auto y = dense(ctx, H, p + "attention.output.dense");
         y = b.ewadd(y, x, p + "attention.output.residual");
         x = layernorm(y, p + "attention.output.LayerNorm");

@@ -16,6 +16,7 @@
 #include <goopt/models/taso_graphs.hpp>
 #include <goopt/models/training_graph.hpp>
 #include <goopt/models/transformer_xl.hpp>
+#include <goopt/models/vit.hpp>
 #include <goopt/models/wavenet.hpp>
 
 #include <cstdint>
@@ -100,13 +101,24 @@ inline std::vector<zoo_entry> scale_workloads() {
     })};
 }
 
+/// @brief Workloads from neither paper, kept out of taso_workloads() and go_workloads() so that
+/// their benchmarks keep the papers' sets: ViT-B/16 (Dosovitskiy et al., ICLR'21) at batch 1, for
+/// inference and as a training step (issue #25's client placed a ViT-B/16 training step).
+inline std::vector<zoo_entry> extra_workloads() {
+    return {
+        {"vit_b16", "vit", false, [] { return vit(); }},
+        detail::training_entry("vit_b16_train", "vit", [] { return vit(); }),
+    };
+}
+
 /// Every built-in graph: TASO's workloads, the same as TASO's files build them, then GO's, then the
-/// scale workload.
+/// scale workload, then the extra ones.
 inline std::vector<zoo_entry> zoo() {
     auto r = taso_workloads();
     for (auto& e : taso_file_workloads()) r.push_back(std::move(e));
     for (auto& e : go_workloads()) r.push_back(std::move(e));
     for (auto& e : scale_workloads()) r.push_back(std::move(e));
+    for (auto& e : extra_workloads()) r.push_back(std::move(e));
     return r;
 }
 

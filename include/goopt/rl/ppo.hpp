@@ -191,6 +191,11 @@ public:
     /// After the warm start: the share of active nodes whose most likely action is the imitated
     /// one (-1 before a warm start has run in this trainer).
     double imitation_agreement() const noexcept { return imitation_agreement_; }
+    /// After a warm start with imitation_min_agreement on an environment whose outcome has a
+    /// step_time: the policy's mode's step / the imitated decision's step - 1 (NaN otherwise).
+    double imitation_mode_gap() const noexcept { return imitation_mode_gap_; }
+    /// Cross-entropy steps the warm start has taken.
+    std::size_t imitation_steps_done() const noexcept { return imitation_done_; }
     std::size_t updates_done() const noexcept { return updates_; }
     std::size_t samples_done() const noexcept { return samples_; }
     const ppo_config& config() const noexcept { return c_; }
@@ -248,6 +253,7 @@ private:
     std::vector<int> imitation_;
     std::size_t updates_ = 0, samples_ = 0, imitation_done_ = 0;
     double imitation_agreement_ = -1;
+    double imitation_mode_gap_ = std::numeric_limits<double>::quiet_NaN();
     double average_ = 0;
     bool average_set_ = false;
 };
@@ -399,12 +405,35 @@ void ppo<Env, Net>::imitate(Rng& rng) {
         }
         return n == 0 ? 1.0 : static_cast<double>(same) / static_cast<double>(n);
     };
+    // the policy's mode (the decoder's greedy decision where the environment decodes) against the
+    // target, simulated: mode step / target step - 1; NaN for an outcome without a step time
+    auto mode_gap = [&]() -> double {
+        if constexpr (requires(const outcome& o) { double(o.step_time); }) {
+            const auto out = net_->evaluate(obs, {});
+            std::vector<int> mode = nn::argmax_rows(out.logits[0]);
+            if constexpr (GuidedEnvironment<Env>)
+                if (env_->guided()) mode = env_->decode(obs, out.logits[0].template cast<double>(), 0, true, 0).actions;
+            const double target = static_cast<double>(env_->evaluate(obs, imitation_, 0).step_time);
+            const double got = static_cast<double>(env_->evaluate(obs, mode, 0).step_time);
+            if (!(target > 0)) return std::numeric_limits<double>::quiet_NaN();
+            return got > 0 ? got / target - 1 : std::numeric_limits<double>::infinity();  // 0: refused
+        } else {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+    };
+    auto reproduced = [&] {
+        if (imitation_agreement_ < c_.imitation_min_agreement) return false;
+        imitation_mode_gap_ = mode_gap();
+        return std::isnan(imitation_mode_gap_) || imitation_mode_gap_ <= c_.imitation_max_mode_gap;
+    };
     while (imitation_done_ < c_.imitation_steps) one_step();
     imitation_agreement_ = agreement();
-    while (c_.imitation_min_agreement > 0 && imitation_agreement_ < c_.imitation_min_agreement &&
-           imitation_done_ < c_.imitation_max_steps) {
-        for (int k = 0; k < 10 && imitation_done_ < c_.imitation_max_steps; ++k) one_step();
-        imitation_agreement_ = agreement();
+    if (c_.imitation_min_agreement > 0) {
+        while (!reproduced() && imitation_done_ < c_.imitation_max_steps) {
+            for (int k = 0; k < 10 && imitation_done_ < c_.imitation_max_steps; ++k) one_step();
+            imitation_agreement_ = agreement();
+        }
+        if (imitation_agreement_ < c_.imitation_min_agreement) imitation_mode_gap_ = mode_gap();  // at the cap
     }
     opt_.config().learning_rate = lr;
 }

@@ -40,6 +40,12 @@ struct ppo_config {
     /// exactly). A warm start that reproduces its target makes the policy's mode that decision.
     double imitation_min_agreement = 0;
     std::size_t imitation_max_steps = 1000;  ///< cap of the warm start with imitation_min_agreement
+    /// With imitation_min_agreement, and an outcome with a step_time: once the agreement is reached,
+    /// also keep imitating (10 steps at a time, up to imitation_max_steps) while the policy's mode
+    /// (its greedy decoding, the guided decoder's where the environment has one) simulates more than
+    /// this fraction slower than the imitated decision: agreeing on most ops can still leave a mode
+    /// far slower than its target when the few others sit on the critical path (issue #25).
+    double imitation_max_mode_gap = 0.02;
     /// Also evaluate the policy's mode (the most likely action of every node) once per update, beside
     /// the samples: it is a decision the policy makes, which a sample drawing every node's action
     /// independently almost never reproduces (not always a better one: README "Learned placement").

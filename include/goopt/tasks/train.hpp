@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -92,7 +93,11 @@ struct train_result {
     /// After the warm start: the share of active nodes whose most likely action is the imitated one;
     /// -1 without a warm start.
     double imitation_agreement = -1;
-    double seconds = 0;  ///< wall time of this call
+    /// After a warm start with ppo.imitation_min_agreement: the policy's mode's simulated step / the
+    /// imitated decision's - 1 (ppo.imitation_max_mode_gap bounds it); NaN otherwise.
+    double imitation_mode_gap = std::numeric_limits<double>::quiet_NaN();
+    std::size_t imitation_steps = 0;  ///< cross-entropy steps the warm start took (0 without one)
+    double seconds = 0;               ///< wall time of this call
 };
 
 /// @brief Trains `net` with PPO on `task` and returns the best decision it saw: the best incumbent,
@@ -154,6 +159,8 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
     std::size_t best_index = 0;
     best_source best_from = best_source::none;
     double agreement = -1;
+    double r_mode_gap = std::numeric_limits<double>::quiet_NaN();  // not in the checkpoint: NaN on resume
+    std::size_t r_imitation_steps = 0;
     auto notify_best = [&] {
         if constexpr (requires { visitor.on_best(best); }) visitor.on_best(best);
     };
@@ -249,7 +256,11 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
               visitor, trainer,      config, pack,       notify_best, rng};
     const bool imitating = !config.imitate.empty() && !config.resume;
     trainer.train(rng, w);
-    if (imitating) agreement = trainer.imitation_agreement();
+    if (imitating) {
+        agreement = trainer.imitation_agreement();
+        r_mode_gap = trainer.imitation_mode_gap();
+        r_imitation_steps = trainer.imitation_steps_done();
+    }
     if (!config.checkpoint.empty()) trainer.save_checkpoint(config.checkpoint, rng, pack());
 
     train_result r;
@@ -258,6 +269,8 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
     r.best_index = best_index;
     r.best_from = best_from;
     r.imitation_agreement = agreement;
+    r.imitation_mode_gap = r_mode_gap;
+    r.imitation_steps = r_imitation_steps;
     if (best_from == best_source::incumbent) r.best.decision = config.incumbents[best_index];
     else if (best_from != best_source::none) r.best.decision = task.decide(best_actions);
     if (best_from != best_source::none) r.best.result = task.score(r.best.decision, 0);

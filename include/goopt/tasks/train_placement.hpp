@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -67,9 +68,13 @@ struct placement_result {
     /// After the warm start: the share of deciding ops whose most likely device is the imitated one;
     /// -1 without a warm start.
     double imitation_agreement = -1;
-    std::size_t updates = 0;  ///< PPO updates done in total (with those before a resume)
-    std::size_t samples = 0;  ///< decisions simulated in total
-    double seconds = 0;       ///< wall time of this call
+    /// After a warm start with ppo.imitation_min_agreement: the mode's simulated step / the imitated
+    /// placement's - 1; NaN otherwise.
+    double imitation_mode_gap = std::numeric_limits<double>::quiet_NaN();
+    std::size_t imitation_steps = 0;  ///< cross-entropy steps the warm start took
+    std::size_t updates = 0;          ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;          ///< decisions simulated in total
+    double seconds = 0;               ///< wall time of this call
 };
 
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
@@ -133,6 +138,8 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     r.updates = t.updates;
     r.samples = t.samples;
     r.imitation_agreement = t.imitation_agreement;
+    r.imitation_mode_gap = t.imitation_mode_gap;
+    r.imitation_steps = t.imitation_steps;
     r.seconds = t.seconds;
     return r;
 }
