@@ -281,6 +281,34 @@ TEST_CASE("a batch the graph bakes in is written as its value, with a warning na
         CHECK(onnx_testing::onnx_checker(python, file) == "");
 }
 
+TEST_CASE("an LSTM written back with the batch-sized initial state of its trace keeps the batch's value") {
+    // lstm_lm.onnx with its batch axis made symbolic: the trace baked batch 2 into the initial states'
+    // Expand, which the import folds into constants [1, 2, 12] that the written-back LSTM reads
+    onnx::ModelProto file;
+    REQUIRE(file.ParseFromString(slurp(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx" / "lstm_lm.onnx")));
+    file.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(1)
+        ->set_dim_param("batch");
+    const auto m = import_at(file.SerializeAsString(), "lstm_lm", 2);
+    REQUIRE(!m.recurrent_nodes.empty());
+    const auto e = io::to_onnx(m.graph, {.source = &m});
+    CHECK(e.report.recurrent_written_back == m.recurrent_nodes.size());
+    CHECK(e.report.fixed_dims == std::vector<std::string>{"batch"});
+    std::size_t warned = 0;
+    for (const auto& w : e.report.warnings)
+        if (w.find("symbolic dimension 'batch' is written as its value 2: the graph bakes it in") !=
+            std::string::npos) {
+            ++warned;
+            CHECK_MESSAGE(w.find("(LSTM)") != std::string::npos, w);  // the node that reads the state
+        }
+    CHECK(warned == 1);
+    CHECK(dim_value_of(e.model.graph().input(0), 1) == 2);
+}
+
 TEST_CASE("a model over external_data_above_bytes is written with external data and imports with equal values") {
     const auto m = io::import_onnx(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx" / "squeezenet1_1.onnx");
     scratch_dir dir;

@@ -118,13 +118,18 @@ inline std::map<std::string, std::string> try_symbolic_dims(const onnx::ModelPro
                                                             const graph::computation_graph& g, symbolic_plan& plan) {
     // the trial needs shapes only: float initializers of 1 KiB or more go as external data with no
     // file behind it (weights of the right shape without values), which keeps a large model's trial
-    // cheap and under protobuf's limit; integer ones (shapes, indices) stay, as folding reads them
+    // cheap; integer ones (shapes, indices) stay, as folding reads them, and so do the weights of an
+    // LSTM or GRU written back, which the importer unrolls with their values
     onnx::ModelProto named = m;
+    std::set<std::string, std::less<>> read_with_values;
+    for (const auto& n : named.graph().node())
+        if (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN")
+            for (const auto& i : n.input()) read_with_values.insert(i);
     for (auto& t : *named.mutable_graph()->mutable_initializer()) {
         const int type = t.data_type();
         const bool floating = type == onnx::TensorProto_DataType_FLOAT || type == onnx::TensorProto_DataType_DOUBLE ||
                               type == onnx::TensorProto_DataType_FLOAT16 || type == onnx::TensorProto_DataType_BFLOAT16;
-        if (!floating || !t.has_raw_data() || t.raw_data().size() < 1024) continue;
+        if (!floating || !t.has_raw_data() || t.raw_data().size() < 1024 || read_with_values.count(t.name())) continue;
         t.clear_raw_data();
         t.set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
         auto& where = *t.add_external_data();
