@@ -50,6 +50,11 @@ void write_graph_output(const std::string& path, graph_file_format format, const
     for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
     std::printf("wrote %s (ONNX opset %lld: %zu nodes, %zu initializers, %zu weights as graph inputs)\n", path.c_str(),
                 static_cast<long long>(report.opset), report.nodes, report.initializers, report.weight_inputs);
+    if (!report.symbolic_dims.empty()) {  // the --dim bindings the file names again
+        std::string names;
+        for (const auto& n : report.symbolic_dims) names += concat(names.empty() ? "" : ", ", n);
+        std::printf("symbolic dimensions named in %s: %s\n", path.c_str(), names.c_str());
+    }
 #else
     (void)g, (void)origin, (void)opset, (void)before;
     throw error(concat("--out ", path), "this goopt was built without ONNX support",

@@ -127,6 +127,32 @@ template <class Stats> void explain(const Stats& s, const std::vector<subst::rul
     }
 }
 
+/// The rewrites a result took, on one line: each rule of the rule file by its ID and text, and how
+/// many built-in ones, for the message that refuses a result whose interpreter check fails.
+template <class Stats> std::string applied_rules(const Stats& s, const std::vector<subst::rule>& rules) {
+    std::map<std::string, std::size_t, std::less<>> index;  // as explain() finds them
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+        index.emplace(subst::to_string(rules[i]), i);
+        if (auto rev = subst::reversed(rules[i])) index.emplace(subst::to_string(*rev), i);
+    }
+    std::map<std::size_t, std::size_t> from_file;  // rule index -> times applied
+    std::size_t builtin = 0;
+    for (const auto& text : s.applied) {
+        const auto it = index.find(text);
+        if (it == index.end()) ++builtin;
+        else ++from_file[it->second];
+    }
+    std::string r = concat(s.applied.size(), " rewrites (");
+    bool first = true;
+    for (const auto& [i, times] : from_file) {
+        r += concat(first ? "" : "; ", "rule ", i, " '", subst::to_string(rules[i]), "'",
+                    times > 1 ? concat(" x", times) : "");
+        first = false;
+    }
+    if (builtin > 0) r += concat(first ? "" : "; ", builtin, " built-in");
+    return r + ")";
+}
+
 double total_flops(const graph::computation_graph& g) {
     double flops = 0;
     for (graph::op_id v = 0; v < g.num_ops(); ++v) flops += g.flops(v);
@@ -293,6 +319,8 @@ int run_superopt(const superopt_flags& f) {
     std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
                 s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
                 std::string(s.bound).c_str());
+    if (s.refused > 0)  // a rule of the file that does not hold at a match is never applied there
+        std::printf("%zu matches refused: the rule was not proven at the matched shapes\n", s.refused);
     if (table) {  // how much of the search's costs were measured, and what the roofline alone predicts
         const auto roofline = [&](const graph::computation_graph& g) {
             return format_seconds(subst::inference_cost(g, cost::roofline_model{}, dev));
@@ -329,10 +357,13 @@ int run_superopt(const superopt_flags& f) {
         const double diff = subst::max_relative_difference(input.graph, r.graph);
         std::printf("interpreter check: max relative output difference %.3g%s\n", diff,
                     diff <= 1e-6 ? " (equivalent)" : "");
-        if (!(diff <= 1e-6))
+        if (!(diff <= 1e-6))  // nothing is written: a wrong rule (a user's rule file) must not reach a model
             throw error("goopt superopt",
-                        concat("the optimized graph's outputs differ from the original's by ", diff, " (relative)"),
-                        "at most 1e-6; please report this graph");
+                        concat("the optimized graph's outputs differ from the original's by ", diff,
+                               " (relative), after ", applied_rules(s, file_rules),
+                               f.out.empty() ? std::string() : concat("; ", f.out, " not written")),
+                        "at most 1e-6 (leave a rule out with --disable-rule ID to find the wrong one; a built-in's "
+                        "failure: please report this graph)");
     } else {
         std::printf("interpreter check: skipped (%.2f GFLOPs, over --check-flops %.2f GFLOPs)\n", flops * 1e-9,
                     f.check_flops * 1e-9);

@@ -25,7 +25,8 @@
 /// at import time), importer.hpp (state and shared steps), fold.hpp, convert.hpp, convolution.hpp,
 /// recurrent.hpp, resize.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import);
 /// exporter.hpp (the exporter's options, report, state and shared steps), lowering.hpp (one
-/// lowering per op kind), recurrent_write_back.hpp, export.hpp (the export); external_data.hpp.
+/// lowering per op kind), recurrent_write_back.hpp, symbolic_dims.hpp (symbolic dimensions named
+/// again), export.hpp (the export); external_data.hpp.
 
 #include <goopt/io/onnx/constant.hpp>
 #include <goopt/io/onnx/convert.hpp>
@@ -43,3 +44,4 @@
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/recurrent_write_back.hpp>
 #include <goopt/io/onnx/resize.hpp>
+#include <goopt/io/onnx/symbolic_dims.hpp>

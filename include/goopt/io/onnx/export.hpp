@@ -19,9 +19,11 @@
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/recurrent_write_back.hpp>
+#include <goopt/io/onnx/symbolic_dims.hpp>
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -44,7 +46,7 @@ inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_
 /// @brief Writes the graph as an ONNX model file (atomically); the report says what was written.
 /// Initializers go to a side file "<file>.data" (ONNX external data, also written atomically, before
 /// the model) from onnx_export_options::external_data_min_bytes on, or where the model would pass
-/// protobuf's 2 GiB limit.
+/// onnx_export_options::external_data_above_bytes (protobuf's 2 GiB limit by default).
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options = {});
 
@@ -135,17 +137,48 @@ inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
 
 inline onnx_export_result to_onnx(const graph::computation_graph& g, const onnx_export_options& options) {
     onnx_export_result r;
+    std::vector<std::string> warnings;
+    detail::symbolic_plan plan;
+    if (options.symbolic_dims && options.source) plan = detail::plan_symbolic_dims(g, *options.source, warnings);
+    // named dimensions: written size-free and tried at other values; one the graph bakes in is
+    // written as its value, and the rest tried again without it
+    while (!plan.values.empty()) {
+        detail::onnx_exporter e(g, options);
+        e.set_symbolic_values(plan.bound_values());
+        onnx_export_report report;
+        onnx::ModelProto m = e.run(report);
+        const auto failed = detail::try_symbolic_dims(m, g, plan);
+        if (failed.empty()) {
+            detail::name_symbolic_axes(m, plan);
+            for (const auto& [name, value] : plan.values) report.symbolic_dims.push_back(name);
+            report.fixed_dims = std::move(r.report.fixed_dims);
+            report.warnings.insert(report.warnings.begin(), warnings.begin(), warnings.end());
+            r.model = std::move(m);
+            r.report = std::move(report);
+            return r;
+        }
+        for (const auto& [name, why] : failed) {
+            warnings.push_back(concat("symbolic dimension '", name, "' is written as its value ", plan.values.at(name),
+                                      ": the graph bakes it in (", why, ")"));
+            r.report.fixed_dims.push_back(name);
+            plan.drop(name);
+        }
+    }
+    auto fixed = std::move(r.report.fixed_dims);
     r.model = detail::onnx_exporter(g, options).run(r.report);
+    r.report.fixed_dims = std::move(fixed);
+    r.report.warnings.insert(r.report.warnings.begin(), warnings.begin(), warnings.end());
     return r;
 }
 
 inline onnx_export_report write_onnx(const graph::computation_graph& g, const std::filesystem::path& file,
                                      const onnx_export_options& options) {
     auto r = to_onnx(g, options);
-    // protobuf refuses messages from 2 GiB on: the initializers then go to a side file
+    // protobuf refuses messages from 2 GiB on: the initializers then go to a side file (from the
+    // size the options give, that limit by default)
     constexpr auto limit = static_cast<std::size_t>(std::numeric_limits<int>::max());
     std::size_t min_bytes = options.external_data_min_bytes;
-    if (min_bytes == 0 && r.model.ByteSizeLong() > limit) min_bytes = 1024;
+    if (min_bytes == 0 && r.model.ByteSizeLong() > std::min(options.external_data_above_bytes, limit)) min_bytes = 1024;
     const std::string location = file.filename().string() + ".data";
     std::string data;
     if (min_bytes > 0) data = detail::move_to_external_data(r.model, location, min_bytes);

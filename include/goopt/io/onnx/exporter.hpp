@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,6 +53,17 @@ struct onnx_export_options {
     /// model, named as the model file plus ".data" (ONNX external data). 0: only where the model
     /// would pass protobuf's 2 GiB limit, and then every initializer of 1 KiB or more.
     std::size_t external_data_min_bytes = 0;
+    /// write_onnx only: a model whose protobuf would have more bytes than this is written with its
+    /// initializers of 1 KiB or more in external data, automatically. The default is protobuf's
+    /// limit (2 GiB - 1 byte), which ONNX files cannot pass otherwise; a smaller value moves the
+    /// switch earlier (a runtime that maps external data, a test).
+    std::size_t external_data_above_bytes = static_cast<std::size_t>(std::numeric_limits<int>::max());
+    /// Name the axes of graph inputs and outputs with the source's symbolic dimensions (its
+    /// onnx_model::input_dim_params) where the model written stays correct at other values of them
+    /// (checked: the model is imported again at two other values). A dimension the graph bakes in
+    /// (a Reshape folding it into another axis, a batch-sized initial state) is written as its value,
+    /// with a warning naming it and the node. False: every axis is written as its value.
+    bool symbolic_dims = true;
 };
 
 /// What an export wrote. The library prints nothing: the warnings are for the caller to show.
@@ -64,6 +76,9 @@ struct onnx_export_report {
     /// became), and those the graph computes otherwise now, written as their unrolled steps.
     std::size_t recurrent_written_back = 0;
     std::size_t recurrent_lowered = 0;
+    /// The source's symbolic dimensions written by name (on the graph inputs, and the outputs that
+    /// follow them), and those written as their bound values since the graph bakes them in.
+    std::vector<std::string> symbolic_dims, fixed_dims;
     std::size_t external_initializers = 0;  ///< initializers written to the side file (write_onnx)
     std::string external_data;              ///< the side file's name, beside the model; empty: none
     /// One line each: an operator set other than the source's, weights written as graph inputs, an
@@ -154,6 +169,20 @@ public:
     const graph::computation_graph& graph() const noexcept { return g_; }
     const graph::op& op(graph::op_id o) const { return g_.get_op(o); }
     std::int64_t opset() const noexcept { return opset_; }
+    /// Whether sizes are written so that they hold at other values of a symbolic dimension too
+    /// (a Reshape target copies the axes it keeps, 0, and infers one, -1): set when the export
+    /// names symbolic dimensions.
+    bool size_free() const noexcept { return !symbolic_values_.empty(); }
+    /// Whether a size is the bound value of a symbolic dimension the export names.
+    bool is_symbolic_value(std::int64_t size) const { return symbolic_values_.count(size) != 0; }
+    /// Whether a size is a multiple of such a value above 1 (a batch folded into another axis).
+    bool has_symbolic_factor(std::int64_t size) const {
+        for (const auto v : symbolic_values_)
+            if (v > 1 && size > v && size % v == 0) return true;
+        return false;
+    }
+    /// The bound values of the symbolic dimensions the export names (none: sizes are written as they are).
+    void set_symbolic_values(std::set<std::int64_t> values) { symbolic_values_ = std::move(values); }
     /// ONNX names of op o's input k and output k.
     const std::string& in(graph::op_id o, std::size_t k) const { return name_[g_.get_op(o).inputs.at(k)]; }
     const std::string& out(graph::op_id o, std::size_t k = 0) const { return name_[g_.get_op(o).outputs.at(k)]; }
@@ -215,6 +244,7 @@ private:
     const graph::computation_graph& g_;
     const onnx_export_options& options_;
     std::int64_t opset_ = onnx_export_min_opset;
+    std::set<std::int64_t> symbolic_values_;
     onnx::GraphProto* gp_ = nullptr;
     std::vector<std::string> name_;                  // per graph tensor
     std::vector<std::string> output_name_;           // per graph output

@@ -189,8 +189,17 @@ inline onnx_model onnx_importer::run() {
             fail(concat("graph input '", v.name(), "' is ", ops::name(type.type), " and named a parameter by ",
                         opt_.param_inputs.empty() ? "leaving it out of " : "", parameter_list_name()),
                  "a floating-point tensor (indices and masks are data inputs)");
-        e.tensor = e.parameter ? g_.weight(unique(v.name()), type.dims, type.type)
-                               : g_.input(unique(v.name()), type.dims, type.type);
+        const std::string op_name = unique(v.name());
+        e.tensor = e.parameter ? g_.weight(op_name, type.dims, type.type) : g_.input(op_name, type.dims, type.type);
+        if (!e.parameter && v.type().tensor_type().has_shape()) {  // its symbolic axes, for an export
+            std::vector<std::string> names;
+            bool any = false;
+            for (const auto& d : v.type().tensor_type().shape().dim()) {
+                names.push_back(d.has_dim_param() ? d.dim_param() : std::string());
+                any = any || !names.back().empty();
+            }
+            if (any && names.size() == type.dims.rank()) result_.input_dim_params.emplace(op_name, std::move(names));
+        }
         env_[v.name()] = std::move(e);
     }
     for (const auto& n : gp.node()) import_node(n);

@@ -345,10 +345,41 @@ inline void split(onnx_exporter& e, graph::op_id o) {
     set(n, "axis", e.op(o).attrs.get_int(attr_id::axis));
 }
 
-/// Reshape to the inferred shape (no -1 left to resolve).
-inline void reshape(onnx_exporter& e, graph::op_id o) {
+/// Reshape to the inferred shape. When the export names symbolic dimensions (size_free), the
+/// target holds at other values of them where it can: an axis of the size the input has at the same
+/// place is copied (0), and one other axis is inferred (-1): the only one left, else the first whose
+/// size is a bound symbolic dimension's value (a batch folded back out of another axis), else the
+/// first whose size is a multiple of one (a batch folded into it). The export tries the result at
+/// other values (symbolic_dims.hpp): a wrong guess is written as the value, never silently.
+inline ints reshape_target(const onnx_exporter& e, graph::op_id o) {
+    const auto& x = e.in_type(o, 0).dims;
     const auto& d = e.out_type(o).dims;
-    e.main(o, "Reshape", {e.in(o, 0), e.ints_constant(o, "shape", ints(d.begin(), d.end()))}, {e.out(o)});
+    ints t(d.begin(), d.end());
+    if (!e.size_free()) return t;
+    std::vector<std::size_t> free;
+    for (std::size_t a = 0; a < t.size(); ++a) {
+        if (a < x.rank() && x[a] == d[a]) t[a] = 0;
+        else free.push_back(a);
+    }
+    if (free.size() == 1) {
+        t[free[0]] = -1;
+        return t;
+    }
+    for (const auto a : free)
+        if (e.is_symbolic_value(d[a])) {
+            t[a] = -1;
+            return t;
+        }
+    for (const auto a : free)
+        if (e.has_symbolic_factor(d[a])) {
+            t[a] = -1;
+            return t;
+        }
+    return t;
+}
+
+inline void reshape(onnx_exporter& e, graph::op_id o) {
+    e.main(o, "Reshape", {e.in(o, 0), e.ints_constant(o, "shape", reshape_target(e, o))}, {e.out(o)});
 }
 
 inline void flatten(onnx_exporter& e, graph::op_id o) {
@@ -365,11 +396,18 @@ inline void pad(onnx_exporter& e, graph::op_id o) {
            {e.out(o)});
 }
 
+/// Slice; with size_free, an axis sliced to its end is sliced to "the end", which holds at other
+/// sizes of that axis: 2^62, since ONNX clamps an end to the axis and the initializers go through a
+/// double, which holds 2^62 exactly but not INT64_MAX.
 inline void slice(onnx_exporter& e, graph::op_id o) {
     const auto& a = e.op(o).attrs;
+    ints ends = a.get_ints(attr_id::end);
+    const auto& x = e.in_type(o, 0).dims;
+    if (e.size_free())
+        for (std::size_t k = 0; k < ends.size() && k < x.rank(); ++k)
+            if (ends[k] == x[k]) ends[k] = std::int64_t{1} << 62;
     e.main(o, "Slice",
-           {e.in(o, 0), e.ints_constant(o, "starts", a.get_ints(attr_id::begin)),
-            e.ints_constant(o, "ends", a.get_ints(attr_id::end)),
+           {e.in(o, 0), e.ints_constant(o, "starts", a.get_ints(attr_id::begin)), e.ints_constant(o, "ends", ends),
             e.ints_constant(o, "axes", all_axes(e.in_type(o, 0).dims.rank()))},
            {e.out(o)});
 }

@@ -101,6 +101,12 @@ struct onnx_model {
     /// Names of the file's graph outputs, one per graph output in order (the graph IR names ops,
     /// not tensors): what an export (io::write_onnx) names them again.
     std::vector<std::string> output_names;
+    /// The symbolic dimensions the file's data inputs had (`dim_param`: "batch", "sequence"), by
+    /// graph input op name, one entry per axis ("" where the file fixed it), for inputs with at least
+    /// one. An export names these axes again where the graph allows (io::write_onnx, "Symbolic
+    /// dimensions" in docs/formats.md); like output_names it lives here, since the graph keeps only
+    /// the bound values and a search keeps the names of graph inputs.
+    std::map<std::string, std::vector<std::string>, std::less<>> input_dim_params;
     std::int64_t opset = 0;  ///< version of the default ("ai.onnx") operator set
     std::string producer;    ///< producer_name and producer_version of the file
     /// ONNX nodes by op type, as in the file (folded ones included).
