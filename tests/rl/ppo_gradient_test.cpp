@@ -173,3 +173,27 @@ TEST_CASE("PPO gradient: without a bias, the loss is the textbook one computed t
     const double expected = -surrogate / (m * active_nodes) - 0.05 * entropy / active_nodes + 0.5 * value_loss / m;
     CHECK(r.loss == doctest::Approx(expected).epsilon(1e-12));
 }
+
+TEST_CASE("PPO gradient: blocks of the minibatch sum to the same loss and gradient, and one block to the same bits") {
+    for (const bool biased : {false, true}) {
+        CAPTURE(biased);
+        minibatch_case c(10, biased);
+        const auto whole = c(c.logits, c.value);  // the default block of 64 holds the minibatch of 4
+        for (std::size_t block : {1, 3, 4}) {
+            CAPTURE(block);
+            c.config.gradient_block = block;
+            const auto r = c(c.logits, c.value);
+            CHECK(r.counted == whole.counted);
+            CHECK(r.clipped == whole.clipped);
+            CHECK(r.dvalue == whole.dvalue);
+            CHECK(r.loss == doctest::Approx(whole.loss).epsilon(1e-12));
+            CHECK((r.dlogits - whole.dlogits).cwiseAbs().maxCoeff() < 1e-12);
+            // a block of the whole minibatch is the one loop over its samples: the same bits
+            if (block >= c.batch.size()) CHECK(r.dlogits == whole.dlogits);
+            // the blocks' sum is a gradient too
+            CHECK(nn::gradient_error(c.logits, r.dlogits, [&] { return c(c.logits, c.value).loss; }) < 1e-7);
+        }
+        c.config.gradient_block = 0;
+        CHECK_THROWS_WITH_AS(c(c.logits, c.value), doctest::Contains("gradient_block is 0"), error);
+    }
+}

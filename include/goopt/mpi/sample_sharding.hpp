@@ -4,12 +4,14 @@
 /// @brief rl::sample_sharding over MPI: the ranks of MPI_COMM_WORLD share each PPO update's
 /// samples (set rl::ppo_config::sharding to one, on every rank).
 ///
-/// Why outcomes are gathered rather than gradients reduced: every rank draws the same samples
-/// (one generator, one order), so after an all-gather of the outcomes (and of the decoder's actions
-/// and bias, for a guided environment) in sample order every rank runs exactly the single-process
-/// update: bit-for-bit identity on any rank count needs no fixed-order floating-point reduction,
-/// and the bytes sent per update are a few per sample (the bias: nodes x devices floats) instead of
-/// the parameters' count per minibatch step.
+/// Why outcomes are gathered and block sums exchanged rather than gradients reduced: every rank
+/// draws the same samples (one generator, one order), so after an all-gather of the outcomes (and
+/// of the decoder's actions, bias and log-probabilities, for a guided environment) in sample order
+/// every rank runs the single-process update; the part of it that grows with the samples (the loss
+/// gradient with respect to the logits) is summed in fixed blocks of samples, which the ranks
+/// compute and all-gather, and every rank adds them in block order. So the result is bit for bit
+/// the same on any rank count with no reduction whose order depends on the ranks, and a rank sends
+/// nodes x devices doubles per block, not the network's parameters.
 
 #include <goopt/error.hpp>
 #include <goopt/mpi/session.hpp>
