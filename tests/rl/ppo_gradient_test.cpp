@@ -197,3 +197,20 @@ TEST_CASE("PPO gradient: blocks of the minibatch sum to the same loss and gradie
         CHECK_THROWS_WITH_AS(c(c.logits, c.value), doctest::Contains("gradient_block is 0"), error);
     }
 }
+
+TEST_CASE("PPO gradient: a bias in float gives the bits of the same bias copied to double") {
+    minibatch_case c(11, true);
+    std::vector<nn::matrix<float>> as_float;
+    for (auto& b : c.bias) {
+        as_float.push_back(b.cast<float>());
+        b = as_float.back().cast<double>();
+    }
+    c.config.gradient_block = 3;  // two blocks
+    const auto in_double = c(c.logits, c.value);
+    const auto in_float =
+        rl::detail::ppo_minibatch_loss(c.logits, c.batch, c.actions, c.old_log_probs, c.advantages, c.active, c.config,
+                                       c.value, c.returns, std::span<const nn::matrix<float>>(as_float));
+    CHECK(in_float.dlogits == in_double.dlogits);
+    CHECK(in_float.loss == in_double.loss);
+    CHECK(in_float.clipped == in_double.clipped);
+}

@@ -216,9 +216,9 @@ private:
     /// One environment's samples of an update, ready for the minibatch steps.
     struct rollout {
         std::vector<std::uint8_t> active;
-        std::vector<std::vector<int>> actions;       ///< per sample (the mode's dropped)
-        std::vector<double> r, adv;                  ///< rewards; advantages (set by the caller)
-        std::vector<nn::matrix<double>> bias;        ///< per sample under a guided decoder, else none
+        std::vector<std::vector<int>> actions;  ///< per sample (the mode's dropped)
+        std::vector<double> r, adv;             ///< rewards; advantages (set by the caller)
+        std::vector<nn::matrix<float>> bias;    ///< per sample under a guided decoder (as it reports it), else none
         std::vector<std::vector<double>> old_taken;  ///< per sample and node: log-probability when drawn
         double entropy = 0, mean = 0, spread = 0, best = 0, mode = 0;
     };
@@ -284,12 +284,13 @@ struct ppo_block_sum {
 /// @brief The clipped surrogate of the samples `block` (indices into the per-sample spans), from
 /// zero, one sample after the other: every rank that computes a block gets the same bits. `lp`,
 /// `p`: the unbiased log-probabilities and probabilities; `w`: 1 / (m n_active).
-inline ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const nn::matrix<double>& lp,
-                                         const nn::matrix<double>& p, std::span<const std::size_t> block,
-                                         std::span<const std::vector<int>> actions,
-                                         std::span<const std::vector<double>> old_log_probs,
-                                         std::span<const double> advantages, std::span<const std::uint8_t> active,
-                                         const ppo_config& c, double w, std::span<const nn::matrix<double>> bias) {
+template <class BiasScalar>
+ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const nn::matrix<double>& lp,
+                                  const nn::matrix<double>& p, std::span<const std::size_t> block,
+                                  std::span<const std::vector<int>> actions,
+                                  std::span<const std::vector<double>> old_log_probs,
+                                  std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                  const ppo_config& c, double w, std::span<const nn::matrix<BiasScalar>> bias) {
     const auto n = static_cast<std::size_t>(logits.rows()), k_choices = static_cast<std::size_t>(logits.cols());
     ppo_block_sum r;
     r.dlogits = nn::matrix<double>::Zero(logits.rows(), logits.cols());
@@ -299,7 +300,7 @@ inline ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const
     for (const std::size_t s : block) {
         // with a bias, each sample draws from its own distribution (std::exp: the same bits as per term)
         if (!bias.empty()) {
-            biased_lp = nn::log_softmax<double>(logits + bias[s]);
+            biased_lp = nn::log_softmax<double>(logits + bias[s].template cast<double>());
             biased_p = biased_lp.unaryExpr([](double v) { return std::exp(v); });
         }
         const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp;
@@ -377,13 +378,13 @@ inline ppo_block_sum read_block_sum(const std::string& in, std::size_t& at, std:
 /// softmax (a decoder's own scores; -infinity marks an infeasible action, which then has
 /// probability 0: a row with one feasible action gives no gradient). The taken action must be
 /// feasible. @throws goopt::error when it is not.
-inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
-                                               std::span<const std::vector<int>> actions,
-                                               std::span<const std::vector<double>> old_log_probs,
-                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
-                                               const ppo_config& c, double value, std::span<const double> returns,
-                                               std::span<const nn::matrix<double>> bias = {},
-                                               sample_sharding* sharding = nullptr) {
+template <class BiasScalar>
+ppo_minibatch_result ppo_minibatch_loss_of(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                           std::span<const std::vector<int>> actions,
+                                           std::span<const std::vector<double>> old_log_probs,
+                                           std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                           const ppo_config& c, double value, std::span<const double> returns,
+                                           std::span<const nn::matrix<BiasScalar>> bias, sample_sharding* sharding) {
     const auto n = static_cast<std::size_t>(logits.rows()), k_choices = static_cast<std::size_t>(logits.cols());
     if (c.gradient_block == 0) throw error("rl::ppo", "gradient_block is 0", "at least 1");
     std::size_t n_active = 0;
@@ -455,6 +456,31 @@ inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits,
     }
     return r;
 }
+
+/// ppo_minibatch_loss_of with a bias in double (or none).
+inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                               std::span<const std::vector<int>> actions,
+                                               std::span<const std::vector<double>> old_log_probs,
+                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                               const ppo_config& c, double value, std::span<const double> returns,
+                                               std::span<const nn::matrix<double>> bias = {},
+                                               sample_sharding* sharding = nullptr) {
+    return ppo_minibatch_loss_of<double>(logits, batch, actions, old_log_probs, advantages, active, c, value, returns,
+                                         bias, sharding);
+}
+
+/// ppo_minibatch_loss_of with a decoder's bias as it reports it, in float (each term is the double
+/// of the float: the same sums as with a copy in double, without one per sample).
+inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                               std::span<const std::vector<int>> actions,
+                                               std::span<const std::vector<double>> old_log_probs,
+                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                               const ppo_config& c, double value, std::span<const double> returns,
+                                               std::span<const nn::matrix<float>> bias,
+                                               sample_sharding* sharding = nullptr) {
+    return ppo_minibatch_loss_of<float>(logits, batch, actions, old_log_probs, advantages, active, c, value, returns,
+                                        bias, sharding);
+}
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
@@ -463,7 +489,8 @@ auto ppo<Env, Net>::minibatch_loss(const rollout& ro, const Output& out, std::sp
                                    sample_sharding* sharding) const {
     return detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(), batch,
                                       std::span<const std::vector<int>>(ro.actions), ro.old_taken, ro.adv, ro.active,
-                                      c_, static_cast<double>(out.value), ro.r, ro.bias, sharding);
+                                      c_, static_cast<double>(out.value), ro.r,
+                                      std::span<const nn::matrix<float>>(ro.bias), sharding);
 }
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
@@ -624,8 +651,10 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
     // each sample's log-probability per node when it was drawn (the ratio's denominator): of
     // softmax(logits), or under a guided decoder of softmax(logits + the decoder's bias), which is
     // fixed per sample, so the ratio of the decoder's own draw is exact (the workers computed it)
-    for (std::size_t s = 0; s < K && guided; ++s) ro.bias.push_back(drawn_bias[s].template cast<double>());
-    drawn_bias.clear();
+    if (guided) {
+        drawn_bias.resize(K);  // the mode's is not trained on
+        ro.bias = std::move(drawn_bias);
+    }
     taken.resize(K);
     for (std::size_t s = 0; s < K && !guided; ++s) {
         taken[s].resize(n);
