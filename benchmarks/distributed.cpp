@@ -55,10 +55,12 @@ struct training_run {
 };
 
 /// A training row (printed, and as JSON): `experiment` "training" or "mixed_pretraining"; `cpu` the
-/// most CPU seconds of any rank (the machine here is shared: wall time measures the load too).
+/// most CPU seconds of any rank (the machine here is shared: wall time measures the load too);
+/// `work` the most of any rank's CPU seconds outside the all-gathers (OpenMPI busy-waits there for
+/// the slowest rank: what is left is the work the rank did itself, whatever the load).
 struct training_row_figures {
     std::size_t ranks, ops, samples_per_update, minibatch, updates;
-    double cpu;
+    double cpu, work;
     std::size_t peak;
     std::uint64_t bytes;
     bool same;
@@ -69,10 +71,11 @@ nlohmann::json training_row(const char* experiment, const std::string& graph, co
     const auto updates = static_cast<double>(f.updates);
     std::printf(
         "%s %-20s %2zu ranks x 1 thread  %6zu ops  minibatch %4zu  %7.2f samples/s  %7.2f s/update  %7.2f CPU "
-        "s/update/rank  "
+        "s/update/rank (%.2f work)  "
         "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
         experiment, graph.c_str(), f.ranks, f.ops, f.minibatch, per_s, r.seconds / updates, f.cpu / updates,
-        static_cast<double>(f.peak) / (1 << 20), static_cast<unsigned long long>(f.bytes), f.same ? "yes" : "no");
+        f.work / updates, static_cast<double>(f.peak) / (1 << 20), static_cast<unsigned long long>(f.bytes),
+        f.same ? "yes" : "no");
     std::fflush(stdout);
     return nlohmann::json{{"experiment", experiment},
                           {"ranks", f.ranks},
@@ -86,6 +89,7 @@ nlohmann::json training_row(const char* experiment, const std::string& graph, co
                           {"seconds", r.seconds},
                           {"seconds_per_update", r.seconds / updates},
                           {"cpu_seconds_per_update_per_rank", f.cpu / updates},
+                          {"work_cpu_seconds_per_update_per_rank", f.work / updates},
                           {"peak_memory_bytes_per_rank", f.peak},
                           {"bytes_sent_per_rank_per_update", f.bytes},
                           {"identical_to_one_rank", f.same}};
@@ -262,16 +266,16 @@ int run(int argc, char** argv) {
         if (minibatch == 0) minibatch = samples;
         const auto g = models::find_workload(model).build();
         const auto cl = device::parse_cluster(cluster);
-        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
-                       bool same) {
+        auto row = [&](std::size_t n, const training_run& r, double cpu, double work, std::size_t peak,
+                       std::uint64_t bytes, bool same) {
             return training_row("training", model, r,
-                                {n, g.num_ops(), samples, minibatch, updates, cpu, peak, bytes, same});
+                                {n, g.num_ops(), samples, minibatch, updates, cpu, work, peak, bytes, same});
         };
         training_run alone;
         if (rank == 0) {
             reset_peak_memory();
             alone = train_placement(g, cl, updates, samples, minibatch, nullptr);
-            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+            rows.push_back(row(1, alone, alone.cpu_seconds, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
         }
 #if GOOPT_HAS_MPI
         if (world) {
@@ -283,10 +287,12 @@ int run(int argc, char** argv) {
             // the most bytes and the largest peak of any rank
             unsigned long long mine[2] = {bench::peak_memory_bytes(), sh.bytes_sent() / updates}, most[2] = {0, 0};
             MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-            double cpu = 0;
+            double cpu = 0, work = 0;
+            const double own_work = shared.cpu_seconds - sh.exchange_cpu_seconds();
             MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&own_work, &work, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0)
-                rows.push_back(row(ranks, shared, cpu, most[0], most[1], shared.parameters == alone.parameters));
+                rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], shared.parameters == alone.parameters));
         }
 #endif
     }
@@ -302,10 +308,10 @@ int run(int argc, char** argv) {
         const auto cl = device::parse_cluster(cluster);
         const auto dir = std::filesystem::temp_directory_path();
         const auto one_file = dir / concat("goopt_distributed_mixed_1_", ::getpid(), ".ckpt");
-        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
-                       bool same) {
+        auto row = [&](std::size_t n, const training_run& r, double cpu, double work, std::size_t peak,
+                       std::uint64_t bytes, bool same) {
             return training_row("mixed_pretraining", names, r,
-                                {n, ops, mixed_samples * graphs.size(), 16, updates, cpu, peak, bytes, same});
+                                {n, ops, mixed_samples * graphs.size(), 16, updates, cpu, work, peak, bytes, same});
         };
         std::string alone_file;
         if (rank == 0) {
@@ -313,7 +319,7 @@ int run(int argc, char** argv) {
             const auto alone = pretrain_mixed(graphs, cl, updates, mixed_samples, nullptr, one_file);
             alone_file = file_bytes(one_file);
             std::filesystem::remove(one_file);
-            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+            rows.push_back(row(1, alone, alone.cpu_seconds, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
         }
 #if GOOPT_HAS_MPI
         if (world) {
@@ -328,12 +334,14 @@ int run(int argc, char** argv) {
             unsigned long long mine[2] = {bench::peak_memory_bytes(), (sh.bytes_sent() - before) / updates},
                                most[2] = {0, 0};
             MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-            double cpu = 0;
+            double cpu = 0, work = 0;
+            const double own_work = shared.cpu_seconds - sh.exchange_cpu_seconds();
             MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&own_work, &work, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0) {
                 const bool same = !alone_file.empty() && file_bytes(shared_file) == alone_file;
                 std::filesystem::remove(shared_file);
-                rows.push_back(row(ranks, shared, cpu, most[0], most[1], same));
+                rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], same));
             }
         }
 #endif
