@@ -8,7 +8,8 @@
 // Experiment "generation": rule generation of TASO's world at each --depth: seconds, peak memory per
 // rank, bytes each rank sends, and whether the N-rank rule file is the 1-rank one byte for byte.
 //   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,mixed,generation]
-//          [--model rnnlm4] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3] [--out FILE]
+//          [--model rnnlm4] [--samples 16] [--minibatch 16] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3]
+//          [--out FILE]     (--minibatch 0: all of an update's samples in one step per epoch)
 // Each 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks
 // run the same work together. Started without mpirun: the 1-rank rows alone.
 #include "benchmark_main.hpp"
