@@ -8,7 +8,8 @@
 // Experiment "generation": rule generation of TASO's world at each --depth: seconds, peak memory per
 // rank, bytes each rank sends, and whether the N-rank rule file is the 1-rank one byte for byte.
 //   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,mixed,generation]
-//          [--model rnnlm4] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3] [--out FILE]
+//          [--model rnnlm4] [--samples 16] [--minibatch 16] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3]
+//          [--out FILE]     (--minibatch 0: all of an update's samples in one step per epoch)
 // Each 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks
 // run the same work together. Started without mpirun: the 1-rank rows alone.
 #include "benchmark_main.hpp"
@@ -55,10 +56,12 @@ struct training_run {
 };
 
 /// A training row (printed, and as JSON): `experiment` "training" or "mixed_pretraining"; `cpu` the
-/// most CPU seconds of any rank (the machine here is shared: wall time measures the load too).
+/// most CPU seconds of any rank (the machine here is shared: wall time measures the load too);
+/// `work` the most of any rank's CPU seconds outside the all-gathers (OpenMPI busy-waits there for
+/// the slowest rank: what is left is the work the rank did itself, whatever the load).
 struct training_row_figures {
-    std::size_t ranks, ops, samples_per_update, updates;
-    double cpu;
+    std::size_t ranks, ops, samples_per_update, minibatch, updates;
+    double cpu, work;
     std::size_t peak;
     std::uint64_t bytes;
     bool same;
@@ -68,10 +71,12 @@ nlohmann::json training_row(const char* experiment, const std::string& graph, co
     const double per_s = static_cast<double>(r.samples) / r.seconds;
     const auto updates = static_cast<double>(f.updates);
     std::printf(
-        "%s %-20s %2zu ranks x 1 thread  %6zu ops  %7.2f samples/s  %7.2f s/update  %7.2f CPU s/update/rank  "
+        "%s %-20s %2zu ranks x 1 thread  %6zu ops  minibatch %4zu  %7.2f samples/s  %7.2f s/update  %7.2f CPU "
+        "s/update/rank (%.2f work)  "
         "peak %6.1f MiB/rank  %9llu bytes sent/rank/update  identical to 1 rank: %s\n",
-        experiment, graph.c_str(), f.ranks, f.ops, per_s, r.seconds / updates, f.cpu / updates,
-        static_cast<double>(f.peak) / (1 << 20), static_cast<unsigned long long>(f.bytes), f.same ? "yes" : "no");
+        experiment, graph.c_str(), f.ranks, f.ops, f.minibatch, per_s, r.seconds / updates, f.cpu / updates,
+        f.work / updates, static_cast<double>(f.peak) / (1 << 20), static_cast<unsigned long long>(f.bytes),
+        f.same ? "yes" : "no");
     std::fflush(stdout);
     return nlohmann::json{{"experiment", experiment},
                           {"ranks", f.ranks},
@@ -79,20 +84,24 @@ nlohmann::json training_row(const char* experiment, const std::string& graph, co
                           {"graph", graph},
                           {"ops", f.ops},
                           {"samples_per_update", f.samples_per_update},
+                          {"minibatch", f.minibatch},
                           {"updates", f.updates},
                           {"samples_per_s", per_s},
                           {"seconds", r.seconds},
                           {"seconds_per_update", r.seconds / updates},
                           {"cpu_seconds_per_update_per_rank", f.cpu / updates},
+                          {"work_cpu_seconds_per_update_per_rank", f.work / updates},
                           {"peak_memory_bytes_per_rank", f.peak},
                           {"bytes_sent_per_rank_per_update", f.bytes},
                           {"identical_to_one_rank", f.same}};
 }
 
 /// The program's placement training (goopt optimize --tasks placement: guided decoder, the narrow
-/// GO policy) for `updates` updates of `samples` samples on one worker thread per rank.
+/// GO policy) for `updates` updates of `samples` samples, `minibatch` per gradient step, on one
+/// worker thread per rank.
 training_run train_placement(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
-                             std::size_t updates, std::size_t samples, rl::sample_sharding* sharding) {
+                             std::size_t updates, std::size_t samples, std::size_t minibatch,
+                             rl::sample_sharding* sharding) {
     tasks::placement_task task(
         g, cl, cost::roofline_model{},
         {.schedule = tasks::ready_order::critical_path, .decoder = tasks::placement_decoder::guided});
@@ -106,6 +115,7 @@ training_run train_placement(const graph::computation_graph& g, const device::cl
     const auto r = tasks::train(task, net,
                                 {.ppo = {.updates = updates,
                                          .samples_per_update = samples,
+                                         .minibatch = minibatch,
                                          .learning_rate = 1e-3,
                                          .threads = 1,
                                          .sharding = sharding}},
@@ -202,7 +212,7 @@ int run(int argc, char** argv) {
     const std::size_t rank = 0, ranks = 1;
 #endif
     std::string model = "rnnlm4", cluster = "4xV100:nvlink", out;
-    std::size_t updates = 3, samples = 16;
+    std::size_t updates = 3, samples = 16, minibatch = 16;
     std::vector<std::string> experiments{"training", "generation"};
     std::vector<std::string> mixed_models{"rnnlm2", "wavenet_2x18"};
     std::size_t mixed_samples = 8;
@@ -215,6 +225,10 @@ int run(int argc, char** argv) {
         ->capture_default_str();
     cli.add_option("--samples", samples, "Samples per update (all ranks together)")
         ->transform(bench::count(1, 100000))
+        ->capture_default_str();
+    cli.add_option("--minibatch", minibatch,
+                   "Samples per gradient step of the training (0: all of an update's, one step per epoch)")
+        ->transform(bench::count(0, 100000))
         ->capture_default_str();
     cli.add_option("--experiments", experiments, "training, mixed, generation (comma-separated)")
         ->delimiter(',')
@@ -250,31 +264,36 @@ int run(int argc, char** argv) {
     };
 #endif
     if (wanted("training")) {
+        if (minibatch == 0) minibatch = samples;
         const auto g = models::find_workload(model).build();
         const auto cl = device::parse_cluster(cluster);
-        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
-                       bool same) {
-            return training_row("training", model, r, {n, g.num_ops(), samples, updates, cpu, peak, bytes, same});
+        auto row = [&](std::size_t n, const training_run& r, double cpu, double work, std::size_t peak,
+                       std::uint64_t bytes, bool same) {
+            return training_row("training", model, r,
+                                {n, g.num_ops(), samples, minibatch, updates, cpu, work, peak, bytes, same});
         };
         training_run alone;
         if (rank == 0) {
             reset_peak_memory();
-            alone = train_placement(g, cl, updates, samples, nullptr);
-            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+            alone = train_placement(g, cl, updates, samples, minibatch, nullptr);
+            rows.push_back(row(1, alone, alone.cpu_seconds, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
         }
 #if GOOPT_HAS_MPI
         if (world) {
             wait_for_rank0();
             mpi::sample_sharding sh(*world);
             reset_peak_memory();
-            const auto shared = world->run_or_abort([&] { return train_placement(g, cl, updates, samples, &sh); });
+            const auto shared =
+                world->run_or_abort([&] { return train_placement(g, cl, updates, samples, minibatch, &sh); });
             // the most bytes and the largest peak of any rank
             unsigned long long mine[2] = {bench::peak_memory_bytes(), sh.bytes_sent() / updates}, most[2] = {0, 0};
             MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-            double cpu = 0;
+            double cpu = 0, work = 0;
+            const double own_work = shared.cpu_seconds - sh.exchange_cpu_seconds();
             MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&own_work, &work, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0)
-                rows.push_back(row(ranks, shared, cpu, most[0], most[1], shared.parameters == alone.parameters));
+                rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], shared.parameters == alone.parameters));
         }
 #endif
     }
@@ -290,10 +309,10 @@ int run(int argc, char** argv) {
         const auto cl = device::parse_cluster(cluster);
         const auto dir = std::filesystem::temp_directory_path();
         const auto one_file = dir / concat("goopt_distributed_mixed_1_", ::getpid(), ".ckpt");
-        auto row = [&](std::size_t n, const training_run& r, double cpu, std::size_t peak, std::uint64_t bytes,
-                       bool same) {
+        auto row = [&](std::size_t n, const training_run& r, double cpu, double work, std::size_t peak,
+                       std::uint64_t bytes, bool same) {
             return training_row("mixed_pretraining", names, r,
-                                {n, ops, mixed_samples * graphs.size(), updates, cpu, peak, bytes, same});
+                                {n, ops, mixed_samples * graphs.size(), 16, updates, cpu, work, peak, bytes, same});
         };
         std::string alone_file;
         if (rank == 0) {
@@ -301,7 +320,7 @@ int run(int argc, char** argv) {
             const auto alone = pretrain_mixed(graphs, cl, updates, mixed_samples, nullptr, one_file);
             alone_file = file_bytes(one_file);
             std::filesystem::remove(one_file);
-            rows.push_back(row(1, alone, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
+            rows.push_back(row(1, alone, alone.cpu_seconds, alone.cpu_seconds, bench::peak_memory_bytes(), 0, true));
         }
 #if GOOPT_HAS_MPI
         if (world) {
@@ -316,12 +335,14 @@ int run(int argc, char** argv) {
             unsigned long long mine[2] = {bench::peak_memory_bytes(), (sh.bytes_sent() - before) / updates},
                                most[2] = {0, 0};
             MPI_Reduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-            double cpu = 0;
+            double cpu = 0, work = 0;
+            const double own_work = shared.cpu_seconds - sh.exchange_cpu_seconds();
             MPI_Reduce(&shared.cpu_seconds, &cpu, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&own_work, &work, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0) {
                 const bool same = !alone_file.empty() && file_bytes(shared_file) == alone_file;
                 std::filesystem::remove(shared_file);
-                rows.push_back(row(ranks, shared, cpu, most[0], most[1], same));
+                rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], same));
             }
         }
 #endif

@@ -64,10 +64,11 @@ struct trained {
     std::size_t samples = 0;
 };
 
-/// tasks::train on four_chains over 2 V100s: `updates` updates of 6 samples from seed 7, shared among
-/// the ranks when `sharding` is set.
+/// tasks::train on four_chains over 2 V100s: `updates` updates of 6 samples from seed 7, `minibatch`
+/// per step in blocks of `gradient_block`, shared among the ranks when `sharding` is set.
 trained train_chains(tasks::placement_decoder decoder, rl::sample_sharding* sharding, std::size_t updates,
-                     const std::filesystem::path& checkpoint = {}, bool resume = false) {
+                     const std::filesystem::path& checkpoint = {}, bool resume = false, std::size_t minibatch = 3,
+                     std::size_t gradient_block = 16) {
     static const auto g = four_chains();
     const auto cl = device::parse_cluster("2xV100:nvlink");
     placement task(g, cl, cost::roofline_model{}, {.schedule = tasks::ready_order::critical_path, .decoder = decoder});
@@ -76,8 +77,9 @@ trained train_chains(tasks::placement_decoder decoder, rl::sample_sharding* shar
     const auto r = tasks::train(task, net,
                                 {.ppo = {.updates = updates,
                                          .samples_per_update = 6,
-                                         .minibatch = 3,
+                                         .minibatch = minibatch,
                                          .epochs = 2,
+                                         .gradient_block = gradient_block,
                                          .learning_rate = 1e-2,
                                          .threads = 2,
                                          .sharding = sharding},
@@ -120,6 +122,35 @@ TEST_CASE("data-parallel PPO: 2 ranks train the single-process parameters bit fo
         CHECK(parameter_bytes(untouched) != shared.parameters);
     }
     CHECK(sh.bytes_sent() > 0);
+}
+
+TEST_CASE("data-parallel PPO: the ranks share a minibatch's blocks and still train the single-process parameters") {
+    auto& world = mpi_test::world();
+    mpi::sample_sharding sh(world);
+    const std::size_t nodes = four_chains().num_ops();
+    for (auto decoder : {tasks::placement_decoder::guided, tasks::placement_decoder::independent}) {
+        CAPTURE(static_cast<int>(decoder));
+        // the bytes of the samples alone: one block of 16 holds the whole minibatch of 6 (no exchange)
+        std::uint64_t before = sh.bytes_sent();
+        train_chains(decoder, &sh, 3, {}, false, 6, 16);
+        const std::uint64_t samples_only = sh.bytes_sent() - before;
+        // one minibatch of all 6 samples in blocks of 2 (blocks 0, 2 on rank 0, block 1 on rank 1)
+        // and of 4 (blocks of unequal size)
+        for (std::size_t block : {2, 4}) {
+            CAPTURE(block);
+            before = sh.bytes_sent();
+            const auto shared = train_chains(decoder, &sh, 3, {}, false, 6, block);
+            const std::uint64_t sent = sh.bytes_sent() - before;
+            const auto alone = train_chains(decoder, nullptr, 3, {}, false, 6, block);
+            CHECK(shared.parameters == alone.parameters);
+            CHECK(shared.best_step_time == alone.best_step_time);
+            // each rank sent at least one block's gradient (nodes x 2 devices doubles) per step:
+            // 3 updates x 2 epochs x 1 step
+            CHECK(sent >= samples_only + 3 * 2 * nodes * 2 * sizeof(double));
+            const auto all = sh.all_gather(shared.parameters);
+            for (const auto& p : all) CHECK(p == all[0]);
+        }
+    }
 }
 
 TEST_CASE("data-parallel PPO: rank 0 alone writes the checkpoint, and one process resumes a 2-rank run") {

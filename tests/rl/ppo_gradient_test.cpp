@@ -173,3 +173,44 @@ TEST_CASE("PPO gradient: without a bias, the loss is the textbook one computed t
     const double expected = -surrogate / (m * active_nodes) - 0.05 * entropy / active_nodes + 0.5 * value_loss / m;
     CHECK(r.loss == doctest::Approx(expected).epsilon(1e-12));
 }
+
+TEST_CASE("PPO gradient: blocks of the minibatch sum to the same loss and gradient, and one block to the same bits") {
+    for (const bool biased : {false, true}) {
+        CAPTURE(biased);
+        minibatch_case c(10, biased);
+        const auto whole = c(c.logits, c.value);  // the default block of 64 holds the minibatch of 4
+        for (std::size_t block : {1, 3, 4}) {
+            CAPTURE(block);
+            c.config.gradient_block = block;
+            const auto r = c(c.logits, c.value);
+            CHECK(r.counted == whole.counted);
+            CHECK(r.clipped == whole.clipped);
+            CHECK(r.dvalue == whole.dvalue);
+            CHECK(r.loss == doctest::Approx(whole.loss).epsilon(1e-12));
+            CHECK((r.dlogits - whole.dlogits).cwiseAbs().maxCoeff() < 1e-12);
+            // a block of the whole minibatch is the one loop over its samples: the same bits
+            if (block >= c.batch.size()) CHECK(r.dlogits == whole.dlogits);
+            // the blocks' sum is a gradient too
+            CHECK(nn::gradient_error(c.logits, r.dlogits, [&] { return c(c.logits, c.value).loss; }) < 1e-7);
+        }
+        c.config.gradient_block = 0;
+        CHECK_THROWS_WITH_AS(c(c.logits, c.value), doctest::Contains("gradient_block is 0"), error);
+    }
+}
+
+TEST_CASE("PPO gradient: a bias in float gives the bits of the same bias copied to double") {
+    minibatch_case c(11, true);
+    std::vector<nn::matrix<float>> as_float;
+    for (auto& b : c.bias) {
+        as_float.push_back(b.cast<float>());
+        b = as_float.back().cast<double>();
+    }
+    c.config.gradient_block = 3;  // two blocks
+    const auto in_double = c(c.logits, c.value);
+    const auto in_float =
+        rl::detail::ppo_minibatch_loss(c.logits, c.batch, c.actions, c.old_log_probs, c.advantages, c.active, c.config,
+                                       c.value, c.returns, std::span<const nn::matrix<float>>(as_float));
+    CHECK(in_float.dlogits == in_double.dlogits);
+    CHECK(in_float.loss == in_double.loss);
+    CHECK(in_float.clipped == in_double.clipped);
+}

@@ -94,7 +94,9 @@ inline constexpr std::uint32_t checkpoint_format_version = 2;
 /// softmax(logits + the bias the decoder reports). Advantages are rewards
 /// minus the baseline, divided by the rewards' spread; then `epochs` passes over shuffled
 /// minibatches minimize the clipped surrogate minus the entropy bonus plus the value loss, each
-/// step through Adam with gradient clipping, guarded against NaN. The first step reuses the
+/// step through Adam with gradient clipping, guarded against NaN. A minibatch's loss gradient with
+/// respect to the logits is summed in blocks of `gradient_block` samples, shared among the ranks of
+/// `sharding` (each rank computes whole blocks; all add them in block order). The first step reuses the
 /// sampling forward pass (same parameters), so Net::backward must follow the latest evaluate.
 ///
 /// The probability ratio is taken per node (each node's action is a factor of the decision, all
@@ -120,6 +122,7 @@ public:
         need(c_.samples_per_update >= 1, "samples_per_update is 0", "at least 1");
         need(c_.minibatch >= 1, "minibatch is 0", "at least 1");
         need(c_.epochs >= 1, "epochs is 0", "at least 1");
+        need(c_.gradient_block >= 1, "gradient_block is 0", "at least 1");
         need(c_.threads >= 1, "threads is 0", "at least 1");
         need(c_.clip > 0 && c_.clip < 1, concat("clip is ", c_.clip), "a value in (0, 1)");
         need(c_.learning_rate > 0 && c_.imitation_learning_rate > 0,
@@ -218,9 +221,9 @@ private:
     /// One environment's samples of an update, ready for the minibatch steps.
     struct rollout {
         std::vector<std::uint8_t> active;
-        std::vector<std::vector<int>> actions;       ///< per sample (the mode's dropped)
-        std::vector<double> r, adv;                  ///< rewards; advantages (set by the caller)
-        std::vector<nn::matrix<double>> bias;        ///< per sample under a guided decoder, else none
+        std::vector<std::vector<int>> actions;  ///< per sample (the mode's dropped)
+        std::vector<double> r, adv;             ///< rewards; advantages (set by the caller)
+        std::vector<nn::matrix<float>> bias;    ///< per sample under a guided decoder (as it reports it), else none
         std::vector<std::vector<double>> old_taken;  ///< per sample and node: log-probability when drawn
         double entropy = 0, mean = 0, spread = 0, best = 0, mode = 0;
     };
@@ -229,9 +232,11 @@ private:
     template <std::uniform_random_bit_generator Rng, class Visitor>
     rollout collect(Env& env, const typename Env::observation& obs, const nn::matrix<scalar>& logits, Rng& rng,
                     Visitor& visitor, sample_sharding* sharding);
-    /// detail::ppo_minibatch_loss of `ro`'s samples `batch` under the network's output `out`.
+    /// detail::ppo_minibatch_loss of `ro`'s samples `batch` under the network's output `out`, its
+    /// blocks shared among the ranks of `sharding` when it is not null.
     template <class Output>
-    auto minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch) const;
+    auto minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch,
+                        sample_sharding* sharding) const;
     template <std::uniform_random_bit_generator Rng> void imitate(Rng& rng);
     // 0 for a network whose checkpoint serves any number of choices (nn::first_head::pair)
     std::size_t choices_saved() const {
@@ -274,58 +279,48 @@ struct ppo_minibatch_result {
     std::size_t clipped = 0, counted = 0;
 };
 
-/// @brief The loss update() minimizes on one minibatch, and its gradient, derived by hand: the
-/// clipped surrogate with a ratio per active node, minus the entropy bonus, plus the value loss
-/// (value_head baseline). A pure function, so that it is checked against finite differences.
-///
-/// Per active node i of sample s with action a, ratio = exp(lp_s(i, a) - old_log_probs[s][i]) and
-/// the loss gets -min(ratio A_s, clamp(ratio) A_s) / (m n_active); the entropy bonus is
-/// -entropy_coef H_i / n_active on the unbiased logits; the value loss value_coef (v - R_s)^2 / 2m.
-/// @param logits current logits (nodes x choices). @param batch the minibatch's sample indices.
-/// @param actions, old_log_probs per sample and node: the action drawn and its log-probability
-/// when it was drawn. @param advantages, returns per sample. @param active per node.
-/// @param bias empty, or per sample a nodes x choices matrix added to the logits before the
-/// softmax (a decoder's own scores; -infinity marks an infeasible action, which then has
-/// probability 0: a row with one feasible action gives no gradient). The taken action must be
-/// feasible. @throws goopt::error when it is not.
-inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
-                                               std::span<const std::vector<int>> actions,
-                                               std::span<const std::vector<double>> old_log_probs,
-                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
-                                               const ppo_config& c, double value, std::span<const double> returns,
-                                               std::span<const nn::matrix<double>> bias = {}) {
+/// The clipped surrogate's part of one block of a minibatch's samples: its loss, its gradient
+/// with respect to the logits (summed in the block's sample order) and its clip counts.
+struct ppo_block_sum {
+    double loss = 0;
+    nn::matrix<double> dlogits;
+    std::size_t clipped = 0, counted = 0;
+};
+
+/// @brief The clipped surrogate of the samples `block` (indices into the per-sample spans), from
+/// zero, one sample after the other: every rank that computes a block gets the same bits. `lp`,
+/// `p`: the unbiased log-probabilities and probabilities; `w`: 1 / (m n_active).
+template <class BiasScalar>
+ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const nn::matrix<double>& lp,
+                                  const nn::matrix<double>& p, std::span<const std::size_t> block,
+                                  std::span<const std::vector<int>> actions,
+                                  std::span<const std::vector<double>> old_log_probs,
+                                  std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                  const ppo_config& c, double w, std::span<const nn::matrix<BiasScalar>> bias) {
     const auto n = static_cast<std::size_t>(logits.rows()), k_choices = static_cast<std::size_t>(logits.cols());
-    std::size_t n_active = 0;
-    for (auto a : active) n_active += a != 0;
-    const nn::matrix<double> lp = nn::log_softmax<double>(logits);
-    // probabilities once per step, not once per sample (std::exp: the same bits as per term)
-    auto probs = [](const nn::matrix<double>& x) { return x.unaryExpr([](double v) { return std::exp(v); }); };
-    const nn::matrix<double> p = probs(lp);
-    // with a bias, each sample of the minibatch draws from its own distribution
-    std::vector<nn::matrix<double>> biased_lp, biased_p;
-    for (std::size_t b = 0; b < batch.size() && !bias.empty(); ++b) {
-        biased_lp.push_back(nn::log_softmax<double>(logits + bias[batch[b]]));
-        biased_p.push_back(probs(biased_lp.back()));
-    }
-    ppo_minibatch_result r;
-    r.dlogits = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_choices));
+    ppo_block_sum r;
+    r.dlogits = nn::matrix<double>::Zero(logits.rows(), logits.cols());
     nn::matrix<double>& d = r.dlogits;
     const double lo = 1 - c.clip, hi = 1 + c.clip;
-    const double m = static_cast<double>(batch.size());
-    const double w = 1.0 / (m * static_cast<double>(n_active));
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!active[i]) continue;
-        const auto ii = static_cast<Eigen::Index>(i);
-        for (std::size_t b = 0; b < batch.size(); ++b) {
-            const std::size_t s = batch[b];
-            const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp[b];
-            const nn::matrix<double>& sp = bias.empty() ? p : biased_p[b];
+    nn::matrix<double> biased_lp, biased_p;
+    for (const std::size_t s : block) {
+        // with a bias, each sample draws from its own distribution (std::exp: the same bits as per term)
+        if (!bias.empty()) {
+            biased_lp = nn::log_softmax<double>(logits + bias[s].template cast<double>());
+            biased_p = biased_lp.unaryExpr([](double v) { return std::exp(v); });
+        }
+        const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp;
+        const nn::matrix<double>& sp = bias.empty() ? p : biased_p;
+        const double A = advantages[s];
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!active[i]) continue;
+            const auto ii = static_cast<Eigen::Index>(i);
             const int a = actions[s][i];
             if (!std::isfinite(slp(ii, a)))
                 throw error("rl::ppo",
                             concat("sample ", s, " takes action ", a, " at node ", i, ", which its bias forbids"),
                             "a feasible action (a finite bias)");
-            const double ratio = std::exp(slp(ii, a) - old_log_probs[s][i]), A = advantages[s];
+            const double ratio = std::exp(slp(ii, a) - old_log_probs[s][i]);
             const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
             ++r.counted;
             if (ratio < lo || ratio > hi) ++r.clipped;
@@ -337,6 +332,113 @@ inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits,
                 d(ii, a) -= g;
             }
         }
+    }
+    return r;
+}
+
+/// Appends a block sum to `out` as bytes (loss, counts, then the gradient's doubles).
+inline void append_block_sum(std::string& out, const ppo_block_sum& b) {
+    append_raw(out, b.loss);
+    append_raw(out, static_cast<std::uint64_t>(b.clipped));
+    append_raw(out, static_cast<std::uint64_t>(b.counted));
+    const std::size_t at = out.size(), bytes = static_cast<std::size_t>(b.dlogits.size()) * sizeof(double);
+    out.resize(at + bytes);
+    if (bytes) std::memcpy(out.data() + at, b.dlogits.data(), bytes);
+}
+
+/// Reads a block sum of a rows x cols gradient appended by append_block_sum, from rank `from`.
+inline ppo_block_sum read_block_sum(const std::string& in, std::size_t& at, std::size_t from, Eigen::Index rows,
+                                    Eigen::Index cols) {
+    ppo_block_sum b;
+    b.loss = read_raw<double>(in, at, from);
+    b.clipped = static_cast<std::size_t>(read_raw<std::uint64_t>(in, at, from));
+    b.counted = static_cast<std::size_t>(read_raw<std::uint64_t>(in, at, from));
+    const std::size_t bytes = static_cast<std::size_t>(rows * cols) * sizeof(double);
+    if (in.size() - at < bytes)
+        throw error("rl::ppo", concat("rank ", from, "'s loss gradient of a block is cut short"),
+                    concat(bytes, " bytes"));
+    b.dlogits.resize(rows, cols);
+    if (bytes) std::memcpy(b.dlogits.data(), in.data() + at, bytes);
+    at += bytes;
+    return b;
+}
+
+/// @brief The loss update() minimizes on one minibatch, and its gradient, derived by hand: the
+/// clipped surrogate with a ratio per active node, minus the entropy bonus, plus the value loss
+/// (value_head baseline). A pure function, so that it is checked against finite differences.
+///
+/// Per active node i of sample s with action a, ratio = exp(lp_s(i, a) - old_log_probs[s][i]) and
+/// the loss gets -min(ratio A_s, clamp(ratio) A_s) / (m n_active); the entropy bonus is
+/// -entropy_coef H_i / n_active on the unbiased logits; the value loss value_coef (v - R_s)^2 / 2m.
+///
+/// The surrogate's sum over the minibatch is taken in blocks of c.gradient_block samples (in
+/// `batch` order; ppo_surrogate_block), the blocks added in block order starting from the first,
+/// then the entropy's gradient: a computation that does not depend on who computes the blocks.
+/// With `sharding`, block j is computed by rank j mod ranks() and an all-gather gives every rank
+/// every block (a minibatch of one block is computed by every rank, with no exchange), so the
+/// result is the single process's bit for bit on any rank count; every rank must call it.
+/// @param logits current logits (nodes x choices). @param batch the minibatch's sample indices.
+/// @param actions, old_log_probs per sample and node: the action drawn and its log-probability
+/// when it was drawn. @param advantages, returns per sample. @param active per node.
+/// @param bias empty, or per sample a nodes x choices matrix added to the logits before the
+/// softmax (a decoder's own scores; -infinity marks an infeasible action, which then has
+/// probability 0: a row with one feasible action gives no gradient). The taken action must be
+/// feasible. @throws goopt::error when it is not.
+template <class BiasScalar>
+ppo_minibatch_result ppo_minibatch_loss_of(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                           std::span<const std::vector<int>> actions,
+                                           std::span<const std::vector<double>> old_log_probs,
+                                           std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                           const ppo_config& c, double value, std::span<const double> returns,
+                                           std::span<const nn::matrix<BiasScalar>> bias, sample_sharding* sharding) {
+    const auto n = static_cast<std::size_t>(logits.rows()), k_choices = static_cast<std::size_t>(logits.cols());
+    if (c.gradient_block == 0) throw error("rl::ppo", "gradient_block is 0", "at least 1");
+    std::size_t n_active = 0;
+    for (auto a : active) n_active += a != 0;
+    const nn::matrix<double> lp = nn::log_softmax<double>(logits);
+    // probabilities once per step, not once per sample (std::exp: the same bits as per term)
+    const nn::matrix<double> p = lp.unaryExpr([](double v) { return std::exp(v); });
+    const double m = static_cast<double>(batch.size());
+    const double w = 1.0 / (m * static_cast<double>(n_active));
+
+    const std::size_t B = c.gradient_block, blocks = (batch.size() + B - 1) / B;
+    auto block = [&](std::size_t j) {
+        return ppo_surrogate_block(logits, lp, p, batch.subspan(j * B, std::min(batch.size(), (j + 1) * B) - j * B),
+                                   actions, old_log_probs, advantages, active, c, w, bias);
+    };
+    const std::size_t R = sharding && blocks > 1 ? sharding->ranks() : 1, me = R > 1 ? sharding->rank() : 0;
+    std::vector<ppo_block_sum> sums(blocks);
+    if (R == 1) {
+        for (std::size_t j = 0; j < blocks; ++j) sums[j] = block(j);
+    } else {
+        std::string mine;
+        for (std::size_t j = me; j < blocks; j += R) append_block_sum(mine, sums[j] = block(j));
+        const std::vector<std::string> all = sharding->all_gather(mine);
+        if (all.size() != R)
+            throw error("rl::ppo", concat("all_gather returned ", all.size(), " parts"), concat(R, ", one per rank"));
+        for (std::size_t r = 0; r < R; ++r) {
+            if (r == me) continue;
+            std::size_t at = 0;
+            for (std::size_t j = r; j < blocks; j += R)
+                sums[j] = read_block_sum(all[r], at, r, logits.rows(), logits.cols());
+            if (at != all[r].size())
+                throw error("rl::ppo", concat("rank ", r, " sent ", all[r].size() - at, " bytes too many"),
+                            "exactly its blocks of the minibatch");
+        }
+    }
+    ppo_minibatch_result r;
+    // the first block as it is (a one-block minibatch sums as one loop over its samples)
+    r.dlogits = blocks ? std::move(sums[0].dlogits) : nn::matrix<double>::Zero(logits.rows(), logits.cols());
+    for (std::size_t j = 0; j < blocks; ++j) {
+        if (j > 0) r.dlogits += sums[j].dlogits;
+        r.loss += sums[j].loss;
+        r.clipped += sums[j].clipped;
+        r.counted += sums[j].counted;
+    }
+    nn::matrix<double>& d = r.dlogits;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!active[i]) continue;
+        const auto ii = static_cast<Eigen::Index>(i);
         // entropy bonus: loss -= c H_i / n_active; dH/dl_j = -p_j (log p_j + H); a choice of
         // probability 0 adds nothing (and its log-probability may be -infinity: 0 * -inf is NaN)
         double H = 0;
@@ -360,14 +462,41 @@ inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits,
     }
     return r;
 }
+
+/// ppo_minibatch_loss_of with a bias in double (or none).
+inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                               std::span<const std::vector<int>> actions,
+                                               std::span<const std::vector<double>> old_log_probs,
+                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                               const ppo_config& c, double value, std::span<const double> returns,
+                                               std::span<const nn::matrix<double>> bias = {},
+                                               sample_sharding* sharding = nullptr) {
+    return ppo_minibatch_loss_of<double>(logits, batch, actions, old_log_probs, advantages, active, c, value, returns,
+                                         bias, sharding);
+}
+
+/// ppo_minibatch_loss_of with a decoder's bias as it reports it, in float (each term is the double
+/// of the float: the same sums as with a copy in double, without one per sample).
+inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits, std::span<const std::size_t> batch,
+                                               std::span<const std::vector<int>> actions,
+                                               std::span<const std::vector<double>> old_log_probs,
+                                               std::span<const double> advantages, std::span<const std::uint8_t> active,
+                                               const ppo_config& c, double value, std::span<const double> returns,
+                                               std::span<const nn::matrix<float>> bias,
+                                               sample_sharding* sharding = nullptr) {
+    return ppo_minibatch_loss_of<float>(logits, batch, actions, old_log_probs, advantages, active, c, value, returns,
+                                        bias, sharding);
+}
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <class Output>
-auto ppo<Env, Net>::minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch) const {
+auto ppo<Env, Net>::minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch,
+                                   sample_sharding* sharding) const {
     return detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(), batch,
                                       std::span<const std::vector<int>>(ro.actions), ro.old_taken, ro.adv, ro.active,
-                                      c_, static_cast<double>(out.value), ro.r, ro.bias);
+                                      c_, static_cast<double>(out.value), ro.r,
+                                      std::span<const nn::matrix<float>>(ro.bias), sharding);
 }
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
@@ -471,6 +600,8 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
     std::vector<std::vector<int>>& actions = ro.actions;
     actions.resize(E);
     std::vector<nn::matrix<float>> drawn_bias;
+    std::vector<std::vector<double>>& taken = ro.old_taken;  // per sample and node (guided: filled by the workers)
+    taken.resize(E);
     std::vector<std::uint64_t> seeds;
     nn::matrix<double> logits_d;
     if (guided) {
@@ -503,6 +634,15 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
                                         concat(n, " actions and a ", n, " x ", k_choices, " bias"));
                         actions[s] = std::move(g.actions);
                         drawn_bias[s] = std::move(g.bias);
+                        // the ratio's denominator: the action's log-probability under the sample's own
+                        // distribution, softmax(logits + bias), computed by the rank that drew it
+                        if (s < K) {
+                            const nn::matrix<double> lp_s =
+                                detail::log_probs<double>(logits_d + drawn_bias[s].template cast<double>());
+                            taken[s].resize(n);
+                            for (std::size_t i = 0; i < n; ++i)
+                                taken[s][i] = lp_s(static_cast<Eigen::Index>(i), actions[s][i]);
+                        }
                     }
                 outs[s] = env.evaluate(obs, actions[s], w);
             }
@@ -521,7 +661,7 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
     if constexpr (std::is_trivially_copyable_v<outcome>)  // else the constructor refused sharding
         if (sharding)
             detail::share_samples(*sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
-                                  std::span<nn::matrix<float>>(drawn_bias));
+                                  std::span<nn::matrix<float>>(drawn_bias), std::span<std::vector<double>>(taken));
     ro.r.resize(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
@@ -539,15 +679,15 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
 
     // each sample's log-probability per node when it was drawn (the ratio's denominator): of
     // softmax(logits), or under a guided decoder of softmax(logits + the decoder's bias), which is
-    // fixed per sample, so the ratio of the decoder's own draw is exact
-    for (std::size_t s = 0; s < K && guided; ++s) ro.bias.push_back(drawn_bias[s].template cast<double>());
-    drawn_bias.clear();
-    ro.old_taken.assign(K, std::vector<double>(n));
-    for (std::size_t s = 0; s < K; ++s) {
-        const nn::matrix<double> lp_s =
-            guided ? detail::log_probs<double>(logits_d + ro.bias[s]) : nn::matrix<double>();
-        const nn::matrix<double>& from = guided ? lp_s : old_lp;
-        for (std::size_t i = 0; i < n; ++i) ro.old_taken[s][i] = from(static_cast<Eigen::Index>(i), actions[s][i]);
+    // fixed per sample, so the ratio of the decoder's own draw is exact (the workers computed it)
+    if (guided) {
+        drawn_bias.resize(K);  // the mode's is not trained on
+        ro.bias = std::move(drawn_bias);
+    }
+    taken.resize(K);
+    for (std::size_t s = 0; s < K && !guided; ++s) {
+        taken[s].resize(n);
+        for (std::size_t i = 0; i < n; ++i) taken[s][i] = old_lp(static_cast<Eigen::Index>(i), actions[s][i]);
     }
     actions.resize(K);
     return ro;
@@ -588,7 +728,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             // the first step's parameters are those the samples were drawn with: its forward pass is
             // the sampling one, whose activations the network still holds for backward
             auto out = epoch == 0 && b0 == 0 ? std::move(first) : net_->evaluate(obs, {});
-            const auto mb = minibatch_loss(ro, out, std::span<const std::size_t>(order).subspan(b0, m));
+            const auto mb = minibatch_loss(ro, out, std::span<const std::size_t>(order).subspan(b0, m), c_.sharding);
             clipped += mb.clipped;
             counted += mb.counted;
             net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));
@@ -687,7 +827,8 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             for (auto& h : mine) {
                 nn::zero_grad(ps_);
                 const auto out = net_->evaluate(*h.obs, {});
-                const auto mb = minibatch_loss(h.ro, out, std::span<const std::size_t>(h.order).subspan(b0, m));
+                const auto mb =
+                    minibatch_loss(h.ro, out, std::span<const std::size_t>(h.order).subspan(b0, m), nullptr);
                 net_->backward({mb.dlogits.template cast<scalar>()}, static_cast<scalar>(mb.dvalue));
                 detail::append_raw(part, mb.loss);
                 detail::append_raw(part, static_cast<std::uint64_t>(mb.clipped));

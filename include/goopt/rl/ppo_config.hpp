@@ -24,11 +24,17 @@ struct ppo_config {
     std::size_t samples_per_update = 16;  ///< decisions sampled (and simulated) per update
     std::size_t minibatch = 16;           ///< samples per gradient step (one forward pass serves them all)
     std::size_t epochs = 4;               ///< passes over an update's samples
-    double clip = 0.2;                    ///< surrogate ratio kept in [1 - clip, 1 + clip]
-    double learning_rate = 1e-4;          ///< Adam
-    double max_grad_norm = 0.5;           ///< global gradient-norm clip (nn::clip_gradient_norm)
-    double value_coef = 0.5;              ///< weight of the value loss (value_head baseline)
-    double entropy_coef = 0.01;           ///< weight of the mean per-node entropy bonus
+    /// Samples per block of a minibatch's loss gradient: each block's gradient with respect to the
+    /// logits is summed in sample order, the blocks in block order, so the sum is the same on any
+    /// number of ranks (with sharding, each rank computes whole blocks). A minibatch of at most one
+    /// block sums exactly as one loop over its samples: 64 keeps every minibatch of up to 64 samples
+    /// as it was before blocks existed.
+    std::size_t gradient_block = 64;
+    double clip = 0.2;            ///< surrogate ratio kept in [1 - clip, 1 + clip]
+    double learning_rate = 1e-4;  ///< Adam
+    double max_grad_norm = 0.5;   ///< global gradient-norm clip (nn::clip_gradient_norm)
+    double value_coef = 0.5;      ///< weight of the value loss (value_head baseline)
+    double entropy_coef = 0.01;   ///< weight of the mean per-node entropy bonus
     baseline_kind baseline = baseline_kind::value_head;
     double baseline_decay = 0.9;            ///< moving_average: weight of the old average
     bool normalize_advantages = true;       ///< divide advantages by the update's reward spread
