@@ -191,8 +191,9 @@ public:
     /// (another network), a bad checksum or truncation (corrupt). On error nothing is changed.
     template <SerializableRng Rng> std::string load_checkpoint(const std::filesystem::path& path, Rng& rng);
 
-    /// After the warm start: the share of active nodes whose most likely action is the imitated
-    /// one (-1 before a warm start has run in this trainer).
+    /// After the warm start: the share of active nodes whose action in the policy's mode (the most
+    /// likely one, or the decoder's greedy decision for a guided environment) is the imitated one
+    /// (-1 before a warm start has run in this trainer).
     double imitation_agreement() const noexcept { return imitation_agreement_; }
     /// After a warm start with imitation_min_agreement on an environment whose outcome has a
     /// step_time: the policy's mode's step / the imitated decision's step - 1 (NaN otherwise).
@@ -520,17 +521,20 @@ void ppo<Env, Net>::imitate(Rng& rng) {
         step(static_cast<double>(loss));
         ++imitation_done_;
     };
-    // share of the active nodes whose most likely action is the target's
+    // share of the active nodes whose action in the policy's mode is the target's: the most likely
+    // action, or where the environment decodes, the decoder's greedy decision (what the policy
+    // decides: the decoder adds its heuristic's scores to the logits, so the logits' own argmax
+    // can disagree with the decision on most ops while the decision is the target's)
     auto agreement = [&] {
         const auto out = net_->evaluate(obs, {});
-        const auto& logits = out.logits[0];
+        std::vector<int> mode = nn::argmax_rows(out.logits[0]);
+        if constexpr (GuidedEnvironment<Env>)
+            if (env_->guided()) mode = env_->decode(obs, out.logits[0].template cast<double>(), 0, true, 0).actions;
         std::size_t n = 0, same = 0;
         for (std::size_t i = 0; i < active.size(); ++i) {
             if (!active[i]) continue;
-            Eigen::Index best = 0;
-            logits.row(static_cast<Eigen::Index>(i)).maxCoeff(&best);
             ++n;
-            same += static_cast<int>(best) == imitation_[i];
+            same += mode[i] == imitation_[i];
         }
         return n == 0 ? 1.0 : static_cast<double>(same) / static_cast<double>(n);
     };
