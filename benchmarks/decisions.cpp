@@ -127,17 +127,23 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
     return r;
 }
 
-/// One fresh policy per seed trained on `task` (no incumbent); a task that decodes with its heuristic
+/// A fresh policy of the benchmark's network for `task`; a task that decodes with its heuristic
 /// (rl::GuidedEnvironment) starts from zero logits, its heuristic's decision.
+template <class Task> nn::go_policy<float> fresh_policy(Task& task, std::mt19937_64& rng) {
+    nn::policy_config pc = network;
+    pc.task_choices = {task.num_choices()};
+    nn::go_policy<float> net(pc, rng);
+    if constexpr (rl::GuidedEnvironment<Task>)
+        if (task.guided()) tasks::start_from_heuristic(net);
+    return net;
+}
+
+/// One fresh policy per seed trained on `task` (no incumbent).
 template <class Task> seeds_result learn_on(Task& task, const settings& st, bool from_middle_level = false) {
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
-        nn::policy_config pc = network;
-        pc.task_choices = {task.num_choices()};
-        nn::go_policy<float> net(pc, rng);
-        if constexpr (rl::GuidedEnvironment<Task>)
-            if (task.guided()) tasks::start_from_heuristic(net);
+        auto net = fresh_policy(task, rng);
         if (from_middle_level) tasks::start_from_middle_level(net);
         const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
         r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
@@ -155,24 +161,16 @@ seeds_result learn_joint(const graph::computation_graph& g, const device::cluste
     const auto& t = config.tasks;
     if (!st.joint_stages || !t.placement || !(t.scheduling || t.fusion) || config.anchor.empty() || st.updates < 2)
         return learn_on(task, st);
-    tasks::joint_config fixed = config;
-    fixed.tasks.placement = false;
-    fixed.placement = config.anchor;
-    fixed.anchor = {};
-    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, fixed);
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
-        nn::policy_config pc = network;
-        pc.task_choices = {levels_task.num_choices()};
-        nn::go_policy<float> levels(pc, rng);
-        tasks::start_from_heuristic(levels);
+        auto levels = fresh_policy(levels_task, rng);
         rl::ppo_config first = ppo_of(st), second = ppo_of(st);
         first.updates = st.updates / 2;
         second.updates = st.updates - first.updates;
         const auto a = tasks::train(levels_task, levels, {.ppo = first}, rng);
-        pc.task_choices = {task.num_choices()};
-        nn::go_policy<float> joint(pc, rng);
+        auto joint = fresh_policy(task, rng);
         tasks::widen_to_placement(levels, joint, cl.num_devices());
         const auto b = tasks::train(task, joint, {.ppo = second}, rng);
         const auto& best = b.best.result.step_time <= a.best.result.step_time ? b : a;

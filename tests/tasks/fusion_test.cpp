@@ -82,6 +82,28 @@ nn::go_policy<float> small_policy(std::mt19937_64& rng) {
         rng);
 }
 
+/// PPO (12 updates of 16 samples, the decider's heuristic as the incumbent) on the two-device graph
+/// with fusion config `c` reaches the brute-forced optimum, which the heuristic misses, from a sample.
+void check_training_reaches_optimum(tasks::fusion_config c, bool from_middle_level) {
+    const two_device_graph t;
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(t.g, cl);
+    const double optimum = brute_force_optimum(s, t.placement);
+    const tasks::fusion_decider d(s, t.placement, {}, c);
+    REQUIRE(optimum < d.reference_step() * (1 - 1e-6));  // the heuristic (or the anchor) is not optimal here
+    tasks::simulated_task task(t.g, cl, d);
+    std::mt19937_64 rng(3);
+    auto net = small_policy(rng);
+    if (from_middle_level) tasks::start_from_middle_level(net);
+    const auto r = tasks::train(
+        task, net,
+        {.ppo = {.updates = 12, .samples_per_update = 16, .minibatch = 16, .epochs = 2, .learning_rate = 3e-3},
+         .incumbents = {d.heuristic_decision()}},
+        rng);
+    CHECK(r.best_from != tasks::best_source::incumbent);
+    CHECK(r.best.result.step_time == doctest::Approx(optimum).epsilon(1e-9));
+}
+
 }  // namespace
 
 TEST_CASE("fusion task: the middle level is priority fusion, level 0 keeps an op alone; bad input") {
@@ -145,22 +167,7 @@ TEST_CASE("fusion task: trained levels are never worse than greedy or priority f
 }
 
 TEST_CASE("fusion task: training finds the brute-forced optimum where priority fusion misses it") {
-    const two_device_graph t;
-    const auto cl = device::parse_cluster("2xV100:nvlink");
-    sim::simulator s(t.g, cl);
-    const double optimum = brute_force_optimum(s, t.placement);
-    const tasks::fusion_decider d(s, t.placement);
-    REQUIRE(optimum < d.reference_step() * (1 - 1e-6));  // the heuristic is not optimal here
-    tasks::simulated_task task(t.g, cl, d);
-    std::mt19937_64 rng(3);
-    auto net = small_policy(rng);
-    const auto r = tasks::train(
-        task, net,
-        {.ppo = {.updates = 12, .samples_per_update = 16, .minibatch = 16, .epochs = 2, .learning_rate = 3e-3},
-         .incumbents = {d.heuristic_decision()}},
-        rng);
-    CHECK(r.best_from != tasks::best_source::incumbent);
-    CHECK(r.best.result.step_time == doctest::Approx(optimum).epsilon(1e-9));
+    check_training_reaches_optimum({}, false);
 }
 
 TEST_CASE("fusion task anchored on greedy fusion: the middle level is greedy fusion exactly; departures stay legal") {
@@ -192,21 +199,5 @@ TEST_CASE("fusion task anchored on greedy fusion: the middle level is greedy fus
 }
 
 TEST_CASE("fusion task anchored on greedy fusion: training finds the brute-forced optimum greedy fusion misses") {
-    const two_device_graph t;
-    const auto cl = device::parse_cluster("2xV100:nvlink");
-    sim::simulator s(t.g, cl);
-    const double optimum = brute_force_optimum(s, t.placement);
-    const tasks::fusion_decider d(s, t.placement, {}, {.anchor = tasks::fusion_anchor::greedy});
-    REQUIRE(optimum < d.reference_step() * (1 - 1e-6));  // greedy fusion is not optimal here
-    tasks::simulated_task task(t.g, cl, d);
-    std::mt19937_64 rng(3);
-    auto net = small_policy(rng);
-    tasks::start_from_middle_level(net);
-    const auto r = tasks::train(
-        task, net,
-        {.ppo = {.updates = 12, .samples_per_update = 16, .minibatch = 16, .epochs = 2, .learning_rate = 3e-3},
-         .incumbents = {d.heuristic_decision()}},
-        rng);
-    CHECK(r.best_from != tasks::best_source::incumbent);
-    CHECK(r.best.result.step_time == doctest::Approx(optimum).epsilon(1e-9));
+    check_training_reaches_optimum({.anchor = tasks::fusion_anchor::greedy}, true);
 }

@@ -211,11 +211,9 @@ TEST_CASE(
     CHECK(all.reference().step_time == sim::run(s, pipeline).step_time);
     CHECK(all.heuristic_decision().placement == metf.placement);
     // the levels alone on the anchor's placement, then widened to every device block
-    tasks::joint_config fixed = config;
-    fixed.tasks.placement = false;
-    fixed.placement = metf.placement;
-    fixed.anchor = {};
-    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, fixed);
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    CHECK(levels_task.heuristic_decision().placement == metf.placement);
+    CHECK_THROWS_WITH_AS(tasks::levels_at_anchor({}), doctest::Contains("an anchor placement"), error);
     CHECK(levels_task.reference().step_time == all.reference().step_time);
     std::mt19937_64 rng(2);
     nn::policy_config pc{.hidden = 16,

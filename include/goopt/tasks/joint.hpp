@@ -354,6 +354,20 @@ private:
     sim::simulation_result reference_;
 };
 
+/// The first stage of the joint curriculum: `config`'s levels decided with the placement fixed at
+/// its anchor (placement not decided, no anchor), the task widen_to_placement starts from.
+/// @throws goopt::error for a config that decides no placement or has no anchor.
+inline joint_config levels_at_anchor(const joint_config& config) {
+    if (!config.tasks.placement || config.anchor.empty())
+        throw error("tasks::levels_at_anchor", "a config without placement decided or without an anchor",
+                    "placement among the tasks and an anchor placement");
+    joint_config fixed = config;
+    fixed.tasks.placement = false;
+    fixed.placement = config.anchor;
+    fixed.anchor = {};
+    return fixed;
+}
+
 /// @brief A curriculum step for the joint task: `joint` (a fresh policy of the task with placement
 /// decided, `devices` device blocks of L level choices each) takes every parameter of `levels` (a
 /// policy trained on the same graph with placement fixed: L choices per op), and the first head's
