@@ -151,31 +151,21 @@ template <class Task> seeds_result learn_on(Task& task, const settings& st, bool
     return r;
 }
 
-/// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned.
-/// Staged (placement and another task decided, an anchor given): the first half of the updates
-/// trains the levels with the placement fixed at the anchor, the second half the whole task from
-/// there (tasks::widen_to_placement); the row's figure is the best decision of the whole training.
+/// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned by
+/// tasks::train_joint: in two stages where placement and another task are decided and an anchor is
+/// given (half the updates on the levels at the anchor, then the whole task from there), unless
+/// --no-joint-stages; the row's figure is the best decision of the whole training.
 seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
                          const settings& st, const tasks::joint_config& config) {
-    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
-    const auto& t = config.tasks;
-    if (!st.joint_stages || !t.placement || !(t.scheduling || t.fusion) || config.anchor.empty() || st.updates < 2)
-        return learn_on(task, st);
-    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? 0.5 : 0.0};
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
-        auto levels = fresh_policy(levels_task, rng);
-        rl::ppo_config first = ppo_of(st), second = ppo_of(st);
-        first.updates = st.updates / 2;
-        second.updates = st.updates - first.updates;
-        const auto a = tasks::train(levels_task, levels, {.ppo = first}, rng);
-        auto joint = fresh_policy(task, rng);
-        tasks::widen_to_placement(levels, joint, cl.num_devices());
-        const auto b = tasks::train(task, joint, {.ppo = second}, rng);
-        const auto& best = b.best.result.step_time <= a.best.result.step_time ? b : a;
-        r.add(best.best.result.step_time, best.best_from, best.best.result.oom, a.samples + b.samples,
-              a.updates + b.updates, a.seconds + b.seconds);
+        const auto t = tasks::train_joint(
+            g, cl, cost::roofline_model{}, config,
+            [](auto& task, std::mt19937_64& gen) { return fresh_policy(task, gen); }, {.ppo = ppo_of(st)}, rng,
+            rl::null_visitor{}, curriculum);
+        r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
     }
     return r;
 }

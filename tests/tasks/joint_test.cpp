@@ -20,6 +20,46 @@ nn::matrix<double> joint_zero_logits(std::size_t n, std::size_t k) {
     return nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
 }
 
+/// The best step of placement + fusion (3 fusion levels) on 2 devices over every computing op's
+/// (device, fusion level), each source with its first reader: a graph of at most 6 computing ops.
+template <class Task> double joint_brute_force_optimum(Task& task, const graph::computation_graph& g) {
+    std::vector<graph::op_id> computing;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (!g.get_op(o).spec().has(ops::source)) computing.push_back(o);
+    REQUIRE(computing.size() <= 6);
+    REQUIRE(task.num_choices() == 6);
+    std::vector<int> acts = task.heuristic_actions();
+    std::size_t total = 1;
+    for (std::size_t i = 0; i < computing.size(); ++i) total *= 6;
+    double optimum = 1e300;
+    std::mt19937_64 rng(1);
+    const auto& obs = task.observe(rng);
+    for (std::size_t m = 0; m < total; ++m) {
+        std::size_t x = m;
+        for (graph::op_id o : computing) {
+            acts[o] = static_cast<int>(x % 6);
+            x /= 6;
+        }
+        for (graph::op_id o = 0; o < g.num_ops(); ++o)
+            if (g.get_op(o).spec().has(ops::source))
+                acts[o] = acts[g.get_tensor(g.get_op(o).outputs[0]).uses[0].op] / 3 * 3 + 1;
+        const auto out = task.evaluate(obs, acts, 0);
+        if (out.valid && !out.oom) optimum = std::min(optimum, out.step_time);
+    }
+    return optimum;
+}
+
+/// The small network of this file's learning tests.
+nn::go_policy<float> joint_test_policy(std::size_t choices, std::mt19937_64& rng) {
+    return nn::go_policy<float>({.hidden = 16,
+                                 .sage_layers = 1,
+                                 .shared_attention_layers = 1,
+                                 .heads = 2,
+                                 .segment = 8,
+                                 .task_choices = {choices}},
+                                rng);
+}
+
 }  // namespace
 
 TEST_CASE("joint task: zero logits decoded greedily are the heuristic pipeline, for the triple and each pair") {
@@ -156,38 +196,12 @@ TEST_CASE("joint task: PPO on placement + fusion finds the brute-force optimum t
     tasks::joint_task task(g, cl, cost::roofline_model{},
                            {.tasks = {.placement = true, .scheduling = false, .fusion = true}, .fusion_levels = 3});
     REQUIRE(task.num_choices() == 6);
-    // brute force over every computing op's (device, fusion level); sources with their first reader
-    std::vector<graph::op_id> computing;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o)
-        if (!g.get_op(o).spec().has(ops::source)) computing.push_back(o);
-    REQUIRE(computing.size() <= 6);
-    std::vector<int> acts = task.heuristic_actions();
-    std::size_t total = 1;
-    for (std::size_t i = 0; i < computing.size(); ++i) total *= 6;
-    double optimum = 1e300;
-    std::mt19937_64 rng(1);
-    const auto& obs = task.observe(rng);
-    for (std::size_t m = 0; m < total; ++m) {
-        std::size_t x = m;
-        for (graph::op_id o : computing) {
-            acts[o] = static_cast<int>(x % 6);
-            x /= 6;
-        }
-        for (graph::op_id o = 0; o < g.num_ops(); ++o)
-            if (g.get_op(o).spec().has(ops::source))
-                acts[o] = acts[g.get_tensor(g.get_op(o).outputs[0]).uses[0].op] / 3 * 3 + 1;
-        const auto out = task.evaluate(obs, acts, 0);
-        if (out.valid && !out.oom) optimum = std::min(optimum, out.step_time);
-    }
+    const double optimum = joint_brute_force_optimum(task, g);
     CHECK(task.reference().step_time > optimum * 1.2);  // the heuristic pipeline leaves something to learn
 
-    nn::go_policy<float> net({.hidden = 16,
-                              .sage_layers = 1,
-                              .shared_attention_layers = 1,
-                              .heads = 2,
-                              .segment = 8,
-                              .task_choices = {task.num_choices()}},
-                             rng);
+    std::mt19937_64 rng(1);
+    (void)task.observe(rng);  // the generator's state as the brute force left it
+    auto net = joint_test_policy(task.num_choices(), rng);
     tasks::start_from_heuristic(net);
     const tasks::train_config tc{
         .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
@@ -235,4 +249,60 @@ TEST_CASE(
     nn::go_policy<float> wrong(pc, rng);
     CHECK_THROWS_WITH_AS(tasks::widen_to_placement(levels, wrong, 3), doctest::Contains("one block of level choices"),
                          error);
+}
+
+TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names, and reach the brute-force optimum") {
+    const auto g = test::random_dag(5, 5);
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    const tasks::joint_config config{.tasks = {.placement = true, .scheduling = false, .fusion = true},
+                                     .fusion_levels = 3,
+                                     .anchor = metf.placement};
+    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
+    const double optimum = joint_brute_force_optimum(task, g);
+    REQUIRE(task.reference().step_time > optimum * 1.1);
+    const auto fresh = [](const auto& t, std::mt19937_64& rng) {
+        auto net = joint_test_policy(t.num_choices(), rng);
+        tasks::start_from_heuristic(net);
+        return net;
+    };
+    const tasks::train_config tc{
+        .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
+    REQUIRE(tasks::staged_curriculum(config, tc.ppo.updates, {}));
+    std::mt19937_64 rng(3);
+    const auto r = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng);
+    CHECK(r.updates == 30);
+    CHECK(r.samples == 30 * 64);
+    CHECK(r.best_from != tasks::best_source::incumbent);
+    CHECK(r.best.result.step_time <= optimum * (1 + 1e-9));
+
+    // the same draws by hand: the levels at the anchor for 15 updates, widened, then the whole task for 15
+    std::mt19937_64 by_hand(3);
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    auto levels = fresh(levels_task, by_hand);
+    tasks::train_config half = tc;
+    half.ppo.updates = 15;
+    const auto a = tasks::train(levels_task, levels, half, by_hand);
+    auto joint = fresh(task, by_hand);
+    tasks::widen_to_placement(levels, joint, cl.num_devices());
+    const auto b = tasks::train(task, joint, half, by_hand);
+    CHECK(r.best.result.step_time == std::min(a.best.result.step_time, b.best.result.step_time));
+    CHECK(r.samples == a.samples + b.samples);
+
+    // one stage: exactly tasks::train on the joint task
+    std::mt19937_64 one(4), plain(4);
+    const auto single = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, one, rl::null_visitor{},
+                                           {.first_stage_share = 0});
+    auto net = fresh(task, plain);
+    CHECK(single.best.result.step_time == tasks::train(task, net, tc, plain).best.result.step_time);
+
+    CHECK_THROWS_WITH_AS(tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{},
+                                            {.first_stage_share = 1}),
+                         doctest::Contains("a share in [0, 1)"), error);
+    tasks::train_config resume = tc;
+    resume.resume = true;
+    resume.checkpoint = "joint_curriculum_none.ckpt";
+    CHECK_THROWS_WITH_AS(tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, resume, rng),
+                         doctest::Contains("fresh weights"), error);
 }

@@ -1,5 +1,6 @@
 // The joint method of `goopt optimize --tasks` with two or more of placement, scheduling and fusion:
-// one GO policy trained by PPO (tasks::train) on tasks::joint_task, which decodes each op's
+// one GO policy trained by PPO on tasks::joint_task (tasks::train_joint: with placement decided, a
+// first stage on the levels at the anchor's placement, then all of them), which decodes each op's
 // (device, priority level, fusion level) through the heuristic pipeline: m-ETF anchored on the best
 // baseline's placement, critical-path priorities and greedy fusion's groups as the fusion anchor
 // (tasks/fusion.hpp, fusion_levels). m-ETF's and the best baseline's
@@ -10,6 +11,7 @@
 #include <goopt/baselines/greedy_fusion.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/tasks/joint.hpp>
+#include <goopt/tasks/joint_curriculum.hpp>
 
 #include <chrono>
 
@@ -40,7 +42,15 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
             incumbents.push_back(*d);
             incumbents.back().fusion = baselines::greedy_fusion(s.graph(), d->placement);
         }
-    const auto r = train_levels(ctx, task, std::move(incumbents), out, t0);
+    // GO's joint task trained as a curriculum (tasks::train_joint): with placement decided, half the
+    // updates on the levels at the anchor's placement, then all three from there
+    const auto r = train_with_curve(
+        ctx, std::move(incumbents), out, t0,
+        [&](const tasks::train_config& tc, std::mt19937_64& rng, training_curve& v) {
+            return tasks::train_joint(
+                s.graph(), s.cluster(), s.cost_model(), config,
+                [](const auto& t, std::mt19937_64& gen) { return fresh_task_policy(t, gen); }, tc, rng, v);
+        });
     if (r.best_from == tasks::best_source::incumbent)
         out.note +=
             concat("no decision PPO sampled beat ", names[r.best_index], ", so ", out.name, " is that decision");
