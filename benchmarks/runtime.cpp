@@ -6,7 +6,7 @@
 //
 //   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
 //           [--cost-model roofline|measured --cost-table FILE] [--unmeasured scaled|refuse]
-//           [--min-gain G] [--control] [--batch N]...
+//           [--min-gain G] [--runtime-gate G] [--control] [--batch N]...
 //
 // With --cost-model measured the search costs ops by a table 'goopt calibrate' measured on this
 // machine (the rest by the roofline scaled by the table's error, cost::unbiased_model). With a
@@ -16,7 +16,9 @@
 // gain is a measured one (a result with a configuration the table lacks is handed back). --min-gain G hands back the
 // original file itself where the search's own model predicts less than G (a gain under the table's noise is not worth
 // the risk of a slowdown; zero gain is never slower). --control also times the original against itself in the same
-// rounds (control_gain: the noise of the row's own timing).
+// rounds (control_gain: the noise of the row's own timing). --runtime-gate G times goopt's model against the original
+// first, in rounds of its own on other inputs, and hands back the original where the median round gains less than G
+// (runtime_gate_gain; goopt superopt --runtime-gate): the row's timing is then a second, independent measurement.
 //
 // Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
 // predicted gain) is the library's API, called as a user of it would, and the rows need the search's
@@ -223,6 +225,7 @@ int run(int argc, char** argv) {
     std::size_t repeat = 30;
     std::string cost_flag = "roofline", table_file, unmeasured = "scaled";
     double min_gain = 0;
+    std::optional<double> runtime_gate;
     bool control = false;
     std::vector<std::int64_t> batch_flag;
     bench::command_line cli("runtime",
@@ -259,6 +262,11 @@ int run(int argc, char** argv) {
                    "Hand back the original file where the search's model predicts a gain below this fraction")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
+    cli.add_option("--runtime-gate", runtime_gate,
+                   "Hand back the original file where goopt's model, timed against it in onnxruntime in rounds of "
+                   "its own before the row's (at the first thread count, other random inputs), gains less than "
+                   "this fraction in the median round (goopt superopt --runtime-gate)")
+        ->check(CLI::Range(-1.0, 1.0));
     cli.add_option("--batch", batch_flag, "A batch to run (repeatable; default: 1 and 8)")
         ->allow_extra_args(false)
         ->check(CLI::Range(1, 4096))
@@ -341,9 +349,8 @@ int run(int argc, char** argv) {
             // measured none of the graph, refusal scales the roofline and keeps its ratios): handed back too
             const auto covered = cost::coverage(table, r.graph, subst::runs_per_inference(r.graph));
             const bool unmeasured_result = unmeasured == "refuse" && covered.measured_configs < covered.configs;
-            const bool handed_back =
+            bool handed_back =
                 r.stats.cost_after > r.stats.cost_before || searched_gain < min_gain || unmeasured_result;
-            const std::size_t rewrites = handed_back ? 0 : r.stats.rules_applied;
             if (handed_back) r.graph = model.graph, r.stats.cost_after = r.stats.cost_before;
             const auto original_file = dir / concat(rm.name, "_b", batch, ".onnx");
             const auto goopt_file = dir / concat(rm.name, "_b", batch, "_goopt.onnx");
@@ -351,6 +358,32 @@ int run(int argc, char** argv) {
             io::onnx_export_report exported;
             if (handed_back) io::atomic_write(goopt_file, bytes);
             else exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
+            // the runtime gate: its own rounds on other inputs, so that the row's timing below is a
+            // measurement independent of the decision
+            std::optional<double> gate_gain;
+            if (runtime_gate && !handed_back) {
+                const auto [gate_text, gate_ok] = run_command(
+                    concat(shell_quote(node), " ", shell_quote(script.string()), " ",
+                           shell_quote(original_file.string()), " ", shell_quote(goopt_file.string()), " --threads ",
+                           threads.substr(0, threads.find(',')), " --repeat ", repeat, " --seed ", 1000 + batch));
+                nlohmann::json gate;
+                if (gate_ok) gate = nlohmann::json::parse(gate_text, nullptr, false);
+                if (!gate_ok || gate.is_discarded() || !gate["runs"][0].contains("reference_ms"))
+                    throw error(concat(rm.name, " at batch ", batch),
+                                concat("the runtime gate's timing failed: ", gate_text));
+                const auto a = gate["runs"][0]["reference_ms"].get<std::vector<double>>();
+                const auto b = gate["runs"][0]["other_ms"].get<std::vector<double>>();
+                std::vector<double> gains(a.size());
+                for (std::size_t k = 0; k < a.size(); ++k) gains[k] = 1 - b[k] / a[k];
+                gate_gain = quantile(gains, 0.5);
+                if (*gate_gain < *runtime_gate) {
+                    handed_back = true;
+                    r.graph = model.graph, r.stats.cost_after = r.stats.cost_before;
+                    io::atomic_write(goopt_file, bytes);
+                    exported = {};
+                }
+            }
+            const std::size_t rewrites = handed_back ? 0 : r.stats.rules_applied;
             const auto [text, ok] = run_command(
                 concat(shell_quote(node), " ", shell_quote(script.string()), " ", shell_quote(original_file.string()),
                        " ", shell_quote(goopt_file.string()), " --threads ", threads, " --repeat ", repeat, " --seed ",
@@ -397,6 +430,7 @@ int run(int argc, char** argv) {
                 }
                 row["predicted_gain"] = predicted;
                 row["handed_back"] = handed_back;
+                if (runtime_gate) row["runtime_gate_gain"] = number(gate_gain);
                 if (!table_file.empty()) {  // what each model predicts for the same graph
                     auto gain = [&](const auto& c) {
                         const double before = subst::inference_cost(model.graph, c, cpu);

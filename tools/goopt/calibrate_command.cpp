@@ -52,7 +52,9 @@ void cost_table_flags::add_flags(CLI::App& app) {
                    "Search with op times measured on this machine (a table 'goopt calibrate' wrote); what it "
                    "did not measure costs the roofline of --device (default then: CPU)")
         ->type_name("FILE.json");
-    app.add_option("--threads", threads, "With --cost-table: the thread count the table must have been measured with")
+    app.add_option("--threads", threads,
+                   "With --cost-table: the thread count the table must have been measured with (and onnxruntime's "
+                   "intra-op threads where it runs the models: superopt's --runtime-gate)")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     app.add_flag("--accept-foreign-table", accept_foreign,
@@ -344,6 +346,60 @@ measured_round measure_missing(const graph::computation_graph& g, std::int64_t o
         }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
+#endif
+}
+
+runtime_comparison compare_in_runtime(const graph::computation_graph& before, const graph::computation_graph& after,
+                                      const io::onnx_model* origin, std::int64_t opset, std::int64_t threads,
+                                      std::int64_t rounds, const std::string& ort_dir) {
+    constexpr const char* who = "goopt superopt --runtime-gate";
+#if !defined(GOOPT_PROGRAM_HAS_ONNX)
+    (void)before, (void)after, (void)origin, (void)opset, (void)threads, (void)rounds, (void)ort_dir;
+    throw error(who, "this goopt was built without ONNX support (onnxruntime runs ONNX files)",
+                "a goopt built with libonnx-dev and libprotobuf-dev installed");
+#else
+    const fs::path script = fs::path(ort_dir) / "time_models.js";
+    std::error_code ec;
+    if (!node_on_path() || installed_ort_version(ort_dir).empty() || !fs::exists(script, ec))
+        throw error(who, concat("node or onnxruntime-node (", script.string(), ") is not there"),
+                    "Node.js 18 or later and onnxruntime-node: run ./bootstrap.sh ort (or give --ort-dir)");
+    scratch_directory scratch;
+    const fs::path a = scratch.path() / "input.onnx", b = scratch.path() / "result.onnx";
+    const fs::path result = scratch.path() / "times.json", log = scratch.path() / "stderr.txt";
+    // both written by the same exporter with the same options: the two files superopt could write
+    io::write_onnx(before, a, {.source = origin, .opset = opset});
+    io::write_onnx(after, b, {.source = origin, .opset = opset});
+    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(a.string()), " ",
+                                       shell_quote(b.string()), " --threads ", threads, " --repeat ", rounds, " > ",
+                                       shell_quote(result.string()), " 2> ", shell_quote(log.string()));
+    if (const int status = std::system(command.c_str()); status != 0) {
+        std::ifstream in(log);
+        std::string first;
+        std::getline(in, first);
+        throw error(who, concat("the timing process (", script.string(), ") failed: ", first),
+                    "a working onnxruntime-node (./bootstrap.sh ort)");
+    }
+    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "timing"), result.string());
+    const auto& run = report.at("runs").at(0);
+    if (!run.contains("max_rel_diff") || !run.at("max_rel_diff").is_number())  // null: a NaN, or no match
+        throw error(
+            who,
+            concat("onnxruntime could not compare the result's outputs with the input's (",
+                   run.contains("error") ? run.at("error").dump() : run.value("outputs", nlohmann::json()).dump(),
+                   ": a difference of null is not finite, e.g. a model whose weights are not in the file)"),
+            "outputs of the same names and shapes, finite on random inputs");
+    const auto ref = run.at("reference_ms").get<std::vector<double>>();
+    const auto other = run.at("other_ms").get<std::vector<double>>();
+    if (ref.empty() || ref.size() != other.size())
+        throw error(who, concat(ref.size(), " and ", other.size(), " timed rounds"), "one pair per round");
+    std::vector<double> gains(ref.size());
+    for (std::size_t k = 0; k < ref.size(); ++k) gains[k] = 1 - other[k] / ref[k];
+    std::sort(gains.begin(), gains.end());
+    const std::size_t n = gains.size();
+    return {.median_gain = n % 2 ? gains[n / 2] : (gains[n / 2 - 1] + gains[n / 2]) / 2,
+            .max_rel_diff = run.at("max_rel_diff").get<double>(),
+            .rounds = n,
+            .threads = threads};
 #endif
 }
 

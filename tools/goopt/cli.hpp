@@ -109,6 +109,22 @@ std::string check_measuring(const measuring& m);
 measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
                                const measuring& m);
 
+/// What onnxruntime measured of a rewritten graph against its input (superopt --runtime-gate).
+struct runtime_comparison {
+    double median_gain = 0;   ///< median over the rounds of 1 - result's time / input's time
+    double max_rel_diff = 0;  ///< max over outputs of max |a - b| / max |b|, b the input's, on random inputs
+    std::size_t rounds = 0;
+    std::int64_t threads = 1;
+};
+/// Exports `before` and `after` (with `origin`'s weights, at `opset`) and times them in onnxruntime
+/// (tools/ort/time_models.js: `rounds` rounds, each running both in alternating order, `threads`
+/// intra-op threads, the highest graph optimization level), comparing their outputs on one random
+/// input (calibrate_command.cpp). @throws goopt::error without node or onnxruntime-node, or when the
+/// runtime cannot run or compare them.
+runtime_comparison compare_in_runtime(const graph::computation_graph& before, const graph::computation_graph& after,
+                                      const io::onnx_model* origin, std::int64_t opset, std::int64_t threads,
+                                      std::int64_t rounds, const std::string& ort_dir);
+
 /// `--model NAME | --graph FILE.json | --onnx FILE.onnx [--dim NAME=VALUE]... [--input-shape IN=d0,d1,...]...`
 struct graph_source {
     std::string model{}, graph_file{}, onnx_file{};  // ({}: one source named by a designated initializer)

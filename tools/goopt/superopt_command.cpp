@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace goopt::cli {
 
@@ -42,9 +43,12 @@ struct superopt_flags {
     bool ilp = false;
     cost_table_flags measured;  // --cost-table (calibrate_command.cpp)
     std::int64_t calibrate_rounds =
-        0;                      // --calibrate-rounds: measure the result's unmeasured configurations, search again
-    double min_gain = 0;        // --min-gain: a result predicted to gain less is not worth a slowdown's risk
-    bool device_given = false;  // with --cost-table the fallback's device is the CPU unless --device names one
+        0;                // --calibrate-rounds: measure the result's unmeasured configurations, search again
+    double min_gain = 0;  // --min-gain: a result predicted to gain less is not worth a slowdown's risk
+    // --runtime-gate: a result onnxruntime does not run at least this much faster is not written
+    std::optional<double> runtime_gate;
+    std::int64_t gate_rounds = 30;  // --runtime-gate-rounds
+    bool device_given = false;      // with --cost-table the fallback's device is the CPU unless --device names one
     // --explain and --disable-rule (issue #26): which rewrites made the result, and leaving rules out
     bool explain = false;
     std::vector<std::string> disabled;
@@ -194,6 +198,34 @@ std::optional<cost::cost_table> load_table(const superopt_flags& f) {
     return table;
 }
 
+/// --runtime-gate G: the result and the input, both as the export writes them, timed in onnxruntime
+/// in interleaved rounds; a result whose median per-round gain is under G is not kept (the input is
+/// handed on), one whose outputs differ from the input's by more than 1e-4 stops the run. The
+/// cost models (the roofline, a table of single ops) cannot see the runtime's own fusions of the
+/// input, so a predicted gain can be a measured loss (docs/cost.md).
+template <class Result> void runtime_gate(const superopt_flags& f, const graph_with_origin& origin, Result& r) {
+    const auto& input = origin.loaded.graph;
+    const auto c = compare_in_runtime(input, r.graph, origin.onnx.get(), onnx_opset(origin), f.measured.threads,
+                                      f.gate_rounds, f.measured.ort_dir);
+    if (!(c.max_rel_diff <= 1e-4))
+        throw error("goopt superopt --runtime-gate",
+                    concat("in onnxruntime the result's outputs differ from the input's by ", c.max_rel_diff,
+                           " (relative)", f.out.empty() ? std::string() : concat("; ", f.out, " not written")),
+                    "at most 1e-4");
+    std::printf(
+        "runtime gate: onnxruntime ran the result %.1f %% faster than the input (median of %zu interleaved "
+        "rounds, %lld thread%s; outputs within %.2g)\n",
+        100 * c.median_gain, c.rounds, static_cast<long long>(c.threads), c.threads == 1 ? "" : "s", c.max_rel_diff);
+    if (c.median_gain >= *f.runtime_gate) return;
+    std::printf("runtime gate: %.1f %% is under --runtime-gate %.1f %%: the input is handed on\n", 100 * c.median_gain,
+                100 * *f.runtime_gate);
+    r.graph = input;
+    r.stats.cost_after = r.stats.cost_before;
+    r.stats.rules_applied = 0;
+    r.stats.applied.clear();
+    r.stats.sites.clear();
+}
+
 int run_superopt(const superopt_flags& f) {
     if (f.ilp && f.method != "eqsat")
         throw error("--ilp", concat("--method ", f.method, ": the ILP extraction is equality saturation's"),
@@ -212,6 +244,9 @@ int run_superopt(const superopt_flags& f) {
     const auto rules = without_disabled(file_rules, f.disabled, builtins);
     const auto origin = load_graph_with_origin(f.source);
     const auto& input = origin.loaded;
+    if (f.runtime_gate && !origin.onnx)
+        throw error("--runtime-gate", "a graph not read from an ONNX file (onnxruntime runs the file's weights)",
+                    "--onnx FILE.onnx");
     const measuring measure{.ort_dir = f.measured.ort_dir, .groups = false};  // the search costs single ops
     // the input measured first, whatever the table holds: the result's rounds below measure only the
     // result's configurations, and an input costed by the fallback against a measured result would
@@ -368,6 +403,7 @@ int run_superopt(const superopt_flags& f) {
         std::printf("interpreter check: skipped (%.2f GFLOPs, over --check-flops %.2f GFLOPs)\n", flops * 1e-9,
                     f.check_flops * 1e-9);
     }
+    if (f.runtime_gate && r.stats.rules_applied > 0) runtime_gate(f, origin, r);
     if (!f.out.empty()) write_graph_output(f.out, out_format, r.graph, origin.onnx.get(), 0, &input.graph);
     return 0;
 }
@@ -402,6 +438,18 @@ command add_superopt_command(CLI::App& root) {
                     "of a slowdown)")
         ->check(finite_range(0.0, 1.0))
         ->type_name("FRACTION")
+        ->capture_default_str();
+    app->add_option("--runtime-gate", flags->runtime_gate,
+                    "With an --onnx file: time the result against the input in onnxruntime (--runtime-gate-rounds "
+                    "interleaved rounds, --threads intra-op threads) and hand on the input unless the result's median "
+                    "per-round gain is at least this fraction (0: not slower; needs node and onnxruntime-node, "
+                    "./bootstrap.sh ort)")
+        ->check(finite_range(-1.0, 1.0))
+        ->type_name("FRACTION");
+    app->add_option("--runtime-gate-rounds", flags->gate_rounds,
+                    "Rounds the runtime gate times (each runs both models)")
+        ->check(CLI::Range(1, 100000))
+        ->type_name("N")
         ->capture_default_str();
     app->add_option("--method", flags->method,
                     "The search: greedy (first improvement), taso (backtracking) or eqsat (equality saturation)")
