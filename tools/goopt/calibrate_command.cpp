@@ -396,7 +396,13 @@ runtime_comparison compare_in_runtime(const graph::computation_graph& before, co
     for (std::size_t k = 0; k < ref.size(); ++k) gains[k] = 1 - other[k] / ref[k];
     std::sort(gains.begin(), gains.end());
     const std::size_t n = gains.size();
-    return {.median_gain = n % 2 ? gains[n / 2] : (gains[n / 2 - 1] + gains[n / 2]) / 2,
+    const auto at = [&](double q) {  // linear interpolation between the sorted rounds
+        const double x = q * static_cast<double>(n - 1);
+        const auto lo = static_cast<std::size_t>(x);
+        return lo + 1 < n ? gains[lo] + (x - static_cast<double>(lo)) * (gains[lo + 1] - gains[lo]) : gains[lo];
+    };
+    return {.median_gain = at(0.5),
+            .lower_quartile_gain = at(0.25),
             .max_rel_diff = run.at("max_rel_diff").get<double>(),
             .rounds = n,
             .threads = threads};
