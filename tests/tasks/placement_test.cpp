@@ -382,6 +382,15 @@ TEST_CASE("warm start through the guided decoder: its greedy decision becomes th
     REQUIRE_FALSE(std::isnan(r.imitation_mode_gap));
     CHECK(r.imitation_mode_gap <= 0.02);
     CHECK(r.imitation_steps < cfg.ppo.imitation_max_steps);  // reached, not capped
+
+    // imitating m-ETF's own placement, which the zero head already decodes to: the warm start ends
+    // after its first steps with the target reproduced (kept as it was if the steps had lost it)
+    cfg.warm_start = baselines::m_etf(s).placement;
+    std::mt19937_64 rng2(4);
+    const auto own = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, rng2);
+    CHECK(own.imitation_agreement == 1.0);
+    CHECK(own.imitation_mode_gap == 0.0);
+    CHECK(own.imitation_steps == cfg.ppo.imitation_steps);
 }
 
 TEST_CASE("pretrain_placement: one policy across graphs; train_placement starts from it, refused elsewhere") {

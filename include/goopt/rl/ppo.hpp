@@ -670,14 +670,36 @@ void ppo<Env, Net>::imitate(Rng& rng) {
         imitation_mode_gap_ = mode_gap();
         return std::isnan(imitation_mode_gap_) || imitation_mode_gap_ <= c_.imitation_max_mode_gap;
     };
+    // through a decoder, the policy may reproduce the target before any step (a zero head decodes to
+    // the heuristic itself), and the cross-entropy steps, which move the logits of ops the network
+    // cannot tell apart together, can lose that: keep the policy as it was, then, if the steps do not
+    // reproduce the target as well (issue #25: on ViT-B/16 the zero head decodes to m-ETF exactly,
+    // and 1000 steps end at an agreement of 0.84)
+    std::vector<nn::matrix<scalar>> kept;
+    double kept_agreement = 0, kept_gap = 0;
+    if (walk && c_.imitation_min_agreement > 0) {
+        imitation_agreement_ = agreement();
+        if (reproduced()) {
+            for (const auto* p : ps_) kept.push_back(p->value);
+            kept_agreement = imitation_agreement_;
+            kept_gap = imitation_mode_gap_;
+        }
+    }
     while (imitation_done_ < c_.imitation_steps) one_step();
     imitation_agreement_ = agreement();
     if (c_.imitation_min_agreement > 0) {
-        while (!reproduced() && imitation_done_ < c_.imitation_max_steps) {
+        while (!reproduced() && kept.empty() && imitation_done_ < c_.imitation_max_steps) {
             for (int k = 0; k < 10 && imitation_done_ < c_.imitation_max_steps; ++k) one_step();
             imitation_agreement_ = agreement();
         }
         if (imitation_agreement_ < c_.imitation_min_agreement) imitation_mode_gap_ = mode_gap();  // at the cap
+        const bool now = imitation_agreement_ >= c_.imitation_min_agreement &&
+                         (std::isnan(imitation_mode_gap_) || imitation_mode_gap_ <= c_.imitation_max_mode_gap);
+        if (!now && !kept.empty()) {
+            for (std::size_t j = 0; j < ps_.size(); ++j) ps_[j]->value = kept[j];
+            imitation_agreement_ = kept_agreement;
+            imitation_mode_gap_ = kept_gap;
+        }
     }
     opt_.config().learning_rate = lr;
 }
