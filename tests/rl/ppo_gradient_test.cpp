@@ -214,3 +214,60 @@ TEST_CASE("PPO gradient: a bias in float gives the bits of the same bias copied 
     CHECK(in_float.loss == in_double.loss);
     CHECK(in_float.clipped == in_double.clipped);
 }
+
+TEST_CASE(
+    "warm start through a guided decoder: the cross-entropy of softmax(logits + bias) matches finite differences") {
+    // 6 nodes, 4 choices: node 1 has a forbidden choice, node 3 one open choice (not counted), node 4
+    // is not counted, node 5's bias forbids all but two choices
+    constexpr int nodes = 6, choices = 4;
+    std::mt19937_64 rng(21);
+    std::normal_distribution<double> normal;
+    nn::matrix<double> logits(nodes, choices);
+    for (Eigen::Index i = 0; i < logits.size(); ++i) logits.data()[i] = normal(rng);
+    nn::matrix<float> bias(nodes, choices);
+    for (Eigen::Index i = 0; i < bias.size(); ++i) bias.data()[i] = static_cast<float>(2 * normal(rng));
+    constexpr float never = -std::numeric_limits<float>::infinity();
+    bias(1, 2) = never;
+    bias.row(3).setConstant(never);
+    bias(3, 1) = 0;
+    bias(5, 0) = bias(5, 3) = never;
+    const std::vector<int> target{3, 0, 2, 1, 0, 1};
+    const std::vector<std::uint8_t> rows{1, 1, 1, 0, 0, 1};
+    nn::matrix<double> d;
+    const double loss = rl::detail::decoder_cross_entropy(logits, bias, target, rows, d);
+    CHECK(std::isfinite(loss));
+    CHECK(loss > 0);
+    CHECK(d.allFinite());
+    nn::matrix<double> scratch;
+    CHECK(nn::gradient_error(logits, d, [&] {
+              return rl::detail::decoder_cross_entropy(logits, bias, target, rows, scratch);
+          }) < 1e-7);
+    CHECK(d.row(3).isZero(0));  // not counted
+    CHECK(d.row(4).isZero(0));
+    CHECK(d(1, 2) == 0);  // a forbidden choice has probability 0 and no gradient
+    CHECK(d(5, 0) == 0);
+    CHECK(d(5, 3) == 0);
+    // the textbook value, term by term: the mean over the counted rows of -log softmax(l + b)[target]
+    const nn::matrix<double> lp = nn::log_softmax<double>(nn::matrix<double>(logits + bias.cast<double>()));
+    const double expected = -(lp(0, 3) + lp(1, 0) + lp(2, 2) + lp(5, 1)) / 4;
+    CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
+    // a bias of zero is the plain cross-entropy of those rows
+    const nn::matrix<float> zero = nn::matrix<float>::Zero(nodes, choices);
+    const std::vector<std::uint8_t> all(nodes, 1);
+    nn::matrix<double> d_plain, d_zero;
+    const double plain = nn::cross_entropy<double>(logits, target, d_plain);
+    CHECK(rl::detail::decoder_cross_entropy(logits, zero, target, all, d_zero) ==
+          doctest::Approx(plain).epsilon(1e-12));
+    CHECK((d_zero - d_plain).cwiseAbs().maxCoeff() < 1e-15);
+    // a counted row whose target the bias forbids is an error, named
+    auto closed = rows;
+    closed[3] = 1;  // node 3's target 1 is its one open choice: fine
+    CHECK_NOTHROW(rl::detail::decoder_cross_entropy(logits, bias, target, closed, d));
+    auto wrong = target;
+    wrong[1] = 2;
+    CHECK_THROWS_WITH_AS(rl::detail::decoder_cross_entropy(logits, bias, wrong, rows, d),
+                         doctest::Contains("which its bias forbids"), error);
+    // nothing counted: no loss, no gradient
+    CHECK(rl::detail::decoder_cross_entropy(logits, bias, target, std::vector<std::uint8_t>(nodes, 0), d) == 0);
+    CHECK(d.isZero(0));
+}

@@ -217,3 +217,84 @@ TEST_CASE("PPO: an environment's error leaves train() as it was thrown, on one t
         CHECK(trainer.updates_done() == 1);  // 17 evaluations per update: the second update failed
     }
 }
+
+namespace {
+/// A guided environment whose decoder spreads the load: node i's bias on arm j is -2 x the number of
+/// earlier nodes on j. Every node shows the same context, so the logits are one row for all, and only
+/// the decoder's bias can give the nodes different arms. `guided` off: plain sampling from the logits.
+struct spreading {
+    using observation = bandit::observation;
+    struct outcome {
+        double reward = 0;
+    };
+    static constexpr int nodes = 6;
+    bool decodes = true;
+    observation obs;
+    std::vector<std::uint8_t> on = std::vector<std::uint8_t>(nodes, 1);
+    spreading() {
+        obs.x = nn::matrix<double>::Zero(nodes, bandit::contexts);
+        obs.x.col(0).setOnes();
+        obs.context.assign(nodes, 0);
+    }
+    template <class Rng> const observation& observe(Rng&) const { return obs; }
+    std::size_t num_choices() const { return bandit::arms; }
+    std::span<const std::uint8_t> active() const { return on; }
+    void set_workers(std::size_t) {}
+    outcome evaluate(const observation&, std::span<const int>, std::size_t) const { return {0}; }
+    bool guided() const { return decodes; }
+    rl::guided_sample decode(const observation&, const nn::matrix<double>& logits, std::uint64_t seed, bool greedy,
+                             std::size_t) const {
+        rl::guided_sample g{.actions = std::vector<int>(nodes), .bias = nn::matrix<float>::Zero(nodes, bandit::arms)};
+        std::vector<int> load(bandit::arms, 0);
+        std::mt19937_64 rng(seed);
+        for (int i = 0; i < nodes; ++i) {
+            nn::matrix<double> total(1, bandit::arms);
+            for (int j = 0; j < bandit::arms; ++j) {
+                g.bias(i, j) = static_cast<float>(-2 * load[j]);
+                total(0, j) = logits(i, j) + g.bias(i, j);
+            }
+            const int pick = greedy ? nn::argmax_rows(total)[0] : nn::sample_rows(total, rng)[0];
+            g.actions[i] = pick;
+            ++load[pick];
+        }
+        return g;
+    }
+};
+static_assert(rl::GuidedEnvironment<spreading>);
+}  // namespace
+
+TEST_CASE("PPO warm start through a guided decoder: imitating the decoder's distribution reproduces the target") {
+    // the target 2, 1, 0, 2, 1, 0: one row of logits l decodes to it where l2 > l1 > l0 > l2 - 2
+    const std::vector<int> target{2, 1, 0, 2, 1, 0};
+    const rl::ppo_config cfg{.updates = 0,
+                             .imitation_steps = 300,
+                             .imitation_learning_rate = 0.05,
+                             .imitation_min_agreement = 1.0,
+                             .imitation_max_steps = 1000};
+    spreading env;
+    std::mt19937_64 rng(3);
+    linear_net net(rng);
+    rl::ppo<spreading, linear_net> trainer(env, net, cfg);
+    trainer.set_imitation_target(target);
+    trainer.train(rng);
+    CHECK(trainer.imitation_agreement() == 1.0);
+    CHECK(trainer.imitation_steps_done() == 300);  // reached after the first steps, none more
+    CHECK(trainer.imitation_reach().diverged == 0);
+    const auto out = net.evaluate(env.obs, {});
+    CHECK(env.decode(env.obs, out.logits[0], 0, true, 0).actions == target);
+
+    // the plain cross-entropy of softmax(logits) towards the same target makes the one row uniform
+    // over the arms (each is the target of two nodes), and its order then decides the decoding
+    spreading plain_env;
+    plain_env.decodes = false;
+    std::mt19937_64 rng2(3);
+    linear_net plain_net(rng2);
+    auto plain_cfg = cfg;
+    plain_cfg.imitation_min_agreement = 0;
+    rl::ppo<spreading, linear_net> plain(plain_env, plain_net, plain_cfg);
+    plain.set_imitation_target(target);
+    plain.train(rng2);
+    const auto plain_out = plain_net.evaluate(env.obs, {});
+    CHECK(env.decode(env.obs, plain_out.logits[0], 0, true, 0).actions != target);
+    CHECK(plain.imitation_reach().diverged == 0);  // no decoder walked: nothing counted
+}

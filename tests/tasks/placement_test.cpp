@@ -339,6 +339,60 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
     std::filesystem::remove(part);
 }
 
+TEST_CASE("warm start through the guided decoder: its greedy decision becomes the imitated one, step and all") {
+    const auto g = branches();
+    const auto cl = device::parse_cluster("3xV100:nvlink");
+    sim::simulator s(g, cl);
+    // the target: m-ETF's placement with the devices renamed (d -> d + 1 mod 3): as fast on three
+    // equal devices and reachable through the decoder, but not what it decodes from zero logits
+    sim::placement target = baselines::m_etf(s).placement;
+    for (auto& d : target) d = static_cast<sim::device_id>((d + 1) % 3);
+    auto cfg = small(1);
+    cfg.task.decoder = tasks::placement_decoder::guided;
+
+    tasks::placement_task task(g, cl, cost::roofline_model{}, cfg.task);
+    std::mt19937_64 ro(1);
+    const auto& obs = task.observe(ro);
+    const std::vector<int> wanted = task.actions_of(target);
+    const auto active = task.active();
+    const nn::matrix<double> zero = nn::matrix<double>::Zero(static_cast<Eigen::Index>(g.num_ops()), 3);
+    const std::vector<int> heuristic = task.decode(obs, zero, 0, true, 0).actions;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < active.size(); ++i) differ += active[i] && heuristic[i] != wanted[i];
+    REQUIRE(differ > 0);  // something to learn
+    // the target walked through the decoder: every op follows it, and the walk is the same each time
+    const auto walk = rl::detail::walk_target(task, obs, wanted, active);
+    CHECK(walk.reach.closed == 0);
+    CHECK(walk.reach.forced == 0);
+    CHECK(walk.reach.diverged == 0);
+    CHECK(rl::detail::walk_target(task, obs, wanted, active).bias == walk.bias);
+    std::size_t learnable = 0;
+    for (auto l : walk.learnable) learnable += l;
+    CHECK(learnable > 0);
+    CHECK(learnable < g.num_ops());  // sources and the colocated members the decoder forces are not
+
+    cfg.warm_start = target;
+    cfg.ppo.imitation_steps = 10;
+    cfg.ppo.imitation_learning_rate = 1e-2;
+    cfg.ppo.imitation_min_agreement = 1.0;
+    cfg.ppo.imitation_max_steps = 500;
+    std::mt19937_64 rng(4);
+    const auto r = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, rng);
+    CHECK(r.imitation_agreement == 1.0);
+    REQUIRE_FALSE(std::isnan(r.imitation_mode_gap));
+    CHECK(r.imitation_mode_gap <= 0.02);
+    CHECK(r.imitation_steps < cfg.ppo.imitation_max_steps);  // reached, not capped
+
+    // imitating m-ETF's own placement, which the zero head already decodes to: the warm start ends
+    // after its first steps with the target reproduced (kept as it was if the steps had lost it)
+    cfg.warm_start = baselines::m_etf(s).placement;
+    std::mt19937_64 rng2(4);
+    const auto own = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, rng2);
+    CHECK(own.imitation_agreement == 1.0);
+    CHECK(own.imitation_mode_gap == 0.0);
+    CHECK(own.imitation_steps == cfg.ppo.imitation_steps);
+}
+
 TEST_CASE("pretrain_placement: one policy across graphs; train_placement starts from it, refused elsewhere") {
     const auto g = branches();
     graph::computation_graph pair("pair");  // two chains of three matmuls

@@ -77,6 +77,14 @@ concept SerializableRng = std::uniform_random_bit_generator<Rng> &&
     is >> r;
 };
 
+/// How far a guided decoder lets a warm start's target through (rl::ppo::imitation_reach): counts of
+/// active nodes along the target's walk through the decoder, none of which imitation can change.
+struct imitation_reach {
+    std::size_t closed = 0;    ///< with a choice, but the target's action is not among it (e.g. memory)
+    std::size_t forced = 0;    ///< without a choice (one open action), and that is not the target's
+    std::size_t diverged = 0;  ///< placed elsewhere than the target: the above and what follows from them
+};
+
 /// The tag and version of the io::binary_record written by ppo::save_checkpoint. Version 1 was a
 /// host-order blob read at fixed offsets; it is refused as an older format.
 inline constexpr std::string_view checkpoint_tag = "goopt-ppo";
@@ -200,6 +208,10 @@ public:
     double imitation_mode_gap() const noexcept { return imitation_mode_gap_; }
     /// Cross-entropy steps the warm start has taken.
     std::size_t imitation_steps_done() const noexcept { return imitation_done_; }
+    /// After a warm start through a guided decoder: where the decoder keeps the policy's greedy
+    /// decision from the target whatever the logits (all zero otherwise). 1 - diverged / active nodes
+    /// bounds imitation_agreement.
+    const rl::imitation_reach& imitation_reach() const noexcept { return imitation_reach_; }
     std::size_t updates_done() const noexcept { return updates_; }
     std::size_t samples_done() const noexcept { return samples_; }
     const ppo_config& config() const noexcept { return c_; }
@@ -214,6 +226,7 @@ public:
         env_->set_workers(std::min(c_.threads, c_.samples_per_update));
         imitation_.clear();
         imitation_done_ = 0;
+        imitation_reach_ = {};
         average_ = 0;
         average_set_ = false;
     }
@@ -260,6 +273,7 @@ private:
     std::size_t updates_ = 0, samples_ = 0, imitation_done_ = 0;
     double imitation_agreement_ = -1;
     double imitation_mode_gap_ = std::numeric_limits<double>::quiet_NaN();
+    rl::imitation_reach imitation_reach_;
     double average_ = 0;
     bool average_set_ = false;
 };
@@ -488,6 +502,88 @@ inline ppo_minibatch_result ppo_minibatch_loss(const nn::matrix<double>& logits,
     return ppo_minibatch_loss_of<float>(logits, batch, actions, old_log_probs, advantages, active, c, value, returns,
                                         bias, sharding);
 }
+
+/// A logit that makes a guided decoder take its column wherever the decoder leaves that column open
+/// (a finite bias) and, where it does not, the best open column as with zero logits: finite, so the
+/// sum with a finite bias stays finite and ordered (the largest finite float bias is ~3.4e38).
+inline constexpr double teacher_forcing_logit = 1e200;
+
+/// The imitated decision walked through a guided decoder (teacher forcing): the decoder's state
+/// before each node is the one the target's earlier nodes leave, so the bias rows are those the
+/// policy's greedy decision meets while it agrees with the target.
+struct teacher_forced_walk {
+    nn::matrix<float> bias;               ///< nodes x choices: the decoder's bias along the target's walk
+    std::vector<std::uint8_t> learnable;  ///< active, with a choice (two or more open columns), target open
+    imitation_reach reach;
+};
+
+/// @brief Walks `target` through `env`'s guided decoder: a greedy decode of logits that hold
+/// teacher_forcing_logit on each node's target column. Greedy decoding draws nothing and the decoder is a
+/// function of its arguments alone (rl::GuidedEnvironment), so one walk serves the whole warm start.
+/// @throws goopt::error when the decoder's answer has the wrong shape.
+template <class Env>
+teacher_forced_walk walk_target(Env& env, const typename Env::observation& obs, std::span<const int> target,
+                                std::span<const std::uint8_t> active) {
+    const std::size_t n = target.size(), k = env.num_choices();
+    nn::matrix<double> forcing = nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k));
+    for (std::size_t i = 0; i < n; ++i) forcing(static_cast<Eigen::Index>(i), target[i]) = teacher_forcing_logit;
+    guided_sample g = env.decode(obs, forcing, 0, true, 0);
+    if (g.actions.size() != n || static_cast<std::size_t>(g.bias.rows()) != n ||
+        static_cast<std::size_t>(g.bias.cols()) != k)
+        throw error("rl::ppo warm start",
+                    concat("the decoder gave ", g.actions.size(), " actions and a ", g.bias.rows(), " x ",
+                           g.bias.cols(), " bias"),
+                    concat(n, " actions and a ", n, " x ", k, " bias"));
+    teacher_forced_walk w{.bias = std::move(g.bias), .learnable = std::vector<std::uint8_t>(n, 0), .reach = {}};
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!active[i]) continue;
+        const auto ii = static_cast<Eigen::Index>(i);
+        const auto open = (w.bias.row(ii).array() > -std::numeric_limits<float>::infinity()).count();
+        const bool target_open = std::isfinite(w.bias(ii, target[i]));
+        if (open >= 2 && target_open) w.learnable[i] = 1;
+        if (open >= 2 && !target_open) ++w.reach.closed;
+        if (open < 2 && !target_open) ++w.reach.forced;
+        if (g.actions[i] != target[i]) ++w.reach.diverged;
+    }
+    return w;
+}
+
+/// @brief The warm start's loss through a guided decoder: the mean over the nodes with `rows[i]` set
+/// of the cross-entropy of the decoder's distribution softmax(logits_i + bias_i) towards `target[i]`,
+/// and its gradient in the logits, (softmax(logits_i + bias_i) - onehot(target_i)) / rows counted,
+/// zero on the other rows. A column of bias -infinity has probability 0 and no gradient.
+/// @throws goopt::error when a counted row's target column has bias -infinity (infinite loss).
+/// @return the loss (0 when no row counts).
+inline double decoder_cross_entropy(const nn::matrix<double>& logits, const nn::matrix<float>& bias,
+                                    std::span<const int> target, std::span<const std::uint8_t> rows,
+                                    nn::matrix<double>& dlogits) {
+    const std::size_t n = static_cast<std::size_t>(logits.rows());
+    if (bias.rows() != logits.rows() || bias.cols() != logits.cols() || target.size() != n || rows.size() != n)
+        throw error("rl::ppo warm start",
+                    concat(logits.rows(), " x ", logits.cols(), " logits, a ", bias.rows(), " x ", bias.cols(),
+                           " bias, ", target.size(), " targets, ", rows.size(), " rows"),
+                    "one shape (nodes x choices) and one target and row flag per node");
+    dlogits = nn::matrix<double>::Zero(logits.rows(), logits.cols());
+    const auto counted = static_cast<double>(std::count_if(rows.begin(), rows.end(), [](auto r) { return r != 0; }));
+    double loss = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!rows[i]) continue;
+        const auto ii = static_cast<Eigen::Index>(i);
+        if (!std::isfinite(bias(ii, target[i])))
+            throw error("rl::ppo warm start", concat("node ", i, "'s target ", target[i], ", which its bias forbids"),
+                        "a target the decoder allows on every counted node");
+        const Eigen::RowVectorXd total = logits.row(ii) + bias.row(ii).template cast<double>();
+        const double top = total.maxCoeff();
+        // std::exp: exactly 0 at -infinity (Eigen's vectorized exp leaves a denormal there)
+        const Eigen::RowVectorXd e = (total.array() - top).unaryExpr([](double v) { return std::exp(v); }).matrix();
+        const double z = e.sum();
+        loss -= (total(target[i]) - top - std::log(z)) / counted;
+        dlogits.row(ii) = e / (z * counted);
+        dlogits(ii, target[i]) -= 1 / counted;
+    }
+    return loss;
+}
+
 }  // namespace detail
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
@@ -510,15 +606,30 @@ void ppo<Env, Net>::imitate(Rng& rng) {
                     concat(active.size(), " (set_imitation_target)"));
     const double lr = opt_.config().learning_rate;
     opt_.config().learning_rate = c_.imitation_learning_rate;
+    // a guided environment decides by softmax(logits + the decoder's bias), and the bias of a node
+    // depends on where the earlier ones went: imitate that distribution along the target's own walk
+    // (teacher forcing), not softmax(logits), which the decoder's bias pulls away from the target
+    std::optional<detail::teacher_forced_walk> walk;
+    if constexpr (GuidedEnvironment<Env>)
+        if (env_->guided()) walk = detail::walk_target(*env_, obs, imitation_, active);
+    if (walk) imitation_reach_ = walk->reach;
     auto one_step = [&] {
         nn::zero_grad(ps_);
         auto out = net_->evaluate(obs, {});
         nn::matrix<scalar> d;
-        const scalar loss = nn::cross_entropy<scalar>(out.logits[0], imitation_, d);
-        for (std::size_t i = 0; i < active.size(); ++i)
-            if (!active[i]) d.row(static_cast<Eigen::Index>(i)).setZero();
+        double loss = 0;
+        if (walk) {
+            nn::matrix<double> dd;
+            loss = detail::decoder_cross_entropy(out.logits[0].template cast<double>(), walk->bias, imitation_,
+                                                 walk->learnable, dd);
+            d = dd.template cast<scalar>();
+        } else {
+            loss = static_cast<double>(nn::cross_entropy<scalar>(out.logits[0], imitation_, d));
+            for (std::size_t i = 0; i < active.size(); ++i)
+                if (!active[i]) d.row(static_cast<Eigen::Index>(i)).setZero();
+        }
         net_->backward({d}, scalar(0));
-        step(static_cast<double>(loss));
+        step(loss);
         ++imitation_done_;
     };
     // share of the active nodes whose action in the policy's mode is the target's: the most likely
@@ -559,14 +670,36 @@ void ppo<Env, Net>::imitate(Rng& rng) {
         imitation_mode_gap_ = mode_gap();
         return std::isnan(imitation_mode_gap_) || imitation_mode_gap_ <= c_.imitation_max_mode_gap;
     };
+    // through a decoder, the policy may reproduce the target before any step (a zero head decodes to
+    // the heuristic itself), and the cross-entropy steps, which move the logits of ops the network
+    // cannot tell apart together, can lose that: keep the policy as it was, then, if the steps do not
+    // reproduce the target as well (issue #25: on ViT-B/16 the zero head decodes to m-ETF exactly,
+    // and 1000 steps end at an agreement of 0.84)
+    std::vector<nn::matrix<scalar>> kept;
+    double kept_agreement = 0, kept_gap = 0;
+    if (walk && c_.imitation_min_agreement > 0) {
+        imitation_agreement_ = agreement();
+        if (reproduced()) {
+            for (const auto* p : ps_) kept.push_back(p->value);
+            kept_agreement = imitation_agreement_;
+            kept_gap = imitation_mode_gap_;
+        }
+    }
     while (imitation_done_ < c_.imitation_steps) one_step();
     imitation_agreement_ = agreement();
     if (c_.imitation_min_agreement > 0) {
-        while (!reproduced() && imitation_done_ < c_.imitation_max_steps) {
+        while (!reproduced() && kept.empty() && imitation_done_ < c_.imitation_max_steps) {
             for (int k = 0; k < 10 && imitation_done_ < c_.imitation_max_steps; ++k) one_step();
             imitation_agreement_ = agreement();
         }
         if (imitation_agreement_ < c_.imitation_min_agreement) imitation_mode_gap_ = mode_gap();  // at the cap
+        const bool now = imitation_agreement_ >= c_.imitation_min_agreement &&
+                         (std::isnan(imitation_mode_gap_) || imitation_mode_gap_ <= c_.imitation_max_mode_gap);
+        if (!now && !kept.empty()) {
+            for (std::size_t j = 0; j < ps_.size(); ++j) ps_[j]->value = kept[j];
+            imitation_agreement_ = kept_agreement;
+            imitation_mode_gap_ = kept_gap;
+        }
     }
     opt_.config().learning_rate = lr;
 }
