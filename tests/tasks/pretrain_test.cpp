@@ -1,5 +1,7 @@
 // tasks::pretrain_placement_policy: one pair-head policy pre-trained across graphs and device counts,
-// reproducible byte for byte, starting train_placement on a device count it never saw; the refusals.
+// reproducible byte for byte, starting train_placement on a device count it never saw; each pair
+// anchored on its own decision; the refusals.
+#include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/tasks.hpp>
@@ -8,10 +10,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <span>
 #include <vector>
 
 using namespace goopt;
@@ -225,4 +229,140 @@ TEST_CASE("pretrain_placement_policy, mixed updates: two graphs at once reach th
     CHECK(tasks::checkpoint_any_device_count(b));
     std::filesystem::remove(a);
     std::filesystem::remove(b);
+}
+
+namespace {
+
+/// Every mode a pre-training decodes, in order (a mixed update: one per pair, in pair order).
+struct pretrain_mode_log {
+    std::vector<std::vector<int>> modes;
+    void on_sample(std::span<const int>, const tasks::step_outcome&) {}
+    void on_mode(std::span<const int> a, const tasks::step_outcome&) { modes.emplace_back(a.begin(), a.end()); }
+    bool on_update(const rl::update_stats&) { return true; }
+};
+
+/// A placement no heuristic makes: op o on device (o + shift) mod the device count.
+sim::placement striped_placement(const graph::computation_graph& g, std::size_t devices, std::size_t shift) {
+    sim::placement p(g.num_ops());
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) p[o] = static_cast<sim::device_id>((o + shift) % devices);
+    return p;
+}
+
+/// The best step time the anchored task of `cfg` can decode on (g, c): every computing op on every
+/// device, the sources where the anchor puts them (the anchored decoder keeps them there).
+double anchored_optimum(const graph::computation_graph& g, const device::cluster<device::device_spec>& c,
+                        const tasks::placement_task_config& cfg) {
+    tasks::placement_task<device::device_spec> task(g, c, cost::roofline_model{}, cfg);
+    std::vector<graph::op_id> computing;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (task.active()[o]) computing.push_back(o);
+    const std::size_t d = c.num_devices();
+    std::size_t combos = 1;
+    for (std::size_t i = 0; i < computing.size(); ++i) combos *= d;
+    std::vector<int> acts(cfg.anchor.begin(), cfg.anchor.end());
+    double best = 1e300;
+    for (std::size_t code = 0; code < combos; ++code) {
+        for (std::size_t i = 0, rest = code; i < computing.size(); ++i, rest /= d)
+            acts[computing[i]] = static_cast<int>(rest % d);
+        best = std::min(best, task.score(task.decide(acts), 0).step_time);
+    }
+    return best;
+}
+
+}  // namespace
+
+TEST_CASE("pretrain_placement_policy with an anchor per pair: each pair decodes around its own decision") {
+    const std::vector<graph::computation_graph> graphs{parallel_chains(3, 2), parallel_chains(2, 3)};
+    const std::vector<device::cluster<device::device_spec>> clusters{device::parse_cluster("2xV100:nvlink"),
+                                                                     device::parse_cluster("3xV100:nvlink")};
+    const auto file = std::filesystem::temp_directory_path() / "goopt_pretrain_anchored.ckpt";
+    // graph-major anchors; the second graph's with priorities of their own (ready_order::given)
+    std::vector<sim::decision> anchors;
+    for (std::size_t gi = 0; gi < graphs.size(); ++gi)
+        for (std::size_t ci = 0; ci < clusters.size(); ++ci) {
+            sim::decision d{.placement = striped_placement(graphs[gi], clusters[ci].num_devices(), gi + ci),
+                            .priorities = {},
+                            .fusion = {}};
+            if (gi == 1)
+                for (graph::op_id o = 0; o < graphs[gi].num_ops(); ++o)
+                    d.priorities.push_back(static_cast<double>(graphs[gi].num_ops() - o));
+            anchors.push_back(std::move(d));
+        }
+    auto cfg = pair_config(1);
+    cfg.checkpoint = file;
+    auto run = [&](const tasks::pretrain_schedule& schedule, pretrain_mode_log& log) {
+        std::mt19937_64 rng(11);
+        return tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                                std::span<const device::cluster<device::device_spec>>(clusters),
+                                                cost::roofline_model{}, cfg, schedule, rng, log);
+    };
+    // one mixed update: every pair's mode comes from the fresh network (zero logits), before any step
+    pretrain_mode_log anchored, plain;
+    const auto r = run({.mixed = true, .anchors = anchors}, anchored);
+    REQUIRE(anchored.modes.size() == 4);
+    REQUIRE(r.best.size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
+        CAPTURE(k);
+        const auto& g = graphs[k / 2];
+        const auto& c = clusters[k % 2];
+        CHECK(anchored.modes[k] == std::vector<int>(anchors[k].placement.begin(), anchors[k].placement.end()));
+        // the anchor's decision, scored as the pair's task scores it, is among what the run saw
+        sim::simulator s(g, c);
+        const auto prio = anchors[k].priorities.empty() ? baselines::critical_path_priorities(s, anchors[k].placement)
+                                                        : anchors[k].priorities;
+        const double anchor_step = s.run(anchors[k].placement, {.priorities = prio}).step_time;
+        CHECK(r.best[k].result.step_time <= anchor_step);
+    }
+    // without anchors the modes are m-ETF's placements, not the striped ones
+    run({.mixed = true}, plain);
+    REQUIRE(plain.modes.size() == 4);
+    std::size_t same = 0;
+    for (std::size_t k = 0; k < 4; ++k)
+        same += plain.modes[k] == std::vector<int>(anchors[k].placement.begin(), anchors[k].placement.end());
+    CHECK(same == 0);
+
+    // refused: not one anchor per pair; anchors with the independent decoder; an anchor of another length
+    pretrain_mode_log unused;
+    CHECK_THROWS_WITH_AS(run({.anchors = {anchors[0]}}, unused), doctest::Contains("one per (graph, cluster) pair"),
+                         error);
+    auto wrong = anchors;
+    wrong[3].placement.pop_back();
+    CHECK_THROWS_AS(run({.anchors = wrong}, unused), error);
+    cfg.task.decoder = tasks::placement_decoder::independent;
+    CHECK_THROWS_WITH_AS(run({.anchors = anchors}, unused), doctest::Contains("independent decoder"), error);
+    std::filesystem::remove(file);
+}
+
+TEST_CASE("pretrain_placement_policy anchored per pair: two graphs reach the optimum of their anchored decoders") {
+    const std::vector<graph::computation_graph> graphs{parallel_chains(3, 2), parallel_chains(2, 3)};
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    // each graph anchored on a poor placement: every op alternating between the devices
+    std::vector<sim::decision> anchors;
+    for (std::size_t gi = 0; gi < graphs.size(); ++gi)
+        anchors.push_back({.placement = striped_placement(graphs[gi], 2, gi), .priorities = {}, .fusion = {}});
+    // mixed updates of 64 samples per graph at a larger learning rate (guided_placement_test's settings)
+    auto cfg = pair_config(30);
+    cfg.ppo.samples_per_update = cfg.ppo.minibatch = 64;
+    cfg.ppo.epochs = 4;
+    cfg.ppo.learning_rate = 1e-2;
+    cfg.checkpoint = std::filesystem::temp_directory_path() / "goopt_pretrain_anchored_opt.ckpt";
+    std::mt19937_64 rng(5);
+    const auto r =
+        tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                         std::span<const device::cluster<device::device_spec>>(&cl, 1),
+                                         cost::roofline_model{}, cfg, {.mixed = true, .anchors = anchors}, rng);
+    REQUIRE(r.best.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+        CAPTURE(k);
+        auto task = cfg.task;
+        task.anchor = anchors[k].placement;
+        const double optimum = anchored_optimum(graphs[k], cl, task);
+        sim::simulator s(graphs[k], cl);
+        const double anchor_step =
+            s.run(anchors[k].placement, {.priorities = baselines::critical_path_priorities(s, anchors[k].placement)})
+                .step_time;
+        CHECK(optimum < anchor_step * 0.9);  // the anchor is far from it: learning has to find it
+        CHECK(r.best[k].result.step_time == doctest::Approx(optimum).epsilon(1e-12));
+    }
+    std::filesystem::remove(cfg.checkpoint);
 }

@@ -46,6 +46,12 @@ struct pretrain_schedule {
     /// config.ppo.sharding (under mpirun) the ranks hold different pairs, pair k on rank k mod ranks,
     /// and the result is the single process's bit for bit.
     bool mixed = false;
+    /// Per (graph, cluster) pair, graph-major, the decision the pair's guided decoder is anchored on
+    /// (placement_task_config::anchor; e.g. the best placement heuristic's on that graph and
+    /// cluster, as benchmarks/transfer's rows decode): its placement is the pair's anchor and, where
+    /// it has priorities, they are the pair's schedule (ready_order::given), so that zero logits
+    /// decoded greedily give that decision exactly. Empty: every pair takes config.task as it is.
+    std::vector<sim::decision> anchors = {};
 };
 
 /// What a pre-training returns.
@@ -128,9 +134,11 @@ inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::score
 /// ranks divide the pairs between them (pair k on rank k mod ranks; rank 0 writes; every rank
 /// returns every pair's best decision, simulated by the rank that held it, without a trace). The best
 /// decisions are those sampled in this run.
+/// `schedule.anchors` anchors each pair's decoder on its own decision (its best heuristic's).
 /// @throws goopt::error for no graph or cluster, no checkpoint path, a warm start, incumbent or
 /// resume (they belong to one graph; a mixed run resumes), several device counts with a per-device
-/// head, updates_per_pair 0, or a mixed run with more ranks than pairs.
+/// head, updates_per_pair 0, anchors not one per pair or with the independent decoder, an anchor
+/// that is not a placement of its pair, or a mixed run with more ranks than pairs.
 template <device::DeviceModel D, cost::CostModel<D> Cost, std::uniform_random_bit_generator Rng,
           class Visitor = rl::null_visitor>
 requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
@@ -146,6 +154,12 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
         throw error(who, "a warm start, incumbent, resume or pre-trained start is asked for",
                     "none: they belong to one graph (a mixed schedule resumes)");
     if (schedule.updates_per_pair == 0) throw error(who, "updates_per_pair is 0", "at least 1");
+    if (!schedule.anchors.empty() && schedule.anchors.size() != graphs.size() * clusters.size())
+        throw error(
+            who, concat(schedule.anchors.size(), " anchors"),
+            concat("one per (graph, cluster) pair, graph-major (", graphs.size() * clusters.size(), "), or none"));
+    if (!schedule.anchors.empty() && config.task.decoder != placement_decoder::guided)
+        throw error(who, "anchors with the independent decoder", "the guided decoder (placement_decoder::guided)");
     for (const auto& c : clusters)
         if (c.num_devices() != clusters.front().num_devices() && config.policy.head != nn::first_head::pair)
             throw error(who,
@@ -159,11 +173,23 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     if (graphs.size() * clusters.size() < ranks)
         throw error(who, concat(graphs.size() * clusters.size(), " (graph, cluster) pairs on ", ranks, " ranks"),
                     "at least one pair per rank (fewer ranks)");
+    // pair k's task: config.task, anchored on schedule.anchors[k] where given
+    auto task_config = [&](std::size_t k) {
+        placement_task_config t = config.task;
+        if (schedule.anchors.empty()) return t;
+        t.anchor = schedule.anchors[k].placement;
+        if (!schedule.anchors[k].priorities.empty()) {
+            t.schedule = ready_order::given;
+            t.priorities = schedule.anchors[k].priorities;
+        }
+        return t;
+    };
     std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
     for (const auto& g : graphs)
         for (const auto& c : clusters)
-            tasks.push_back(tasks.size() % ranks == rank ? std::make_unique<task_type>(g, c, cost, config.task)
-                                                         : nullptr);
+            tasks.push_back(tasks.size() % ranks == rank
+                                ? std::make_unique<task_type>(g, c, cost, task_config(tasks.size()))
+                                : nullptr);
     std::vector<std::size_t> order(tasks.size());
     for (std::size_t i = 0; i < order.size(); ++i)
         order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();
