@@ -39,7 +39,8 @@ struct scheduling_config {
 
 /// @brief Scheduling as a tasks::Decider (run it with tasks::simulated_task and tasks::train): one
 /// priority level per computing op on `placement`; decision = the placement with priorities
-/// base(op) + (level - middle) x step x max |base|, base the critical-path priorities (upward rank)
+/// base(op) + s(level - middle) x max |base|, s(j) = j x step (linear) or sign(j) x step x 2^(|j| - 1)
+/// (geometric: scheduling_config::spacing), base the critical-path priorities (upward rank)
 /// unless the caller gives another heuristic's (HEFT's rank, m-SCT's planned starts: the best of
 /// them on this placement, so that learning starts from the best order there is). Reward:
 /// -sqrt(step / the base schedule's step) (GO's shape), minus 1 for a decision out of memory.
