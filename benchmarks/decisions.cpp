@@ -4,6 +4,7 @@
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
+//             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -15,7 +16,9 @@
 // op's device drawn independently). scheduling: on the best placement heuristic's placement, the
 // critical-path priorities of that placement, HEFT's upward-rank priorities and the heuristic's own
 // order, against learned priority levels (tasks::scheduling_decider) on the best of those three,
-// the policy starting at the middle level (tasks::start_from_middle_level: that order itself). fusion: on that
+// the policy starting at the middle level (tasks::start_from_middle_level: that order itself), with
+// --schedule-samples per update, the updates split into --schedule-stages rounds, each a fresh policy
+// around the best order of the rounds before. fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -31,7 +34,10 @@
 // faster; null on fusion and joint rows, since a fused kernel costs less than its ops apart). JSON list, one object per
 // row: {"experiment", "graph", "devices", "ops", "lower_bound_ms", "best_heuristic", "best_heuristic_ms",
 // "<heuristic>_ms"..., "learned_ms", "learned_spread_ms", "learned_seeds_ms", "learned_from", "learned_oom", "samples",
-// "updates", "seconds", "peak_memory_bytes"}; placement rows add "independent_ms" (with --independent), and
+// "updates", "seconds", "peak_memory_bytes"}; scheduling rows add "schedule_lower_bound_ms" (sim::schedule_lower_bound:
+// no order of that placement is faster), "schedule_bound_from" (path, device or link: what sets it) and
+// "choice_points" (starts at which the best order's list scheduler chose among ready ops); placement rows add
+// "independent_ms" (with --independent), and
 // "heuristics_oom" names the heuristics that ran out of memory; joint rows add "default_ms",
 // "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means over
 // the seeds), "joint_ms", "best_heuristic_pipeline_ms" and "decoder_pipeline_ms" (the joint
@@ -43,6 +49,7 @@
 #include <goopt/device.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/sim.hpp>
+#include <goopt/sim/schedule_lower_bound.hpp>
 #include <goopt/tasks.hpp>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +61,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -68,6 +76,11 @@ struct settings {
     bool anchor = true;            ///< guided decoders anchored on the best placement heuristic's decision
     double anchor_strength = 2.0;  ///< placement_task_config::anchor_strength, joint_config::anchor_strength
     bool joint_stages = true;      ///< learn_joint: the levels first on the anchor's placement, then all
+    // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
+    // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
+    std::size_t schedule_samples = 256;
+    double schedule_prior = 4;        ///< tasks::start_from_middle_level's prior: ~4 % of ops leave the middle
+    std::size_t schedule_stages = 4;  ///< rounds, each re-based on the best order of the rounds before
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -147,6 +160,85 @@ template <class Task> seeds_result learn_on(Task& task, const settings& st, bool
         if (from_middle_level) tasks::start_from_middle_level(net);
         const auto t = tasks::train(task, net, {.ppo = ppo_of(st)}, rng);
         r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
+    }
+    return r;
+}
+
+/// Where a priority decides anything: the starts of timed ops at which another timed op of the
+/// same device was ready and waiting, so that the list scheduler chose between them (from a traced
+/// run). The simulator never leaves a device idle while an op is ready: elsewhere the order is fixed.
+std::size_t choice_points(const graph::computation_graph& g, const sim::simulation_result& r) {
+    const std::size_t n = g.num_ops();
+    std::vector<double> start(n, 0.0), end(n, 0.0), ready(n, 0.0);
+    std::vector<std::uint32_t> device(n, 0);
+    std::size_t devices = 0;
+    for (const auto& e : r.ops) {
+        start[e.op] = e.start;
+        end[e.op] = e.end;
+        device[e.op] = e.device;
+        devices = std::max<std::size_t>(devices, e.device + 1);
+    }
+    std::unordered_map<std::uint64_t, double> arrival;  // (tensor, destination) -> end of its copy
+    for (const auto& x : r.transfers) arrival[(std::uint64_t{x.tensor} << 32) | x.to] = x.end;
+    for (graph::op_id o = 0; o < n; ++o)
+        for (graph::tensor_id t : g.get_op(o).inputs) {
+            const graph::op_id p = g.producer(t);
+            ready[o] =
+                std::max(ready[o], device[p] == device[o] ? end[p] : arrival.at((std::uint64_t{t} << 32) | device[o]));
+        }
+    std::vector<std::vector<double>> readies(devices), starts(devices);
+    for (graph::op_id o = 0; o < n; ++o)
+        if (end[o] > start[o]) {
+            readies[device[o]].push_back(ready[o]);
+            starts[device[o]].push_back(start[o]);
+        }
+    std::size_t points = 0;
+    for (std::size_t d = 0; d < devices; ++d) {
+        std::sort(readies[d].begin(), readies[d].end());
+        std::sort(starts[d].begin(), starts[d].end());
+        for (double s : starts[d]) {
+            // ops ready by s, less those started by s (each started op was ready before its start)
+            const auto ready_by = std::upper_bound(readies[d].begin(), readies[d].end(), s) - readies[d].begin();
+            const auto started_by = std::upper_bound(starts[d].begin(), starts[d].end(), s) - starts[d].begin();
+            if (ready_by > started_by) ++points;
+        }
+    }
+    return points;
+}
+
+/// The scheduling experiment's training, per seed: `stages` rounds of a fresh policy starting at the
+/// middle level of a scheduling_decider, each round's base order the best decision of the rounds
+/// before (the first: `base`), the updates split evenly; no incumbent.
+template <class Sim>
+seeds_result learn_schedule(Sim& s, const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
+                            const sim::placement& p, const std::vector<double>& base, const settings& st) {
+    settings sched = st;
+    sched.samples = st.schedule_samples;
+    const std::size_t stages = std::min(st.schedule_stages, st.updates);
+    seeds_result r;
+    for (std::uint64_t seed : sched.seeds) {
+        std::mt19937_64 rng(seed);
+        std::vector<double> order = base;
+        tasks::train_result best;
+        std::size_t samples = 0, updates = 0;
+        double seconds = 0;
+        for (std::size_t k = 0; k < stages; ++k) {
+            const tasks::scheduling_decider decider(s, p, {}, order);
+            tasks::simulated_task task(g, cl, decider);
+            auto net = fresh_policy(task, rng);
+            tasks::start_from_middle_level(net, st.schedule_prior);
+            settings part = sched;
+            part.updates = sched.updates / stages + (k < sched.updates % stages ? 1 : 0);
+            auto t = tasks::train(task, net, {.ppo = ppo_of(part)}, rng);
+            samples += t.samples;
+            updates += t.updates;
+            seconds += t.seconds;
+            if (k == 0 || t.best.result.step_time < best.best.result.step_time) {
+                best = std::move(t);
+                order = best.best.decision.priorities;
+            }
+        }
+        r.add(best.best.result.step_time, best.best_from, best.best.result.oom, samples, updates, seconds);
     }
     return r;
 }
@@ -250,6 +342,19 @@ int run(int argc, char** argv) {
     cli.add_flag("!--no-joint-stages", st.joint_stages,
                  "Joint rows: learn placement with the other tasks from the start, not after half the updates "
                  "on the levels alone (tasks::widen_to_placement)");
+    cli.add_option("--schedule-samples", st.schedule_samples, "Scheduling rows: decisions sampled per update")
+        ->transform(bench::count(1, 65536))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--schedule-prior", st.schedule_prior,
+                   "Scheduling rows: the fresh policy's preference for the base order's level (0: uniform)")
+        ->transform(bench::non_negative_real())
+        ->capture_default_str();
+    cli.add_option("--schedule-stages", st.schedule_stages,
+                   "Scheduling rows: rounds of training, each from the best order of the rounds before")
+        ->transform(bench::count(1, 1000))
+        ->type_name("N")
+        ->capture_default_str();
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())
@@ -443,10 +548,15 @@ int run(int argc, char** argv) {
                     row["best_heuristic_ms"] = row_best_ms;
                     // learning starts from the best of the three orders on this placement
                     const sim::decision* base = row_best == "heft_rank" ? &rank : row_best == "own" ? &best : &cp;
-                    const tasks::scheduling_decider decider(
-                        s, p, {}, base->priorities.empty() ? cp.priorities : base->priorities);
-                    tasks::simulated_task task(g, cl, decider);
-                    learned = learn_on(task, st, true);
+                    // what no order of this placement beats: the headroom a learned order has at all
+                    const auto headroom = sim::schedule_lower_bound(s, p);
+                    row["schedule_lower_bound_ms"] = headroom.step * 1e3;
+                    row["schedule_bound_from"] = headroom.step == headroom.path   ? "path"
+                                                 : headroom.step == headroom.link ? "link"
+                                                                                  : "device";
+                    const auto& base_order = base->priorities.empty() ? cp.priorities : base->priorities;
+                    row["choice_points"] = choice_points(g, s.run(p, {.priorities = base_order}));
+                    learned = learn_schedule(s, g, cl, p, base_order, st);
                     learned.write(row, "learned");
                 }
                 row["samples"] = learned.samples;

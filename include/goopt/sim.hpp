@@ -7,6 +7,7 @@
 #include <goopt/sim/fusion_legality.hpp>
 #include <goopt/sim/lower_bound.hpp>
 #include <goopt/sim/placement.hpp>
+#include <goopt/sim/schedule_lower_bound.hpp>
 #include <goopt/sim/simulation_result.hpp>
 #include <goopt/sim/simulator.hpp>
 #include <goopt/sim/user_decision.hpp>

@@ -10,8 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-
 #include <random>
+#include <span>
 #include <vector>
 
 using namespace goopt;
@@ -34,6 +34,28 @@ graph::computation_graph uneven_chains() {
     g.mark_output(sum);
     return g;
 }
+
+/// A device with nothing but a memory capacity: op times come from scheduling_test_cost.
+struct scheduling_test_device {
+    double peak_flops(ops::dtype) const { return 1e12; }
+    double mem_bandwidth() const { return 1e12; }
+    double mem_capacity() const { return 1e12; }
+    double launch_overhead() const { return 0; }
+};
+
+/// Fixed seconds per op id.
+struct scheduling_test_cost {
+    std::vector<double> seconds;
+    template <class D> double op_time(const graph::computation_graph&, graph::op_id o, const D&) const {
+        return seconds[o];
+    }
+    template <class D>
+    double group_time(const graph::computation_graph&, std::span<const graph::op_id> ops, const D&) const {
+        double s = 0;
+        for (graph::op_id o : ops) s += seconds[o];
+        return s;
+    }
+};
 
 }  // namespace
 
@@ -125,4 +147,54 @@ TEST_CASE("scheduling task: trained priorities are never worse than critical pat
     CHECK(r.best.result.step_time <= std::min({critical, own, sim::run(s, fifo).step_time}));
     CHECK(r.best.decision.placement == metf.placement);  // scheduling never moves an op
     CHECK(r.samples == 80);
+}
+
+TEST_CASE("scheduling task: geometric levels shift by step x 2^(j - 1), finer near the middle") {
+    const auto g = uneven_chains();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    const auto base = baselines::critical_path_priorities(s, metf.placement);
+    const tasks::scheduling_decider d(s, metf.placement,
+                                      {.levels = 7, .step = 0.01, .spacing = tasks::level_spacing::geometric});
+    graph::op_id o = 0;
+    while (!d.active()[o]) ++o;
+    const double scale = 0.01 * *std::max_element(base.begin(), base.end());
+    auto acts = d.heuristic_actions();  // middle: 3
+    for (int level = 0; level < 7; ++level) {
+        acts[o] = level;
+        const int j = level - 3;
+        const double shift = j == 0 ? 0.0 : (j > 0 ? 1 : -1) * scale * std::pow(2.0, std::abs(j) - 1);
+        CHECK(d.decide(acts).priorities[o] == doctest::Approx(base[o] + shift));
+    }
+}
+
+TEST_CASE("scheduling task: training from the critical path reaches the optimum the schedule bound certifies") {
+    // device 0: a -> b (5 s each) and c (1 s), whose output d (8 s) needs on device 1. The upward rank
+    // runs a (rank 10) before c (rank 9): c waits for a, d ends at 14 s. c first: d ends at 9 s, b at
+    // 11 s, device 0's total work: the bound, 11 s, is reached.
+    graph::computation_graph g("rank_misleads");
+    const auto x = g.input("x", {4, 4});
+    const auto a = g.add1(op_kind::relu, {x});
+    g.mark_output(g.add1(op_kind::relu, {a}));
+    const auto c = g.add1(op_kind::sigmoid, {x});
+    g.mark_output(g.add1(op_kind::relu, {c}));
+    const scheduling_test_cost cost{{0.0, 5.0, 5.0, 1.0, 8.0}};
+    const auto cl = device::cluster<scheduling_test_device>::all_to_all(scheduling_test_device{}, 2, 1e15, 0.0);
+    sim::simulator s(g, cl, cost);
+    const sim::placement p{0, 0, 0, 0, 1};
+    const tasks::scheduling_decider d(s, p);
+    CHECK(d.reference_step() == doctest::Approx(14.0));
+    const double optimum = sim::schedule_lower_bound(s, p).step;
+    CHECK(optimum == doctest::Approx(11.0));
+    tasks::simulated_task task(g, cl, d, cost);
+    std::mt19937_64 rng(3);
+    nn::go_policy<float> net(
+        {.hidden = 16, .sage_layers = 1, .shared_attention_layers = 1, .heads = 2, .segment = 8, .task_choices = {21}},
+        rng);
+    tasks::start_from_middle_level(net, 1.0);
+    const auto r = tasks::train(
+        task, net, {.ppo = {.updates = 10, .samples_per_update = 16, .minibatch = 16, .learning_rate = 3e-3}}, rng);
+    CHECK(r.best_from != tasks::best_source::incumbent);
+    CHECK(r.best.result.step_time == doctest::Approx(optimum));
 }

@@ -22,17 +22,25 @@
 
 namespace goopt::tasks {
 
+/// How far apart the priority levels lie.
+enum class level_spacing : std::uint8_t {
+    linear,     ///< level middle +- j shifts the priority by +- j x step
+    geometric,  ///< by +- step x 2^(j - 1): fine swaps of near ranks and long moves in one range
+};
+
 /// Knobs of the scheduling task.
 struct scheduling_config {
     std::size_t levels = 21;  ///< priority levels per op (odd: the middle one is the heuristic's priority)
     /// A level's step, as a share of the largest upward rank: levels x step spans the rank's range
     /// twice over, so any op can be moved before or after any other.
     double step = 0.1;
+    level_spacing spacing = level_spacing::linear;
 };
 
 /// @brief Scheduling as a tasks::Decider (run it with tasks::simulated_task and tasks::train): one
 /// priority level per computing op on `placement`; decision = the placement with priorities
-/// base(op) + (level - middle) x step x max |base|, base the critical-path priorities (upward rank)
+/// base(op) + s(level - middle) x max |base|, s(j) = j x step (linear) or sign(j) x step x 2^(|j| - 1)
+/// (geometric: scheduling_config::spacing), base the critical-path priorities (upward rank)
 /// unless the caller gives another heuristic's (HEFT's rank, m-SCT's planned starts: the best of
 /// them on this placement, so that learning starts from the best order there is). Reward:
 /// -sqrt(step / the base schedule's step) (GO's shape), minus 1 for a decision out of memory.
@@ -86,7 +94,7 @@ public:
             if (actions[o] < 0 || static_cast<std::size_t>(actions[o]) >= config_.levels)
                 throw error("tasks::scheduling_decider", concat("level ", actions[o], " of op ", o),
                             concat("a level in [0, ", config_.levels, ")"));
-            if (active_[o]) d.priorities[o] += (actions[o] - middle) * scale_;
+            if (active_[o]) d.priorities[o] += shift(actions[o] - middle);
         }
         return d;
     }
@@ -104,6 +112,12 @@ public:
     double reference_step() const noexcept { return reference_; }
 
 private:
+    /// The priority shift of `j` levels above the middle (negative: below).
+    double shift(int j) const {
+        if (config_.spacing == level_spacing::linear || j == 0) return j * scale_;
+        return (j > 0 ? 1 : -1) * std::ldexp(scale_, std::abs(j) - 1);
+    }
+
     sim::placement placement_;
     scheduling_config config_;
     std::vector<double> base_;
