@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "random_dag.hpp"
+#include "small_policy.hpp"
 
 #include <cmath>
 #include <limits>
@@ -47,17 +48,6 @@ template <class Task> double joint_brute_force_optimum(Task& task, const graph::
         if (out.valid && !out.oom) optimum = std::min(optimum, out.step_time);
     }
     return optimum;
-}
-
-/// The small network of this file's learning tests.
-nn::go_policy<float> joint_test_policy(std::size_t choices, std::mt19937_64& rng) {
-    return nn::go_policy<float>({.hidden = 16,
-                                 .sage_layers = 1,
-                                 .shared_attention_layers = 1,
-                                 .heads = 2,
-                                 .segment = 8,
-                                 .task_choices = {choices}},
-                                rng);
 }
 
 }  // namespace
@@ -201,7 +191,7 @@ TEST_CASE("joint task: PPO on placement + fusion finds the brute-force optimum t
 
     std::mt19937_64 rng(1);
     (void)task.observe(rng);  // the generator's state as the brute force left it
-    auto net = joint_test_policy(task.num_choices(), rng);
+    auto net = test::small_policy(task.num_choices(), rng);
     tasks::start_from_heuristic(net);
     const tasks::train_config tc{
         .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
@@ -263,7 +253,7 @@ TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names
     const double optimum = joint_brute_force_optimum(task, g);
     REQUIRE(task.reference().step_time > optimum * 1.1);
     const auto fresh = [](const auto& t, std::mt19937_64& rng) {
-        auto net = joint_test_policy(t.num_choices(), rng);
+        auto net = test::small_policy(t.num_choices(), rng);
         tasks::start_from_heuristic(net);
         return net;
     };

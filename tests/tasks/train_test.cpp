@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include "small_policy.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <random>
@@ -75,16 +77,6 @@ static_assert(tasks::Decider<busy_on_one>);
 static_assert(tasks::Task<task_type>);
 static_assert(tasks::TrainableTask<task_type>);
 
-nn::go_policy<float> small_net(std::size_t choices, std::mt19937_64& rng) {
-    return nn::go_policy<float>({.hidden = 16,
-                                 .sage_layers = 1,
-                                 .shared_attention_layers = 1,
-                                 .heads = 2,
-                                 .segment = 8,
-                                 .task_choices = {choices}},
-                                rng);
-}
-
 tasks::train_config config(std::size_t updates) {
     return {.ppo = {.updates = updates, .samples_per_update = 8, .minibatch = 8, .epochs = 2, .learning_rate = 3e-3}};
 }
@@ -132,7 +124,7 @@ TEST_CASE("tasks::train: a user's task learns its known optimum, and the policy'
         bool on_update(const rl::update_stats&) { return true; }
     } seen;
     std::mt19937_64 rng(5);
-    auto net = small_net(2, rng);
+    auto net = test::small_policy(2, rng);
     const auto r = tasks::train(task, net, config(60), rng, seen);
     CHECK(r.best.result.busy_time[0] == 0);
     CHECK(r.best_from != tasks::best_source::incumbent);
@@ -161,7 +153,7 @@ TEST_CASE("tasks::train: the best of several incumbents is kept when nothing bea
     auto cfg = config(2);
     cfg.incumbents = {one, split};
     std::mt19937_64 rng(6);
-    auto net = small_net(2, rng);
+    auto net = test::small_policy(2, rng);
     const auto r = tasks::train(task, net, cfg, rng);
     const double one_ms = task.score(one, 0).step_time, split_ms = task.score(split, 0).step_time;
     REQUIRE(one_ms != split_ms);
@@ -178,13 +170,13 @@ TEST_CASE("tasks::train: the best of several incumbents is kept when nothing bea
     auto whole = cfg;
     whole.checkpoint = full;
     std::mt19937_64 r1(7);
-    auto n1 = small_net(2, r1);
+    auto n1 = test::small_policy(2, r1);
     const auto w = tasks::train(task, n1, whole, r1);
     auto half = cfg;
     half.checkpoint = part;
     half.ppo.updates = 1;
     std::mt19937_64 r2(7);
-    auto n2 = small_net(2, r2);
+    auto n2 = test::small_policy(2, r2);
     tasks::train(task, n2, half, r2);
     half.ppo.updates = 2;
     half.resume = true;
@@ -199,12 +191,12 @@ TEST_CASE("tasks::train: the best of several incumbents is kept when nothing bea
         auto fewer = half;
         fewer.incumbents.resize(w.best_index);
         std::mt19937_64 r3(7);
-        auto n3 = small_net(2, r3);
+        auto n3 = test::small_policy(2, r3);
         CHECK_THROWS_WITH_AS(tasks::train(task, n3, fewer, r3), doctest::Contains("incumbents"), error);
     }
     // a network for another action count: the checkpoint is refused
     std::mt19937_64 r4(7);
-    auto wide = small_net(3, r4);
+    auto wide = test::small_policy(3, r4);
     const auto cl3 = device::parse_cluster("3xV100:nvlink");
     task_type three(g, cl3, device_per_op{&g, 3});
     static_assert(!std::is_constructible_v<task_type, const graph::computation_graph&,
