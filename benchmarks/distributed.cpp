@@ -9,9 +9,13 @@
 // rank, bytes each rank sends, and whether the N-rank rule file is the 1-rank one byte for byte.
 //   mpirun -np 2 --oversubscribe build/benchmarks/distributed [--experiments training,mixed,generation]
 //          [--model rnnlm4] [--samples 16] [--minibatch 16] [--mixed-models rnnlm2,wavenet_2x18] [--depth 3]
+//          [--exchange-bytes 4194304] [--ranks-only] [--reference-rules FILE] [--rules-out FILE] [--exchange-log
+//          PREFIX]
 //          [--out FILE]     (--minibatch 0: all of an update's samples in one step per epoch)
 // Each 1-rank row runs on rank 0 while the other ranks sleep (not spinning in MPI), then all ranks
-// run the same work together. Started without mpirun: the 1-rank rows alone.
+// run the same work together. Started without mpirun: the 1-rank rows alone. --ranks-only: the
+// generation's N-rank rows alone, in a fresh process (no 1-rank heap left on rank 0); then
+// identical_to_one_rank compares with --reference-rules (a rule file of one process), null without.
 #include "benchmark_main.hpp"
 
 #include <goopt/cost/roofline_model.hpp>
@@ -179,12 +183,52 @@ struct generation_run {
     double cpu_seconds = 0;            ///< this process's CPU time (OpenMPI's busy waiting in an exchange included)
     std::size_t peak = 0, before = 0;  ///< VmHWM during the run, VmRSS before it
     std::size_t rules = 0, graphs = 0;
-    std::string file;  ///< the rule file's JSON, as goopt generate-rules writes it
+    std::string file;  ///< the rule file's bytes, as goopt generate-rules writes it
 };
 
+/// The bytes io::write_rules_file writes for `rules` (through a scratch file: the same writer).
+std::string rule_file_bytes(std::span<const subst::rule> rules) {
+    const auto path = std::filesystem::temp_directory_path() / concat("goopt_distributed_rules_", ::getpid(), ".json");
+    io::write_rules_file(path, rules);
+    auto bytes = file_bytes(path);
+    std::filesystem::remove(path);
+    return bytes;
+}
+
+#if GOOPT_HAS_MPI
+/// mpi::generation_sharding that writes a line per exchange (--exchange-log): bytes sent and received
+/// (own part included), the process's resident memory and its peak so far after the exchange, and
+/// the seconds since the run began; to see which exchange and which pass set the peak.
+class logged_sharding final : public subst::generation_sharding {
+public:
+    logged_sharding(const mpi::session& s, const std::string& path) : inner_(s), log_(path) {
+        log_ << "exchange\tseconds\tbytes_out\tbytes_in\tresident_bytes\tpeak_bytes\n";
+    }
+    std::size_t rank() const override { return inner_.rank(); }
+    std::size_t ranks() const override { return inner_.ranks(); }
+    std::vector<std::string> all_to_all(std::vector<std::string> parts) override {
+        std::size_t out = 0, in = 0;
+        for (const auto& p : parts) out += p.size();
+        auto received = inner_.all_to_all(std::move(parts));
+        for (const auto& p : received) in += p.size();
+        log_ << calls_++ << '\t' << std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()
+             << '\t' << out << '\t' << in << '\t' << resident_bytes() << '\t' << bench::peak_memory_bytes()
+             << std::endl;  // whole lines, should a rank die
+        return received;
+    }
+    mpi::generation_sharding& inner() noexcept { return inner_; }
+
+private:
+    mpi::generation_sharding inner_;
+    std::ofstream log_;
+    std::size_t calls_ = 0;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+#endif
+
 /// goopt generate-rules --max-ops `depth` --threads 1 (the program's worlds), on the ranks of
-/// `sharding` (nullptr: this process alone).
-generation_run generate(std::size_t depth, subst::generation_sharding* sharding) {
+/// `sharding` (nullptr: this process alone), exchanging in rounds of about `exchange_bytes` per rank.
+generation_run generate(std::size_t depth, subst::generation_sharding* sharding, std::size_t exchange_bytes) {
     const auto world = subst::taso_world();
     const subst::world check[] = {subst::taso_world({.n = 5, .c = 2, .h = 7, .w = 4}),
                                   subst::taso_world({.n = 3, .c = 4, .h = 6, .w = 6})};
@@ -193,13 +237,14 @@ generation_run generate(std::size_t depth, subst::generation_sharding* sharding)
     reset_peak_memory();
     const auto t0 = std::chrono::steady_clock::now();
     const std::clock_t c0 = std::clock();
-    const auto r = subst::generate_rules(world, check, {.max_ops = depth, .threads = 1, .sharding = sharding});
+    const auto r = subst::generate_rules(
+        world, check, {.max_ops = depth, .threads = 1, .sharding = sharding, .exchange_bytes = exchange_bytes});
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
     out.peak = bench::peak_memory_bytes();
     out.rules = r.rules.size();
     out.graphs = r.stats.graphs;
-    out.file = io::rules_to_json(r.rules).dump();
+    out.file = rule_file_bytes(r.rules);
     return out;
 }
 
@@ -217,6 +262,9 @@ int run(int argc, char** argv) {
     std::vector<std::string> mixed_models{"rnnlm2", "wavenet_2x18"};
     std::size_t mixed_samples = 8;
     std::vector<std::size_t> depths{3};
+    bool ranks_only = false;
+    std::size_t exchange_bytes = subst::generation_config{}.exchange_bytes;
+    std::string reference_rules, rules_out, exchange_log;
     bench::command_line cli("distributed", "Data-parallel PPO on 1 and N MPI ranks (run it under mpirun -np N)");
     cli.add_option("--model", model, "A model of the zoo (its training graph where it has one)")->capture_default_str();
     cli.add_option("--cluster", cluster, "The cluster the ops are placed on")->capture_default_str();
@@ -244,8 +292,29 @@ int run(int argc, char** argv) {
         ->delimiter(',')
         ->check(CLI::Range(1, 4))
         ->capture_default_str();
+    cli.add_option("--exchange-bytes", exchange_bytes,
+                   "Rule generation: bytes per rank of each round of the exchanges (generation_config::exchange_bytes)")
+        ->transform(bench::count(1, std::size_t{1} << 40))
+        ->capture_default_str();
+    cli.add_flag("--ranks-only", ranks_only,
+                 "Rule generation: the N-rank rows alone (no 1-rank run first on rank 0: a fresh process)");
+    cli.add_option("--reference-rules", reference_rules,
+                   "Rule generation: a rule file (one process's, one --depth) that identical_to_one_rank compares with "
+                   "byte for byte")
+        ->type_name("FILE")
+        ->check(CLI::ExistingFile);
+    cli.add_option("--rules-out", rules_out,
+                   "Rule generation: write the rule file of the run on the most ranks (rank 0; one --depth)")
+        ->type_name("FILE");
+    cli.add_option("--exchange-log", exchange_log,
+                   "Rule generation: write a line per exchange of the N-rank run to PREFIX.rankR.tsv")
+        ->type_name("PREFIX");
     cli.add_option("--out", out, "Write the rows as a JSON list (rank 0)")->type_name("FILE");
     if (!cli.parse_flags(argc, argv)) return 0;
+    if ((!reference_rules.empty() || !rules_out.empty()) && depths.size() != 1)
+        throw error("distributed", concat("--reference-rules or --rules-out with ", depths.size(), " depths"),
+                    "one --depth (a rule file is one depth's)");
+    const std::string reference = reference_rules.empty() ? std::string() : file_bytes(reference_rules);
 
     nlohmann::json rows = nlohmann::json::array();
     const auto wanted = [&](const char* e) {
@@ -351,15 +420,19 @@ int run(int argc, char** argv) {
         for (const std::size_t depth : depths) {
             // peak: VmHWM during the run (the process's resident memory before it included: an MPI
             // rank's own cost, reported beside it as before)
+            // same: the rule file is the 1-rank one (or --reference-rules); nullopt: nothing to compare with
             auto row = [&](std::size_t n, const generation_run& r, double seconds, double cpu, std::size_t peak,
-                           std::size_t before, std::uint64_t bytes, std::uint64_t held, bool same) {
+                           std::size_t before, std::uint64_t bytes, std::uint64_t held, std::optional<bool> same) {
                 std::printf(
                     "depth %zu   %2zu ranks x 1 thread  %9zu graphs  %5zu rules  %7.1f s  %7.1f CPU s/rank  peak %7.1f "
                     "MiB/rank "
                     "(%5.1f MiB before)  %11llu bytes sent/rank (most held at once %llu)  identical to 1 rank: %s\n",
                     depth, n, r.graphs, r.rules, seconds, cpu, static_cast<double>(peak) / (1 << 20),
                     static_cast<double>(before) / (1 << 20), static_cast<unsigned long long>(bytes),
-                    static_cast<unsigned long long>(held), same ? "yes" : "no");
+                    static_cast<unsigned long long>(held),
+                    !same   ? "not compared"
+                    : *same ? "yes"
+                            : "no");
                 std::fflush(stdout);
                 return nlohmann::json{{"experiment", "generation"},
                                       {"ranks", n},
@@ -373,18 +446,35 @@ int run(int argc, char** argv) {
                                       {"resident_bytes_before_per_rank", before},
                                       {"bytes_sent_per_rank", bytes},
                                       {"most_bytes_held_in_one_exchange", held},
-                                      {"identical_to_one_rank", same}};
+                                      {"identical_to_one_rank", same ? nlohmann::json(*same) : nlohmann::json()}};
             };
-            generation_run alone;
-            if (rank == 0) {
-                alone = generate(depth, nullptr);
-                rows.push_back(row(1, alone, alone.seconds, alone.cpu_seconds, alone.peak, alone.before, 0, 0, true));
+            // the N-rank file is compared with the reference file when one is given, else with the 1-rank
+            // run's (none under --ranks-only)
+            auto same_as = [&](const std::string& file,
+                               const std::optional<std::string>& alone) -> std::optional<bool> {
+                if (!reference.empty()) return file == reference;
+                if (alone) return file == *alone;
+                return std::nullopt;
+            };
+            std::optional<std::string> alone_file;
+            const bool one_rank_row = !ranks_only || ranks == 1;
+            if (rank == 0 && one_rank_row) {
+                const auto alone = generate(depth, nullptr, exchange_bytes);
+                rows.push_back(row(1, alone, alone.seconds, alone.cpu_seconds, alone.peak, alone.before, 0, 0,
+                                   reference.empty() ? std::optional<bool>(true) : same_as(alone.file, {})));
+                if (ranks == 1 && !rules_out.empty()) bench::write_results(rules_out, alone.file);
+                alone_file = alone.file;
             }
 #if GOOPT_HAS_MPI
             if (world) {
-                wait_for_rank0();
-                mpi::generation_sharding sh(*world);
-                const auto shared = world->run_or_abort([&] { return generate(depth, &sh); });
+                if (one_rank_row) wait_for_rank0();
+                std::optional<logged_sharding> logged;
+                std::optional<mpi::generation_sharding> plain;
+                if (!exchange_log.empty()) logged.emplace(*world, concat(exchange_log, ".rank", rank, ".tsv"));
+                else plain.emplace(*world);
+                mpi::generation_sharding& sh = logged ? logged->inner() : *plain;
+                subst::generation_sharding& used = logged ? static_cast<subst::generation_sharding&>(*logged) : *plain;
+                const auto shared = world->run_or_abort([&] { return generate(depth, &used, exchange_bytes); });
                 // the most of any rank: the run ends when the slowest rank ends
                 unsigned long long mine[6] = {shared.peak,
                                               shared.before,
@@ -394,10 +484,12 @@ int run(int argc, char** argv) {
                                               static_cast<unsigned long long>(shared.cpu_seconds * 1e6)},
                                    most[6] = {};
                 MPI_Reduce(mine, most, 6, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-                if (rank == 0)
+                if (rank == 0) {
                     rows.push_back(row(ranks, shared, static_cast<double>(most[4]) / 1e6,
                                        static_cast<double>(most[5]) / 1e6, most[0], most[1], most[2], most[3],
-                                       shared.file == alone.file));
+                                       same_as(shared.file, alone_file)));
+                    if (!rules_out.empty()) bench::write_results(rules_out, shared.file);
+                }
             }
 #endif
         }

@@ -13,11 +13,14 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace goopt;
 
@@ -62,9 +65,11 @@ TEST_CASE("distributed rule generation, depth 2: every rank returns the single-p
     const auto alone = subst::generate_rules(taso(), check_worlds(), {.max_ops = 2, .threads = 1});
     REQUIRE(alone.rules.size() > 20);  // not vacuous
     const std::string expected = rule_file_bytes(alone, "alone");
-    // another thread count per rank (pass 1's shards follow the rank with the most), and pass 2's
-    // graphs in rounds of 64 KiB (many rounds) and of the default size (one round)
-    for (std::size_t exchange : {std::size_t{64} << 10, subst::generation_config{}.exchange_bytes}) {
+    // another thread count per rank (pass 1's shards follow the rank with the most), and the
+    // exchanges in rounds of 4 KiB (pass 1's fingerprints in about 10 rounds, pass 2's graphs in about
+    // 80), of 64 KiB (pass 1 in one round, pass 2 in a few) and of the default size (one round each)
+    for (std::size_t exchange :
+         {std::size_t{4} << 10, std::size_t{64} << 10, subst::generation_config{}.exchange_bytes}) {
         CAPTURE(exchange);
         const auto shared = subst::generate_rules(
             taso(), check_worlds(),
@@ -85,6 +90,73 @@ TEST_CASE("distributed rule generation, depth 2: every rank returns the single-p
     }
     // the work was divided: each rank sent the other its share of fingerprints and graphs
     CHECK(sh.bytes_sent() > 0);
+}
+
+namespace {
+/// mpi::generation_sharding that counts the exchanges and the most bytes a rank sent to other ranks
+/// in one of them.
+struct rounds_recorder final : subst::generation_sharding {
+    mpi::generation_sharding inner;
+    std::size_t calls = 0, most_sent = 0;
+    explicit rounds_recorder(const mpi::session& s) : inner(s) {}
+    std::size_t rank() const override { return inner.rank(); }
+    std::size_t ranks() const override { return inner.ranks(); }
+    std::vector<std::string> all_to_all(std::vector<std::string> parts) override {
+        std::size_t sent = 0;
+        for (std::size_t r = 0; r < parts.size(); ++r) sent += r == rank() ? 0 : parts[r].size();
+        ++calls;
+        most_sent = std::max(most_sent, sent);
+        return inner.all_to_all(std::move(parts));
+    }
+};
+}  // namespace
+
+TEST_CASE("distributed rule generation: pass 1 sends each fingerprint to its owner once, in rounds of the given size") {
+    auto& world = mpi_test::world();
+    const std::size_t ranks = world.size(), me = world.rank();
+    // each rank's fingerprints on two threads: a block and a part of one for thread 0, a few for
+    // thread 1; fingerprint i of rank r is r * 2^40 + (a hash of i), so every rank knows every rank's
+    const std::size_t block = subst::detail::fingerprint_blocks::block_entries;
+    const std::uint64_t per_thread[2] = {block + 1234, 77};
+    auto fingerprint = [](std::size_t rank, std::uint64_t i) {
+        return (std::uint64_t{rank} << 40) + i * 0x9e37 % 1000003;
+    };
+    std::vector<std::uint64_t> expected;
+    std::uint64_t most_outgoing = 0;  // fingerprints any rank sends to other ranks
+    for (std::size_t r = 0; r < ranks; ++r) {
+        std::uint64_t outgoing = 0;
+        for (std::uint64_t i = 0; i < per_thread[0] + per_thread[1]; ++i) {
+            const auto owner = subst::detail::owner_of(fingerprint(r, i), ranks);
+            if (owner == me) expected.push_back(fingerprint(r, i));
+            outgoing += owner != r;
+        }
+        most_outgoing = std::max(most_outgoing, outgoing);
+    }
+    std::sort(expected.begin(), expected.end());
+    for (std::size_t round_bytes : {std::size_t{256} << 10, std::size_t{64} << 20}) {
+        CAPTURE(round_bytes);
+        std::vector<std::vector<subst::detail::fingerprint_blocks>> fps(
+            2, std::vector<subst::detail::fingerprint_blocks>(ranks));
+        for (std::uint64_t i = 0; i < per_thread[0] + per_thread[1]; ++i) {
+            const auto f = fingerprint(me, i);
+            fps[i < per_thread[0] ? 0 : 1][subst::detail::owner_of(f, ranks)].push_back(f);
+        }
+        rounds_recorder sh(world);
+        const auto owned = subst::detail::send_to_owners(sh, std::move(fps), round_bytes);
+        std::vector<std::uint64_t> got;
+        for (const auto& list : owned) {
+            CHECK(list.size() <= block);
+            got.insert(got.end(), list.begin(), list.end());
+        }
+        std::sort(got.begin(), got.end());
+        CHECK(got == expected);
+        // one exchange to agree on the rounds, then the rounds: 64 of 256 KiB on 2 ranks, or one;
+        // none sends more than its size (and the rounding of a share, 8 bytes per rank)
+        const std::uint64_t rounds = std::max<std::uint64_t>(1, (8 * most_outgoing + round_bytes - 1) / round_bytes);
+        CHECK(sh.calls == 1 + rounds);
+        CHECK(sh.most_sent <= round_bytes + 8 * (ranks - 1));
+        if (round_bytes < 8 * most_outgoing) CHECK(rounds > 10);
+    }
 }
 
 TEST_CASE("distributed rule generation: ranks that disagree on the depth stop, naming the other rank") {
@@ -110,8 +182,8 @@ TEST_CASE("distributed rule generation, depth 3: the rule library byte for byte"
 }
 
 namespace {
-/// Generates at depth 2 on the ranks; rank 1 runs `fail` at its second exchange (pass 1's
-/// fingerprints), where rank 0 waits for it and would wait for ever without the fault rule.
+/// Generates at depth 2 on the ranks; rank 1 runs `fail` at its second exchange (pass 1's round
+/// count), where rank 0 waits for it and would wait for ever without the fault rule.
 template <class Fail> void generate_until_rank1_fails(Fail fail) {
     auto& world = mpi_test::world();
     struct failing final : subst::generation_sharding {

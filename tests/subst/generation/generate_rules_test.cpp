@@ -126,6 +126,28 @@ TEST_CASE("every graph is produced once, and sharding partitions the graphs") {
     CHECK(sharded == all);
     CHECK_THROWS_AS(enumerate_graphs(w, {.max_ops = 2, .shard = 3, .num_shards = 3}, [](const enumerated_graph&) {}),
                     error);
+    // dealt by the first two ops (distributed generation's pass 2): a partition too, and the op-free
+    // identities (met at the first op and at the second) once
+    struct with_identities {
+        std::multiset<std::uint64_t>& graphs;
+        std::multiset<std::string>& identities;
+        const world& w;
+        void operator()(const enumerated_graph& g) { graphs.insert(g.fingerprint); }
+        void identity(const pattern& source, std::span<const std::uint16_t>) {
+            identities.insert(to_string(make_rule(w, source, source)));
+        }
+    };
+    std::multiset<std::uint64_t> by_two;
+    std::multiset<std::string> identities, identities_by_two;
+    std::multiset<std::uint64_t> again;
+    enumerate_graphs(w, {.max_ops = 2}, with_identities{again, identities, w});
+    CHECK(identities.size() >= 2);
+    for (std::size_t s = 0; s < 5; ++s)
+        enumerate_graphs(w, {.max_ops = 2, .shard = s, .num_shards = 5, .deal_depth = 1},
+                         with_identities{by_two, identities_by_two, w});
+    CHECK(by_two == all);
+    CHECK(identities_by_two == identities);
+    CHECK_THROWS_AS(enumerate_graphs(w, {.max_ops = 2, .deal_depth = 2}, [](const enumerated_graph&) {}), error);
 }
 
 TEST_CASE("known identities over matrices, and no known non-identity") {

@@ -29,6 +29,10 @@ struct enumeration_config {
     std::uint64_t seed = 0x7a50'2019;  ///< seed of the fixed random variable values
     std::size_t shard = 0;             ///< enumerate only the graphs whose first op falls in this
     std::size_t num_shards = 1;        ///< shard (first ops dealt round robin): one per thread
+    /// 1: deal the graphs by their first two ops instead (a graph of one op counts as its own
+    /// prefix), so that a shard can be small: a first op alone may carry a large share of the
+    /// graphs at depth 4. Every shard then walks all first two ops (a depth-2 enumeration's work).
+    std::size_t deal_depth = 0;
 };
 
 /// What the callback sees of one enumerated graph (valid only during the call).
@@ -95,6 +99,7 @@ public:
             throw error("enumerate_graphs", concat("shard ", cfg.shard, " of ", cfg.num_shards), "shard < num_shards");
         if (cfg.max_ops == 0 || cfg.max_ops > 8)
             throw error("enumerate_graphs", concat("max_ops ", cfg.max_ops), "1..8");
+        if (cfg.deal_depth > 1) throw error("enumerate_graphs", concat("deal_depth ", cfg.deal_depth), "0 or 1");
         for (auto k : w.kinds)
             if (w.num_choices(k) == 0)
                 throw error("enumerate_graphs", concat("the world has no attribute choice for ", ops::name(k)),
@@ -237,11 +242,17 @@ private:
                               f.identity(p, v);
                           })
                 if (identity_vars_.size() == result.size() && distinct(identity_vars_) &&
-                    (depth > 0 || first_ops_ % cfg_.num_shards == cfg_.shard))
+                    (depth > cfg_.deal_depth || prefixes_ % cfg_.num_shards == cfg_.shard))
                     report_identity(on_graph, k, c, in);
             return;
         }
-        if (depth == 0 && first_ops_++ % cfg_.num_shards != cfg_.shard) return;
+        // the prefixes of deal_depth + 1 ops (and the shorter graphs, each its own) are dealt to the
+        // shards; every shard walks the ops before them, to count them
+        bool mine = true;
+        if (depth <= cfg_.deal_depth) {
+            mine = prefixes_++ % cfg_.num_shards == cfg_.shard;
+            if (!mine && depth == cfg_.deal_depth) return;
+        }
         // push the op
         pattern_op op{k, c, static_cast<std::uint16_t>(result.size()), {}};
         for (auto v : in) op.inputs.push_back(values_[v].ref);
@@ -266,8 +277,10 @@ private:
                 {value_ref{op_index, i}, shape_id(result[i].dims), hashes[i], output_key(key, i), op_index, r});
             data_.push_back(std::move(result[i]));
         }
-        emit(on_graph);
-        ++count;
+        if (mine) {
+            emit(on_graph);
+            ++count;
+        }
         if (depth + 1 < cfg_.max_ops) extend(on_graph, count);
         // pop it
         for (std::size_t i = 0; i < p_.ops.back().num_outputs; ++i) {
@@ -331,7 +344,7 @@ private:
     pattern p_;
     std::vector<std::uint16_t> identity_vars_;  // per output of the op being tried, the variable it equals
     std::vector<std::uint64_t> out_hashes_;
-    std::size_t first_ops_ = 0;
+    std::size_t prefixes_ = 0;  // of deal_depth + 1 ops and shorter graphs, met so far
 };
 
 }  // namespace detail

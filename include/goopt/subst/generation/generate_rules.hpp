@@ -305,33 +305,116 @@ inline std::vector<found_rule> share_found(generation_sharding& sh, const world&
     return every;
 }
 
-/// Pass 1's fingerprints of this rank, per thread and per owner (each list sorted), to their
-/// owners: returns the sorted lists this rank owns, one per sending thread. Each list is freed
-/// as soon as it is encoded, and each part as soon as it is decoded.
-inline std::vector<std::vector<std::uint64_t>> send_to_owners(
-    generation_sharding& sh, std::vector<std::vector<std::vector<std::uint64_t>>> fps) {
-    std::vector<std::string> parts(sh.ranks());
-    for (std::size_t o = 0; o < parts.size(); ++o)
-        for (auto& per_owner : fps) {
-            io::detail::append_le(parts[o], per_owner[o].size(), 8);
-            const std::size_t at = parts[o].size();
-            parts[o].resize(at + 8 * per_owner[o].size());
-            for (std::size_t i = 0; i < per_owner[o].size(); ++i)
-                io::detail::store_le(parts[o].data() + at + 8 * i, per_owner[o][i], 8);
-            std::vector<std::uint64_t>().swap(per_owner[o]);
-        }
-    auto received = sh.all_to_all(std::move(parts));
-    std::vector<std::vector<std::uint64_t>> lists;
-    for (std::size_t r = 0; r < received.size(); ++r) {
-        part_reader in(received[r], r);
-        while (!in.done()) {
-            auto& list = lists.emplace_back(in.next(8));
-            for (auto& f : list) f = in.next(8);
-        }
-        std::string().swap(received[r]);
+/// @brief Pass 1's fingerprints in blocks of a fixed capacity instead of one growing vector: a
+/// vector that doubles copies itself, holding twice its size for a moment, and a block that has
+/// been sent can be freed at once. 32 MiB a block: above glibc's largest threshold for serving an
+/// allocation by mmap, so a freed block goes back to the system, and its untouched pages never count.
+class fingerprint_blocks {
+public:
+    static constexpr std::size_t block_entries = std::size_t{1} << 22;
+    void push_back(std::uint64_t f) {
+        if (blocks_.empty() || blocks_.back().size() == block_entries) blocks_.emplace_back().reserve(block_entries);
+        blocks_.back().push_back(f);
+        ++size_;
     }
-    return lists;
+    std::size_t size() const noexcept { return size_; }
+    std::vector<std::vector<std::uint64_t>>& blocks() noexcept { return blocks_; }
+
+private:
+    std::vector<std::vector<std::uint64_t>> blocks_;
+    std::size_t size_ = 0;
+};
+
+/// @brief Pass 1's fingerprints of this rank, per thread and per owner, to their owners, in rounds
+/// of about `round_bytes` per rank: each round a rank sends every other rank the next equal share
+/// of that rank's fingerprints (8 bytes each), frees the blocks it has sent, and files what it
+/// receives in its own blocks before the next round. So a rank holds its fingerprints and those it
+/// owns, never a copy of them all in messages (one exchange of all of them held 1.26 GB per rank at
+/// depth 4). Returns the blocks of the fingerprints this rank owns, unsorted: the multiset, in an
+/// order that depends on the rounds, which the bucket table does not see once each block is sorted.
+inline std::vector<std::vector<std::uint64_t>> send_to_owners(generation_sharding& sh,
+                                                              std::vector<std::vector<fingerprint_blocks>> fps,
+                                                              std::size_t round_bytes) {
+    const std::size_t ranks = sh.ranks(), me = sh.rank();
+    std::vector<std::vector<std::uint64_t>> owned;
+    std::vector<std::uint64_t> to(ranks, 0);  // fingerprints for each rank
+    std::uint64_t outgoing = 0;
+    for (auto& per_owner : fps)
+        for (std::size_t o = 0; o < ranks; ++o) {
+            to[o] += per_owner[o].size();
+            if (o == me) {
+                std::move(per_owner[o].blocks().begin(), per_owner[o].blocks().end(), std::back_inserter(owned));
+                per_owner[o] = {};
+            } else {
+                outgoing += per_owner[o].size();
+            }
+        }
+    const std::uint64_t rounds =
+        std::max<std::uint64_t>(1, max_over_ranks(sh, (8 * outgoing + round_bytes - 1) / round_bytes));
+    // where each owner's next fingerprint is: thread, block, entry
+    struct cursor {
+        std::size_t thread = 0, block = 0, entry = 0;
+        std::uint64_t sent = 0;
+    };
+    std::vector<cursor> next(ranks);
+    fingerprint_blocks incoming;
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+        std::vector<std::string> parts(ranks);
+        for (std::size_t o = 0; o < ranks; ++o) {
+            if (o == me) continue;
+            auto& c = next[o];
+            // fingerprints [to[o] * round / rounds, to[o] * (round + 1) / rounds) of those for o
+            const std::uint64_t until = to[o] * (round + 1) / rounds;
+            parts[o].resize(8 * (until - c.sent));
+            char* out = parts[o].data();
+            while (c.sent < until) {
+                auto& blocks = fps[c.thread][o].blocks();
+                if (c.block == blocks.size()) {
+                    ++c.thread;
+                    c.block = 0;
+                    continue;
+                }
+                auto& block = blocks[c.block];
+                const std::size_t n = std::min<std::uint64_t>(block.size() - c.entry, until - c.sent);
+                for (std::size_t i = 0; i < n; ++i, out += 8) io::detail::store_le(out, block[c.entry + i], 8);
+                c.entry += n;
+                c.sent += n;
+                if (c.entry == block.size()) {
+                    std::vector<std::uint64_t>().swap(block);  // sent: freed now
+                    ++c.block;
+                    c.entry = 0;
+                }
+            }
+        }
+        auto received = sh.all_to_all(std::move(parts));
+        for (std::size_t r = 0; r < received.size(); ++r) {
+            if (r == me) continue;
+            if (received[r].size() % 8 != 0)
+                throw error("generate_rules", concat("rank ", r, "'s fingerprints of ", received[r].size(), " bytes"),
+                            "8 bytes a fingerprint");
+            part_reader in(received[r], r);
+            while (!in.done()) incoming.push_back(in.next(8));
+            std::string().swap(received[r]);
+        }
+    }
+    std::move(incoming.blocks().begin(), incoming.blocks().end(), std::back_inserter(owned));
+    return owned;
 }
+
+/// Pass 1's callback: each fingerprint into the list of its owner (one list: no sharding), and the
+/// op-free identities that the enumeration prunes.
+template <class List> struct collect_fingerprints {
+    std::span<List> per_owner;
+    std::vector<std::pair<pattern, pattern>>& identities;
+    void operator()(const enumerated_graph& g) {
+        per_owner[owner_of(g.fingerprint, per_owner.size())].push_back(g.fingerprint);
+    }
+    void identity(const pattern& source, std::span<const std::uint16_t> variables) {
+        pattern target;
+        for (auto v : variables) target.outputs.push_back(value_ref{variable_op, v});
+        identities.emplace_back(source, std::move(target));
+    }
+};
 
 /// Bytes of one graph sent in pass 2: its fingerprint and the packed graph.
 inline constexpr std::size_t graph_record_bytes = 8 + sizeof(packed_graph::bytes) + 1;
@@ -392,8 +475,8 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     st.max_ops = cfg.max_ops;
     detail::stage_counts counts;
     // runs enumerate_graphs on this rank's `shards` shards of round `round` of `rounds` (the shards
-    // dealt to the threads as they come free)
-    auto enumerate_share = [&](std::size_t round, std::size_t rounds, auto make_callback) {
+    // dealt to the threads as they come free; the graphs dealt by their first deal_depth + 1 ops)
+    auto enumerate_share = [&](std::size_t round, std::size_t rounds, std::size_t deal_depth, auto make_callback) {
         std::atomic<std::size_t> next{0};
         detail::parallel(threads, [&](std::size_t t) {
             auto on_graph = make_callback(t);
@@ -402,45 +485,47 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                                  {.max_ops = cfg.max_ops,
                                   .seed = cfg.seed,
                                   .shard = ((round * ranks) + me) * shards + s,
-                                  .num_shards = rounds * ranks * shards},
+                                  .num_shards = rounds * ranks * shards,
+                                  .deal_depth = deal_depth},
                                  on_graph);
         });
     };
 
     // pass 1: fingerprints only, to find the ones that occur twice (8 bytes a graph, sorted by each
-    // thread in place and merged, never copied; under sharding each goes to its owner first); the
-    // graphs themselves are kept only for the shared fingerprints, in pass 2
+    // thread in place and merged, never copied; under sharding each goes to its owner first, in
+    // rounds, and the owner sorts the blocks it holds, detail::send_to_owners); the graphs
+    // themselves are kept only for the shared fingerprints, in pass 2
     // pass 1 also collects the op-free identities that the enumeration prunes (a graph equal to
     // variables: matmul(x0,const_imm) => x0), verified below like the pairs
-    std::vector<std::vector<std::vector<std::uint64_t>>> fps(threads, std::vector<std::vector<std::uint64_t>>(ranks));
     std::vector<std::vector<std::pair<pattern, pattern>>> identities(threads);
-    struct collect {
-        std::vector<std::vector<std::uint64_t>>& fps;  // per owner
-        std::vector<std::pair<pattern, pattern>>& identities;
-        void operator()(const enumerated_graph& g) {
-            fps[detail::owner_of(g.fingerprint, fps.size())].push_back(g.fingerprint);
-        }
-        void identity(const pattern& source, std::span<const std::uint16_t> variables) {
-            pattern target;
-            for (auto v : variables) target.outputs.push_back(value_ref{variable_op, v});
-            identities.emplace_back(source, std::move(target));
-        }
-    };
-    enumerate_share(0, 1, [&](std::size_t t) { return collect{fps[t], identities[t]}; });
     std::uint64_t my_graphs = 0;
-    for (auto& per_owner : fps)
-        for (auto& f : per_owner) {
+    std::vector<std::vector<std::uint64_t>> owned;  // sorted lists of the fingerprints this rank owns
+    if (sh) {
+        std::vector<std::vector<detail::fingerprint_blocks>> fps(threads,
+                                                                 std::vector<detail::fingerprint_blocks>(ranks));
+        enumerate_share(0, 1, 0, [&](std::size_t t) {
+            return detail::collect_fingerprints<detail::fingerprint_blocks>{fps[t], identities[t]};
+        });
+        for (auto& per_owner : fps)
+            for (auto& f : per_owner) my_graphs += f.size();
+        owned = detail::send_to_owners(*sh, std::move(fps), cfg.exchange_bytes);
+        std::atomic<std::size_t> next_list{0};
+        detail::parallel(threads, [&](std::size_t) {
+            for (std::size_t i; (i = next_list.fetch_add(1)) < owned.size();)
+                std::sort(owned[i].begin(), owned[i].end());
+        });
+    } else {
+        std::vector<std::vector<std::uint64_t>> fps(threads);
+        enumerate_share(0, 1, 0, [&](std::size_t t) {
+            return detail::collect_fingerprints<std::vector<std::uint64_t>>{{&fps[t], 1}, identities[t]};
+        });
+        for (auto& f : fps) {
             my_graphs += f.size();
             std::sort(f.begin(), f.end());
         }
-    counts.graphs = my_graphs;
-    std::vector<std::vector<std::uint64_t>> owned;
-    if (sh) {
-        owned = detail::send_to_owners(*sh, std::move(fps));
-    } else {
-        for (auto& per_owner : fps) owned.push_back(std::move(per_owner[0]));
+        owned = std::move(fps);
     }
-    std::vector<std::vector<std::vector<std::uint64_t>>>().swap(fps);
+    counts.graphs = my_graphs;
     const detail::bucket_table buckets(owned);
     std::vector<std::vector<std::uint64_t>>().swap(owned);
     for (std::size_t b = 0; b < buckets.size(); ++b) {
@@ -451,7 +536,9 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
     // pass 2: each graph whose fingerprint is shared goes to the next free place of its bucket
     // (25 bytes a graph); the order within a bucket is made deterministic when it is processed.
     // Under sharding a graph of another rank's fingerprint is sent to it, in rounds (each a part
-    // of the shards) of about cfg.exchange_bytes per rank
+    // of the shards) of about cfg.exchange_bytes per rank; the shards are dealt by the first two ops,
+    // as one first op alone can carry hundreds of MB of graphs at depth 4 (each round then walks
+    // the first two ops of every graph, a depth-2 enumeration: milliseconds)
     std::vector<detail::packed_graph> store(buckets.graphs());
     {
         std::vector<std::atomic<std::uint32_t>> filled(buckets.size());
@@ -472,7 +559,7 @@ inline generation_result generate_rules(const world& w, std::span<const world> c
                : 1;
         std::vector<std::vector<std::string>> outgoing(threads, std::vector<std::string>(ranks));
         for (std::size_t round = 0; round < rounds; ++round) {
-            enumerate_share(round, rounds, [&](std::size_t t) {
+            enumerate_share(round, rounds, sh ? 1 : 0, [&](std::size_t t) {
                 return [&, t](const enumerated_graph& g) {
                     const std::size_t o = detail::owner_of(g.fingerprint, ranks);
                     if (o == me) place(g.fingerprint, g.graph);
