@@ -53,18 +53,6 @@ void check_identical(const sim::simulation_result& a, const sim::simulation_resu
     CHECK(differ == 0);
 }
 
-/// A placement that keeps colocation groups together, each op (or group) on a random device.
-sim::placement random_placement(const graph::computation_graph& g, std::size_t devices, std::mt19937_64& rng) {
-    sim::placement p(g.num_ops());
-    std::unordered_map<std::int32_t, sim::device_id> group;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
-        const auto d = static_cast<sim::device_id>(rng() % devices);
-        const auto grp = g.get_op(o).colocation;
-        p[o] = grp < 0 ? d : group.emplace(grp, d).first->second;
-    }
-    return p;
-}
-
 }  // namespace
 
 TEST_CASE("simulator: the same decisions give a bit-identical result, fresh or after other runs") {
@@ -75,7 +63,8 @@ TEST_CASE("simulator: the same decisions give a bit-identical result, fresh or a
         std::mt19937_64 before = rng;  // to build the same graph again below
         const auto g = goopt_test::random_dag(rng, 8 + trial, 5 + trial % 4);
         const std::size_t n = g.num_ops();
-        const auto p1 = random_placement(g, 4, rng), p2 = random_placement(g, 4, rng);
+        const auto p1 = goopt_test::random_grouped_placement(g, 4, rng),
+                   p2 = goopt_test::random_grouped_placement(g, 4, rng);
         std::vector<double> prio(n);
         // few distinct priorities: many ties, which the simulator breaks by readiness order
         for (auto& v : prio) v = static_cast<double>(rng() % 4);

@@ -3,10 +3,12 @@
 // the baselines (shared by tests/sim and tests/baselines).
 
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/sim/placement.hpp>
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace goopt_test {
@@ -51,6 +53,20 @@ inline goopt::graph::computation_graph random_dag(std::mt19937_64& rng, int laye
     }
     g.mark_output(pool.back());
     return g;
+}
+
+/// A placement of `g` on `devices` devices that keeps colocation groups together, each op (or group)
+/// on a random device.
+inline goopt::sim::placement random_grouped_placement(const goopt::graph::computation_graph& g, std::size_t devices,
+                                                      std::mt19937_64& rng) {
+    goopt::sim::placement p(g.num_ops());
+    std::unordered_map<std::int32_t, goopt::sim::device_id> group;
+    for (goopt::graph::op_id o = 0; o < g.num_ops(); ++o) {
+        const auto d = static_cast<goopt::sim::device_id>(rng() % devices);
+        const auto grp = g.get_op(o).colocation;
+        p[o] = grp < 0 ? d : group.emplace(grp, d).first->second;
+    }
+    return p;
 }
 
 }  // namespace goopt_test

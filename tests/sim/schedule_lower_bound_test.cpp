@@ -40,18 +40,6 @@ struct bound_test_cost {
     }
 };
 
-/// A random placement of `g` on `k` devices that keeps colocation groups together.
-sim::placement random_grouped_placement(const graph::computation_graph& g, std::size_t k, std::mt19937_64& rng) {
-    sim::placement p(g.num_ops());
-    std::unordered_map<std::int32_t, sim::device_id> group_device;
-    for (graph::op_id o = 0; o < g.num_ops(); ++o) {
-        const auto d = static_cast<sim::device_id>(rng() % k);
-        const auto grp = g.get_op(o).colocation;
-        p[o] = grp < 0 ? d : group_device.emplace(grp, d).first->second;
-    }
-    return p;
-}
-
 }  // namespace
 
 TEST_CASE("Jackson's preemptive rule: largest tail first, preempting at releases") {
@@ -107,7 +95,7 @@ TEST_CASE("no priorities beat the schedule bound: random graphs, placements and 
         for (int trial = 0; trial < 12; ++trial) {
             const auto g = goopt_test::random_dag(rng, 4 + trial % 5, 3 + trial % 4);
             sim::simulator s(g, cl);
-            const auto p = random_grouped_placement(g, cl.num_devices(), rng);
+            const auto p = goopt_test::random_grouped_placement(g, cl.num_devices(), rng);
             const auto b = sim::schedule_lower_bound(s, p);
             CHECK(b.step >= b.path);
             CHECK(b.step >= b.busiest_device);
