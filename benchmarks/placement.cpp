@@ -25,7 +25,8 @@
 // --min-agreement: ppo.imitation_min_agreement (with ppo.imitation_max_mode_gap's 2 % step criterion).
 // go_warm rows add "warm_target" (the heuristic imitated), "warm_target_ms" (its own decision),
 // "warm_default_ms" (its placement under the task's priorities: the default incumbent, and the
-// decision imitated), "warm_agreement", "warm_mode_gap" and "warm_imitation_steps".
+// decision imitated), "warm_agreement", "warm_mode_gap", "warm_imitation_steps" and the decoder's reach
+// counts "warm_reach_closed", "warm_reach_forced", "warm_reach_diverged" (rl::imitation_reach).
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 
@@ -214,12 +215,17 @@ int run(int argc, char** argv) {
                 row["warm_agreement"] = r.imitation_agreement;
                 row["warm_mode_gap"] = r.imitation_mode_gap;
                 row["warm_imitation_steps"] = r.imitation_steps;
+                row["warm_reach_closed"] = r.imitation_reach.closed;
+                row["warm_reach_forced"] = r.imitation_reach.forced;
+                row["warm_reach_diverged"] = r.imitation_reach.diverged;
                 row["warm_seconds"] = r.seconds;
                 std::printf(
                     "\n  go_warm imitating %s: own %.2f ms, under the task's priorities %.2f ms; agreement %.4f, "
-                    "mode gap %.4f after %zu imitation steps; best %.2f ms (%s)",
+                    "mode gap %.4f after %zu imitation steps (decoder: %zu closed, %zu forced, %zu diverged); "
+                    "best %.2f ms (%s)",
                     best_name.c_str(), double(row["warm_target_ms"]), double(row["warm_default_ms"]),
-                    r.imitation_agreement, r.imitation_mode_gap, r.imitation_steps, r.best.result.step_time * 1e3,
+                    r.imitation_agreement, r.imitation_mode_gap, r.imitation_steps, r.imitation_reach.closed,
+                    r.imitation_reach.forced, r.imitation_reach.diverged, r.best.result.step_time * 1e3,
                     goopt::bench::source_name(r.best_from));
                 row["warm_samples"] = r.samples;
                 secs += r.seconds;

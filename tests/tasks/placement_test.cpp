@@ -382,6 +382,9 @@ TEST_CASE("warm start through the guided decoder: its greedy decision becomes th
     REQUIRE_FALSE(std::isnan(r.imitation_mode_gap));
     CHECK(r.imitation_mode_gap <= 0.02);
     CHECK(r.imitation_steps < cfg.ppo.imitation_max_steps);  // reached, not capped
+    CHECK(r.imitation_reach.closed == 0);                    // the walk's counts, handed on
+    CHECK(r.imitation_reach.forced == 0);
+    CHECK(r.imitation_reach.diverged == 0);
 
     // imitating m-ETF's own placement, which the zero head already decodes to: the warm start ends
     // after its first steps with the target reproduced (kept as it was if the steps had lost it)
@@ -391,6 +394,26 @@ TEST_CASE("warm start through the guided decoder: its greedy decision becomes th
     CHECK(own.imitation_agreement == 1.0);
     CHECK(own.imitation_mode_gap == 0.0);
     CHECK(own.imitation_steps == cfg.ppo.imitation_steps);
+}
+
+TEST_CASE("warm start through the guided decoder: a target the decoder cannot reproduce is counted, not learned") {
+    // three devices of 1.5 MiB, a graph of fifteen 256 KiB tensors: a target with every op on device
+    // 0 does not fit, so the decoder closes device 0 once it is full, whatever the policy's logits
+    const auto g = branches();
+    auto v100 = device::describe(device::v100);
+    v100.capacity = 1.5 * 1024 * 1024;
+    const auto cl = device::cluster<device::device_spec>::all_to_all(v100, 3, 25e9, 5e-6);
+    auto cfg = small(1);
+    cfg.task.decoder = tasks::placement_decoder::guided;
+    cfg.warm_start = sim::placement(g.num_ops(), 0);
+    cfg.ppo.imitation_steps = 10;
+    cfg.ppo.imitation_min_agreement = 0.5;
+    cfg.ppo.imitation_max_steps = 20;
+    std::mt19937_64 rng(4);
+    const auto r = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, rng);
+    CHECK(r.imitation_reach.closed >= 1);
+    CHECK(r.imitation_reach.diverged >= r.imitation_reach.closed);
+    CHECK(r.imitation_agreement < 1.0);
 }
 
 TEST_CASE("pretrain_placement: one policy across graphs; train_placement starts from it, refused elsewhere") {

@@ -97,7 +97,11 @@ struct train_result {
     /// imitated decision's - 1 (ppo.imitation_max_mode_gap bounds it); NaN otherwise.
     double imitation_mode_gap = std::numeric_limits<double>::quiet_NaN();
     std::size_t imitation_steps = 0;  ///< cross-entropy steps the warm start took (0 without one)
-    double seconds = 0;               ///< wall time of this call
+    /// After a warm start through a guided decoder in this call: the active nodes the decoder keeps
+    /// from the target whatever the policy's logits (rl::imitation_reach), so a low agreement can be
+    /// told apart from a target the decoder cannot reproduce. Zeros otherwise (and after a resume).
+    rl::imitation_reach imitation_reach{};
+    double seconds = 0;  ///< wall time of this call
 };
 
 /// @brief Trains `net` with PPO on `task` and returns the best decision it saw: the best incumbent,
@@ -161,6 +165,7 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
     double agreement = -1;
     double r_mode_gap = std::numeric_limits<double>::quiet_NaN();  // not in the checkpoint: NaN on resume
     std::size_t r_imitation_steps = 0;
+    rl::imitation_reach r_reach{};
     auto notify_best = [&] {
         if constexpr (requires { visitor.on_best(best); }) visitor.on_best(best);
     };
@@ -260,6 +265,7 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
         agreement = trainer.imitation_agreement();
         r_mode_gap = trainer.imitation_mode_gap();
         r_imitation_steps = trainer.imitation_steps_done();
+        r_reach = trainer.imitation_reach();
     }
     if (!config.checkpoint.empty()) trainer.save_checkpoint(config.checkpoint, rng, pack());
 
@@ -271,6 +277,7 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
     r.imitation_agreement = agreement;
     r.imitation_mode_gap = r_mode_gap;
     r.imitation_steps = r_imitation_steps;
+    r.imitation_reach = r_reach;
     if (best_from == best_source::incumbent) r.best.decision = config.incumbents[best_index];
     else if (best_from != best_source::none) r.best.decision = task.decide(best_actions);
     if (best_from != best_source::none) r.best.result = task.score(r.best.decision, 0);

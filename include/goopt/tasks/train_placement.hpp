@@ -72,9 +72,12 @@ struct placement_result {
     /// placement's - 1; NaN otherwise.
     double imitation_mode_gap = std::numeric_limits<double>::quiet_NaN();
     std::size_t imitation_steps = 0;  ///< cross-entropy steps the warm start took
-    std::size_t updates = 0;          ///< PPO updates done in total (with those before a resume)
-    std::size_t samples = 0;          ///< decisions simulated in total
-    double seconds = 0;               ///< wall time of this call
+    /// After a guided warm start: the ops the decoder keeps from the imitated device whatever the
+    /// policy's logits (closed, forced, diverged: rl::imitation_reach); zeros otherwise.
+    rl::imitation_reach imitation_reach{};
+    std::size_t updates = 0;  ///< PPO updates done in total (with those before a resume)
+    std::size_t samples = 0;  ///< decisions simulated in total
+    double seconds = 0;       ///< wall time of this call
 };
 
 /// @brief Trains a GO policy with PPO to place `g`'s ops on `c` and returns the best decision it
@@ -140,6 +143,7 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
     r.imitation_agreement = t.imitation_agreement;
     r.imitation_mode_gap = t.imitation_mode_gap;
     r.imitation_steps = t.imitation_steps;
+    r.imitation_reach = t.imitation_reach;
     r.seconds = t.seconds;
     return r;
 }
