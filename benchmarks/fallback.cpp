@@ -2,9 +2,10 @@
 // leave-one-out over a measured table (goopt calibrate). Each single-op configuration the table
 // measured (its key rebuilt into a graph, cost/op_config_graph.hpp) is predicted from all the others
 // by (a) the plain roofline of --device, (b) the roofline x the per-kind median measured/roofline
-// ratio (`--unmeasured scaled`), (c) the shape-aware fallback, a power-law fit per kind of measured
-// against size (the roofline time without the launch; `--unmeasured shape`), and (d) its
-// alternative, the median ratio of the k configurations nearest in size. Per kind and overall: the median and 90th
+// ratio (`--unmeasured scaled`), then the shape-aware fallbacks (cost/shape_curve.hpp): (c) a
+// power-law fit per kind of the ratio against size (the roofline time without the launch), (d) the
+// median ratio of the k configurations nearest in size, and each of them never below the kind's
+// median, (e) and (f); (f) is `--unmeasured shape`. Per kind and overall: the median and 90th
 // percentile of |ln(predicted / measured)|, and the share predicted too cheap by more than 1.5x (what a search that
 // takes the cheapest candidates selects for). docs/cost.md ("Shape-aware fallback").
 #include <goopt/cost/scaled_roofline.hpp>
@@ -77,7 +78,11 @@ int main(int argc, char** argv) {
         cli.add_option("--k", k, "Neighbours of the nearest-configurations method")
             ->transform(bench::count(1, 100000))
             ->capture_default_str();
-        bool each = false;
+        bool each = false, apart = false;
+        cli.add_flag("--leave-out-same-size", apart,
+                     "Leave out with each configuration every other one of its kind within 1 % of its size (the same "
+                     "convolution with other padding, an input that is a weight in one and not in the other): a "
+                     "configuration a search makes is new, not a near copy of one measured");
         cli.add_flag("--each", each,
                      "Also print every configuration: its roofline and measured time, then each method's "
                      "ln(predicted / measured)");
@@ -125,8 +130,11 @@ int main(int argc, char** argv) {
         const std::vector<method> methods{
             {"roofline", std::nullopt},
             {"scaled (per-kind median)", cost::shape_options{.method = std::nullopt}},
-            {"shape (log-log fit)", cost::shape_options{cost::shape_method::loglog_fit, min_points, k}},
-            {concat("nearest ", k, " in size"), cost::shape_options{cost::shape_method::nearest, min_points, k}},
+            {"log-log fit", cost::shape_options{cost::shape_method::loglog_fit, min_points, k, false}},
+            {concat("nearest ", k, " in size"), cost::shape_options{cost::shape_method::nearest, min_points, k, false}},
+            {"fit, >= median", cost::shape_options{cost::shape_method::loglog_fit, min_points, k, true}},
+            {concat("shape: nearest ", k, ", >= median"),
+             cost::shape_options{cost::shape_method::nearest, min_points, k, true}},
         };
         std::vector<errors_of_method> errors;
         std::vector<cost::kind_point> others;
@@ -136,8 +144,12 @@ int main(int argc, char** argv) {
                 const auto& p = points[i];
                 double predicted = p.times.roofline;
                 if (m.options) {
-                    others.assign(points.begin(), points.end());
-                    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+                    others.clear();
+                    for (std::size_t j = 0; j < points.size(); ++j) {
+                        const bool alike = points[j].kind == p.kind &&
+                                           std::abs(std::log(points[j].times.size / p.times.size)) < std::log(1.01);
+                        if (j != i && !(apart && alike)) others.push_back(points[j]);
+                    }
                     const auto s = cost::scaled_roofline::from_points(others, *m.options);
                     predicted *= s.factor(p.kind, p.times.size);
                 }
@@ -166,6 +178,7 @@ int main(int argc, char** argv) {
                                {"configurations", points.size()},
                                {"min_points", min_points},
                                {"k", k},
+                               {"leave_out_same_size", apart},
                                {"methods", nlohmann::json::array()}};
         std::printf("|ln(predicted/measured)| median / 90th percentile, share predicted > 1.5x too cheap\n");
         std::printf("%-18s %5s", "kind", "n");

@@ -88,7 +88,7 @@ TEST_CASE("shape-aware fallback: a power law of the roofline time is recovered, 
     for (graph::op_id o = 0; o < g.num_ops(); ++o)
         if (g.get_op(o).kind == op_kind::matmul && g.get_op(o).name != "m2_64")
             t.set(cost::op_config_key(g, o), law(cost::roofline_model{}.op_time(g, o, d)));
-    const cost::shape_options fit{.method = cost::shape_method::loglog_fit, .min_points = 3};
+    const cost::shape_options fit{.method = cost::shape_method::loglog_fit, .min_points = 3, .at_least_median = false};
     const auto shaped = cost::scaled_roofline::fit_shape(t, d, fit);
     REQUIRE(shaped.curves().count(op_kind::matmul) == 1);
     const auto& curve = shaped.curves().at(op_kind::matmul);
@@ -106,6 +106,13 @@ TEST_CASE("shape-aware fallback: a power law of the roofline time is recovered, 
     // outside the sizes measured the factor is the one at the nearest end, not extrapolated
     const double largest = cost::roofline_model{}.op_time(g, *g.find("m1024_1024"), d);
     CHECK(shaped.factor(op_kind::matmul, 100 * largest) == doctest::Approx(shaped.factor(op_kind::matmul, largest)));
+    // never below the median (the default): the large ones, cheaper than the median, take the median
+    auto floored_options = fit;
+    floored_options.at_least_median = true;
+    const auto floored = cost::scaled_roofline::fit_shape(t, d, floored_options);
+    CHECK(shaped.factor(op_kind::matmul, largest) < median.factor(op_kind::matmul));
+    CHECK(floored.factor(op_kind::matmul, largest) == median.factor(op_kind::matmul));
+    CHECK(floored.op_time(g, unmeasured, d) == doctest::Approx(truth).epsilon(1e-9));  // dearer than the median
 }
 
 TEST_CASE("shape-aware fallback: the median ratio of the k configurations nearest in size") {

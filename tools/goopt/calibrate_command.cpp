@@ -64,7 +64,8 @@ void cost_table_flags::add_flags(CLI::App& app) {
                    "With --cost-table: what a configuration the table lacks costs: the roofline scaled by the "
                    "table's measured/roofline ratio (per op kind, the median over the graph's measured "
                    "configurations; else over all kinds), shape (the same, but for a kind with 5 or more "
-                   "configurations in the table, the median ratio of the 5 nearest in size: docs/cost.md), the "
+                   "configurations in the table, the median ratio of the 5 nearest in size, never below the kind's: "
+                   "docs/cost.md), the "
                    "roofline itself (optimistic on a CPU runtime), or refuse (a million times the roofline: rewrites "
                    "into unmeasured configurations are never taken)")
         ->check(CLI::IsMember({"scaled", "shape", "roofline", "refuse"}))
@@ -116,9 +117,12 @@ std::string describe_fallback(const cost::scaled_roofline& s) {
     std::string shaped;  // the kinds whose factor follows the size (--unmeasured shape)
     for (const auto& [kind, curve] : s.curves())
         shaped += concat(shaped.empty() ? "" : ", ", ops::name(kind), " (", curve.points(), ")");
-    return concat(
-        "the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"),
-        shaped.empty() ? "" : concat("; by size, from the table's configurations nearest in size, for ", shaped));
+    return concat("the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"),
+                  shaped.empty()
+                      ? ""
+                      : concat("; by size (the median of the table's 5 configurations nearest in size, never below "
+                               "the kind's), for ",
+                               shaped));
 }
 
 std::string describe_coverage(const cost::table_coverage& c) {

@@ -40,6 +40,9 @@ struct shape_options {
     std::optional<shape_method> method = shape_method::nearest;  ///< by the measurement in docs/cost.md
     std::size_t min_points = 5;  ///< fewer: the kind's median (a line through 2-4 points is noise)
     std::size_t k = 5;           ///< shape_method::nearest's neighbours
+    /// never below the kind's median: a search takes the configurations its fallback makes too cheap,
+    /// so a curve may make a configuration dearer than the median says, never cheaper
+    bool at_least_median = true;  ///< by the measurement in docs/cost.md
 };
 
 /// @brief roofline time x a factor per op kind: the median, over the distinct configurations of that
@@ -92,7 +95,8 @@ public:
     /// shape_curve.hpp) is `size` seconds: the kind's curve there where it has one, else factor(k).
     double factor(ops::op_kind k, double size) const {
         if (size > 0)
-            if (const auto it = curves_.find(k); it != curves_.end()) return it->second.factor(size);
+            if (const auto it = curves_.find(k); it != curves_.end())
+                return at_least_median_ ? std::max(it->second.factor(size), factor(k)) : it->second.factor(size);
         return factor(k);
     }
     /// The size of a configuration whose roofline time on `d` is `roofline`: that time without the launch.
@@ -127,6 +131,7 @@ public:
 private:
     std::map<ops::op_kind, double> by_kind_{};
     std::map<ops::op_kind, shape_curve> curves_{};
+    bool at_least_median_ = false;
     double overall_ = 1.0;
 };
 
@@ -154,6 +159,7 @@ inline scaled_roofline scaled_roofline::from_points(std::span<const kind_point> 
         all.push_back(p.times.measured / p.times.roofline);
     }
     scaled_roofline s;
+    s.at_least_median_ = options.at_least_median;
     if (!all.empty()) s.overall_ = detail::median(all);
     for (auto& [kind, kind_points] : by_kind) {
         std::vector<double> ratios;
