@@ -63,11 +63,10 @@ void cost_table_flags::add_flags(CLI::App& app) {
     app.add_option("--unmeasured", fallback,
                    "With --cost-table: what a configuration the table lacks costs: the roofline scaled by the "
                    "table's measured/roofline ratio (per op kind, the median over the graph's measured "
-                   "configurations; else over all kinds), shape (the same, but for a kind with 5 or more "
-                   "configurations in the table, the median ratio of the 5 nearest in size, never below the kind's: "
-                   "docs/cost.md), the "
-                   "roofline itself (optimistic on a CPU runtime), or refuse (a million times the roofline: rewrites "
-                   "into unmeasured configurations are never taken)")
+                   "configurations; else over all kinds), shape (the same over the whole table, but for a kind "
+                   "with 5 or more configurations, the median ratio of the 5 nearest in size, never below the "
+                   "kind's: docs/cost.md), the roofline itself (optimistic on a CPU runtime), or refuse (a million "
+                   "times the roofline: rewrites into unmeasured configurations are never taken)")
         ->check(CLI::IsMember({"scaled", "shape", "roofline", "refuse"}))
         ->capture_default_str();
     app.add_option("--ort-dir", ort_dir,

@@ -53,7 +53,8 @@ struct shape_options {
 /// that it cannot make the unmeasured configurations of other kinds free.
 /// A fused group's roofline time is scaled by its members' factors weighted by their roofline times.
 /// Shape-aware (fit_shape), a kind with at least `min_points` measured configurations takes its
-/// factor from a shape_curve of them at the op's roofline time instead of their median.
+/// factor from a shape_curve of them at the op's size (its roofline time less the launch), never
+/// below their median unless shape_options say otherwise.
 /// The factors are fixed when the model is made, so a search given the same table costs the same.
 class scaled_roofline {
 public:
