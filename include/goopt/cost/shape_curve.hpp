@@ -73,6 +73,7 @@ public:
         c.log_size_ = std::move(x);
         c.log_ratio_ = std::move(r);
         if (method == shape_method::loglog_fit) c.fit_line();
+        else c.window_medians();
         return c;
     }
 
@@ -124,15 +125,24 @@ private:
             else if (x - log_size_[lo - 1] <= log_size_[hi] - x) --lo;
             else ++hi;
         }
-        std::vector<double> r(log_ratio_.begin() + static_cast<std::ptrdiff_t>(lo),
-                              log_ratio_.begin() + static_cast<std::ptrdiff_t>(hi));
-        std::sort(r.begin(), r.end());
-        return r.size() % 2 ? r[r.size() / 2] : (r[r.size() / 2 - 1] + r[r.size() / 2]) / 2;
+        return window_median_[lo];
+    }
+
+    /// The median log ratio of every window of k consecutive points, by its first point: a search
+    /// asks for factors millions of times, the windows are known when the curve is made.
+    void window_medians() {
+        const std::size_t n = log_size_.size(), k = std::min(k_, n);
+        for (std::size_t lo = 0; lo + k <= n; ++lo) {
+            std::vector<double> r(log_ratio_.begin() + static_cast<std::ptrdiff_t>(lo),
+                                  log_ratio_.begin() + static_cast<std::ptrdiff_t>(lo + k));
+            std::sort(r.begin(), r.end());
+            window_median_.push_back(r.size() % 2 ? r[r.size() / 2] : (r[r.size() / 2 - 1] + r[r.size() / 2]) / 2);
+        }
     }
 
     shape_method method_ = shape_method::loglog_fit;
     std::size_t k_ = 5;
-    std::vector<double> log_size_{}, log_ratio_{};
+    std::vector<double> log_size_{}, log_ratio_{}, window_median_{};
     double slope_ = 0, intercept_ = 0;
 };
 
