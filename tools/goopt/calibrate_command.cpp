@@ -63,9 +63,11 @@ void cost_table_flags::add_flags(CLI::App& app) {
     app.add_option("--unmeasured", fallback,
                    "With --cost-table: what a configuration the table lacks costs: the roofline scaled by the "
                    "table's measured/roofline ratio (per op kind, the median over the graph's measured "
-                   "configurations; else over all kinds), the roofline itself (optimistic on a CPU runtime), or refuse "
-                   "(a million times the roofline: rewrites into unmeasured configurations are never taken)")
-        ->check(CLI::IsMember({"scaled", "roofline", "refuse"}))
+                   "configurations; else over all kinds), shape (the same over the whole table, but for a kind "
+                   "with 5 or more configurations, the median ratio of the 5 nearest in size, never below the "
+                   "kind's: docs/cost.md), the roofline itself (optimistic on a CPU runtime), or refuse (a million "
+                   "times the roofline: rewrites into unmeasured configurations are never taken)")
+        ->check(CLI::IsMember({"scaled", "shape", "roofline", "refuse"}))
         ->capture_default_str();
     app.add_option("--ort-dir", ort_dir,
                    "Where onnxruntime-node is installed (./bootstrap.sh ort): its version is checked against the "
@@ -91,6 +93,10 @@ cost::measured_model<cost::scaled_roofline> cost_model_of(const cost_table_flags
                                                           const graph::computation_graph& g,
                                                           const device::device_spec& d) {
     if (f.fallback == "roofline") return cost::measured_model<cost::scaled_roofline>(std::move(table));
+    if (f.fallback == "shape") {
+        auto fallback = cost::scaled_roofline::fit_shape(table, d);  // before the table moves
+        return cost::measured_model<cost::scaled_roofline>(std::move(table), std::move(fallback));
+    }
     if (f.fallback == "refuse")
         return cost::measured_model<cost::scaled_roofline>(
             std::move(table), cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
@@ -107,7 +113,15 @@ std::string describe_fallback(const cost::scaled_roofline& s) {
     std::string kinds;
     for (const auto& [kind, factor] : s.by_kind())
         kinds += concat(kinds.empty() ? "" : ", ", ops::name(kind), " ", ratio(factor));
-    return concat("the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"));
+    std::string shaped;  // the kinds whose factor follows the size (--unmeasured shape)
+    for (const auto& [kind, curve] : s.curves())
+        shaped += concat(shaped.empty() ? "" : ", ", ops::name(kind), " (", curve.points(), ")");
+    return concat("the roofline x ", ratio(s.overall()), kinds.empty() ? "" : concat(" (per kind: ", kinds, ")"),
+                  shaped.empty()
+                      ? ""
+                      : concat("; by size (the median of the table's 5 configurations nearest in size, never below "
+                               "the kind's), for ",
+                               shaped));
 }
 
 std::string describe_coverage(const cost::table_coverage& c) {

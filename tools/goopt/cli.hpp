@@ -69,7 +69,8 @@ struct cost_table_flags {
     std::string file{}, ort_dir = default_ort_dir();
     std::int64_t threads = 1;
     bool accept_foreign = false;
-    std::string fallback = "scaled";  ///< --unmeasured: scaled (cost::scaled_roofline fitted on the graph) or roofline
+    std::string fallback = "scaled";  ///< --unmeasured: scaled (cost::scaled_roofline fitted on the graph), shape
+                                      ///< (scaled_roofline::fit_shape on the table), roofline or refuse
     void add_flags(CLI::App& app);
 };
 /// The cost model of a search from `g` on `d` with `table` (what --unmeasured says costs the rest).

@@ -5,11 +5,14 @@
 /// is far from a given runtime (the CPU preset's is 2-20x faster than onnxruntime on one thread,
 /// docs/cost.md), so a search on a partly measured table, costing the unmeasured configurations by it,
 /// prefers rewrites into configurations nobody measured; scaled by the measured/roofline ratio of the
-/// configurations that were measured, the fallback errs as often high as low.
+/// configurations that were measured, the fallback errs as often high as low. Shape-aware
+/// (fit_shape), a kind's factor also follows the configuration's size (cost/shape_curve.hpp).
 
 #include <goopt/cost/cost_table.hpp>
 #include <goopt/cost/op_config.hpp>
+#include <goopt/cost/op_config_graph.hpp>
 #include <goopt/cost/roofline_model.hpp>
+#include <goopt/cost/shape_curve.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
@@ -18,12 +21,29 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace goopt::cost {
+
+/// A measured configuration of op kind `kind`, for from_points.
+struct kind_point {
+    ops::op_kind kind{};
+    fallback_point times{};
+};
+/// How fit_shape / from_points follow the shapes: none (one factor per kind, as fit does), or a
+/// shape_curve per kind with at least `min_points` points.
+struct shape_options {
+    std::optional<shape_method> method = shape_method::nearest;  ///< by the measurement in docs/cost.md
+    std::size_t min_points = 5;  ///< fewer: the kind's median (a line through 2-4 points is noise)
+    std::size_t k = 5;           ///< shape_method::nearest's neighbours
+    /// never below the kind's median: a search takes the configurations its fallback makes too cheap,
+    /// so a curve may make a configuration dearer than the median says, never cheaper
+    bool at_least_median = true;  ///< by the measurement in docs/cost.md
+};
 
 /// @brief roofline time x a factor per op kind: the median, over the distinct configurations of that
 /// kind that a table measured, of measured time / roofline time on the device the table stands for;
@@ -32,6 +52,9 @@ namespace goopt::cost {
 /// table subtracts) says the op is too small to time, not that it is free: it gives no ratio, so
 /// that it cannot make the unmeasured configurations of other kinds free.
 /// A fused group's roofline time is scaled by its members' factors weighted by their roofline times.
+/// Shape-aware (fit_shape), a kind with at least `min_points` measured configurations takes its
+/// factor from a shape_curve of them at the op's size (its roofline time less the launch), never
+/// below their median unless shape_options say otherwise.
 /// The factors are fixed when the model is made, so a search given the same table costs the same.
 class scaled_roofline {
 public:
@@ -53,11 +76,36 @@ public:
     static scaled_roofline fit(const cost_table& table, std::span<const graph::computation_graph* const> graphs,
                                std::span<const std::vector<bool>> counted, const D& device);
 
-    /// The factor of op kind `k`.
+    /// The factors of `points` (each time > 0): per kind the median ratio, over all kinds the median
+    /// ratio, and with options.method a curve for each kind with enough points. The order of
+    /// `points` never matters.
+    static scaled_roofline from_points(std::span<const kind_point> points, const shape_options& options);
+
+    /// Shape-aware factors from every single-op configuration `table` measured (rebuilt from its key,
+    /// cost/op_config_graph.hpp; one that cannot be rebuilt is left out), their roofline times taken
+    /// on `device`. They depend on the table alone: a search from any graph with it costs the same.
+    template <device::DeviceModel D>
+    static scaled_roofline fit_shape(const cost_table& table, const D& device, const shape_options& options = {});
+
+    /// The factor of op kind `k` for no size in particular: its median ratio.
     double factor(ops::op_kind k) const {
         const auto it = by_kind_.find(k);
         return it == by_kind_.end() ? overall_ : it->second;
     }
+    /// The factor of a configuration of kind `k` whose size (roofline time without the launch,
+    /// shape_curve.hpp) is `size` seconds: the kind's curve there where it has one, else factor(k).
+    double factor(ops::op_kind k, double size) const {
+        if (size > 0)
+            if (const auto it = curves_.find(k); it != curves_.end())
+                return at_least_median_ ? std::max(it->second.factor(size), factor(k)) : it->second.factor(size);
+        return factor(k);
+    }
+    /// The size of a configuration whose roofline time on `d` is `roofline`: that time without the launch.
+    template <device::DeviceModel D> static double size_of(double roofline, const D& d) {
+        return roofline - device::device_traits<D>::launch_overhead(d);
+    }
+    /// The kinds whose factor follows the shape.
+    const std::map<ops::op_kind, shape_curve>& curves() const noexcept { return curves_; }
     /// The factor of kinds with no measured configuration.
     double overall() const noexcept { return overall_; }
     /// The factors of the kinds with measured configurations.
@@ -65,7 +113,8 @@ public:
 
     template <device::DeviceModel D>
     double op_time(const graph::computation_graph& g, graph::op_id o, const D& d) const {
-        return roofline_model{}.op_time(g, o, d) * factor(g.get_op(o).kind);
+        const double t = roofline_model{}.op_time(g, o, d);
+        return t * factor(g.get_op(o).kind, size_of(t, d));
     }
 
     template <device::DeviceModel D>
@@ -74,7 +123,7 @@ public:
         for (graph::op_id o : group) {
             const double t = roofline_model{}.op_time(g, o, d);
             plain += t;
-            scaled += t * factor(g.get_op(o).kind);
+            scaled += t * factor(g.get_op(o).kind, size_of(t, d));
         }
         const double fused = roofline_model{}.group_time(g, group, d);
         return plain > 0 ? fused * (scaled / plain) : fused * overall_;
@@ -82,6 +131,8 @@ public:
 
 private:
     std::map<ops::op_kind, double> by_kind_{};
+    std::map<ops::op_kind, shape_curve> curves_{};
+    bool at_least_median_ = false;
     double overall_ = 1.0;
 };
 
@@ -101,11 +152,31 @@ inline double median(std::vector<double>& v) {
 
 }  // namespace detail
 
+inline scaled_roofline scaled_roofline::from_points(std::span<const kind_point> points, const shape_options& options) {
+    std::map<ops::op_kind, std::vector<fallback_point>> by_kind;
+    std::vector<double> all;
+    for (const auto& p : points) {
+        by_kind[p.kind].push_back(p.times);
+        all.push_back(p.times.measured / p.times.roofline);
+    }
+    scaled_roofline s;
+    s.at_least_median_ = options.at_least_median;
+    if (!all.empty()) s.overall_ = detail::median(all);
+    for (auto& [kind, kind_points] : by_kind) {
+        std::vector<double> ratios;
+        for (const auto& p : kind_points) ratios.push_back(p.measured / p.roofline);
+        s.by_kind_.emplace(kind, detail::median(ratios));
+        std::erase_if(kind_points, [](const fallback_point& p) { return !(p.size > 0); });  // no size to place it at
+        if (options.method && kind_points.size() >= std::max<std::size_t>(options.min_points, 1))
+            s.curves_.emplace(kind, shape_curve::fit(std::move(kind_points), *options.method, options.k));
+    }
+    return s;
+}
+
 template <device::DeviceModel D>
 scaled_roofline scaled_roofline::fit(const cost_table& table, std::span<const graph::computation_graph* const> graphs,
                                      std::span<const std::vector<bool>> counted, const D& device) {
-    std::map<ops::op_kind, std::vector<double>> ratios;
-    std::vector<double> all;
+    std::vector<kind_point> points;
     std::set<std::string, std::less<>> seen;
     for (std::size_t k = 0; k < graphs.size(); ++k) {
         const auto& g = *graphs[k];
@@ -117,14 +188,28 @@ scaled_roofline scaled_roofline::fit(const cost_table& table, std::span<const gr
             if (!measured || !(*measured > 0) || !seen.insert(std::move(key)).second) continue;
             const double roof = roofline_model{}.op_time(g, o, device);
             if (!(roof > 0)) continue;
-            ratios[g.get_op(o).kind].push_back(*measured / roof);
-            all.push_back(*measured / roof);
+            points.push_back({g.get_op(o).kind, {roof, *measured, size_of(roof, device)}});
         }
     }
-    scaled_roofline s;
-    if (!all.empty()) s.overall_ = detail::median(all);
-    for (auto& [kind, r] : ratios) s.by_kind_.emplace(kind, detail::median(r));
-    return s;
+    return from_points(points, shape_options{.method = std::nullopt});
+}
+
+template <device::DeviceModel D>
+scaled_roofline scaled_roofline::fit_shape(const cost_table& table, const D& device, const shape_options& options) {
+    std::vector<kind_point> points;
+    for (const auto& [key, seconds] : table.seconds) {
+        if (!(seconds > 0) || key.starts_with("group{")) continue;  // 0: too small to time, not free
+        std::optional<graph::computation_graph> g;
+        try {
+            g = op_config_graph(key);
+        } catch (const error&) {
+            continue;  // a key of an op the op table no longer builds so: no roofline time to compare
+        }
+        const auto o = static_cast<graph::op_id>(g->num_ops() - 1);
+        const double roof = roofline_model{}.op_time(*g, o, device);
+        if (roof > 0) points.push_back({g->get_op(o).kind, {roof, seconds, size_of(roof, device)}});
+    }
+    return from_points(points, options);
 }
 
 }  // namespace goopt::cost
