@@ -5,7 +5,7 @@
 // 1 and 2 threads, compares their outputs on random inputs in [-1, 1] and times both, interleaved.
 //
 //   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
-//           [--cost-model roofline|measured --cost-table FILE] [--unmeasured scaled|refuse]
+//           [--cost-model roofline|measured --cost-table FILE] [--unmeasured scaled|shape|refuse]
 //           [--min-gain G] [--runtime-gate G] [--control] [--batch N]...
 //
 // With --cost-model measured the search costs ops by a table 'goopt calibrate' measured on this
@@ -254,9 +254,10 @@ int run(int argc, char** argv) {
                    "the gain both models predict")
         ->type_name("FILE");
     cli.add_option("--unmeasured", unmeasured,
-                   "What the measured search costs a configuration the table lacks: the scaled roofline, or "
-                   "about a second (refuse: its result is fully measured)")
-        ->check(CLI::IsMember({"scaled", "refuse"}))
+                   "What the measured search costs a configuration the table lacks: the scaled roofline, the "
+                   "roofline scaled by the kind's factor at that size (shape), or about a second (refuse: its "
+                   "result is fully measured)")
+        ->check(CLI::IsMember({"scaled", "shape", "refuse"}))
         ->capture_default_str();
     cli.add_option("--min-gain", min_gain,
                    "Hand back the original file where the search's model predicts a gain below this fraction")
@@ -294,10 +295,11 @@ int run(int argc, char** argv) {
     if (unmeasured == "refuse" && cost_flag != "measured")
         throw error("flag --unmeasured", "refuse without --cost-model measured", "--cost-model measured");
     const auto table = table_file.empty() ? cost::cost_table{} : read_table(table_file, ort_dir);
-    const std::string cost_model =
-        cost_flag == "roofline"
-            ? "roofline, CPU preset (Xeon 8380)"
-            : concat("measured (", table_file, "), else ", unmeasured == "refuse" ? "refused" : "scaled roofline");
+    const std::string cost_model = cost_flag == "roofline" ? "roofline, CPU preset (Xeon 8380)"
+                                                           : concat("measured (", table_file, "), else ",
+                                                                    unmeasured == "refuse"  ? "refused"
+                                                                    : unmeasured == "shape" ? "scaled roofline by size"
+                                                                                            : "scaled roofline");
     const std::string threads = table_file.empty() ? std::string("1,2") : std::to_string(table.environment.threads);
     std::vector<double> predicted_gains, measured_gains, roofline_gains, table_gains;
 
@@ -332,8 +334,12 @@ int run(int argc, char** argv) {
                 if (b + 1 == batches.size() && rows.size() == first_row) batches.push_back(own_batch);
                 continue;
             }
+            // scaled: one factor per kind from the graph's own configurations; shape: the kind's factor
+            // also follows the configuration's size, fitted on the whole table (cost/shape_curve.hpp)
             const auto measured_model =
-                cost::unbiased_model(table, model.graph, subst::runs_per_inference(model.graph), cpu);
+                unmeasured == "shape"
+                    ? cost::measured_model<cost::scaled_roofline>(table, cost::scaled_roofline::fit_shape(table, cpu))
+                    : cost::unbiased_model(table, model.graph, subst::runs_per_inference(model.graph), cpu);
             const auto refusing = cost::measured_model<cost::scaled_roofline>(
                 table, cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
             auto r = cost_flag == "roofline"
