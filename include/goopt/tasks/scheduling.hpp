@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace goopt::tasks {
@@ -35,7 +36,58 @@ struct scheduling_config {
     /// twice over, so any op can be moved before or after any other.
     double step = 0.1;
     level_spacing spacing = level_spacing::linear;
+    /// Decide only the ops at a choice point of the base schedule (ops_at_choice_points); the others
+    /// keep the base priority. Where no device ever has two ops ready at once, every op is decided
+    /// (no order changes anything there). Why: a priority matters only where a device falls idle with
+    /// several ops ready, so levels sampled elsewhere add noise to the policy gradient and nothing to
+    /// the step; rounds (tasks::train_scheduling) re-base, so the next round sees the choice points
+    /// the new order makes.
+    bool choice_points_only = false;
 };
+
+/// @brief The ops whose priority the list scheduler consulted in a traced run `r` of `g`: for every
+/// start on a device, the ops of that device ready by then (their inputs produced there, or copied
+/// in) and not started before; where two or more are, the scheduler chose among them and each of
+/// them is marked. An op elsewhere started the moment it was ready with nothing else waiting, so its
+/// priority did not matter to this schedule.
+inline std::vector<std::uint8_t> ops_at_choice_points(const graph::computation_graph& g,
+                                                      const sim::simulation_result& r) {
+    const std::size_t n = g.num_ops();
+    std::vector<double> start(n, 0.0), end(n, 0.0), ready(n, 0.0);
+    std::vector<std::uint32_t> device(n, 0);
+    std::vector<std::uint8_t> traced(n, 0), marked(n, 0);
+    std::size_t devices = 0;
+    for (const auto& e : r.ops) {
+        start[e.op] = e.start;
+        end[e.op] = e.end;
+        device[e.op] = e.device;
+        traced[e.op] = 1;
+        devices = std::max<std::size_t>(devices, e.device + 1);
+    }
+    std::unordered_map<std::uint64_t, double> arrival;  // (tensor, destination) -> end of its copy
+    for (const auto& x : r.transfers) arrival[(std::uint64_t{x.tensor} << 32) | x.to] = x.end;
+    for (graph::op_id o = 0; o < n; ++o) {
+        if (!traced[o]) continue;
+        for (graph::tensor_id t : g.get_op(o).inputs) {
+            const graph::op_id p = g.producer(t);
+            if (!traced[p]) continue;
+            const auto copy = arrival.find((std::uint64_t{t} << 32) | device[o]);
+            ready[o] = std::max(ready[o], device[p] == device[o] || copy == arrival.end() ? end[p] : copy->second);
+        }
+    }
+    std::vector<std::vector<graph::op_id>> order(devices);  // per device, in start order (the trace's)
+    for (const auto& e : r.ops) order[e.device].push_back(e.op);
+    for (const auto& ops : order)
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            const double at = start[ops[i]];
+            std::size_t waiting = 0;
+            for (std::size_t j = i; j < ops.size(); ++j) waiting += ready[ops[j]] <= at ? 1 : 0;
+            if (waiting < 2) continue;
+            for (std::size_t j = i; j < ops.size(); ++j)
+                if (ready[ops[j]] <= at) marked[ops[j]] = 1;
+        }
+    return marked;
+}
 
 /// @brief Scheduling as a tasks::Decider (run it with tasks::simulated_task and tasks::train): one
 /// priority level per computing op on `placement`; decision = the placement with priorities
@@ -75,7 +127,14 @@ public:
                         "a graph and placement with at least two computing ops on one device");
         const auto [lo, hi] = std::minmax_element(base_.begin(), base_.end());
         scale_ = c.step * std::max({1e-12, *hi, -*lo});
-        reference_ = s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = false}).step_time;
+        const auto base_run =
+            s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = c.choice_points_only});
+        reference_ = base_run.step_time;
+        if (c.choice_points_only) {
+            auto chosen = ops_at_choice_points(g, base_run);
+            for (graph::op_id o = 0; o < g.num_ops(); ++o) chosen[o] = chosen[o] && active_[o];
+            if (std::find(chosen.begin(), chosen.end(), std::uint8_t{1}) != chosen.end()) active_ = std::move(chosen);
+        }
         if (!(reference_ > 0))
             throw error("tasks::scheduling_decider", "the base schedule's step takes no time",
                         "a graph with work to schedule");
