@@ -5,6 +5,7 @@
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
+//             [--schedule-features]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -19,7 +20,8 @@
 // the policy starting at the middle level (tasks::start_from_middle_level: that order itself), with
 // --schedule-samples per update, the updates split into --schedule-stages rounds, each a fresh policy
 // around the best order of the rounds before (tasks::train_scheduling); --schedule-choice-points decides
-// only the ops at a choice point of each round's base order (scheduling_config::choice_points_only). fusion: on that
+// only the ops at a choice point of each round's base order (scheduling_config::choice_points_only),
+// --schedule-features shows the policy the base schedule (scheduling_config::schedule_features). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -83,6 +85,7 @@ struct settings {
     double schedule_prior = 4;            ///< tasks::start_from_middle_level's prior: ~4 % of ops leave the middle
     std::size_t schedule_stages = 4;      ///< rounds, each re-based on the best order of the rounds before
     bool schedule_choice_points = false;  ///< scheduling_config::choice_points_only
+    bool schedule_features = false;       ///< scheduling_config::schedule_features
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -147,6 +150,7 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
 template <class Task> nn::go_policy<float> fresh_policy(Task& task, std::mt19937_64& rng) {
     nn::policy_config pc = network;
     pc.task_choices = {task.num_choices()};
+    if constexpr (requires { task.num_features(); }) pc.features = task.num_features();
     nn::go_policy<float> net(pc, rng);
     if constexpr (rl::GuidedEnvironment<Task>)
         if (task.guided()) tasks::start_from_heuristic(net);
@@ -215,9 +219,10 @@ template <class Sim>
 seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<double>& base, const settings& st) {
     settings sched = st;
     sched.samples = st.schedule_samples;
-    const tasks::scheduling_rounds_config rounds{.rounds = st.schedule_stages,
-                                                 .prior = st.schedule_prior,
-                                                 .levels = {.choice_points_only = st.schedule_choice_points}};
+    const tasks::scheduling_rounds_config rounds{
+        .rounds = st.schedule_stages,
+        .prior = st.schedule_prior,
+        .levels = {.choice_points_only = st.schedule_choice_points, .schedule_features = st.schedule_features}};
     seeds_result r;
     for (std::uint64_t seed : sched.seeds) {
         std::mt19937_64 rng(seed);
@@ -344,6 +349,9 @@ int run(int argc, char** argv) {
     cli.add_flag("--schedule-choice-points", st.schedule_choice_points,
                  "Scheduling rows: decide only the ops at a choice point of each round's base order (where a "
                  "device had several ops ready)");
+    cli.add_flag("--schedule-features", st.schedule_features,
+                 "Scheduling rows: the policy also sees each op's device, base priority, slack, start and "
+                 "choice point in the base schedule");
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())

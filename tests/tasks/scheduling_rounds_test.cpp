@@ -1,5 +1,6 @@
 // tasks::train_scheduling: rounds of fresh policies, each re-based on the best order so far, reach
 // the optimum a brute force over every priority order finds; bad configurations are refused.
+#include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
 #include <goopt/tasks/scheduling_rounds.hpp>
@@ -96,7 +97,9 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
     const tasks::train_config tc{
         .ppo = {.updates = 12, .samples_per_update = 32, .minibatch = 32, .learning_rate = 3e-3}};
     std::mt19937_64 rng(5);
-    const auto r = tasks::train_scheduling(s, p, {}, make_net, tc, rng, rl::null_visitor{}, {.rounds = 4, .prior = 4});
+    // levels a quarter of the largest rank apart: Johnson's order is a few levels from the upward rank's
+    const tasks::scheduling_rounds_config rounds{.rounds = 4, .prior = 2, .levels = {.step = 0.25}};
+    const auto r = tasks::train_scheduling(s, p, {}, make_net, tc, rng, rl::null_visitor{}, rounds);
     CHECK(r.best_from != tasks::best_source::incumbent);
     CHECK(r.best.decision.placement == p);
     CHECK(r.best.result.step_time == doctest::Approx(optimum));
@@ -108,6 +111,7 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
     std::mt19937_64 again(5);
     const auto r2 =
         tasks::train_scheduling(s, p, {}, make_net, tc, again, rl::null_visitor{}, {.rounds = 4, .prior = 4});
+    MESSAGE("first ", r.best_index, " from ", int(r.best_from), "; again ", r2.best_index, " from ", int(r2.best_from));
     CHECK(r2.best.decision.priorities == r.best.decision.priorities);
     CHECK(r2.best_index == r.best_index);
 }
@@ -146,4 +150,52 @@ TEST_CASE("train_scheduling: an incumbent competes in the first round; bad confi
                          doctest::Contains("rounds 1 for those"), error);
     CHECK_THROWS_WITH_AS(tasks::train_scheduling(s, p, std::vector<double>(3, 0.0), make_net, one, rng),
                          doctest::Contains("one finite priority per op"), error);
+}
+
+TEST_CASE("scheduling task: the ops at choice points of the base schedule, as the action space and as features") {
+    const auto g = flow_shop();
+    const rounds_test_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
+    const auto cl = device::cluster<rounds_test_device>::all_to_all(rounds_test_device{}, 2, 1e15, 0.0);
+    sim::simulator s(g, cl, cost);
+    const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
+    // the upward rank: a3 (rank 8) first while all four a are ready; b3 then starts alone at 3 s
+    const auto base = baselines::critical_path_priorities(s, p);
+    const auto chosen = tasks::ops_at_choice_points(g, s.run(p, {.priorities = base}));
+    CHECK(chosen[0] == 0);  // the input
+    for (graph::op_id a : {1, 3, 5, 7}) CHECK(chosen[a] == 1);
+    CHECK(chosen[6] == 0);  // b3
+    const tasks::scheduling_decider only(s, p, {.choice_points_only = true});
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) CHECK(only.active()[o] == chosen[o]);
+    // levels of an op off the choice points change nothing
+    auto acts = only.heuristic_actions();
+    acts[6] = 0;
+    CHECK(only.decide(acts).priorities == base);
+
+    const tasks::scheduling_decider plain(s, p);
+    CHECK(plain.extra_features().cols() == 0);
+    CHECK(tasks::simulated_task(g, cl, plain, cost).num_features() == nn::num_node_features);
+    const tasks::scheduling_decider seen(s, p, {.schedule_features = true});
+    const auto& x = seen.extra_features();
+    REQUIRE(x.rows() == static_cast<Eigen::Index>(g.num_ops()));
+    REQUIRE(x.cols() == 5);
+    CHECK(x(1, 4) > x(6, 4));  // a1 at a choice point, b3 not
+    CHECK(x(2, 0) > x(1, 0));  // b1 on device 1, a1 on device 0
+    CHECK(x(5, 1) > x(1, 1));  // a3's rank above a1's
+    CHECK(x(2, 2) > x(6, 2));  // b1 waited (ready at 7 s, started at 8 s), b3 did not
+    tasks::simulated_task task(g, cl, seen, cost);
+    CHECK(task.num_features() == nn::num_node_features + 5);
+    std::mt19937_64 rng(1);
+    const auto& f = task.observe(rng);
+    CHECK(f.x(6, static_cast<Eigen::Index>(nn::num_node_features) + 4) == doctest::Approx(x(6, 4)));
+    // a policy of that width trains on it
+    nn::go_policy<float> net({.features = task.num_features(),
+                              .hidden = 16,
+                              .sage_layers = 1,
+                              .shared_attention_layers = 1,
+                              .heads = 2,
+                              .segment = 8,
+                              .task_choices = {21}},
+                             rng);
+    const auto r = tasks::train(task, net, {.ppo = {.updates = 2, .samples_per_update = 4, .minibatch = 4}}, rng);
+    CHECK(r.samples == 8);
 }

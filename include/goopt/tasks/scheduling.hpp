@@ -14,6 +14,8 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulator.hpp>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -43,12 +45,17 @@ struct scheduling_config {
     /// the step; rounds (tasks::train_scheduling) re-base, so the next round sees the choice points
     /// the new order makes.
     bool choice_points_only = false;
+    /// Give the policy what the base schedule knows of each op (scheduling_decider::extra_features):
+    /// its device, base priority, slack (start - ready) and start in the base schedule, and whether
+    /// it was at a choice point. Why: graph features alone cannot tell which ops sit where a device
+    /// falls idle with several ops ready, the only places where a priority matters.
+    bool schedule_features = false;
 };
 
 /// @brief The ops whose priority the list scheduler consulted in a traced run `r` of `g`: for every
 /// start on a device, the ops of that device ready by then (their inputs produced there, or copied
 /// in) and not started before; where two or more are, the scheduler chose among them and each of
-/// them is marked. An op elsewhere started the moment it was ready with nothing else waiting, so its
+/// them is marked (sources never). An op elsewhere started the moment it was ready with nothing else waiting, so its
 /// priority did not matter to this schedule.
 inline std::vector<std::uint8_t> ops_at_choice_points(const graph::computation_graph& g,
                                                       const sim::simulation_result& r) {
@@ -76,7 +83,8 @@ inline std::vector<std::uint8_t> ops_at_choice_points(const graph::computation_g
         }
     }
     std::vector<std::vector<graph::op_id>> order(devices);  // per device, in start order (the trace's)
-    for (const auto& e : r.ops) order[e.device].push_back(e.op);
+    for (const auto& e : r.ops)  // sources (inputs, weights) take no time and carry no priority
+        if (!g.get_op(e.op).spec().has(ops::source)) order[e.device].push_back(e.op);
     for (const auto& ops : order)
         for (std::size_t i = 0; i < ops.size(); ++i) {
             const double at = start[ops[i]];
@@ -127,9 +135,10 @@ public:
                         "a graph and placement with at least two computing ops on one device");
         const auto [lo, hi] = std::minmax_element(base_.begin(), base_.end());
         scale_ = c.step * std::max({1e-12, *hi, -*lo});
-        const auto base_run =
-            s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = c.choice_points_only});
+        const bool trace = c.choice_points_only || c.schedule_features;
+        const auto base_run = s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = trace});
         reference_ = base_run.step_time;
+        if (c.schedule_features) extra_ = base_features(g, s.cluster().num_devices(), base_run);
         if (c.choice_points_only) {
             auto chosen = ops_at_choice_points(g, base_run);
             for (graph::op_id o = 0; o < g.num_ops(); ++o) chosen[o] = chosen[o] && active_[o];
@@ -169,8 +178,52 @@ public:
     sim::decision heuristic_decision() const { return {.placement = placement_, .priorities = base_, .fusion = {}}; }
     /// Its simulated step, the reward's reference (seconds).
     double reference_step() const noexcept { return reference_; }
+    /// With scheduling_config::schedule_features, per op (z-scored over the ops like the graph's
+    /// node features): device / (devices - 1), base priority, slack and start in the base schedule
+    /// (start - ready, start; over the step), at a choice point (0/1). Without: no columns.
+    /// tasks::simulated_task appends them to the policy's input.
+    const Eigen::MatrixXd& extra_features() const noexcept { return extra_; }
 
 private:
+    Eigen::MatrixXd base_features(const graph::computation_graph& g, std::size_t devices,
+                                  const sim::simulation_result& r) const {
+        const std::size_t n = g.num_ops();
+        Eigen::MatrixXd x = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(n), 5);
+        const auto chosen = ops_at_choice_points(g, r);
+        for (graph::op_id o = 0; o < n; ++o) {
+            x(o, 0) = devices > 1 ? static_cast<double>(placement_[o]) / static_cast<double>(devices - 1) : 0.0;
+            x(o, 1) = base_[o];
+            x(o, 4) = chosen[o];
+        }
+        // slack: how long an op waited after its inputs were there (ops_at_choice_points' readiness)
+        std::unordered_map<std::uint64_t, double> arrival;
+        for (const auto& t : r.transfers) arrival[(std::uint64_t{t.tensor} << 32) | t.to] = t.end;
+        std::vector<double> end(n, 0.0);
+        std::vector<std::uint8_t> traced(n, 0);
+        for (const auto& e : r.ops) {
+            end[e.op] = e.end;
+            traced[e.op] = 1;
+        }
+        const double step = std::max(r.step_time, 1e-30);
+        for (const auto& e : r.ops) {
+            double at = 0;
+            for (graph::tensor_id t : g.get_op(e.op).inputs) {
+                const graph::op_id p = g.producer(t);
+                if (!traced[p]) continue;
+                const auto copy = arrival.find((std::uint64_t{t} << 32) | e.device);
+                at = std::max(at, placement_[p] == e.device || copy == arrival.end() ? end[p] : copy->second);
+            }
+            x(e.op, 2) = (e.start - at) / step;
+            x(e.op, 3) = e.start / step;
+        }
+        for (Eigen::Index j = 0; j < x.cols(); ++j) {
+            const double mean = x.col(j).mean();
+            const double var = (x.col(j).array() - mean).square().mean();
+            x.col(j) = (x.col(j).array() - mean) * (var > 1e-24 ? 1.0 / std::sqrt(var) : 0.0);
+        }
+        return x;
+    }
+
     /// The priority shift of `j` levels above the middle (negative: below).
     double shift(int j) const {
         if (config_.spacing == level_spacing::linear || j == 0) return j * scale_;
@@ -183,6 +236,7 @@ private:
     std::vector<std::uint8_t> active_;
     double scale_ = 1;
     double reference_ = 0;
+    Eigen::MatrixXd extra_;  ///< extra_features(): empty without scheduling_config::schedule_features
 };
 
 }  // namespace goopt::tasks
