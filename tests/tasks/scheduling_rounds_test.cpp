@@ -109,9 +109,7 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
 
     // the same seed gives the same result
     std::mt19937_64 again(5);
-    const auto r2 =
-        tasks::train_scheduling(s, p, {}, make_net, tc, again, rl::null_visitor{}, {.rounds = 4, .prior = 4});
-    MESSAGE("first ", r.best_index, " from ", int(r.best_from), "; again ", r2.best_index, " from ", int(r2.best_from));
+    const auto r2 = tasks::train_scheduling(s, p, {}, make_net, tc, again, rl::null_visitor{}, rounds);
     CHECK(r2.best.decision.priorities == r.best.decision.priorities);
     CHECK(r2.best_index == r.best_index);
 }

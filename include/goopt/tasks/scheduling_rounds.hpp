@@ -19,6 +19,7 @@
 #include <goopt/tasks/simulated_task.hpp>
 #include <goopt/tasks/train.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
