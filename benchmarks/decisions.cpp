@@ -4,7 +4,8 @@
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
-//             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4]
+//             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
+//             [--schedule-features]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -18,7 +19,9 @@
 // order, against learned priority levels (tasks::scheduling_decider) on the best of those three,
 // the policy starting at the middle level (tasks::start_from_middle_level: that order itself), with
 // --schedule-samples per update, the updates split into --schedule-stages rounds, each a fresh policy
-// around the best order of the rounds before. fusion: on that
+// around the best order of the rounds before (tasks::train_scheduling); --schedule-choice-points decides
+// only the ops at a choice point of each round's base order (scheduling_config::choice_points_only),
+// --schedule-features shows the policy the base schedule (scheduling_config::schedule_features). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -79,8 +82,10 @@ struct settings {
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
     std::size_t schedule_samples = 256;
-    double schedule_prior = 4;        ///< tasks::start_from_middle_level's prior: ~4 % of ops leave the middle
-    std::size_t schedule_stages = 4;  ///< rounds, each re-based on the best order of the rounds before
+    double schedule_prior = 4;            ///< tasks::start_from_middle_level's prior: ~4 % of ops leave the middle
+    std::size_t schedule_stages = 4;      ///< rounds, each re-based on the best order of the rounds before
+    bool schedule_choice_points = false;  ///< scheduling_config::choice_points_only
+    bool schedule_features = false;       ///< scheduling_config::schedule_features
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -145,6 +150,7 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
 template <class Task> nn::go_policy<float> fresh_policy(Task& task, std::mt19937_64& rng) {
     nn::policy_config pc = network;
     pc.task_choices = {task.num_choices()};
+    if constexpr (requires { task.num_features(); }) pc.features = task.num_features();
     nn::go_policy<float> net(pc, rng);
     if constexpr (rl::GuidedEnvironment<Task>)
         if (task.guided()) tasks::start_from_heuristic(net);
@@ -206,39 +212,24 @@ std::size_t choice_points(const graph::computation_graph& g, const sim::simulati
     return points;
 }
 
-/// The scheduling experiment's training, per seed: `stages` rounds of a fresh policy starting at the
-/// middle level of a scheduling_decider, each round's base order the best decision of the rounds
-/// before (the first: `base`), the updates split evenly; no incumbent.
+/// The scheduling experiment's training, per seed: tasks::train_scheduling's rounds (a fresh
+/// policy at the middle level per round, each re-based on the best order so far; the first base
+/// `base`), no incumbent.
 template <class Sim>
-seeds_result learn_schedule(Sim& s, const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
-                            const sim::placement& p, const std::vector<double>& base, const settings& st) {
+seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<double>& base, const settings& st) {
     settings sched = st;
     sched.samples = st.schedule_samples;
-    const std::size_t stages = std::min(st.schedule_stages, st.updates);
+    const tasks::scheduling_rounds_config rounds{
+        .rounds = st.schedule_stages,
+        .prior = st.schedule_prior,
+        .levels = {.choice_points_only = st.schedule_choice_points, .schedule_features = st.schedule_features}};
     seeds_result r;
     for (std::uint64_t seed : sched.seeds) {
         std::mt19937_64 rng(seed);
-        std::vector<double> order = base;
-        tasks::train_result best;
-        std::size_t samples = 0, updates = 0;
-        double seconds = 0;
-        for (std::size_t k = 0; k < stages; ++k) {
-            const tasks::scheduling_decider decider(s, p, {}, order);
-            tasks::simulated_task task(g, cl, decider);
-            auto net = fresh_policy(task, rng);
-            tasks::start_from_middle_level(net, st.schedule_prior);
-            settings part = sched;
-            part.updates = sched.updates / stages + (k < sched.updates % stages ? 1 : 0);
-            auto t = tasks::train(task, net, {.ppo = ppo_of(part)}, rng);
-            samples += t.samples;
-            updates += t.updates;
-            seconds += t.seconds;
-            if (k == 0 || t.best.result.step_time < best.best.result.step_time) {
-                best = std::move(t);
-                order = best.best.decision.priorities;
-            }
-        }
-        r.add(best.best.result.step_time, best.best_from, best.best.result.oom, samples, updates, seconds);
+        const auto t = tasks::train_scheduling(
+            s, p, base, [](auto& task, std::mt19937_64& gen) { return fresh_policy(task, gen); },
+            {.ppo = ppo_of(sched)}, rng, rl::null_visitor{}, rounds);
+        r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
     }
     return r;
 }
@@ -355,6 +346,12 @@ int run(int argc, char** argv) {
         ->transform(bench::count(1, 1000))
         ->type_name("N")
         ->capture_default_str();
+    cli.add_flag("--schedule-choice-points", st.schedule_choice_points,
+                 "Scheduling rows: decide only the ops at a choice point of each round's base order (where a "
+                 "device had several ops ready)");
+    cli.add_flag("--schedule-features", st.schedule_features,
+                 "Scheduling rows: the policy also sees each op's device, base priority, slack, start and "
+                 "choice point in the base schedule");
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())
@@ -556,7 +553,7 @@ int run(int argc, char** argv) {
                                                                                   : "device";
                     const auto& base_order = base->priorities.empty() ? cp.priorities : base->priorities;
                     row["choice_points"] = choice_points(g, s.run(p, {.priorities = base_order}));
-                    learned = learn_schedule(s, g, cl, p, base_order, st);
+                    learned = learn_schedule(s, p, base_order, st);
                     learned.write(row, "learned");
                 }
                 row["samples"] = learned.samples;

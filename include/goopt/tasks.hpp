@@ -15,6 +15,7 @@
 #include <goopt/tasks/pretrain.hpp>
 #include <goopt/tasks/ranked_decoding.hpp>
 #include <goopt/tasks/scheduling.hpp>
+#include <goopt/tasks/scheduling_rounds.hpp>
 #include <goopt/tasks/simulated_task.hpp>
 #include <goopt/tasks/step_reward.hpp>
 #include <goopt/tasks/train.hpp>

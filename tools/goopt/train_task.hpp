@@ -32,16 +32,17 @@ template <class Task> nn::go_policy<float> fresh_task_policy(const Task& task, s
 }
 
 /// @brief Runs `train(config, rng, visitor)` with the program's PPO settings within the run's budget,
-/// `incumbents` kept, the curve and progress through training_curve; fills `out`'s decision, result
-/// and time (from `t0`) and returns the trainer's result for the caller's note.
+/// `incumbents` kept, `samples` decisions per update, the curve and progress through training_curve;
+/// fills `out`'s decision, result and time (from `t0`) and returns the trainer's result for the caller's note.
 template <class Train>
 tasks::train_result train_with_curve(const optimize_context& ctx, std::vector<sim::decision> incumbents,
-                                     method_result& out, std::chrono::steady_clock::time_point t0, Train&& train) {
+                                     method_result& out, std::chrono::steady_clock::time_point t0, Train&& train,
+                                     std::size_t samples = 16) {
     std::mt19937_64 rng(ctx.seed);
-    out.curve_unit = "PPO update (16 samples)";
+    out.curve_unit = concat("PPO update (", samples, " samples)");
     training_curve v{ctx, out, out.name};
     const tasks::train_config config{.ppo = {.updates = ctx.limits.steps,
-                                             .samples_per_update = 16,
+                                             .samples_per_update = samples,
                                              .learning_rate = 1e-3,
                                              .threads = 2,
                                              .sharding = ranks().sharding},

@@ -9,6 +9,7 @@
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/cluster.hpp>
 #include <goopt/device/device_spec.hpp>
+#include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/nn/node_features.hpp>
 #include <goopt/sim/decision.hpp>
@@ -28,7 +29,10 @@ namespace goopt::tasks {
 
 /// @brief What a user writes for a new task on a graph: the choices per op, the decision a vector of
 /// actions (one per op) stands for, and the reward of its simulation (larger is better). An optional
-/// `d.active()` marks the ops whose action matters (default: all).
+/// `d.active()` marks the ops whose action matters (default: all); an optional
+/// `d.extra_features()` (an op x k row-major matrix of doubles, e.g. what the decider knows of its
+/// base decision) is appended to the graph's node features as k more columns, so the policy's input
+/// is num_features() wide (no columns: none).
 /// Models: examples/07_custom_task.cpp's pipeline_stages.
 /// @code
 ///   d.num_choices()    -> std::size_t
@@ -61,6 +65,15 @@ public:
           invalid_reward_(invalid_reward),
           features_(nn::node_features<float>(g)),
           all_(g.num_ops(), 1) {
+        if constexpr (requires { decider_.extra_features(); }) {
+            const auto& extra = decider_.extra_features();
+            if (extra.cols() > 0 && static_cast<std::size_t>(extra.rows()) != g.num_ops())
+                throw error("tasks::simulated_task", concat(extra.rows(), " rows of extra features"),
+                            concat("one per op (", g.num_ops(), ")"));
+            const auto base = features_.x.cols();
+            features_.x.conservativeResize(Eigen::NoChange, base + extra.cols());
+            features_.x.rightCols(extra.cols()) = extra.template cast<float>();
+        }
         set_workers(1);
     }
     /// The task keeps references to its graph and cluster (as sim::simulator does): temporaries are refused.
@@ -70,6 +83,8 @@ public:
     // ---- rl::Environment
     template <std::uniform_random_bit_generator Rng> const observation& observe(Rng&) const { return features_; }
     std::size_t num_choices() const { return decider_.num_choices(); }
+    /// Columns of an observation's node features (nn::policy_config::features).
+    std::size_t num_features() const { return static_cast<std::size_t>(features_.x.cols()); }
     std::span<const std::uint8_t> active() const {
         if constexpr (requires { decider_.active(); }) return decider_.active();
         else return all_;
