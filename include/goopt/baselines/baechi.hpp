@@ -437,7 +437,9 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
 /// says whether o fits on q now, and a device where it does not fit is never taken. `pinned`, when
 /// not empty (one device per op, e.g. an anchor placement), puts each source op's unit on its device
 /// before planning, instead of with the first op that reads it: a placement that keeps a weight
-/// apart from its readers (HEFT's, a user's) can then be reproduced.
+/// apart from its readers (HEFT's, a user's) can then be reproduced. `prefer` may also name an op's
+/// pinned device where the memory estimate says it does not fit: the pinned placement (an anchor)
+/// is one the caller knows fits, and the estimate, planned in another order, can be wrong about it.
 /// Ready ops sit in a heap keyed by their earliest start, recomputed lazily when popped (device free
 /// times only grow, so a popped key that grew goes back). A look at an op is O(devices) plus one
 /// memory check: its inputs' arrival on every device is fixed once it is ready (its producers are
@@ -570,7 +572,7 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
         if (m.device_of(o) == baechi_memory::unplaced)
             if (const sim::device_id q =
                     prefer(o, d, st, dev, arrival, free_at, [&](sim::device_id x) { return m.fits(o, x); });
-                q != baechi_memory::unplaced && m.fits(o, q)) {
+                q != baechi_memory::unplaced && (m.fits(o, q) || (!pinned.empty() && pinned[o] == q))) {
                 d = q;
                 st = std::max(free_at[q], arrival(o, q));
             }

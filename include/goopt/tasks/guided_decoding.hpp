@@ -28,8 +28,11 @@ namespace goopt::tasks {
 /// devices where o fits (0 at `best`, the earliest), -infinity elsewhere, rounded to float (a decoder
 /// stores it as a float bias and must add the same value when it recomputes probabilities). draw
 /// returns a device whose score is finite. Ops m-ETF forces (a colocation group placed before, no
-/// device with room) are not drawn. `pinned` (empty, or a device per op) puts the sources where it
-/// says before planning (baselines::detail::earliest_task_first). @return m-ETF's decision under those draws.
+/// device with room) are not drawn. `pinned` (empty, or a device per op: an anchor placement) puts
+/// the sources where it says before planning (baselines::detail::earliest_task_first) and keeps each
+/// op's pinned device open where m-ETF's memory estimate would close it: the anchor is known to fit,
+/// and without this an anchored decode leaves the anchor wherever the estimate, planned in m-ETF's
+/// order, overflows first. @return m-ETF's decision under those draws.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Draw>
 sim::decision guided_earliest_task_first(const sim::simulator<D, Cost>& s, const baselines::baechi_config& guide,
                                          double tau, Draw&& draw, std::span<const sim::device_id> pinned = {}) {
@@ -41,7 +44,7 @@ sim::decision guided_earliest_task_first(const sim::simulator<D, Cost>& s, const
         std::size_t open = 0;
         for (sim::device_id q = 0; q < k; ++q) {
             score[q] = -std::numeric_limits<double>::infinity();
-            if (!fits(q)) continue;
+            if (!fits(q) && (pinned.empty() || pinned[o] != q)) continue;
             ++open;
             const double b = q == best ? 0.0 : -(std::max(free_at[q], arrival(o, q)) - best_start) / tau;
             score[q] = static_cast<double>(static_cast<float>(b));
