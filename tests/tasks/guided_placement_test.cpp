@@ -141,6 +141,27 @@ TEST_CASE("guided placement decoder anchored on HEFT's training-step placement: 
     CHECK(sim::run(s, d).step_time == doctest::Approx(sim::run(s, heft.decision()).step_time).epsilon(1e-12));
 }
 
+TEST_CASE("guided placement decoder anchored where m-ETF's memory estimate closes the anchor's devices") {
+    // devices of 4 KiB: by m-ETF's estimate no op fits anywhere, so without the anchor each goes to
+    // the roomiest device; the anchor's devices stay open, and zero logits keep the anchor
+    const auto g = random_dag(7, 12);
+    auto v100 = device::describe(device::v100);
+    v100.capacity = 4096;
+    const auto cl = device::cluster<device::device_spec>::all_to_all(v100, 3, 25e9, 5e-6);
+    sim::simulator s(g, cl);
+    sim::placement anchor(g.num_ops());
+    for (graph::op_id o = 0; o < g.num_ops(); ++o) anchor[o] = static_cast<sim::device_id>((o * 7 + 1) % 3);
+    tasks::placement_task plain(g, cl, cost::roofline_model{}, {.decoder = tasks::placement_decoder::guided});
+    tasks::placement_task anchored(g, cl, cost::roofline_model{},
+                                   {.decoder = tasks::placement_decoder::guided, .anchor = anchor});
+    std::mt19937_64 rng(3);
+    const auto zero = zero_logits(g.num_ops(), cl.num_devices());
+    const auto m_etf = plain.decide(plain.decode(plain.observe(rng), zero, 0, true, 0).actions);
+    REQUIRE(m_etf.placement != anchor);  // the estimate alone would not reproduce it
+    const auto d = anchored.decide(anchored.decode(anchored.observe(rng), zero, 0, true, 0).actions);
+    CHECK(d.placement == anchor);
+}
+
 TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the heuristics miss") {
     const auto g = random_dag(16, 8);  // m-ETF, m-SCT and HEFT all > 15 % above the optimum on two V100s
     const auto cl = device::parse_cluster("2xV100:nvlink");
