@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include "fixed_seconds.hpp"
+#include "small_policy.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -17,28 +20,6 @@ using namespace goopt;
 using ops::op_kind;
 
 namespace {
-
-/// A device with nothing but a memory capacity: op times come from rounds_test_cost.
-struct rounds_test_device {
-    double peak_flops(ops::dtype) const { return 1e12; }
-    double mem_bandwidth() const { return 1e12; }
-    double mem_capacity() const { return 1e12; }
-    double launch_overhead() const { return 0; }
-};
-
-/// Fixed seconds per op id.
-struct rounds_test_cost {
-    std::vector<double> seconds;
-    template <class D> double op_time(const graph::computation_graph&, graph::op_id o, const D&) const {
-        return seconds[o];
-    }
-    template <class D>
-    double group_time(const graph::computation_graph&, std::span<const graph::op_id> ops, const D&) const {
-        double s = 0;
-        for (graph::op_id o : ops) s += seconds[o];
-        return s;
-    }
-};
 
 /// A two-machine flow shop: job j is a_j (t_j s on device 0) then b_j (u_j s on device 1). The jobs
 /// (t, u) = (4, 1), (1, 3), (3, 5), (2, 2): the upward rank t + u runs job 3 first (14 s); Johnson's
@@ -67,23 +48,13 @@ template <class Sim> double brute_force_best_step(Sim& s, const sim::placement& 
     return best;
 }
 
-nn::go_policy<float> rounds_test_policy(std::size_t choices, std::mt19937_64& rng) {
-    return nn::go_policy<float>({.hidden = 16,
-                                 .sage_layers = 1,
-                                 .shared_attention_layers = 1,
-                                 .heads = 2,
-                                 .segment = 8,
-                                 .task_choices = {choices}},
-                                rng);
-}
-
 }  // namespace
 
 TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-forced optimum") {
     const auto g = flow_shop();
     // op ids: x, then a_j, b_j per job
-    const rounds_test_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<rounds_test_device>::all_to_all(rounds_test_device{}, 2, 1e15, 0.0);
+    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
+    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
     sim::simulator s(g, cl, cost);
     const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     const tasks::scheduling_decider critical(s, p);
@@ -92,7 +63,7 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
     CHECK(optimum == doctest::Approx(12.0));
 
     const auto make_net = [](const auto& task, std::mt19937_64& gen) {
-        return rounds_test_policy(task.num_choices(), gen);
+        return test::small_policy(task.num_choices(), gen);
     };
     const tasks::train_config tc{
         .ppo = {.updates = 12, .samples_per_update = 32, .minibatch = 32, .learning_rate = 3e-3}};
@@ -116,12 +87,12 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
 
 TEST_CASE("train_scheduling: an incumbent competes in the first round; bad configurations are refused") {
     const auto g = flow_shop();
-    const rounds_test_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<rounds_test_device>::all_to_all(rounds_test_device{}, 2, 1e15, 0.0);
+    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
+    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
     sim::simulator s(g, cl, cost);
     const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     const auto make_net = [](const auto& task, std::mt19937_64& gen) {
-        return rounds_test_policy(task.num_choices(), gen);
+        return test::small_policy(task.num_choices(), gen);
     };
     // Johnson's order as an incumbent: nothing beats the optimum, so the incumbent stays the best
     const sim::decision johnson{.placement = p, .priorities = {0, 1, 1, 8, 8, 7, 7, 4, 4}, .fusion = {}};
@@ -152,8 +123,8 @@ TEST_CASE("train_scheduling: an incumbent competes in the first round; bad confi
 
 TEST_CASE("scheduling task: the ops at choice points of the base schedule, as the action space and as features") {
     const auto g = flow_shop();
-    const rounds_test_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<rounds_test_device>::all_to_all(rounds_test_device{}, 2, 1e15, 0.0);
+    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
+    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
     sim::simulator s(g, cl, cost);
     const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     // the upward rank: a3 (rank 8) first while all four a are ready; b3 then starts alone at 3 s

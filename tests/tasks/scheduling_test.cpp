@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "fixed_seconds.hpp"
+
 #include <cmath>
 #include <random>
 #include <span>
@@ -34,28 +36,6 @@ graph::computation_graph uneven_chains() {
     g.mark_output(sum);
     return g;
 }
-
-/// A device with nothing but a memory capacity: op times come from scheduling_test_cost.
-struct scheduling_test_device {
-    double peak_flops(ops::dtype) const { return 1e12; }
-    double mem_bandwidth() const { return 1e12; }
-    double mem_capacity() const { return 1e12; }
-    double launch_overhead() const { return 0; }
-};
-
-/// Fixed seconds per op id.
-struct scheduling_test_cost {
-    std::vector<double> seconds;
-    template <class D> double op_time(const graph::computation_graph&, graph::op_id o, const D&) const {
-        return seconds[o];
-    }
-    template <class D>
-    double group_time(const graph::computation_graph&, std::span<const graph::op_id> ops, const D&) const {
-        double s = 0;
-        for (graph::op_id o : ops) s += seconds[o];
-        return s;
-    }
-};
 
 }  // namespace
 
@@ -179,8 +159,8 @@ TEST_CASE("scheduling task: training from the critical path reaches the optimum 
     g.mark_output(g.add1(op_kind::relu, {a}));
     const auto c = g.add1(op_kind::sigmoid, {x});
     g.mark_output(g.add1(op_kind::relu, {c}));
-    const scheduling_test_cost cost{{0.0, 5.0, 5.0, 1.0, 8.0}};
-    const auto cl = device::cluster<scheduling_test_device>::all_to_all(scheduling_test_device{}, 2, 1e15, 0.0);
+    const test::fixed_seconds_cost cost{{0.0, 5.0, 5.0, 1.0, 8.0}};
+    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
     sim::simulator s(g, cl, cost);
     const sim::placement p{0, 0, 0, 0, 1};
     const tasks::scheduling_decider d(s, p);
