@@ -70,9 +70,11 @@ public:
             if (extra.cols() > 0 && static_cast<std::size_t>(extra.rows()) != g.num_ops())
                 throw error("tasks::simulated_task", concat(extra.rows(), " rows of extra features"),
                             concat("one per op (", g.num_ops(), ")"));
-            const auto base = features_.x.cols();
-            features_.x.conservativeResize(Eigen::NoChange, base + extra.cols());
-            features_.x.rightCols(extra.cols()) = extra.template cast<float>();
+            if (extra.cols() > 0) {  // no columns: an empty matrix of any row count, nothing to append
+                const auto base = features_.x.cols();
+                features_.x.conservativeResize(Eigen::NoChange, base + extra.cols());
+                features_.x.rightCols(extra.cols()) = extra.template cast<float>();
+            }
         }
         set_workers(1);
     }
