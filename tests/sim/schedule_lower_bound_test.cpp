@@ -1,5 +1,6 @@
 // sim::schedule_lower_bound: no priorities give a faster step on a fixed placement (a property over
 // random graphs, placements and priorities), and the bound is reached where it should be.
+#include "../tasks/fixed_seconds.hpp"
 #include "random_dag.hpp"
 
 #include <goopt/cost.hpp>
@@ -10,37 +11,9 @@
 #include <doctest/doctest.h>
 
 #include <random>
-#include <span>
-#include <unordered_map>
 #include <vector>
 
 using namespace goopt;
-
-namespace {
-
-struct bound_test_device {
-    double flops, bandwidth, capacity, launch;
-    double peak_flops(ops::dtype) const { return flops; }
-    double mem_bandwidth() const { return bandwidth; }
-    double mem_capacity() const { return capacity; }
-    double launch_overhead() const { return launch; }
-};
-
-/// Fixed seconds per op id, so that the bound can be worked out by hand.
-struct bound_test_cost {
-    std::vector<double> seconds;
-    template <class D> double op_time(const graph::computation_graph&, graph::op_id o, const D&) const {
-        return seconds[o];
-    }
-    template <class D>
-    double group_time(const graph::computation_graph&, std::span<const graph::op_id> ops, const D&) const {
-        double s = 0;
-        for (graph::op_id o : ops) s += seconds[o];
-        return s;
-    }
-};
-
-}  // namespace
 
 TEST_CASE("Jackson's preemptive rule: largest tail first, preempting at releases") {
     // job 1 runs [0, 1), job 2 (released at 1, tail 10) preempts it: 2 + 10; job 1 ends at 4
@@ -65,10 +38,10 @@ TEST_CASE("the schedule bound is reached on a link that carries three tensors on
     for (int i = 0; i < 3; ++i) a.push_back(g.add1(ops::op_kind::relu, {x}));
     for (int i = 0; i < 3; ++i) g.mark_output(g.add1(ops::op_kind::relu, {a[static_cast<std::size_t>(i)]}));
     const double op = 1e-3, bandwidth = 1e6;
-    bound_test_cost cost{std::vector<double>(g.num_ops(), op)};
+    test::fixed_seconds_cost cost{std::vector<double>(g.num_ops(), op)};
     cost.seconds[g.producer(x)] = 0;
-    const bound_test_device dev{1e12, 1e12, 1e12, 0};
-    const auto cl = device::cluster<bound_test_device>::all_to_all(dev, 2, bandwidth, 0.0);
+    const auto cl =
+        device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, bandwidth, 0.0);
     sim::simulator s(g, cl, cost);
     sim::placement p(g.num_ops(), 0);
     for (graph::op_id o = 0; o < g.num_ops(); ++o)

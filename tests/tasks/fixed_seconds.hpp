@@ -1,7 +1,7 @@
 #pragma once
-// A device and cost model for the scheduling tests of tests/tasks/: each op takes the seconds its
-// test gives it, so a schedule's step can be worked out by hand (one definition: the module's test
-// files share one translation unit).
+// A device and cost model for the scheduling tests (tests/tasks/ and tests/sim/'s schedule bound):
+// each op takes the seconds its test gives it, so a schedule's step can be worked out by hand (one
+// definition: a module's test files share one translation unit).
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/dtype.hpp>
 

@@ -31,6 +31,16 @@ graph::computation_graph flow_shop() {
     return g;
 }
 
+/// flow_shop() with its op times on two devices, each a_j on device 0 and each b_j on device 1.
+struct flow_shop_setup {
+    graph::computation_graph g = flow_shop();
+    // op ids: x, then a_j, b_j per job
+    test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
+    device::cluster<test::fixed_seconds_device> cl =
+        device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
+    sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
+};
+
 /// The best step over every order of the computing ops (priorities a permutation of 1..n).
 template <class Sim> double brute_force_best_step(Sim& s, const sim::placement& p) {
     const std::size_t n = s.graph().num_ops();
@@ -51,12 +61,9 @@ template <class Sim> double brute_force_best_step(Sim& s, const sim::placement& 
 }  // namespace
 
 TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-forced optimum") {
-    const auto g = flow_shop();
-    // op ids: x, then a_j, b_j per job
-    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
+    const flow_shop_setup shop;
+    const auto& [g, cost, cl, p] = shop;
     sim::simulator s(g, cl, cost);
-    const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     const tasks::scheduling_decider critical(s, p);
     CHECK(critical.reference_step() == doctest::Approx(14.0));
     const double optimum = brute_force_best_step(s, p);
@@ -86,11 +93,9 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
 }
 
 TEST_CASE("train_scheduling: an incumbent competes in the first round; bad configurations are refused") {
-    const auto g = flow_shop();
-    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
+    const flow_shop_setup shop;
+    const auto& [g, cost, cl, p] = shop;
     sim::simulator s(g, cl, cost);
-    const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     const auto make_net = [](const auto& task, std::mt19937_64& gen) {
         return test::small_policy(task.num_choices(), gen);
     };
@@ -122,11 +127,9 @@ TEST_CASE("train_scheduling: an incumbent competes in the first round; bad confi
 }
 
 TEST_CASE("scheduling task: the ops at choice points of the base schedule, as the action space and as features") {
-    const auto g = flow_shop();
-    const test::fixed_seconds_cost cost{{0.0, 4.0, 1.0, 1.0, 3.0, 3.0, 5.0, 2.0, 2.0}};
-    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
+    const flow_shop_setup shop;
+    const auto& [g, cost, cl, p] = shop;
     sim::simulator s(g, cl, cost);
-    const sim::placement p{0, 0, 1, 0, 1, 0, 1, 0, 1};
     // the upward rank: a3 (rank 8) first while all four a are ready; b3 then starts alone at 3 s
     const auto base = baselines::critical_path_priorities(s, p);
     const auto chosen = tasks::ops_at_choice_points(g, s.run(p, {.priorities = base}));
