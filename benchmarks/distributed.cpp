@@ -23,6 +23,7 @@
 #include <goopt/io/rule_json.hpp>
 #include <goopt/models/zoo.hpp>
 #include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/environment_dealing.hpp>
 #include <goopt/subst/generation/generate_rules.hpp>
 #include <goopt/subst/world.hpp>
 #include <goopt/tasks/placement.hpp>
@@ -41,6 +42,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -412,6 +414,21 @@ int run(int argc, char** argv) {
                 const bool same = !alone_file.empty() && file_bytes(shared_file) == alone_file;
                 std::filesystem::remove(shared_file);
                 rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], same));
+                // the busiest rank's share of the estimated work (ops x devices) over an even share:
+                // the pairs dealt by work, as the trainer deals them, and by index (k mod ranks)
+                std::vector<double> pair_work;
+                for (const auto& g : graphs) pair_work.push_back(static_cast<double>(g.num_ops() * cl.num_devices()));
+                const auto imbalance = [&](const std::vector<std::size_t>& owner) {
+                    std::vector<double> load(ranks, 0.0);
+                    for (std::size_t k = 0; k < owner.size(); ++k) load[owner[k]] += pair_work[k];
+                    const double total = std::accumulate(load.begin(), load.end(), 0.0);
+                    return *std::max_element(load.begin(), load.end()) * static_cast<double>(ranks) / total;
+                };
+                rows.back()["work_imbalance"] = imbalance(rl::deal_by_work(pair_work, ranks));
+                rows.back()["work_imbalance_by_index"] = imbalance(rl::deal_by_index(pair_work.size(), ranks));
+                std::printf("  busiest rank's estimated work over an even share: %.3f dealt by work, %.3f by index\n",
+                            rows.back()["work_imbalance"].get<double>(),
+                            rows.back()["work_imbalance_by_index"].get<double>());
             }
         }
 #endif

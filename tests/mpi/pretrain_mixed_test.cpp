@@ -90,6 +90,11 @@ tasks::pretrain_result mixed_pretrain(rl::sample_sharding* sharding, std::size_t
 TEST_CASE("mixed pre-training: ranks holding different pairs write the single-process checkpoint byte for byte") {
     auto& world = mpi_test::world();
     REQUIRE(world.size() >= 2);  // ctest runs this under mpirun -np 2
+    // the pairs' works (ops x devices) differ, so the ranks hold them as dealt by work, not by index
+    std::vector<double> work;
+    for (const auto& g : mixed_graphs())
+        for (std::size_t devices : {2, 3}) work.push_back(static_cast<double>(g.num_ops() * devices));
+    CHECK(rl::deal_by_work(work, world.size()) != rl::deal_by_index(work.size(), world.size()));
     mpi::sample_sharding sh(world);
     const auto shared = mixed_path(sh, "shared");
     const auto alone = mixed_path(sh, "alone") += "." + std::to_string(world.rank());

@@ -175,15 +175,18 @@ public:
     /// minibatch step then sums the environments' loss gradients in environment order and takes one
     /// Adam step. Environment k draws from its own generator, seeded from `rng` in environment
     /// order. With ppo_config::sharding the ranks hold different environments: environment k lives
-    /// on rank k mod ranks() (envs[k] is null on the others); each rank computes its environments'
-    /// gradients and an all-gather gives every rank all of them, summed in the same order as one
-    /// process sums them, so N ranks give the single-process parameters bit for bit on any N.
+    /// on rank owner[k] (rl::deal_by_work; empty: k mod ranks()) and envs[k] is null on the others;
+    /// each rank computes its environments' gradients and an all-gather gives every rank all of
+    /// them, summed in the same order as one process sums them, so N ranks give the single-process
+    /// parameters bit for bit on any N and any dealing. Without sharding `owner` is not used.
     /// The visitor sees this rank's environments' samples, with an optional on_environment(k) hook
     /// before environment k's. The moving-average baseline, kept for one environment, is not used.
-    /// @throws goopt::error for no environment, or one held on the wrong rank.
+    /// @throws goopt::error for no environment, an owner list of another length or naming a rank
+    /// that does not exist, or an environment held on the wrong rank.
     template <std::uniform_random_bit_generator Rng, PpoVisitor<outcome> Visitor = null_visitor>
-    requires std::uniform_random_bit_generator<Rng> update_stats update_mixed(std::span<Env* const> envs, Rng& rng,
-                                                                              Visitor&& visitor = {});
+    requires std::uniform_random_bit_generator<Rng> update_stats update_mixed(std::span<Env* const> envs,
+                                                                              std::span<const std::size_t> owner,
+                                                                              Rng& rng, Visitor&& visitor = {});
 
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
     /// parameters with Adam's moments, counters, the baseline, the generator's state and the
@@ -881,17 +884,24 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
 
 template <Environment Env, ActorCritic<typename Env::observation> Net>
 template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
-requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update_mixed(std::span<Env* const> envs,
-                                                                                         Rng& rng, Visitor&& visitor) {
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update_mixed(
+    std::span<Env* const> envs, std::span<const std::size_t> owner, Rng& rng, Visitor&& visitor) {
     constexpr std::string_view who = "rl::ppo::update_mixed";
     const std::size_t G = envs.size(), K = c_.samples_per_update;
     const std::size_t me = c_.sharding ? c_.sharding->rank() : 0, R = c_.sharding ? c_.sharding->ranks() : 1;
     if (G == 0) throw error(who, "no environment", "at least one");
-    for (std::size_t k = 0; k < G; ++k)
-        if ((envs[k] != nullptr) != (k % R == me))
+    if (R > 1 && !owner.empty() && owner.size() != G)
+        throw error(who, concat(owner.size(), " owners for ", G, " environments"), "one per environment, or none");
+    // the rank that holds environment k
+    const auto holder = [&](std::size_t k) { return R == 1 ? std::size_t{0} : owner.empty() ? k % R : owner[k]; };
+    for (std::size_t k = 0; k < G; ++k) {
+        if (holder(k) >= R)
+            throw error(who, concat("environment ", k, "'s owner is rank ", holder(k)), concat("a rank below ", R));
+        if ((envs[k] != nullptr) != (holder(k) == me))
             throw error(who,
                         concat("environment ", k, envs[k] ? " is held" : " is missing", " on rank ", me, " of ", R),
-                        concat("environment k on rank k mod ", R, " only"));
+                        concat("environment ", k, " on rank ", holder(k), " only"));
+    }
     // one stream per environment, seeded in environment order from the caller's generator: a sample
     // does not depend on which rank draws it
     std::vector<std::uint64_t> seeds(G);
@@ -908,7 +918,8 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         std::vector<std::size_t> order;
     };
     std::vector<held> mine;
-    for (std::size_t k = me; k < G; k += R) {
+    for (std::size_t k = 0; k < G; ++k) {
+        if (holder(k) != me) continue;
         held h{k, envs[k], nullptr, std::mt19937_64(seeds[k]), {}, {}};
         h.env->set_workers(std::min(c_.threads, K));
         h.obs = &h.env->observe(h.rng);
@@ -931,7 +942,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     auto part_of = [&](const std::vector<std::string>& all, std::size_t k) -> const std::string& {
         if (all.size() != R)
             throw error(who, concat("all_gather returned ", all.size(), " parts"), concat(R, ", one per rank"));
-        return all[k % R];
+        return all[holder(k)];
     };
     update_stats st;
     {
@@ -943,7 +954,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         st.best_reward = -std::numeric_limits<double>::infinity();
         for (std::size_t k = 0; k < G; ++k) {
             double v[4];
-            for (double& x : v) x = detail::read_raw<double>(part_of(all, k), at[k % R], k % R);
+            for (double& x : v) x = detail::read_raw<double>(part_of(all, k), at[holder(k)], holder(k));
             st.mean_reward += v[0] / static_cast<double>(G);
             st.best_reward = std::max(st.best_reward, v[1]);
             st.mode_reward += v[2] / static_cast<double>(G);
@@ -983,14 +994,15 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
             double loss = 0;
             for (std::size_t k = 0; k < G; ++k) {
                 const std::string& from = part_of(all, k);
-                std::size_t& pos = at[k % R];
-                loss += detail::read_raw<double>(from, pos, k % R);
-                clipped += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, k % R));
-                counted += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, k % R));
+                const std::size_t r = holder(k);
+                std::size_t& pos = at[r];
+                loss += detail::read_raw<double>(from, pos, r);
+                clipped += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, r));
+                counted += static_cast<std::size_t>(detail::read_raw<std::uint64_t>(from, pos, r));
                 for (auto* p : ps_) {
                     const auto count = static_cast<std::size_t>(p->grad.size());
                     if (from.size() - pos < count * sizeof(scalar))
-                        throw error(who, concat("rank ", k % R, "'s gradient of environment ", k, " is cut short"),
+                        throw error(who, concat("rank ", r, "'s gradient of environment ", k, " is cut short"),
                                     concat(count, " values of '", p->name, "'"));
                     sum.resize(count);
                     std::memcpy(sum.data(), from.data() + pos, count * sizeof(scalar));

@@ -10,6 +10,7 @@
 #include <goopt/error.hpp>
 #include <goopt/io/binary_record.hpp>
 #include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/environment_dealing.hpp>
 #include <goopt/rl/ppo.hpp>
 #include <goopt/rl/sample_sharding.hpp>
 #include <goopt/sim/decision.hpp>
@@ -43,8 +44,9 @@ struct pretrain_schedule {
     /// `config.ppo.samples_per_update` decisions on each (graph, cluster) pair, normalizes the
     /// advantages per pair and sums the pairs' gradients in pair order at each minibatch step
     /// (rl::ppo::update_mixed); updates_per_pair and graph_major do not apply. With
-    /// config.ppo.sharding (under mpirun) the ranks hold different pairs, pair k on rank k mod ranks,
-    /// and the result is the single process's bit for bit.
+    /// config.ppo.sharding (under mpirun) the ranks hold different pairs, dealt by their work (a
+    /// pair's ops times its devices; rl::deal_by_work), and the result is the single process's bit
+    /// for bit.
     bool mixed = false;
     /// Per (graph, cluster) pair, graph-major, the decision the pair's guided decoder is anchored on
     /// (placement_task_config::anchor; e.g. the best placement heuristic's on that graph and
@@ -79,11 +81,13 @@ template <class T> void read_vector(const std::string& in, std::size_t& at, std:
 }
 
 /// @brief Gives every rank the best decision (and its simulation, without a trace) of every pair:
-/// pair k's from rank k mod ranks, which held it; the ranks need not build the others' tasks.
-inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::scored_decision>& best) {
+/// pair k's from rank owner[k], which held it; the ranks need not build the others' tasks.
+inline void share_best_decisions(rl::sample_sharding& sh, std::span<const std::size_t> owner,
+                                 std::vector<sim::scored_decision>& best) {
     const std::size_t R = sh.ranks(), me = sh.rank();
     std::string mine;
-    for (std::size_t k = me; k < best.size(); k += R) {
+    for (std::size_t k = 0; k < best.size(); ++k) {
+        if (owner[k] != me) continue;
         const auto& d = best[k];
         append_vector(mine, d.decision.placement);
         append_vector(mine, d.decision.priorities);
@@ -103,7 +107,8 @@ inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::score
     for (std::size_t r = 0; r < R; ++r) {
         if (r == me) continue;
         std::size_t at = 0;
-        for (std::size_t k = r; k < best.size(); k += R) {
+        for (std::size_t k = 0; k < best.size(); ++k) {
+            if (owner[k] != r) continue;
             auto& d = best[k];
             read_vector(all[r], at, r, d.decision.placement);
             read_vector(all[r], at, r, d.decision.priorities);
@@ -131,7 +136,7 @@ inline void share_best_decisions(rl::sample_sharding& sh, std::vector<sim::score
 /// the same file, byte for byte. With `schedule.mixed` every update mixes every pair instead
 /// (rl::ppo::update_mixed; the checkpoint is written every pairs-count updates and at the end),
 /// `config.resume` continues from the checkpoint when it exists, and with config.ppo.sharding the
-/// ranks divide the pairs between them (pair k on rank k mod ranks; rank 0 writes; every rank
+/// ranks divide the pairs between them by their work (rl::deal_by_work; rank 0 writes; every rank
 /// returns every pair's best decision, simulated by the rank that held it, without a trace). The best
 /// decisions are those sampled in this run.
 /// `schedule.anchors` anchors each pair's decoder on its own decision (its best heuristic's).
@@ -167,12 +172,17 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                                " devices with a per-device head"),
                         "policy.head = nn::first_head::pair (one network for any device count)");
     using task_type = placement_task<D, Cost>;
-    // a mixed run deals the pairs among the ranks (pair k on rank k mod ranks); a rank builds its own
+    // a mixed run deals the pairs among the ranks by their work, ops times devices (a sample's
+    // decoding and simulation, and the policy's pair head, grow with both); a rank builds its own
     const std::size_t rank = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->rank() : 0,
                       ranks = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->ranks() : 1;
     if (graphs.size() * clusters.size() < ranks)
         throw error(who, concat(graphs.size() * clusters.size(), " (graph, cluster) pairs on ", ranks, " ranks"),
                     "at least one pair per rank (fewer ranks)");
+    std::vector<double> work;  // graph-major
+    for (const auto& g : graphs)
+        for (const auto& c : clusters) work.push_back(static_cast<double>(g.num_ops() * c.num_devices()));
+    const auto owner = rl::deal_by_work(work, ranks);
     // pair k's task: config.task, anchored on schedule.anchors[k] where given
     auto task_config = [&](std::size_t k) {
         placement_task_config t = config.task;
@@ -187,7 +197,7 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
     for (const auto& g : graphs)
         for (const auto& c : clusters)
-            tasks.push_back(tasks.size() % ranks == rank
+            tasks.push_back(owner[tasks.size()] == rank
                                 ? std::make_unique<task_type>(g, c, cost, task_config(tasks.size()))
                                 : nullptr);
     std::vector<std::size_t> order(tasks.size());
@@ -197,7 +207,9 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     pc.task_choices = {clusters.front().num_devices()};
     nn::go_policy<float> net(pc, rng);
     if (config.task.decoder == placement_decoder::guided) start_from_heuristic(net);
-    rl::ppo<task_type> trainer(*tasks[rank], net, config.ppo);
+    // the trainer starts on this rank's first pair (update_mixed visits them all)
+    const auto held = std::find(owner.begin(), owner.end(), rank) - owner.begin();
+    rl::ppo<task_type> trainer(*tasks[static_cast<std::size_t>(held)], net, config.ppo);
     // a mixed update keeps no state outside the checkpoint: resuming continues exactly, on any rank count
     if (config.resume && std::filesystem::exists(config.checkpoint)) trainer.load_checkpoint(config.checkpoint, rng);
 
@@ -235,7 +247,7 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
         std::vector<task_type*> envs;
         for (auto& t : tasks) envs.push_back(t.get());
         while (!w.stopped && trainer.updates_done() < config.ppo.updates) {
-            if (!w.on_update(trainer.update_mixed(std::span<task_type* const>(envs), rng, w))) break;
+            if (!w.on_update(trainer.update_mixed(std::span<task_type* const>(envs), owner, rng, w))) break;
             if (trainer.updates_done() % tasks.size() == 0) trainer.save_checkpoint(config.checkpoint, rng);
         }
     }
@@ -262,7 +274,7 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
         r.best.push_back(std::move(d));
     }
     // a mixed run on several ranks: each pair's best comes from the rank that held it
-    if (ranks > 1) detail::share_best_decisions(*config.ppo.sharding, r.best);
+    if (ranks > 1) detail::share_best_decisions(*config.ppo.sharding, owner, r.best);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
