@@ -416,16 +416,16 @@ int run(int argc, char** argv) {
                 rows.push_back(row(ranks, shared, cpu, work, most[0], most[1], same));
                 // the busiest rank's share of the estimated work (ops x devices) over an even share:
                 // the pairs dealt by work, as the trainer deals them, and by index (k mod ranks)
-                std::vector<double> pair_work;
-                for (const auto& g : graphs) pair_work.push_back(static_cast<double>(g.num_ops() * cl.num_devices()));
+                const auto work = tasks::pair_work(std::span<const graph::computation_graph>(graphs),
+                                                   std::span<const device::cluster<device::device_spec>>(&cl, 1));
                 const auto imbalance = [&](const std::vector<std::size_t>& owner) {
                     std::vector<double> load(ranks, 0.0);
-                    for (std::size_t k = 0; k < owner.size(); ++k) load[owner[k]] += pair_work[k];
+                    for (std::size_t k = 0; k < owner.size(); ++k) load[owner[k]] += work[k];
                     const double total = std::accumulate(load.begin(), load.end(), 0.0);
                     return *std::max_element(load.begin(), load.end()) * static_cast<double>(ranks) / total;
                 };
-                rows.back()["work_imbalance"] = imbalance(rl::deal_by_work(pair_work, ranks));
-                rows.back()["work_imbalance_by_index"] = imbalance(rl::deal_by_index(pair_work.size(), ranks));
+                rows.back()["work_imbalance"] = imbalance(rl::deal_by_work(work, ranks));
+                rows.back()["work_imbalance_by_index"] = imbalance(rl::deal_by_index(work.size(), ranks));
                 std::printf("  busiest rank's estimated work over an even share: %.3f dealt by work, %.3f by index\n",
                             rows.back()["work_imbalance"].get<double>(),
                             rows.back()["work_imbalance_by_index"].get<double>());

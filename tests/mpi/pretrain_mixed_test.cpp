@@ -91,9 +91,13 @@ TEST_CASE("mixed pre-training: ranks holding different pairs write the single-pr
     auto& world = mpi_test::world();
     REQUIRE(world.size() >= 2);  // ctest runs this under mpirun -np 2
     // the pairs' works (ops x devices) differ, so the ranks hold them as dealt by work, not by index
-    std::vector<double> work;
-    for (const auto& g : mixed_graphs())
-        for (std::size_t devices : {2, 3}) work.push_back(static_cast<double>(g.num_ops() * devices));
+    const auto graphs = mixed_graphs();
+    const std::vector<device::cluster<device::device_spec>> clusters{device::parse_cluster("2xV100:nvlink"),
+                                                                     device::parse_cluster("3xV100:nvlink")};
+    const auto work = tasks::pair_work(std::span<const graph::computation_graph>(graphs),
+                                       std::span<const device::cluster<device::device_spec>>(clusters));
+    REQUIRE(work.size() == 6);
+    CHECK(work[5] == static_cast<double>(graphs[2].num_ops() * 3));
     CHECK(rl::deal_by_work(work, world.size()) != rl::deal_by_index(work.size(), world.size()));
     mpi::sample_sharding sh(world);
     const auto shared = mixed_path(sh, "shared");

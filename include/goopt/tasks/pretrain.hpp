@@ -65,6 +65,18 @@ struct pretrain_result {
     double seconds = 0;
 };
 
+/// @brief Each (graph, cluster) pair's estimated work per update, graph-major: its ops times its
+/// devices (the guided decoder and the pair head score every (op, device), the simulator walks
+/// every op). A mixed run deals the pairs among its ranks by it (rl::deal_by_work).
+template <class D>
+std::vector<double> pair_work(std::span<const graph::computation_graph> graphs,
+                              std::span<const device::cluster<D>> clusters) {
+    std::vector<double> work;
+    for (const auto& g : graphs)
+        for (const auto& c : clusters) work.push_back(static_cast<double>(g.num_ops() * c.num_devices()));
+    return work;
+}
+
 namespace detail {
 
 template <class T> void append_vector(std::string& out, const std::vector<T>& v) {
@@ -172,17 +184,13 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
                                " devices with a per-device head"),
                         "policy.head = nn::first_head::pair (one network for any device count)");
     using task_type = placement_task<D, Cost>;
-    // a mixed run deals the pairs among the ranks by their work, ops times devices (a sample's
-    // decoding and simulation, and the policy's pair head, grow with both); a rank builds its own
+    // a mixed run deals the pairs among the ranks by their work (pair_work); a rank builds its own
     const std::size_t rank = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->rank() : 0,
                       ranks = schedule.mixed && config.ppo.sharding ? config.ppo.sharding->ranks() : 1;
     if (graphs.size() * clusters.size() < ranks)
         throw error(who, concat(graphs.size() * clusters.size(), " (graph, cluster) pairs on ", ranks, " ranks"),
                     "at least one pair per rank (fewer ranks)");
-    std::vector<double> work;  // graph-major
-    for (const auto& g : graphs)
-        for (const auto& c : clusters) work.push_back(static_cast<double>(g.num_ops() * c.num_devices()));
-    const auto owner = rl::deal_by_work(work, ranks);
+    const auto owner = rl::deal_by_work(pair_work(graphs, clusters), ranks);
     // pair k's task: config.task, anchored on schedule.anchors[k] where given
     auto task_config = [&](std::size_t k) {
         placement_task_config t = config.task;
