@@ -1,7 +1,7 @@
 // Learned device placement (GO-one: the GO policy trained by PPO on one graph) against every
 // placement heuristic, on the same simulator, per (graph, device count).
 //
-//   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16]
+//   placement [--graphs a,b,...] [--devices 2,4,8] [--out FILE] [--updates 100] [--samples 16] [--epochs 4]
 //             [--threads 2] [--hidden 64] [--imitation-steps 100] [--lr 1e-4] [--entropy 0.01] [--seed 1]
 //             [--no-warm] [--no-pure] [--fifo] [--progress] [--metrics FILE]
 //             [--guided] [--warm-from HEURISTIC] [--min-agreement 0.95]
@@ -18,10 +18,10 @@
 // under FIFO ready queues instead (GO's placement task). Step times are simulated on n x V100 with
 // NVLink, roofline costs. JSON list: {"graph", "nodes", "devices", "single_ms", "expert_ms",
 // "metis_ms", "heft_ms", "critical_path_ms", "m_topo_ms", "m_etf_ms", "m_sct_ms", "go_ms",
-// "go_warm_ms", "go_oom", "go_warm_oom", "go_from", "go_warm_from", "best_heuristic", "samples", "updates", "seconds",
-// "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out
-// of memory. --guided: the heuristic-guided decoder instead of per-op sampling; --warm-from: go_warm
-// imitates this heuristic's placement (e.g. m_etf) rather than the best one that fits;
+// "go_warm_ms", "go_oom", "go_warm_oom", "go_from", "go_warm_from", "best_heuristic", "samples", "updates", "epochs",
+// "seconds", "warm_seconds", "updates_per_s", "peak_memory_bytes"}; *_oom_* fields name heuristics that ran out of
+// memory. --guided: the heuristic-guided decoder instead of per-op sampling; --warm-from: go_warm imitates this
+// heuristic's placement (e.g. m_etf) rather than the best one that fits;
 // --min-agreement: ppo.imitation_min_agreement (with ppo.imitation_max_mode_gap's 2 % step criterion).
 // go_warm rows add "warm_target" (the heuristic imitated), "warm_target_ms" (its own decision),
 // "warm_default_ms" (its placement under the task's priorities: the default incumbent, and the
@@ -49,7 +49,8 @@ int run(int argc, char** argv) {
     std::string out, metrics;
     std::vector<std::string> names{"rnnlm2", "transformer_xl2", "wavenet_2x18", "inception_v3_train"};
     std::vector<std::size_t> counts{2, 4, 8};
-    std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100;
+    std::size_t updates = 100, samples = 16, threads = 2, hidden = 64, imitation = 100,
+                epochs = goopt::rl::ppo_config{}.epochs;
     std::uint64_t seed = 1;
     double lr = 1e-4, entropy = 0.01;
     bool no_warm = false, no_pure = false, fifo = false, progress = false, guided = false;
@@ -77,6 +78,10 @@ int run(int argc, char** argv) {
         ->capture_default_str();
     cli.add_option("--samples", samples, "Placements sampled per update")
         ->transform(goopt::bench::count(1, 4096))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--epochs", epochs, "PPO epochs per update (rl::ppo_config::epochs)")
+        ->transform(goopt::bench::count(1, 64))
         ->type_name("N")
         ->capture_default_str();
     cli.add_option("--threads", threads, "Threads scoring the samples")
@@ -168,6 +173,7 @@ int run(int argc, char** argv) {
                 .ppo = {.updates = updates,
                         .samples_per_update = samples,
                         .minibatch = samples,
+                        .epochs = epochs,
                         .learning_rate = lr,
                         .entropy_coef = entropy,
                         .threads = threads},
@@ -201,6 +207,7 @@ int run(int argc, char** argv) {
                 const auto r = train(false, "go");
                 row["samples"] = r.samples;
                 row["updates"] = r.updates;
+                row["epochs"] = epochs;
                 row["seconds"] = r.seconds;
                 row["updates_per_s"] = static_cast<double>(r.updates) / r.seconds;
                 secs += r.seconds;

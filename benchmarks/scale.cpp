@@ -3,9 +3,10 @@
 // steps, ~82,000 ops, GO's largest size), with the independent and the guided placement decoder.
 //
 //   scale [--graphs gnmt8,gnmt8_long] [--decoders independent,guided] [--devices 8] [--updates 2]
-//         [--samples 16] [--threads 2] [--seed 1] [--walk automatic] [--quick] [--out FILE]
+//         [--epochs 4,2] [--segment 256] [--samples 16] [--threads 2] [--seed 1] [--walk automatic]
+//         [--quick] [--out FILE]
 //
-// Each (graph, decoder) row runs in a child process of its own, so that its peak resident set
+// Each (graph, decoder, epochs) row runs in a child process of its own, so that its peak resident set
 // (getrusage) is its own: the graph, its training transform, the task, the network (GO's shape:
 // nn::policy_config's defaults) and `--updates` timed PPO updates after one untimed warm-up update
 // (the first touches every buffer once). The time of each update is split into the network's
@@ -13,10 +14,13 @@
 // device, walking the ops as --walk says: tasks::guided_walk; automatic takes HEFT's order from
 // 50,000 ops on, m-ETF's below) and the simulator (scoring every sample, and the mode), each summed
 // over the worker threads; "other" is the rest of the wall time (sampling, log-probabilities, the
-// PPO loss, Adam).
+// PPO loss, Adam). --epochs: PPO's passes over an update's samples (each a forward and a backward
+// pass of the network but the first, whose forward is the sampling pass): GO's 4, and 2, which
+// halves the network's work per update (docs/placement.md measures what each learns);
+// --segment: the attention's segment length.
 // --quick: gnmt8_long only, one timed update. JSON list of {"experiment": "scale", "graph", "ops",
 // "devices", "decoder", "walk" (guided: "earliest_start" or "ranked"; independent: "none"),
-// "threads", "samples", "updates", "seconds_per_update", "cpu_seconds_per_update" (user + system,
+// "threads", "samples", "epochs", "segment", "updates", "seconds_per_update", "cpu_seconds_per_update" (user + system,
 // all threads: less sensitive to other processes' load), "first_update_seconds", "forward_seconds",
 // "backward_seconds", "decode_seconds", "simulate_seconds", "other_seconds", "peak_memory_bytes"}
 // (per update: the timed updates' mean), written atomically.
@@ -118,6 +122,7 @@ struct timed_policy {
 
 struct settings {
     std::size_t devices = 8, updates = 2, samples = 16, threads = 2;
+    std::size_t epochs = goopt::rl::ppo_config{}.epochs, segment = goopt::nn::policy_config{}.segment;
     std::uint64_t seed = 1;
     goopt::tasks::guided_walk walk = goopt::tasks::guided_walk::automatic;
 };
@@ -131,13 +136,14 @@ nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_
     std::mt19937_64 rng(s.seed);
     goopt::nn::policy_config pc{};
     pc.task_choices = {s.devices};
+    pc.segment = s.segment;
     timed_policy pol{goopt::nn::go_policy<float>(pc, rng)};
     // as tasks::train_placement starts a guided policy: a zero head, m-ETF's decisions first
     if (decoder == goopt::tasks::placement_decoder::guided)
         for (auto* p : pol.net.parameters())
             if (p->name.starts_with("task0.head")) p->value.setZero();
     goopt::rl::ppo<timed_task, timed_policy> trainer(
-        env, pol, {.samples_per_update = s.samples, .minibatch = s.samples, .threads = s.threads});
+        env, pol, {.samples_per_update = s.samples, .minibatch = s.samples, .epochs = s.epochs, .threads = s.threads});
     auto t0 = clock_type::now();
     trainer.update(rng);
     const double first = seconds_since(t0);
@@ -160,6 +166,8 @@ nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_
                                           : "earliest_start"},
             {"threads", s.threads},
             {"samples", s.samples},
+            {"epochs", s.epochs},
+            {"segment", s.segment},
             {"updates", s.updates},
             {"seconds_per_update", wall},
             {"cpu_seconds_per_update", cpu},
@@ -245,6 +253,17 @@ int run(int argc, char** argv) {
         ->transform(goopt::bench::count(1, 4096))
         ->type_name("N")
         ->capture_default_str();
+    std::vector<std::size_t> epochs{goopt::rl::ppo_config{}.epochs, 2};
+    cli.add_option("--epochs", epochs, "PPO epochs per update (rl::ppo_config::epochs), one row each")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(CLI::Range(std::size_t{1}, std::size_t{64}))
+        ->type_name("N,...")
+        ->capture_default_str();
+    cli.add_option("--segment", s.segment, "Attention segment length (nn::policy_config::segment)")
+        ->transform(goopt::bench::count(1, 1 << 20))
+        ->type_name("N")
+        ->capture_default_str();
     cli.add_option("--threads", s.threads, "Threads decoding and scoring the samples")
         ->transform(goopt::bench::count(1, 256))
         ->type_name("N")
@@ -268,30 +287,35 @@ int run(int argc, char** argv) {
     }
     std::erase(names, std::string{});
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as gnmt8,gnmt8_long");
+    if (epochs.empty()) throw goopt::error("flag --epochs", "an empty list", "a list such as 4,2");
     if (decoders.empty()) throw goopt::error("flag --decoders", "an empty list", "independent, guided or both");
 
     std::printf(
-        "one PPO update of %zu samples on %zu x V100:nvlink, %zu threads, GO's network; seconds per update "
-        "(mean of %zu after a warm-up) and its parts (decode and simulate: summed over threads)\n",
-        s.samples, s.devices, s.threads, s.updates);
-    std::printf("%-12s %7s %-26s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "s/update", "cpu s",
-                "first", "forward", "backward", "decode", "simulate", "other", "peak MiB");
+        "one PPO update of %zu samples on %zu x V100:nvlink, %zu threads, GO's network (segment %zu); seconds per "
+        "update (mean of %zu after a warm-up) and its parts (decode and simulate: summed over threads)\n",
+        s.samples, s.devices, s.threads, s.segment, s.updates);
+    std::printf("%-12s %7s %-26s %6s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "graph", "ops", "decoder", "epochs",
+                "s/update", "cpu s", "first", "forward", "backward", "decode", "simulate", "other", "peak MiB");
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     for (const auto& name : names) {
         for (const auto& d : decoders) {
-            const auto decoder =
-                d == "guided" ? goopt::tasks::placement_decoder::guided : goopt::tasks::placement_decoder::independent;
-            const auto row = measure_apart(name, decoder, s);
-            std::printf("%-12s %7zu %-26s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n", name.c_str(),
-                        row["ops"].get<std::size_t>(), (d + " " + row["walk"].get<std::string>()).c_str(),
-                        row["seconds_per_update"].get<double>(), row["cpu_seconds_per_update"].get<double>(),
-                        row["first_update_seconds"].get<double>(), row["forward_seconds"].get<double>(),
-                        row["backward_seconds"].get<double>(), row["decode_seconds"].get<double>(),
-                        row["simulate_seconds"].get<double>(), row["other_seconds"].get<double>(),
-                        static_cast<double>(row["peak_memory_bytes"].get<std::size_t>()) / (1 << 20));
-            std::fflush(stdout);
-            results.push_back(row);
-            if (!out.empty()) goopt::bench::write_results(out, results.dump(1) + "\n");
+            for (const std::size_t e : epochs) {
+                const auto decoder = d == "guided" ? goopt::tasks::placement_decoder::guided
+                                                   : goopt::tasks::placement_decoder::independent;
+                s.epochs = e;
+                const auto row = measure_apart(name, decoder, s);
+                std::printf("%-12s %7zu %-26s %6zu %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %9.0f\n",
+                            name.c_str(), row["ops"].get<std::size_t>(),
+                            (d + " " + row["walk"].get<std::string>()).c_str(), e,
+                            row["seconds_per_update"].get<double>(), row["cpu_seconds_per_update"].get<double>(),
+                            row["first_update_seconds"].get<double>(), row["forward_seconds"].get<double>(),
+                            row["backward_seconds"].get<double>(), row["decode_seconds"].get<double>(),
+                            row["simulate_seconds"].get<double>(), row["other_seconds"].get<double>(),
+                            static_cast<double>(row["peak_memory_bytes"].get<std::size_t>()) / (1 << 20));
+                std::fflush(stdout);
+                results.push_back(row);
+                if (!out.empty()) goopt::bench::write_results(out, results.dump(1) + "\n");
+            }
         }
     }
     return 0;
