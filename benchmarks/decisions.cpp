@@ -2,7 +2,7 @@
 // simulator (n x V100 with NVLink, roofline costs).
 //
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
-//             [--devices 2,4,8] [--updates 100] [--samples 16] [--seeds 1,2,3] [--threads 2]
+//             [--devices 2,4,8] [--updates 100] [--samples 16] [--epochs 4] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
 //             [--schedule-features]
@@ -37,14 +37,13 @@
 // faster; null on fusion and joint rows, since a fused kernel costs less than its ops apart). JSON list, one object per
 // row: {"experiment", "graph", "devices", "ops", "lower_bound_ms", "best_heuristic", "best_heuristic_ms",
 // "<heuristic>_ms"..., "learned_ms", "learned_spread_ms", "learned_seeds_ms", "learned_from", "learned_oom", "samples",
-// "updates", "seconds", "peak_memory_bytes"}; scheduling rows add "schedule_lower_bound_ms" (sim::schedule_lower_bound:
-// no order of that placement is faster), "schedule_bound_from" (path, device or link: what sets it) and
-// "choice_points" (starts at which the best order's list scheduler chose among ready ops); placement rows add
-// "independent_ms" (with --independent), and
-// "heuristics_oom" names the heuristics that ran out of memory; joint rows add "default_ms",
-// "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means over
-// the seeds), "joint_ms", "best_heuristic_pipeline_ms" and "decoder_pipeline_ms" (the joint
-// decoder's zero-logit decision).
+// "updates", "epochs", "seconds", "peak_memory_bytes"}; scheduling rows add "schedule_lower_bound_ms"
+// (sim::schedule_lower_bound: no order of that placement is faster), "schedule_bound_from" (path, device or link: what
+// sets it) and "choice_points" (starts at which the best order's list scheduler chose among ready ops); placement rows
+// add "independent_ms" (with --independent), and "heuristics_oom" names the heuristics that ran out of memory; joint
+// rows add "default_ms", "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means
+// over the seeds), "joint_ms", "best_heuristic_pipeline_ms" and "decoder_pipeline_ms" (the joint decoder's zero-logit
+// decision).
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 #include "seed_figures.hpp"
@@ -72,7 +71,7 @@ namespace {
 using namespace goopt;
 
 struct settings {
-    std::size_t updates = 100, samples = 16, threads = 2;
+    std::size_t updates = 100, samples = 16, threads = 2, epochs = rl::ppo_config{}.epochs;
     std::vector<std::uint64_t> seeds{1, 2, 3};
     double temperature = 1.0;
     bool independent = false;
@@ -114,6 +113,7 @@ rl::ppo_config ppo_of(const settings& st) {
     return {.updates = st.updates,
             .samples_per_update = st.samples,
             .minibatch = st.samples,
+            .epochs = st.epochs,
             .learning_rate = 1e-3,
             .threads = st.threads};
 }
@@ -311,6 +311,10 @@ int run(int argc, char** argv) {
                         ->capture_default_str();
     cli.add_option("--samples", st.samples, "Decisions sampled per update")
         ->transform(bench::count(1, 4096))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--epochs", st.epochs, "PPO epochs per update (rl::ppo_config::epochs)")
+        ->transform(bench::count(1, 64))
         ->type_name("N")
         ->capture_default_str();
     cli.add_option("--seeds", st.seeds, "One training per seed; the row reports the mean and the spread")
@@ -558,6 +562,7 @@ int run(int argc, char** argv) {
                 }
                 row["samples"] = learned.samples;
                 row["updates"] = learned.updates;
+                row["epochs"] = st.epochs;
                 row["seconds"] = learned.seconds;
                 row["peak_memory_bytes"] = bench::peak_memory_bytes();
                 std::printf("%-11s %-20s %2zu %6zu %9.3f %-14s %9.3f %9.3f %8.3f %-6s ", experiment.c_str(),
