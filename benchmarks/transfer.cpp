@@ -6,8 +6,9 @@
 //            [--train-devices 2,4,8] [--unseen-devices 3,6] [--pretrain-updates N] [--updates-per-pair N]
 //            [--anchored-pretraining] [--no-anchor] [--anchor-strength 2] [--methods zero_shot,finetune,go_one]
 //            [--go-one-updates 200] [--finetune-updates 50] [--samples 16] [--seeds 1,2,3] [--threads 1]
-//            [--experiments generalization,convergence] [--convergence-graphs a,b] [--convergence-devices 2,4]
+//            [--experiments generalization,convergence,scale] [--convergence-graphs a,b] [--convergence-devices 2,4]
 //            [--convergence-seeds 1,2,3] [--hdp-factor 20] [--hdp-learning-rate 0.1] [--hdp-groups 64]
+//            [--scale-graphs gnmt8_long] [--scale-epochs 4,2]
 //
 // One policy with the device-count-free pair head (nn::first_head::pair) is pre-trained across the
 // training graphs x training device counts (tasks::pretrain_placement_policy, seed --pretrain-seed;
@@ -38,8 +39,15 @@
 // --convergence-graphs and device count: {"experiment": "convergence", "graph", "devices",
 // "go_samples_to_target", "hdp_samples_to_target", "ratio", "hdp_final_ms", "go_best_ms", budgets, seconds}.
 // GO-one there decodes around m-ETF, unanchored.
+// Scale rows (issue #28 §3, benchmarks/scale_rows.hpp, as benchmarks/scale writes them): seconds per PPO
+// update of --samples samples and peak memory of GO's network placing each --scale-graphs graph on 8 x
+// V100:nvlink with the guided decoder on max(2, --threads) threads (samples and the network's passes),
+// one row per --scale-epochs setting (2 timed updates; --quick: 1), each in a child process, before
+// the other experiments: {"experiment": "scale", "graph", "ops", "epochs", "seconds_per_update",
+// "cpu_seconds_per_update", "peak_memory_bytes", and the update's parts}.
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
+#include "scale_rows.hpp"
 #include "seed_figures.hpp"
 #include "transfer_convergence.hpp"
 
@@ -294,10 +302,10 @@ int run(int argc, char** argv) {
     cli.add_option("--threads", st.threads, "Threads decoding and scoring the samples")
         ->transform(bench::count(1, 256))
         ->capture_default_str();
-    cli.add_option("--experiments", experiments, "Which rows: generalization, convergence (default both)")
+    cli.add_option("--experiments", experiments, "Which rows: generalization, convergence, scale (default all three)")
         ->delimiter(',')
         ->allow_extra_args(false)
-        ->check(CLI::IsMember({"generalization", "convergence"}))
+        ->check(CLI::IsMember({"generalization", "convergence", "scale"}))
         ->type_name("NAME,...");
     list("--convergence-graphs", conv_names,
          "Convergence rows' graphs (default bert_taso; without --quick also nasnet_a_taso, resnet50_taso)");
@@ -316,6 +324,14 @@ int run(int argc, char** argv) {
     cli.add_option("--hdp-groups", conv.hdp.groups, "HDP's groups (the grouper's softmax width)")
         ->transform(bench::count(1, 100000))
         ->capture_default_str();
+    std::vector<std::string> scale_names{"gnmt8_long"};
+    std::vector<std::size_t> scale_epochs{rl::ppo_config{}.epochs, 2};
+    list("--scale-graphs", scale_names, "Scale rows' graphs (zoo workloads; default gnmt8_long, 82,370 ops)");
+    cli.add_option("--scale-epochs", scale_epochs, "Scale rows' PPO epochs per update, one row each (default 4,2)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(CLI::Range(std::size_t{1}, std::size_t{64}))
+        ->type_name("N,...");
     if (!cli.parse_flags(argc, argv)) return 0;
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
     if (!(anchor_strength > 0)) throw error("flag --anchor-strength", concat(anchor_strength), "a number > 0");
@@ -337,7 +353,7 @@ int run(int argc, char** argv) {
     if (pu->count() == 0) pretrain_updates = quick ? 40 : 240;
     if (quick && ft->count() == 0) st.finetune_updates = 20;
     std::erase(conv_names, std::string{});
-    if (experiments.empty()) experiments = {"generalization", "convergence"};
+    if (experiments.empty()) experiments = {"generalization", "convergence", "scale"};
     auto wanted = [&](const char* e) {
         return std::find(experiments.begin(), experiments.end(), e) != experiments.end();
     };
@@ -348,6 +364,34 @@ int run(int argc, char** argv) {
     if (conv_seeds.empty()) conv_seeds = quick ? std::vector<std::uint64_t>{1, 2} : st.seeds;
     if (methods.empty()) methods = {"zero_shot", "finetune", "go_one"};
     auto method = [&](const char* m) { return std::find(methods.begin(), methods.end(), m) != methods.end(); };
+
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    // ---- scale (issue #28 §3): one child process per row, so that its peak memory is its own; first,
+    // before this process starts OpenMP's threads (libgomp's pool does not survive a fork)
+    if (wanted("scale")) {
+        std::erase(scale_names, std::string{});
+        if (scale_names.empty() || scale_epochs.empty())
+            throw error("flags --scale-graphs and --scale-epochs", "an empty list", "at least one graph and one count");
+        bench::scale::settings sc{.updates = quick ? std::size_t{1} : std::size_t{2},
+                                  .samples = st.samples,
+                                  .threads = std::max<std::size_t>(2, st.threads)};
+        std::printf(
+            "scale: one PPO update of %zu samples on %zu x V100:nvlink, guided decoder, GO's network, %zu "
+            "threads\n",
+            sc.samples, sc.devices, sc.threads);
+        std::printf("%-16s %6s %6s %9s %9s %9s\n", "graph", "ops", "epochs", "s/update", "cpu s", "peak MiB");
+        for (const auto& name : scale_names)
+            for (const std::size_t e : scale_epochs) {
+                sc.epochs = e;
+                auto row = bench::scale::measure_apart(name, tasks::placement_decoder::guided, sc);
+                std::printf("%-16s %6zu %6zu %9.2f %9.2f %9.0f\n", name.c_str(), row["ops"].get<std::size_t>(), e,
+                            row["seconds_per_update"].get<double>(), row["cpu_seconds_per_update"].get<double>(),
+                            static_cast<double>(row["peak_memory_bytes"].get<std::size_t>()) / (1 << 20));
+                std::fflush(stdout);
+                results.push_back(row);
+                if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");
+            }
+    }
 
     // every graph first, held-out then training: a bad name or file stops the run before any training
     std::vector<workload_graph> held_out, training;
@@ -398,11 +442,13 @@ int run(int argc, char** argv) {
         pre_info = {{"policy", policy}};
     }
 
-    nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    std::printf("simulated step time in ms on n x V100:nvlink; mean of %zu seeds; guided decoder %s, no incumbent\n",
-                st.seeds.size(), anchored ? "anchored on the best heuristic" : "around m-ETF");
-    std::printf("%-24s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
-                "best_ms", "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
+    if (wanted("generalization")) {
+        std::printf(
+            "simulated step time in ms on n x V100:nvlink; mean of %zu seeds; guided decoder %s, no incumbent\n",
+            st.seeds.size(), anchored ? "anchored on the best heuristic" : "around m-ETF");
+        std::printf("%-24s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
+                    "best_ms", "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
+    }
     auto row_of = [&](const workload_graph& w, std::size_t n, bool seen) {
         const auto& g = w.graph;
         const auto cl = device::parse_cluster(concat(n, "xV100:nvlink"));
@@ -456,8 +502,7 @@ int run(int argc, char** argv) {
                 if (std::find(counts.begin(), counts.end(), n) == counts.end()) row_of(w, n, seen(n));
     }
 
-    // ---- convergence and scale (issue #28 §3, §4): the scale rows are benchmarks/scale.cpp's; the
-    // lead calls them here at merge, appending their rows ("experiment": "scale") to `results`.
+    // ---- convergence (issue #28 §4)
     if (wanted("convergence")) {
         std::printf(
             "convergence: GO-one (%zu updates x %zu samples, no incumbent) against HDP with %zux GO's "
