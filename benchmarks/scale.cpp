@@ -78,7 +78,7 @@ int run(int argc, char** argv) {
         ->transform(goopt::bench::count(1, 1 << 20))
         ->type_name("N")
         ->capture_default_str();
-    cli.add_option("--threads", s.threads, "Threads decoding and scoring the samples")
+    cli.add_option("--threads", s.threads, "Threads decoding and scoring the samples, and the network's OpenMP threads")
         ->transform(goopt::bench::count(1, 256))
         ->type_name("N")
         ->capture_default_str();
