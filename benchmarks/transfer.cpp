@@ -42,9 +42,9 @@
 // Scale rows (issue #28 §3, benchmarks/scale_rows.hpp, as benchmarks/scale writes them): seconds per PPO
 // update of --samples samples and peak memory of GO's network placing each --scale-graphs graph on 8 x
 // V100:nvlink with the guided decoder on max(2, --threads) threads (samples and the network's passes),
-// one row per --scale-epochs setting (2 timed updates; --quick: 1), each in a child process, before
-// the other experiments: {"experiment": "scale", "graph", "ops", "epochs", "seconds_per_update",
-// "cpu_seconds_per_update", "peak_memory_bytes", and the update's parts}.
+// one row per --scale-epochs setting (2 timed updates; --quick: 1), each in a child process, after
+// every graph is loaded and before any training: {"experiment": "scale", "graph", "ops", "epochs",
+// "seconds_per_update", "cpu_seconds_per_update", "peak_memory_bytes", and the update's parts}.
 #include "benchmark_main.hpp"
 #include "placement_heuristics.hpp"
 #include "scale_rows.hpp"
@@ -366,12 +366,29 @@ int run(int argc, char** argv) {
     auto method = [&](const char* m) { return std::find(methods.begin(), methods.end(), m) != methods.end(); };
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
-    // ---- scale (issue #28 §3): one child process per row, so that its peak memory is its own; first,
-    // before this process starts OpenMP's threads (libgomp's pool does not survive a fork)
+    // every graph first, held-out then training: a bad name or file stops the run before any training
+    std::vector<workload_graph> held_out, training;
+    if (wanted("generalization")) {
+        for (const auto& n : names) held_out.push_back(load_graph(n, "--graphs"));
+        if (policy.empty())
+            for (const auto& n : train_names) training.push_back(load_graph(n, "--train-graphs"));
+    }
+    std::erase(scale_names, std::string{});
     if (wanted("scale")) {
-        std::erase(scale_names, std::string{});
         if (scale_names.empty() || scale_epochs.empty())
             throw error("flags --scale-graphs and --scale-epochs", "an empty list", "at least one graph and one count");
+        for (const auto& n : scale_names) {  // an unknown name stops the run here, not in a child
+            try {
+                (void)models::find_workload(n);
+            } catch (const error& e) {
+                throw error(concat("flag --scale-graphs: ", e.what()));
+            }
+        }
+    }
+
+    // ---- scale (issue #28 §3): one child process per row, so that its peak memory is its own; before
+    // the pre-training starts OpenMP's threads (libgomp's pool does not survive a fork)
+    if (wanted("scale")) {
         bench::scale::settings sc{.updates = quick ? std::size_t{1} : std::size_t{2},
                                   .samples = st.samples,
                                   .threads = std::max<std::size_t>(2, st.threads)};
@@ -391,14 +408,6 @@ int run(int argc, char** argv) {
                 results.push_back(row);
                 if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");
             }
-    }
-
-    // every graph first, held-out then training: a bad name or file stops the run before any training
-    std::vector<workload_graph> held_out, training;
-    if (wanted("generalization")) {
-        for (const auto& n : names) held_out.push_back(load_graph(n, "--graphs"));
-        if (policy.empty())
-            for (const auto& n : train_names) training.push_back(load_graph(n, "--train-graphs"));
     }
 
     nlohmann::ordered_json pre_info;
