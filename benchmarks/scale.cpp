@@ -101,13 +101,7 @@ int run(int argc, char** argv) {
     }
     std::erase(names, std::string{});
     if (names.empty()) throw goopt::error("flag --graphs", "an empty list", "a list such as gnmt8,gnmt8_long");
-    for (const auto& n : names) {  // an unknown name stops the run here, before any row's child process
-        try {
-            (void)goopt::models::find_workload(n);
-        } catch (const goopt::error& e) {
-            throw goopt::error(goopt::concat("flag --graphs: ", e.what()));
-        }
-    }
+    require_workloads(names, "--graphs");
     if (epochs.empty()) throw goopt::error("flag --epochs", "an empty list", "a list such as 4,2");
     if (decoders.empty()) throw goopt::error("flag --decoders", "an empty list", "independent, guided or both");
 

@@ -112,6 +112,18 @@ struct settings {
     goopt::tasks::guided_walk walk = goopt::tasks::guided_walk::automatic;
 };
 
+/// Stops the run before any row's child process when a name is not a zoo workload; the error names
+/// `flag` (a child's error would come after the table's header).
+inline void require_workloads(const std::vector<std::string>& names, const std::string& flag) {
+    for (const auto& n : names) {
+        try {
+            (void)goopt::models::find_workload(n);
+        } catch (const goopt::error& e) {
+            throw goopt::error(goopt::concat("flag ", flag, ": ", e.what()));
+        }
+    }
+}
+
 /// One row, measured in this process.
 inline nlohmann::ordered_json measure(const std::string& name, goopt::tasks::placement_decoder decoder,
                                       const settings& s) {

@@ -373,22 +373,14 @@ int run(int argc, char** argv) {
         if (policy.empty())
             for (const auto& n : train_names) training.push_back(load_graph(n, "--train-graphs"));
     }
-    std::erase(scale_names, std::string{});
-    if (wanted("scale")) {
-        if (scale_names.empty() || scale_epochs.empty())
-            throw error("flags --scale-graphs and --scale-epochs", "an empty list", "at least one graph and one count");
-        for (const auto& n : scale_names) {  // an unknown name stops the run here, not in a child
-            try {
-                (void)models::find_workload(n);
-            } catch (const error& e) {
-                throw error(concat("flag --scale-graphs: ", e.what()));
-            }
-        }
-    }
 
     // ---- scale (issue #28 §3): one child process per row, so that its peak memory is its own; before
     // the pre-training starts OpenMP's threads (libgomp's pool does not survive a fork)
     if (wanted("scale")) {
+        std::erase(scale_names, std::string{});
+        if (scale_names.empty() || scale_epochs.empty())
+            throw error("flags --scale-graphs and --scale-epochs", "an empty list", "at least one graph and one count");
+        bench::scale::require_workloads(scale_names, "--scale-graphs");
         bench::scale::settings sc{.updates = quick ? std::size_t{1} : std::size_t{2},
                                   .samples = st.samples,
                                   .threads = std::max<std::size_t>(2, st.threads)};
