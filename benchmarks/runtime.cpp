@@ -1,12 +1,13 @@
 // Benchmark: goopt's optimized models on a real runtime (issue #26, section 4). For each ONNX test
-// model, at batch 1 and 8, goopt imports the file, searches (greedy, roofline cost of the CPU
-// preset) and exports the result in this process; onnxruntime (Node.js, tools/ort/time_models.js,
+// model, at batch 1 and 8, and for TASO's models as its model files build them (exported with random
+// weights, at batch 1), goopt imports the file, searches (greedy unless --method eqsat, roofline cost
+// of the CPU preset) and exports the result in this process; onnxruntime (Node.js, tools/ort/time_models.js,
 // a child process) runs the original and goopt's model at its highest graph optimization level with
 // 1 and 2 threads, compares their outputs on random inputs in [-1, 1] and times both, interleaved.
 //
 //   runtime [--out FILE] [--quick] [--model NAME]... [--repeat 30] [--rules FILE] [--keep DIR]
 //           [--cost-model roofline|measured --cost-table FILE] [--unmeasured scaled|shape|refuse]
-//           [--min-gain G] [--runtime-gate G] [--control] [--batch N]...
+//           [--min-gain G] [--runtime-gate G] [--control] [--batch N]... [--method greedy|eqsat]
 //
 // With --cost-model measured the search costs ops by a table 'goopt calibrate' measured on this
 // machine (the rest by the roofline scaled by the table's error, cost::unbiased_model). With a
@@ -37,7 +38,9 @@
 #include <goopt/io/cost_table_json.hpp>
 #include <goopt/io/onnx.hpp>
 #include <goopt/io/rule_json.hpp>
+#include <goopt/models/zoo.hpp>
 #include <goopt/subst/inference_cost.hpp>
+#include <goopt/subst/search/eqsat_search.hpp>
 #include <goopt/subst/search/optimize.hpp>
 
 #include <nlohmann/json.hpp>
@@ -61,17 +64,20 @@ namespace {
 
 #if defined(GOOPT_HAS_ONNX)
 
-/// A model of the table: its file under tests/data/onnx and the batch axis of each data input, in
-/// the file's order (sequence-first tensors have it at 1; a GRU's batch-first input x and its
-/// initial state differ).
+/// A model of the table: its file under tests/data/onnx (or, for a built-in graph, none) and the
+/// batch axis of each data input, in the file's order (sequence-first tensors have it at 1; a GRU's
+/// batch-first input x and its initial state differ).
 struct runtime_model {
     const char* name;
-    const char* file;
+    const char* file;               ///< nullptr: the built-in graph `name`, exported with random weights
     std::array<int, 3> batch_axes;  ///< of the data inputs (the last one for any further input)
     bool quick;                     ///< in the --quick table (small models: seconds, not minutes)
 };
 
-constexpr std::array<runtime_model, 9> runtime_models{{
+/// TASO's five models as TASO's model files build them, and ResNet-50 (models::taso_file_workloads,
+/// the graphs of Tensat's gains): exported by goopt with seeded random weights as initializers, and
+/// run at the builders' batch (1), which their reshapes bake in.
+constexpr std::array<runtime_model, 15> runtime_models{{
     {"resnet50", "resnet50.onnx", {0, 0, 0}, false},
     {"inception_v3", "inception_v3.onnx", {0, 0, 0}, false},
     {"squeezenet1_1", "squeezenet1_1.onnx", {0, 0, 0}, true},
@@ -81,7 +87,17 @@ constexpr std::array<runtime_model, 9> runtime_models{{
     {"lstm_lm", "lstm_lm.onnx", {1, 1, 1}, true},
     {"gru_bidir", "gru_bidir.onnx", {0, 1, 1}, false},
     {"opaque_ops", "opaque_ops.onnx", {0, 0, 0}, true},
+    {"resnet50_taso", nullptr, {0, 0, 0}, false},
+    {"resnext50_taso", nullptr, {0, 0, 0}, false},
+    {"inception_v3_taso", nullptr, {0, 0, 0}, false},
+    {"nasnet_a_taso", nullptr, {0, 0, 0}, false},
+    {"nasrnn_taso", nullptr, {0, 0, 0}, true},
+    {"bert_taso", nullptr, {0, 0, 0}, false},
 }};
+
+/// The model's ONNX file: the file as stored (stripped initializers given random values), or the
+/// built-in graph exported with random weights. `random_weights` is set to the weights given values.
+onnx::ModelProto source_model(const runtime_model& rm, std::size_t& random_weights);
 
 constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the issue's bound)
 
@@ -118,6 +134,19 @@ std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
         ++filled;
     }
     return filled;
+}
+
+onnx::ModelProto source_model(const runtime_model& rm, std::size_t& random_weights) {
+    if (rm.file) {
+        auto m = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
+        random_weights = fill_stripped_weights(m, 26);
+        return m;
+    }
+    const auto g = models::find_workload(rm.name).build();
+    io::onnx_model origin;
+    origin.weight_values = io::random_weight_values(g, 26);
+    random_weights = origin.weight_values.size();
+    return io::to_onnx(g, {.source = &origin}).model;
 }
 
 /// The graph inputs that are data (not initializers listed as inputs), in the file's order.
@@ -223,7 +252,7 @@ int run(int argc, char** argv) {
     std::vector<std::string> only;
     bool quick = false;
     std::size_t repeat = 30;
-    std::string cost_flag = "roofline", table_file, unmeasured = "scaled";
+    std::string cost_flag = "roofline", table_file, unmeasured = "scaled", method = "greedy";
     double min_gain = 0;
     std::optional<double> runtime_gate;
     bool control = false;
@@ -233,7 +262,8 @@ int run(int argc, char** argv) {
                             "onnxruntime's highest optimization level, timed interleaved at batch 1 and 8 and 1 and "
                             "2 threads, outputs compared on every row (max_rel_diff <= 1e-4)");
     cli.add_option("--out", out, "Write the rows as a JSON list")->type_name("FILE");
-    cli.add_flag("--quick", quick, "Only the small models (squeezenet1_1, bert_tiny, vit_tiny, lstm_lm, opaque_ops)");
+    cli.add_flag("--quick", quick,
+                 "Only the small models (squeezenet1_1, bert_tiny, vit_tiny, lstm_lm, opaque_ops, nasrnn_taso)");
     cli.add_option("--model", only, "A model of this benchmark (repeatable; default: all)")
         ->allow_extra_args(false)
         ->type_name("NAME");
@@ -248,6 +278,10 @@ int run(int argc, char** argv) {
                    "What the search minimizes: the roofline of the CPU preset, or op times measured here "
                    "(--cost-table, by 'goopt calibrate'; the rest by the roofline scaled by the table's error)")
         ->check(CLI::IsMember({"roofline", "measured"}))
+        ->capture_default_str();
+    cli.add_option("--method", method,
+                   "The substitution search: greedy, or equality saturation (eqsat, goopt superopt --method eqsat)")
+        ->check(CLI::IsMember({"greedy", "eqsat"}))
         ->capture_default_str();
     cli.add_option("--cost-table", table_file,
                    "The table of --cost-model measured; with either model, the rows run at its thread count and give "
@@ -309,14 +343,18 @@ int run(int argc, char** argv) {
                 "goopt_ms", "gain", "gain IQR", "predicted", "max_rel", "opaque", "weights");
     for (const auto& rm : runtime_models) {
         if (only.empty() ? quick && !rm.quick : std::find(only.begin(), only.end(), rm.name) == only.end()) continue;
-        auto source = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
-        const std::size_t random_weights = fill_stripped_weights(source, 26);
+        std::size_t random_weights = 0;
+        auto source = source_model(rm, random_weights);
         const std::int64_t own_batch = file_batch(source, rm);
         const std::size_t first_row = rows.size();
         // batch 1 and 8; a batch the export baked in is left out, said in the model's rows, and where
-        // neither can be, the file's own batch is run instead
+        // neither can be, the file's own batch is run instead (a built-in graph: its own batch only)
         std::vector<std::int64_t> batches = batch_flag.empty() ? std::vector<std::int64_t>{1, 8} : batch_flag;
         std::string note;
+        if (!rm.file && (batches.size() != 1 || batches[0] != own_batch)) {
+            note = concat("a built-in graph: run at its own batch ", own_batch, " only (its reshapes bake it in)");
+            batches = {own_batch};
+        }
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const std::int64_t batch = batches[b];
             auto original = source;
@@ -342,11 +380,15 @@ int run(int argc, char** argv) {
                     : cost::unbiased_model(table, model.graph, subst::runs_per_inference(model.graph), cpu);
             const auto refusing = cost::measured_model<cost::scaled_roofline>(
                 table, cost::scaled_roofline::uniform(cost::scaled_roofline::refusal_factor));
-            auto r = cost_flag == "roofline"
-                         ? subst::optimize(model.graph, rules, cost::roofline_model{}, cpu, {}, subst::greedy_method{})
-                     : unmeasured == "refuse"
-                         ? subst::optimize(model.graph, rules, refusing, cpu, {}, subst::greedy_method{})
-                         : subst::optimize(model.graph, rules, measured_model, cpu, {}, subst::greedy_method{});
+            auto search = [&](const auto& cost_model) {
+                return method == "eqsat" ? subst::named(subst::optimize(model.graph, rules, cost_model, cpu, {},
+                                                                        subst::eqsat_method{}))
+                                         : subst::named(subst::optimize(model.graph, rules, cost_model, cpu, {},
+                                                                        subst::greedy_method{}));
+            };
+            auto r = cost_flag == "roofline"  ? search(cost::roofline_model{})
+                     : unmeasured == "refuse" ? search(refusing)
+                                              : search(measured_model);
             graph::validate(r.graph);
             // too small a predicted gain (or a costlier graph): the original file is handed back as it is
             // (a graph the table costs 0, every op under the call's cost, predicts no gain: 0, not NaN)
@@ -452,7 +494,7 @@ int run(int argc, char** argv) {
                 }
                 if (measured) predicted_gains.push_back(predicted), measured_gains.push_back(*measured);
                 row["max_rel_diff"] = compared ? nlohmann::ordered_json(diff) : nlohmann::ordered_json();
-                row["search"] = "greedy";
+                row["search"] = method;
                 row["cost_model"] = cost_model;
                 row["opaque_ops"] = opaque;
                 if (before) {
@@ -462,8 +504,9 @@ int run(int argc, char** argv) {
                 }
                 row["repetitions"] = repeat;
                 row["rewrites"] = rewrites;
-                row["weights"] = random_weights > 0 ? concat("random (", random_weights, " stripped in the file)")
-                                                    : std::string("the file's");
+                row["weights"] = !rm.file             ? concat("random (built-in graph, ", random_weights, " weights)")
+                                 : random_weights > 0 ? concat("random (", random_weights, " stripped in the file)")
+                                                      : std::string("the file's");
                 row["file_batch"] = own_batch;
                 // LSTM/GRU nodes of the file written back as they were (their fused kernels kept), and
                 // those a rewrite touched (written as their steps)

@@ -353,6 +353,44 @@ TEST_CASE("a graph without weight values exports its weights as graph inputs, wi
         concat(rr.report.weight_inputs, " of ", resnet_weights, " weights have no values in the source file")));
 }
 
+TEST_CASE("random weights: seeded, scaled by fan-in, positive where a consumer needs it, written as initializers") {
+    for (const auto& g : {vision_graph(), transformer_graph()}) {
+        CAPTURE(g.name());
+        const auto values = io::random_weight_values(g, 7);
+        const std::size_t sources = g.ops_of_kind(op_kind::weight).size() + g.ops_of_kind(op_kind::constant).size();
+        CHECK(values.size() == sources);
+        CHECK(io::random_weight_values(g, 7).at(values.begin()->first).values == values.begin()->second.values);
+        CHECK(io::random_weight_values(g, 8).at(values.begin()->first).values != values.begin()->second.values);
+        for (const auto& [name, v] : values) {
+            CAPTURE(name);
+            CHECK(static_cast<std::int64_t>(v.values.size()) == v.type.num_elements());
+            const auto [lo, hi] = std::minmax_element(v.values.begin(), v.values.end());
+            if (name.starts_with("bn_")) CHECK((*lo >= 0.5 && *hi <= 1.5));  // batchnorm: positive
+            if (name == "w1") CHECK((*lo >= -1 / std::sqrt(36.0) && *hi <= 1 / std::sqrt(36.0)));  // [8, 4, 3, 3]
+            if (name == "wq") CHECK((*lo >= -1 / std::sqrt(8.0) && *hi <= 1 / std::sqrt(8.0)));  // matmul's [K = 8, 8]
+            if (name == "emb") CHECK(*hi <= 1 / std::sqrt(8.0));
+        }
+        // weights that have values already are left out
+        const std::map<std::string, io::onnx_tensor, std::less<>> known{*values.begin()};
+        CHECK(io::random_weight_values(g, 7, known).size() == sources - 1);
+        // exported as initializers (no weight is a graph input), and they compute finite outputs
+        io::onnx_model origin;
+        origin.weight_values = values;
+        const auto r = io::to_onnx(g, {.source = &origin});
+        CHECK(r.report.weight_inputs == 0);
+        const auto back = io::import_onnx_bytes(bytes_of(r.model), g.name() + " (random weights)");
+        std::mt19937_64 rng(1);
+        auto random = interp::random_feeds<double>(back.graph, rng);
+        auto feeds = io::weight_feeds<double>(back);
+        for (const auto i : back.graph.ops_of_kind(op_kind::input)) {
+            const std::string& name = back.graph.get_op(i).name;
+            feeds.insert_or_assign(name, random.at(name));
+        }
+        for (const auto& out : interp::run<double>(back.graph, feeds))
+            for (const double x : out.storage()) REQUIRE(std::isfinite(x));
+    }
+}
+
 TEST_CASE("a graph with no source keeps its output names through a rewrite, given the graph before it") {
     graph::computation_graph g("conv_relu");
     const auto x = g.input("x", {1, 3, 8, 8});

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 namespace goopt::cli {
 
@@ -68,6 +69,7 @@ struct export_flags {
     graph_source source;
     std::string out, format;
     std::int64_t opset = 0;
+    std::optional<std::uint64_t> random_weights;
 };
 
 int run_export(const export_flags& f) {
@@ -77,7 +79,23 @@ int run_export(const export_flags& f) {
     const auto in = load_graph_with_origin(f.source);
     graph::validate(in.loaded.graph);
     std::printf("%s: %zu ops\n", in.loaded.name.c_str(), in.loaded.graph.num_ops());
-    write_graph_output(f.out, format, in.loaded.graph, in.onnx.get(), f.opset);
+    if (!f.random_weights) {
+        write_graph_output(f.out, format, in.loaded.graph, in.onnx.get(), f.opset);
+        return 0;
+    }
+    if (format != graph_file_format::onnx)
+        throw error("--random-weights", "for a goopt.graph JSON file (which holds no weight values)",
+                    "an ONNX output (.onnx)");
+#if defined(GOOPT_PROGRAM_HAS_ONNX)
+    // the weights without values get seeded ones, written as initializers like a trained model's
+    io::onnx_model origin;
+    if (in.onnx) origin = *in.onnx;
+    const auto drawn = io::random_weight_values(in.loaded.graph, *f.random_weights, origin.weight_values);
+    origin.weight_values.insert(drawn.begin(), drawn.end());
+    std::printf("random weights (seed %llu): %zu weights\n", static_cast<unsigned long long>(*f.random_weights),
+                drawn.size());
+    write_graph_output(f.out, format, in.loaded.graph, &origin, f.opset, in.onnx ? nullptr : &in.loaded.graph);
+#endif
     return 0;
 }
 
@@ -95,9 +113,14 @@ command add_export_command(CLI::App& root) {
                     "The ONNX operator set to write, 13-17 (default: the --onnx file's where it is 13-17, else 13)")
         ->check(CLI::Range(13, 17))
         ->type_name("13-17");
+    app->add_option("--random-weights", flags->random_weights,
+                    "Give every weight without values (a built-in model's, a stripped file's) seeded random values, "
+                    "uniform in +-1/sqrt(fan-in), written as initializers: a model a runtime can time")
+        ->type_name("SEED");
     app->footer(
         "An --onnx file's weights are written with their values; a graph without values (--model, --graph)\n"
-        "gets its weights as graph inputs, with a warning. Fused ops are written as standard ONNX operators.");
+        "gets its weights as graph inputs, with a warning, or random ones with --random-weights SEED.\n"
+        "Fused ops are written as standard ONNX operators.");
     return {app, [flags] { return run_export(*flags); }};
 }
 

@@ -41,6 +41,7 @@
 #include <goopt/io/onnx/lowering.hpp>
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/opaque.hpp>
+#include <goopt/io/onnx/random_weights.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/recurrent_write_back.hpp>
 #include <goopt/io/onnx/resize.hpp>
