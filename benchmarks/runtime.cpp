@@ -351,8 +351,12 @@ int run(int argc, char** argv) {
         // neither can be, the file's own batch is run instead (a built-in graph: its own batch only)
         std::vector<std::int64_t> batches = batch_flag.empty() ? std::vector<std::int64_t>{1, 8} : batch_flag;
         std::string note;
-        if (!rm.file && (batches.size() != 1 || batches[0] != own_batch)) {
-            note = concat("a built-in graph: run at its own batch ", own_batch, " only (its reshapes bake it in)");
+        if (!rm.file) {  // its first input's shape says what "batch" is (bert_taso: batch x sequence tokens)
+            std::string dims;
+            for (const auto& d : data_inputs(source)[0]->type().tensor_type().shape().dim())
+                dims += concat(dims.empty() ? "" : "x", d.dim_value());
+            note = concat("a built-in graph, run at its own shapes only (its reshapes bake them in); its first input is ",
+                          dims, ", the 'batch' column its first axis");
             batches = {own_batch};
         }
         for (std::size_t b = 0; b < batches.size(); ++b) {
