@@ -355,8 +355,9 @@ int run(int argc, char** argv) {
             std::string dims;
             for (const auto& d : data_inputs(source)[0]->type().tensor_type().shape().dim())
                 dims += concat(dims.empty() ? "" : "x", d.dim_value());
-            note = concat("a built-in graph, run at its own shapes only (its reshapes bake them in); its first input is ",
-                          dims, ", the 'batch' column its first axis");
+            note =
+                concat("a built-in graph, run at its own shapes only (its reshapes bake them in); its first input is ",
+                       dims, ", the 'batch' column its first axis");
             batches = {own_batch};
         }
         for (std::size_t b = 0; b < batches.size(); ++b) {

@@ -45,19 +45,25 @@ namespace detail {
 inline bool needs_positive(ops::op_kind k, std::uint32_t slot) {
     using ops::op_kind;
     switch (k) {
-    case op_kind::batchnorm: return slot > 0;  // scale, bias, mean, variance
-    case op_kind::div: return slot == 1;
-    case op_kind::sqrt:
-    case op_kind::log: return true;
-    case op_kind::pow: return slot == 0;
-    default: return false;
+        case op_kind::batchnorm:
+            return slot > 0;  // scale, bias, mean, variance
+        case op_kind::div:
+            return slot == 1;
+        case op_kind::sqrt:
+        case op_kind::log:
+            return true;
+        case op_kind::pow:
+            return slot == 0;
+        default:
+            return false;
     }
 }
 
 }  // namespace detail
 
 inline std::map<std::string, onnx_tensor, std::less<>> random_weight_values(
-    const graph::computation_graph& g, std::uint64_t seed, const std::map<std::string, onnx_tensor, std::less<>>& known) {
+    const graph::computation_graph& g, std::uint64_t seed,
+    const std::map<std::string, onnx_tensor, std::less<>>& known) {
     std::mt19937_64 rng(seed);
     std::map<std::string, onnx_tensor, std::less<>> values;
     for (std::size_t i = 0; i < g.num_ops(); ++i) {
