@@ -116,6 +116,13 @@ command add_export_command(CLI::App& root) {
     app->add_option("--random-weights", flags->random_weights,
                     "Give every weight without values (a built-in model's, a stripped file's) seeded random values, "
                     "uniform in +-1/sqrt(fan-in), written as initializers: a model a runtime can time")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                return !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos
+                           ? std::string()
+                           : concat("'", v, "' is not a non-negative integer (at most 19 digits)");
+            },
+            "SEED"))
         ->type_name("SEED");
     app->footer(
         "An --onnx file's weights are written with their values; a graph without values (--model, --graph)\n"
