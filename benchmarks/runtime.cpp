@@ -74,9 +74,10 @@ struct runtime_model {
     bool quick;                     ///< in the --quick table (small models: seconds, not minutes)
 };
 
-/// TASO's five models as TASO's model files build them, and ResNet-50 (models::taso_file_workloads,
-/// the graphs of Tensat's gains): exported by goopt with seeded random weights as initializers, and
-/// run at the builders' batch (1), which their reshapes bake in.
+/// The table's models: the ONNX test files, then TASO's five models as TASO's model files build
+/// them and ResNet-50 (models::taso_file_workloads, the graphs of Tensat's gains), exported by goopt
+/// with seeded random weights as initializers and run at the builders' shapes, which their reshapes
+/// bake in.
 constexpr std::array<runtime_model, 15> runtime_models{{
     {"resnet50", "resnet50.onnx", {0, 0, 0}, false},
     {"inception_v3", "inception_v3.onnx", {0, 0, 0}, false},

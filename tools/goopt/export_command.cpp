@@ -95,6 +95,8 @@ int run_export(const export_flags& f) {
     std::printf("random weights (seed %llu): %zu weights\n", static_cast<unsigned long long>(*f.random_weights),
                 drawn.size());
     write_graph_output(f.out, format, in.loaded.graph, &origin, f.opset, in.onnx ? nullptr : &in.loaded.graph);
+#else
+    write_graph_output(f.out, format, in.loaded.graph, nullptr, f.opset);  // says this build has no ONNX
 #endif
     return 0;
 }
