@@ -20,6 +20,8 @@
 // rounds (control_gain: the noise of the row's own timing). --runtime-gate G times goopt's model against the original
 // first, in rounds of its own on other inputs, and hands back the original where the median round gains less than G
 // (runtime_gate_gain; goopt superopt --runtime-gate): the row's timing is then a second, independent measurement.
+// With a table, the gate's rounds also give each cost model's fidelity over every graph the search
+// returned, kept or handed back (runtime_gate_median_gain against runtime_gate_predicted_gain).
 //
 // Why a C++ program driving node rather than a script: goopt's side (import, search, export, the
 // predicted gain) is the library's API, called as a user of it would, and the rows need the search's
@@ -337,6 +339,8 @@ int run(int argc, char** argv) {
                                                                                             : "scaled roofline");
     const std::string threads = table_file.empty() ? std::string("1,2") : std::to_string(table.environment.threads);
     std::vector<double> predicted_gains, measured_gains, roofline_gains, table_gains;
+    // the runtime gate's rounds time every searched graph, kept or handed back: each model's fidelity
+    std::vector<double> gate_roofline_gains, gate_table_gains, gate_measured_gains;
 
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     std::size_t failed = 0;
@@ -396,6 +400,11 @@ int run(int argc, char** argv) {
                      : unmeasured == "refuse" ? search(refusing)
                                               : search(measured_model);
             graph::validate(r.graph);
+            // what a cost model predicts for a graph against the original
+            auto model_gain = [&](const graph::computation_graph& g, const auto& c) {
+                const double before = subst::inference_cost(model.graph, c, cpu);
+                return before > 0 ? 1 - subst::inference_cost(g, c, cpu) / before : 0.0;
+            };
             // too small a predicted gain (or a costlier graph): the original file is handed back as it is
             // (a graph the table costs 0, every op under the call's cost, predicts no gain: 0, not NaN)
             const double searched_gain = r.stats.cost_before > 0 ? 1 - r.stats.cost_after / r.stats.cost_before : 0;
@@ -414,7 +423,8 @@ int run(int argc, char** argv) {
             else exported = io::write_onnx(r.graph, goopt_file, {.source = &model});
             // the runtime gate: its own rounds on other inputs, so that the row's timing below is a
             // measurement independent of the decision
-            std::optional<double> gate_gain;
+            std::optional<double> gate_gain, gate_median;
+            std::optional<std::pair<double, double>> gate_predicted;  // roofline, table: for the graph gated
             if (runtime_gate && !handed_back) {
                 const auto [gate_text, gate_ok] = run_command(
                     concat(shell_quote(node), " ", shell_quote(script.string()), " ",
@@ -430,6 +440,13 @@ int run(int argc, char** argv) {
                 std::vector<double> gains(a.size());
                 for (std::size_t k = 0; k < a.size(); ++k) gains[k] = 1 - b[k] / a[k];
                 gate_gain = quantile(gains, 0.25);  // three rounds in four
+                gate_median = quantile(gains, 0.5);
+                if (!table_file.empty()) {  // both models' prediction for the graph the gate timed, kept or not
+                    gate_predicted = {model_gain(r.graph, cost::roofline_model{}), model_gain(r.graph, measured_model)};
+                    gate_roofline_gains.push_back(gate_predicted->first);
+                    gate_table_gains.push_back(gate_predicted->second);
+                    gate_measured_gains.push_back(*gate_median);
+                }
                 if (*gate_gain < *runtime_gate) {
                     handed_back = true;
                     r.graph = model.graph, r.stats.cost_after = r.stats.cost_before;
@@ -484,14 +501,16 @@ int run(int argc, char** argv) {
                 }
                 row["predicted_gain"] = predicted;
                 row["handed_back"] = handed_back;
-                if (runtime_gate) row["runtime_gate_gain"] = number(gate_gain);
+                if (runtime_gate) {
+                    row["runtime_gate_gain"] = number(gate_gain);
+                    row["runtime_gate_median_gain"] = number(gate_median);
+                    if (gate_predicted)
+                        row["runtime_gate_predicted_gain"] = {{"roofline", gate_predicted->first},
+                                                              {"measured", gate_predicted->second}};
+                }
                 if (!table_file.empty()) {  // what each model predicts for the same graph
-                    auto gain = [&](const auto& c) {
-                        const double before = subst::inference_cost(model.graph, c, cpu);
-                        return before > 0 ? 1 - subst::inference_cost(r.graph, c, cpu) / before : 0.0;
-                    };
-                    row["predicted_gain_roofline"] = gain(cost::roofline_model{});
-                    row["predicted_gain_measured"] = gain(measured_model);
+                    row["predicted_gain_roofline"] = model_gain(r.graph, cost::roofline_model{});
+                    row["predicted_gain_measured"] = model_gain(r.graph, measured_model);
                     if (measured)
                         roofline_gains.push_back(row["predicted_gain_roofline"].get<double>()),
                             table_gains.push_back(row["predicted_gain_measured"].get<double>());
@@ -537,6 +556,12 @@ int run(int argc, char** argv) {
             "correlation with the measured gain of each model's prediction for goopt's graphs: roofline %.3f, "
             "measured (the table) %.3f\n",
             correlation(roofline_gains, measured_gains), correlation(table_gains, measured_gains));
+    if (!gate_measured_gains.empty())
+        std::printf(
+            "correlation with the runtime gate's median gain of each model's prediction for the %zu graphs it timed "
+            "(kept or handed back): roofline %.3f, measured (the table) %.3f\n",
+            gate_measured_gains.size(), correlation(gate_roofline_gains, gate_measured_gains),
+            correlation(gate_table_gains, gate_measured_gains));
     if (keep.empty()) std::filesystem::remove_all(dir);
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     if (failed > 0)
