@@ -98,10 +98,6 @@ constexpr std::array<runtime_model, 15> runtime_models{{
     {"bert_taso", nullptr, {0, 0, 0}, false},
 }};
 
-/// The model's ONNX file: the file as stored (stripped initializers given random values), or the
-/// built-in graph exported with random weights. `random_weights` is set to the weights given values.
-onnx::ModelProto source_model(const runtime_model& rm, std::size_t& random_weights);
-
 constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the bound)
 
 onnx::ModelProto read_model(const std::filesystem::path& file) {
@@ -139,6 +135,8 @@ std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
     return filled;
 }
 
+/// The model's ONNX file: the file as stored (stripped initializers given random values), or the
+/// built-in graph exported with random weights. `random_weights` is set to the weights given values.
 onnx::ModelProto source_model(const runtime_model& rm, std::size_t& random_weights) {
     if (rm.file) {
         auto m = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
