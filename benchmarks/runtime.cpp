@@ -71,16 +71,20 @@ namespace {
 /// batch-first input x and its initial state differ).
 struct runtime_model {
     const char* name;
-    const char* file;               ///< nullptr: the built-in graph `name`, exported with random weights
+    const char* file;               ///< nullptr: the built-in graph `build` makes, exported with random weights
     std::array<int, 3> batch_axes;  ///< of the data inputs (the last one for any further input)
     bool quick;                     ///< in the --quick table (small models: seconds, not minutes)
+    /// A built-in graph at a batch (its builder's own knob: the reshapes it bakes in follow it).
+    graph::computation_graph (*build)(std::int64_t batch) = nullptr;
+    std::int64_t own_batch = 0;      ///< a built-in graph's batch in its builder's defaults
+    const char* batch_meaning = "";  ///< a built-in graph: what its batch counts, when not the first input's axis
 };
 
-/// The table's models: the ONNX test files, then TASO's five models as TASO's model files build
-/// them and ResNet-50 (models::taso_file_workloads, the graphs of Tensat's gains), exported by goopt
-/// with seeded random weights as initializers and run at the builders' shapes, which their reshapes
-/// bake in.
-constexpr std::array<runtime_model, 15> runtime_models{{
+/// The table's models: the ONNX test files, then TASO's five models as TASO's model files build them
+/// and ResNet-50 (models/taso_graphs.hpp, the graphs of Tensat's gains; NasRNN is models::nasrnn()),
+/// built at the row's batch by their builders and exported by goopt with seeded random weights as
+/// initializers. Their own batch is TASO's (1; BERT: 16 sequences of 64 tokens).
+constexpr std::array<runtime_model, 16> runtime_models{{
     {"resnet50", "resnet50.onnx", {0, 0, 0}, false},
     {"inception_v3", "inception_v3.onnx", {0, 0, 0}, false},
     {"squeezenet1_1", "squeezenet1_1.onnx", {0, 0, 0}, true},
@@ -90,12 +94,35 @@ constexpr std::array<runtime_model, 15> runtime_models{{
     {"lstm_lm", "lstm_lm.onnx", {1, 1, 1}, true},
     {"gru_bidir", "gru_bidir.onnx", {0, 1, 1}, false},
     {"opaque_ops", "opaque_ops.onnx", {0, 0, 0}, true},
-    {"resnet50_taso", nullptr, {0, 0, 0}, false},
-    {"resnext50_taso", nullptr, {0, 0, 0}, false},
-    {"inception_v3_taso", nullptr, {0, 0, 0}, false},
-    {"nasnet_a_taso", nullptr, {0, 0, 0}, false},
-    {"nasrnn_taso", nullptr, {0, 0, 0}, true},
-    {"bert_taso", nullptr, {0, 0, 0}, false},
+    {"resnet50_taso", nullptr, {0, 0, 0}, false, [](std::int64_t b) { return models::resnet50_taso({.batch = b}); }, 1},
+    {"resnext50_taso",
+     nullptr,
+     {0, 0, 0},
+     false,
+     [](std::int64_t b) { return models::resnext50_taso({.batch = b}); },
+     1},
+    {"inception_v3_taso",
+     nullptr,
+     {0, 0, 0},
+     false,
+     [](std::int64_t b) { return models::inception_v3_taso({.batch = b}); },
+     1},
+    {"nasnet_a_taso", nullptr, {0, 0, 0}, false, [](std::int64_t b) { return models::nasnet_a_taso({.batch = b}); }, 1},
+    {"nasrnn_taso", nullptr, {0, 0, 0}, true, [](std::int64_t b) { return models::nasrnn({.batch = b}); }, 1},
+    // a trained NasRNN: one set of weights for every step, as an RNN runs after training
+    {"nasrnn_shared",
+     nullptr,
+     {0, 0, 0},
+     false,
+     [](std::int64_t b) { return models::nasrnn({.batch = b, .shared_weights = true}); },
+     1},
+    {"bert_taso",
+     nullptr,
+     {0, 0, 0},
+     false,
+     [](std::int64_t b) { return models::bert_taso({.batch = b}); },
+     16,
+     "sequences of 64 tokens (the first input is [batch x 64, 768])"},
 }};
 
 constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the bound)
@@ -136,14 +163,15 @@ std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
 }
 
 /// The model's ONNX file: the file as stored (stripped initializers given random values), or the
-/// built-in graph exported with random weights. `random_weights` is set to the weights given values.
-onnx::ModelProto source_model(const runtime_model& rm, std::size_t& random_weights) {
+/// built-in graph at `batch` exported with random weights. `random_weights` is set to the weights
+/// given values.
+onnx::ModelProto source_model(const runtime_model& rm, std::int64_t batch, std::size_t& random_weights) {
     if (rm.file) {
         auto m = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
         random_weights = fill_stripped_weights(m, 26);
         return m;
     }
-    const auto g = models::find_workload(rm.name).build();
+    const auto g = rm.build(batch);
     io::onnx_model origin;
     origin.weight_values = io::random_weight_values(g, 26);
     random_weights = origin.weight_values.size();
@@ -347,26 +375,18 @@ int run(int argc, char** argv) {
     for (const auto& rm : runtime_models) {
         if (only.empty() ? quick && !rm.quick : std::find(only.begin(), only.end(), rm.name) == only.end()) continue;
         std::size_t random_weights = 0;
-        auto source = source_model(rm, random_weights);
-        const std::int64_t own_batch = file_batch(source, rm);
+        auto source = rm.file ? source_model(rm, 0, random_weights) : onnx::ModelProto{};
+        const std::int64_t own_batch = rm.file ? file_batch(source, rm) : rm.own_batch;
         const std::size_t first_row = rows.size();
         // batch 1 and 8; a batch the export baked in is left out, said in the model's rows, and where
-        // neither can be, the file's own batch is run instead (a built-in graph: its own batch only)
+        // neither can be, the file's own batch is run instead (a built-in graph is built at each batch)
         std::vector<std::int64_t> batches = batch_flag.empty() ? std::vector<std::int64_t>{1, 8} : batch_flag;
         std::string note;
-        if (!rm.file) {  // its first input's shape says what "batch" is (bert_taso: batch x sequence tokens)
-            std::string dims;
-            for (const auto& d : data_inputs(source)[0]->type().tensor_type().shape().dim())
-                dims += concat(dims.empty() ? "" : "x", d.dim_value());
-            note =
-                concat("a built-in graph, run at its own shapes only (its reshapes bake them in); its first input is ",
-                       dims, ", the 'batch' column its first axis");
-            batches = {own_batch};
-        }
+        if (!rm.file && *rm.batch_meaning) note = concat("a built-in graph whose batch counts ", rm.batch_meaning);
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const std::int64_t batch = batches[b];
-            auto original = source;
-            rebatch(original, rm, batch);
+            auto original = rm.file ? source : source_model(rm, batch, random_weights);
+            if (rm.file) rebatch(original, rm, batch);
             const std::string bytes = serialize(original);
             io::onnx_model model;
             try {
