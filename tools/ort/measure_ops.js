@@ -7,7 +7,7 @@
 //
 // MANIFEST.json: {"threads": N, "repetitions": R, "warmup": W, "models": [{"id": "...", "file": "m.onnx"}, ...]}
 // Each model gets its own session (graph optimization level "all", N intra-op threads, one inter-op
-// thread, sequential execution), inputs drawn once (floats uniform in [-1, 1], integers 0 or 1,
+// thread, sequential execution, no spinning), inputs drawn once (floats uniform in [-1, 1], integers 0 or 1,
 // seeded) and W runs untimed; then R rounds each time one session.run of every model (interleaved). RESULT.json (default: stdout):
 // {"runtime": "onnxruntime", "version": "...", "threads": N, "cpu": "...", "cores": C,
 //  "results": [{"id", "median_seconds", "min_seconds", "max_seconds"} | {"id", "error"}, ...]}
@@ -17,6 +17,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { timingOptions } = require('./run_model.js');
 
 function fail(message) {
     process.stderr.write(`measure_ops.js: error: ${message}\n`);
@@ -146,12 +147,8 @@ async function main() {
             fail(`${manifestFile}: "${key}" is ${JSON.stringify(manifest[key])}: expected a count`);
     if (!Array.isArray(manifest.models)) fail(`${manifestFile}: "models" is not an array`);
     const { ort, version } = loadOrt();
-    const options = {
-        graphOptimizationLevel: 'all',
-        intraOpNumThreads: manifest.threads,
-        interOpNumThreads: 1,
-        executionMode: 'sequential',
-    };
+    // the pools' spinning off, as time_models.js times (run_model.js's timingOptions says why)
+    const options = { graphOptimizationLevel: 'all', ...timingOptions(manifest.threads) };
     const models = manifest.models.map((m) => ({ ...m, file: path.resolve(path.dirname(manifestFile), m.file) }));
     const results = await measureAll(ort, models, manifest, options);
     const cpus = os.cpus();

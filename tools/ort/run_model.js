@@ -137,6 +137,21 @@ function makeFeeds(ort, session, given, raw, seed) {
     return { feeds, json };
 }
 
+/// Session options for timing with `threads` intra-op threads: one inter-op thread, sequential
+/// execution, and the thread pools' spinning off. Timing interleaves several sessions, each with a
+/// pool of its own; a pool whose workers spin on after their run busy-waits on a core while the next
+/// session runs, which on a 2-core machine made a model at 2 threads run 2-5 times slower than at 1
+/// and its own second session differ from it by up to 30 % (2026-12-03). At 1 thread there is no
+/// worker, so nothing changes there.
+function timingOptions(threads) {
+    return {
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+        extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    };
+}
+
 /// Runs `model` once on the feeds `feedsOf(session)` gives; `sessionOptions` (thread counts) are
 /// added to the graph optimization level.
 async function runModel(ort, model, feedsOf, level, sessionOptions = {}) {
@@ -206,6 +221,6 @@ async function main() {
     else process.stdout.write(text + '\n');
 }
 
-module.exports = { loadOrt, makeFeeds, runModel, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
+module.exports = { loadOrt, makeFeeds, runModel, timingOptions, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
 
 if (require.main === module) main().catch((e) => fail(e.message));

@@ -11,12 +11,13 @@
 // (round r ran both, reference first in even rounds), max_rel_diff = max |a - b| / max |b| with b
 // the reference's output (null with an "error" where the outputs' names or shapes differ). Inputs:
 // floats uniform in [-1, 1], integers 0 or 1, drawn from --seed (run_model.js). Each session uses
-// intra-op threads = the thread count and one inter-op thread (sequential execution).
+// intra-op threads = the thread count, one inter-op thread (sequential execution) and no spinning
+// (run_model.js's timingOptions: an idle session's spinning workers would slow the next one).
 // --control opens REFERENCE a second time (a session of its own) and times it in the same rounds
 // ("control_ms"): the reference against itself, so that a row shows the noise of its own rounds.
 'use strict';
 
-const { loadOrt, makeFeeds, runModel, timeRunsInOrder, relativeDifference, fail } = require('./run_model.js');
+const { loadOrt, makeFeeds, runModel, timingOptions, timeRunsInOrder, relativeDifference, fail } = require('./run_model.js');
 
 function parseArgs(argv) {
     const a = { models: [], threads: [1], repeat: 30, warmup: 3, seed: 1, level: 'all' };
@@ -65,7 +66,7 @@ async function main() {
     const [refModel, otherModel] = args.models;
     const runs = [];
     for (const threads of args.threads) {
-        const options = { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential' };
+        const options = timingOptions(threads);
         const ref = await runModel(ort, refModel, (s) => makeFeeds(ort, s, {}, [], args.seed), args.level, options);
         const other = await runModel(ort, otherModel, (s) => makeFeeds(ort, s, ref.inputs, [], null), args.level,
                                      options);
