@@ -37,6 +37,31 @@ TEST_CASE("op configuration keys: kind, attributes and types, not names or place
     CHECK(cost::is_measurable(g, g.producer(a)));
 }
 
+TEST_CASE("op configuration keys: an operand computed from weights alone is a weight (the runtime folds it)") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {4, 64});
+    const auto a = g.weight("a", {64, 16});
+    const auto b = g.weight("b", {16, 32});
+    const auto w = g.weight("w", {64, 32});
+    const auto key = [&](graph::tensor_id t) { return cost::op_config_key(g, g.producer(t)); };
+    const auto ab = g.add1(op_kind::matmul, {a, b}, {}, "ab");  // weight preprocessing: folded once
+    const auto folded = g.add1(op_kind::matmul, {x, ab}, {}, "folded");
+    CHECK(key(folded) == key(g.add1(op_kind::matmul, {x, w})));
+    CHECK(key(folded) == "matmul(activation=0;in=f32[4,64],w:f32[64,32];out=f32[4,32])");
+    // an operand that an input reaches is an activation, however it mixes with weights
+    const auto xa = g.add1(op_kind::matmul, {x, a});
+    CHECK(key(g.add1(op_kind::matmul, {xa, b})) == "matmul(activation=0;in=f32[4,16],w:f32[16,32];out=f32[4,32])");
+    const auto xt = g.add1(op_kind::transpose, {x}, {{ops::attr_id::perm, std::vector<std::int64_t>{1, 0}}});
+    const auto mixed = g.add1(op_kind::ewadd, {w, g.add1(op_kind::matmul, {xt, g.input("y", {4, 32})})});
+    CHECK(key(g.add1(op_kind::matmul, {x, mixed})) == "matmul(activation=0;in=f32[4,64],f32[64,32];out=f32[4,32])");
+    // followed cost::detail::fixed_depth ops deep, no further: a deeper chain is keyed as an activation
+    auto deep = w;
+    for (int k = 0; k < cost::detail::fixed_depth; ++k) deep = g.add1(op_kind::relu, {deep});
+    CHECK(key(g.add1(op_kind::matmul, {x, deep})) == key(folded));
+    deep = g.add1(op_kind::relu, {deep});
+    CHECK(key(g.add1(op_kind::matmul, {x, deep})) == "matmul(activation=0;in=f32[4,64],f32[64,32];out=f32[4,32])");
+}
+
 TEST_CASE("fused group keys: members in order and their wiring") {
     graph::computation_graph g;
     const auto x = g.input("x", {8, 8});

@@ -6,9 +6,11 @@
 /// not part of it.
 ///
 /// An op's key is the kind's name, its attributes in the order of ops::attr_id, then its input and
-/// output types (element type and dimensions); an input read straight from a weight or a constant is
-/// marked `w:`, since a runtime prepares those once (packs a GEMM's matrix, reorders a kernel) and
-/// runs the op faster than on an activation of the same type:
+/// output types (element type and dimensions); an input read from a weight or a constant, or computed
+/// from them alone (a product of two weights, a transposed or concatenated weight: a runtime folds
+/// it into one constant before the first run, as onnxruntime's constant folding does), is marked
+/// `w:`, since a runtime prepares those once (packs a GEMM's matrix, reorders a kernel) and runs the
+/// op faster than on an activation of the same type:
 /// @code
 ///   conv2d(activation=1,group=1,kernel=[3,3],...;in=f32[1,3,224,224],w:f32[64,3,3,3];out=f32[1,64,112,112])
 /// @endcode
@@ -63,11 +65,20 @@ inline void append_value(std::string& out, const ops::attr_value& v) {
     }
 }
 
-/// Whether tensor `t` is a weight or a constant: a runtime may prepare it once (pack a GEMM's
+/// How many ops deep is_fixed() follows a tensor back to the weights it is computed from: enough for
+/// the weight preprocessing that rewrites make (a product of two weights, scaled, transposed or
+/// concatenated), while a key costs a bounded walk whatever the graph's depth. A deeper chain of
+/// weight-only ops is keyed as an activation (measured as such: slower, never wrong).
+inline constexpr int fixed_depth = 4;
+
+/// Whether tensor `t` is a weight or a constant, or computed from them alone within `depth` more
+/// ops: a runtime folds the latter into a constant and may prepare either once (pack a GEMM's
 /// matrix, reorder a kernel), so the same op runs differently on it than on an activation.
-inline bool is_fixed(const graph::computation_graph& g, graph::tensor_id t) {
+inline bool is_fixed(const graph::computation_graph& g, graph::tensor_id t, int depth = fixed_depth) {
     const auto& p = g.get_op(g.producer(t));
-    return p.spec().has(ops::source) && p.kind != ops::op_kind::input;
+    if (p.spec().has(ops::source)) return p.kind != ops::op_kind::input;
+    if (depth == 0 || p.inputs.empty() || p.kind == ops::op_kind::opaque) return false;
+    return std::all_of(p.inputs.begin(), p.inputs.end(), [&](graph::tensor_id u) { return is_fixed(g, u, depth - 1); });
 }
 
 inline void append_types(std::string& out, const graph::computation_graph& g, std::span<const graph::tensor_id> tensors,
