@@ -140,9 +140,9 @@ function makeFeeds(ort, session, given, raw, seed) {
 /// Session options for timing with `threads` intra-op threads: one inter-op thread, sequential
 /// execution, and the thread pools' spinning off. Timing interleaves several sessions, each with a
 /// pool of its own; a pool whose workers spin on after their run busy-waits on a core while the next
-/// session runs, which on a 2-core machine made a model at 2 threads run 2-5 times slower than at 1
-/// and its own second session differ from it by up to 30 % (2026-12-03). At 1 thread there is no
-/// worker, so nothing changes there.
+/// session runs, which on a 2-core machine made a small model at 2 threads run up to 2.6 times
+/// slower than at 1 and its own second session differ from it by up to 45 % (2026-12-03,
+/// docs/runtime.md). At 1 thread there is no worker, so nothing changes there.
 function timingOptions(threads) {
     return {
         intraOpNumThreads: threads,
