@@ -80,6 +80,13 @@ struct runtime_model {
     const char* batch_meaning = "";  ///< a built-in graph: what its batch counts, when not the first input's axis
 };
 
+/// A row of a built-in graph: `build` makes it at a batch, `own_batch` is its builders' default,
+/// `batch_meaning` what its batch counts where that is not its first input's first axis.
+constexpr runtime_model built_in(const char* name, graph::computation_graph (*build)(std::int64_t),
+                                 std::int64_t own_batch = 1, const char* batch_meaning = "", bool quick = false) {
+    return {name, nullptr, {0, 0, 0}, quick, build, own_batch, batch_meaning};
+}
+
 /// The table's models: the ONNX test files, then TASO's five models as TASO's model files build them
 /// and ResNet-50 (models/taso_graphs.hpp, the graphs of Tensat's gains; NasRNN is models::nasrnn()),
 /// built at the row's batch by their builders and exported by goopt with seeded random weights as
@@ -94,35 +101,17 @@ constexpr std::array<runtime_model, 16> runtime_models{{
     {"lstm_lm", "lstm_lm.onnx", {1, 1, 1}, true},
     {"gru_bidir", "gru_bidir.onnx", {0, 1, 1}, false},
     {"opaque_ops", "opaque_ops.onnx", {0, 0, 0}, true},
-    {"resnet50_taso", nullptr, {0, 0, 0}, false, [](std::int64_t b) { return models::resnet50_taso({.batch = b}); }, 1},
-    {"resnext50_taso",
-     nullptr,
-     {0, 0, 0},
-     false,
-     [](std::int64_t b) { return models::resnext50_taso({.batch = b}); },
-     1},
-    {"inception_v3_taso",
-     nullptr,
-     {0, 0, 0},
-     false,
-     [](std::int64_t b) { return models::inception_v3_taso({.batch = b}); },
-     1},
-    {"nasnet_a_taso", nullptr, {0, 0, 0}, false, [](std::int64_t b) { return models::nasnet_a_taso({.batch = b}); }, 1},
-    {"nasrnn_taso", nullptr, {0, 0, 0}, true, [](std::int64_t b) { return models::nasrnn({.batch = b}); }, 1},
+    built_in("resnet50_taso", [](std::int64_t b) { return models::resnet50_taso({.batch = b}); }),
+    built_in("resnext50_taso", [](std::int64_t b) { return models::resnext50_taso({.batch = b}); }),
+    built_in("inception_v3_taso", [](std::int64_t b) { return models::inception_v3_taso({.batch = b}); }),
+    built_in("nasnet_a_taso", [](std::int64_t b) { return models::nasnet_a_taso({.batch = b}); }),
+    built_in(
+        "nasrnn_taso", [](std::int64_t b) { return models::nasrnn({.batch = b}); }, 1, "", true),
     // a trained NasRNN: one set of weights for every step, as an RNN runs after training
-    {"nasrnn_shared",
-     nullptr,
-     {0, 0, 0},
-     false,
-     [](std::int64_t b) { return models::nasrnn({.batch = b, .shared_weights = true}); },
-     1},
-    {"bert_taso",
-     nullptr,
-     {0, 0, 0},
-     false,
-     [](std::int64_t b) { return models::bert_taso({.batch = b}); },
-     16,
-     "sequences of 64 tokens (the first input is [batch x 64, 768])"},
+    built_in("nasrnn_shared", [](std::int64_t b) { return models::nasrnn({.batch = b, .shared_weights = true}); }),
+    built_in(
+        "bert_taso", [](std::int64_t b) { return models::bert_taso({.batch = b}); }, 16,
+        "sequences of 64 tokens (the first input is [batch x 64, 768])"),
 }};
 
 constexpr double tolerance = 1e-4;  // max |a - b| / max |b| of every row (the bound)
@@ -162,15 +151,16 @@ std::size_t fill_stripped_weights(onnx::ModelProto& m, std::uint64_t seed) {
     return filled;
 }
 
-/// The model's ONNX file: the file as stored (stripped initializers given random values), or the
-/// built-in graph at `batch` exported with random weights. `random_weights` is set to the weights
-/// given values.
-onnx::ModelProto source_model(const runtime_model& rm, std::int64_t batch, std::size_t& random_weights) {
-    if (rm.file) {
-        auto m = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
-        random_weights = fill_stripped_weights(m, 26);
-        return m;
-    }
+/// A test model's ONNX file as stored, its stripped initializers given random values;
+/// `random_weights` is set to how many.
+onnx::ModelProto file_model(const runtime_model& rm, std::size_t& random_weights) {
+    auto m = read_model(std::filesystem::path(GOOPT_ONNX_TEST_DIR) / rm.file);
+    random_weights = fill_stripped_weights(m, 26);
+    return m;
+}
+
+/// A built-in graph at `batch`, exported with random weights; `random_weights` is set to how many.
+onnx::ModelProto built_in_model(const runtime_model& rm, std::int64_t batch, std::size_t& random_weights) {
     const auto g = rm.build(batch);
     io::onnx_model origin;
     origin.weight_values = io::random_weight_values(g, 26);
@@ -375,7 +365,7 @@ int run(int argc, char** argv) {
     for (const auto& rm : runtime_models) {
         if (only.empty() ? quick && !rm.quick : std::find(only.begin(), only.end(), rm.name) == only.end()) continue;
         std::size_t random_weights = 0;
-        auto source = rm.file ? source_model(rm, 0, random_weights) : onnx::ModelProto{};
+        auto source = rm.file ? file_model(rm, random_weights) : onnx::ModelProto{};
         const std::int64_t own_batch = rm.file ? file_batch(source, rm) : rm.own_batch;
         const std::size_t first_row = rows.size();
         // batch 1 and 8; a batch the export baked in is left out, said in the model's rows, and where
@@ -385,7 +375,7 @@ int run(int argc, char** argv) {
         if (!rm.file && *rm.batch_meaning) note = concat("a built-in graph whose batch counts ", rm.batch_meaning);
         for (std::size_t b = 0; b < batches.size(); ++b) {
             const std::int64_t batch = batches[b];
-            auto original = rm.file ? source : source_model(rm, batch, random_weights);
+            auto original = rm.file ? source : built_in_model(rm, batch, random_weights);
             if (rm.file) rebatch(original, rm, batch);
             const std::string bytes = serialize(original);
             io::onnx_model model;
