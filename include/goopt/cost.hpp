@@ -8,5 +8,6 @@
 #include <goopt/cost/measured_model.hpp>
 #include <goopt/cost/measurement_environment.hpp>
 #include <goopt/cost/op_config.hpp>
+#include <goopt/cost/recording_model.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/cost/table_model.hpp>

@@ -181,9 +181,10 @@ private:
     fs::path path_;
 };
 
-/// A configuration to measure: its key, and the ops of the graph that have it (one op, or a group).
+/// A configuration to measure: its key, and the ops of `graph` that have it (one op, or a group).
 struct config_to_measure {
     std::string key;
+    const graph::computation_graph* graph;
     std::vector<graph::op_id> ops;
 };
 
@@ -197,7 +198,7 @@ std::vector<config_to_measure> configurations(const graph::computation_graph& g,
     auto consider = [&](std::string key, std::vector<graph::op_id> ops) {
         if (!seen.insert(key).second) return;
         ++total;
-        if (!table.find(key)) out.push_back({std::move(key), std::move(ops)});
+        if (!table.find(key)) out.push_back({std::move(key), &g, std::move(ops)});
     };
     for (graph::op_id o = 0; o < g.num_ops(); ++o)
         if (runs[o] && cost::is_measurable(g, o)) consider(cost::op_config_key(g, o), {o});
@@ -268,16 +269,18 @@ io::onnx_model standalone(const graph::computation_graph& g, const std::vector<g
 
 }  // namespace
 
-measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
-                               const measuring& m) {
+namespace {
+
+/// Times `todo` (configurations `table` lacks, `out.configurations` of them considered, of graph
+/// `name`) in onnxruntime and adds them to `table` (and the dispatch time to a table with nothing yet).
+measured_round measure(const std::vector<config_to_measure>& todo, const std::string& name, measured_round out,
+                       std::int64_t opset, cost::cost_table& table, const measuring& m) {
 #if !defined(GOOPT_PROGRAM_HAS_ONNX)
-    (void)g, (void)opset, (void)table, (void)m;
+    (void)todo, (void)name, (void)out, (void)opset, (void)table, (void)m;
     throw error("goopt calibrate", "this goopt was built without ONNX support (the measured models are ONNX files)",
                 "a goopt built with libonnx-dev and libprotobuf-dev installed");
 #else
     const auto t0 = std::chrono::steady_clock::now();
-    measured_round out;
-    const auto todo = configurations(g, table, m.groups, out.configurations);
     out.already = out.configurations - todo.size();
     const bool fresh = table.seconds.empty() && table.dispatch_seconds == 0;
     const fs::path script = fs::path(m.ort_dir) / "measure_ops.js";
@@ -305,16 +308,15 @@ measured_round measure_missing(const graph::computation_graph& g, std::int64_t o
         }
     for (std::size_t i = 0; i < todo.size(); ++i) {
         try {
-            write_model(standalone(g, todo[i].ops, rng), std::to_string(i));
+            write_model(standalone(*todo[i].graph, todo[i].ops, rng), std::to_string(i));
         } catch (const error& e) {
             out.not_measured.push_back(
                 concat("no ONNX form: ", todo[i].key.substr(0, todo[i].key.find('(')), ": ", e.what()));
         }
     }
     std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
-                g.name().c_str(), out.configurations, out.already, models.size(),
-                table.environment.runtime_version.c_str(), static_cast<long long>(table.environment.threads),
-                table.environment.threads == 1 ? "" : "s");
+                name.c_str(), out.configurations, out.already, models.size(), table.environment.runtime_version.c_str(),
+                static_cast<long long>(table.environment.threads), table.environment.threads == 1 ? "" : "s");
     std::fflush(stdout);
     if (models.empty()) return out;
     const fs::path manifest = scratch.path() / "manifest.json";
@@ -361,6 +363,33 @@ measured_round measure_missing(const graph::computation_graph& g, std::int64_t o
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
 #endif
+}
+
+}  // namespace
+
+measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
+                               const measuring& m) {
+    measured_round out;
+    const auto todo = configurations(g, table, m.groups, out.configurations);
+    return measure(todo, g.name(), std::move(out), opset, table, m);
+}
+
+measured_round measure_asked(const std::map<std::string, graph::computation_graph>& asked, const std::string& name,
+                             std::int64_t opset, cost::cost_table& table, const measuring& m) {
+    measured_round out;
+    std::vector<config_to_measure> todo;
+    for (const auto& [key, one] : asked) {
+        ++out.configurations;
+        if (table.find(key)) continue;
+        // the graph's one op (after its sources) has the configuration: single_op_graph made it so
+        graph::op_id op = 0;
+        while (op < one.num_ops() && one.get_op(op).spec().has(ops::source)) ++op;
+        if (op == one.num_ops() || cost::op_config_key(one, op) != key)
+            throw error("goopt superopt --calibrate-rounds", concat("no op of key ", key, " in its graph"),
+                        "the graph of one op that cost::recording_model made");
+        todo.push_back({key, &one, {op}});
+    }
+    return measure(todo, name, std::move(out), opset, table, m);
 }
 
 runtime_comparison compare_in_runtime(const graph::computation_graph& before, const graph::computation_graph& after,

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,6 +110,10 @@ std::string check_measuring(const measuring& m);
 /// nothing yet also gets its dispatch time. ONNX models are written at operator set `opset`.
 measured_round measure_missing(const graph::computation_graph& g, std::int64_t opset, cost::cost_table& table,
                                const measuring& m);
+/// Times the configurations a search asked about (cost::recording_model::unmeasured: by key, each
+/// the graph of one op) that `table` lacks, as measure_missing does; `name` is what the log calls them.
+measured_round measure_asked(const std::map<std::string, graph::computation_graph>& asked, const std::string& name,
+                             std::int64_t opset, cost::cost_table& table, const measuring& m);
 
 /// What onnxruntime measured of a rewritten graph against its input (superopt --runtime-gate).
 struct runtime_comparison {

@@ -5,6 +5,7 @@
 #include "cli.hpp"
 
 #include <goopt/cost/measured_model.hpp>
+#include <goopt/cost/recording_model.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/device/preset.hpp>
@@ -286,7 +287,11 @@ int run_superopt(const superopt_flags& f) {
     } v{progress};
     // the searches --method names (the library runs any subst::SubstitutionSearch); the model is
     // made again from the table each round, so that the last search is the final table's alone
-    auto cost_model = cost_model_of(f.measured, table.value_or(cost::cost_table{}), input.graph, dev);
+    // with --calibrate-rounds the model records what the search asked and the table lacked, measured
+    // before the next round (cost::recording_model): a rewrite the fallback misjudges gets measured too
+    const bool calibrating = table && f.calibrate_rounds > 0;
+    auto cost_model = cost::recording_model(
+        cost_model_of(f.measured, table.value_or(cost::cost_table{}), input.graph, dev), calibrating);
     auto search = [&] {
         auto run = [&](const auto& method) {
             return subst::named(subst::optimize(input.graph, rules, cost_model, dev, space, method, v));
@@ -297,19 +302,26 @@ int run_superopt(const superopt_flags& f) {
     };
     auto r = search();
     progress.clear();
-    // --calibrate-rounds: measure what the result uses and the table lacks, and search again, until the
-    // result's configurations are all measured (or nothing more can be), at most N times
-    for (std::int64_t round = 1; table && round <= f.calibrate_rounds; ++round) {
+    // --calibrate-rounds: measure what the result uses and what the search asked about (its
+    // candidates' configurations) that the table lacks, and search again, until the search asks for
+    // nothing unmeasured (or nothing more can be measured), at most N times
+    for (std::int64_t round = 1; calibrating && round <= f.calibrate_rounds; ++round) {
         const auto before = cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph));
-        if (before.measured_configs == before.configs) break;
+        auto asked = cost_model.unmeasured();
+        std::erase_if(asked, [&](const auto& a) { return table->find(a.first).has_value(); });
+        if (before.measured_configs == before.configs && asked.empty()) break;
         const auto m = measure_missing(r.graph, onnx_opset(origin), *table, measure);
+        const auto c = measure_asked(asked, "the search's candidates", onnx_opset(origin), *table, measure);
         io::write_measured_table_file(f.measured.file, *table);
-        std::printf("calibrate round %lld: the result had %s; measured %zu more in %.1f s, wrote %s\n",
-                    static_cast<long long>(round), describe_coverage(before).c_str(), m.measured, m.seconds,
-                    f.measured.file.c_str());
+        std::printf(
+            "calibrate round %lld: the result had %s, the search asked about %zu more; measured %zu in %.1f s, "
+            "wrote %s\n",
+            static_cast<long long>(round), describe_coverage(before).c_str(), c.configurations - c.already,
+            m.measured + c.measured, m.seconds + c.seconds, f.measured.file.c_str());
         for (const auto& n : m.not_measured) std::printf("  not measured (%s)\n", n.c_str());
-        if (m.measured == 0) break;
-        cost_model = cost_model_of(f.measured, *table, input.graph, dev);
+        for (const auto& n : c.not_measured) std::printf("  not measured (%s)\n", n.c_str());
+        if (m.measured + c.measured == 0) break;
+        cost_model = cost::recording_model(cost_model_of(f.measured, *table, input.graph, dev), true);
         r = search();
         progress.clear();
     }
@@ -321,7 +333,7 @@ int run_superopt(const superopt_flags& f) {
                     static_cast<long long>(f.calibrate_rounds), describe_coverage(c).c_str());
         auto refusing = f.measured;
         refusing.fallback = "refuse";
-        cost_model = cost_model_of(refusing, *table, input.graph, dev);
+        cost_model = cost::recording_model(cost_model_of(refusing, *table, input.graph, dev), false);
         r = search();
         progress.clear();
     }
@@ -366,7 +378,7 @@ int run_superopt(const superopt_flags& f) {
             "cost table %s: before: %s; after: %s; the rest by %s of the %s preset\n", f.measured.file.c_str(),
             describe_coverage(cost::coverage(*table, input.graph, subst::runs_per_inference(input.graph))).c_str(),
             describe_coverage(cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph))).c_str(),
-            describe_fallback(cost_model.fallback()).c_str(), std::string(preset->label).c_str());
+            describe_fallback(cost_model.model().fallback()).c_str(), std::string(preset->label).c_str());
         std::printf("roofline cost (%s preset): before %s, after %s\n", std::string(preset->label).c_str(),
                     roofline(input.graph).c_str(), roofline(r.graph).c_str());
     }

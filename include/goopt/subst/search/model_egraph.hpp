@@ -215,6 +215,7 @@ public:
         ids_ = eg_.classes();
         const std::size_t n = eg_.num_class_ids();
         op_of_.resize(n);
+        const_class_ = m_.constant_classes();  // before the costs: an operand from weights keys as one
         for (class_id c : ids_) {
             const auto& ns = eg_.nodes(c);
             for (const auto& node : ns) {
@@ -230,7 +231,6 @@ public:
                 op_members_[it->second].emplace_back(c, static_cast<std::uint32_t>(op_of_[c].size() - 1));
             }
         }
-        const_class_ = m_.constant_classes();
         stamp_.assign(op_cost_.size(), 0);
         class_state_.assign(n, 0);
         class_epoch_.assign(n, 0);
@@ -279,15 +279,23 @@ private:
 template <class Cost, device::DeviceModel Device>
 double dag_extractor<Cost, Device>::base_cost(class_id c, const e_node& n) {
     if (n.is_variable() || n.children.empty()) return 0;
+    // an operand computed from weights alone is a weight of the op's own graph, so that its key is
+    // the one the extracted graph's op will have (cost::op_config_key marks it `w:`: a runtime folds it
+    // and runs the op on a prepared constant, and a measured table prices it so)
+    auto fixed = [&](class_id ch) { return static_cast<bool>(const_class_[eg_.find_const(ch)]); };
     std::string key = concat(static_cast<int>(n.kind), '|', n.attrs);
-    for (auto ch : n.children) key += concat('|', eg_.shape(ch).to_string(), ':', static_cast<int>(m_.dtype_of(ch)));
+    for (auto ch : n.children)
+        key += concat('|', fixed(ch) ? "w:" : "", eg_.shape(ch).to_string(), ':', static_cast<int>(m_.dtype_of(ch)));
     if (auto it = cost_memo_.find(key); it != cost_memo_.end()) return it->second;
     double t = infinity;
     try {
         graph::computation_graph tiny("op");
         std::vector<graph::tensor_id> in;
-        for (std::size_t k = 0; k < n.children.size(); ++k)
-            in.push_back(tiny.input(concat("x", k), eg_.shape(n.children[k]), m_.dtype_of(n.children[k])));
+        for (std::size_t k = 0; k < n.children.size(); ++k) {
+            const auto ch = n.children[k];
+            in.push_back(fixed(ch) ? tiny.weight(concat("x", k), eg_.shape(ch), m_.dtype_of(ch))
+                                   : tiny.input(concat("x", k), eg_.shape(ch), m_.dtype_of(ch)));
+        }
         const auto out = tiny.add(n.kind, in, eg_.attributes(n.attrs), "op");
         const auto o = tiny.producer(out[0]);
         t = is_view(tiny, o) ? 0.0 : cost_.op_time(tiny, o, device_);
