@@ -2,8 +2,8 @@
 # fresh table (each one timed in onnxruntime by measure_ops.js), checks that a second calibrate of the
 # same graph finds everything measured, and that `goopt superopt --cost-table` uses the table (every
 # configuration of the original measured) and gives the same result twice, and that --calibrate-rounds
-# on a table lacking some of the input's configurations measures those first. Skipped, saying why, where
-# node or onnxruntime-node is missing (./bootstrap.sh ort installs it; CI does).
+# on a table lacking some of the input's configurations measures those first, then what its search
+# asked about. Skipped, saying why, where node or onnxruntime-node is missing (./bootstrap.sh ort installs it; CI does).
 #   cmake -DPROGRAM=goopt -DGRAPH=g.json -DRULES=rules.json -DOUT=dir -DORT_DIR=tools/ort -P calibrate.cmake
 find_program(NODE node)
 if(NOT NODE)
@@ -88,4 +88,9 @@ if(NOT rounds MATCHES "calibrated the input: ([0-9]+) op configurations measured
 endif()
 if(NOT rounds MATCHES "before: ([0-9]+) of ([0-9]+) op configurations measured" OR NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2)
   message(FATAL_ERROR "superopt --calibrate-rounds left configurations of the input unmeasured")
+endif()
+# the round measures what the search asked about (its candidates' configurations), not only its result's
+if(NOT rounds MATCHES "the search asked about ([0-9]+) more; measured ([0-9]+) in" OR CMAKE_MATCH_2 LESS CMAKE_MATCH_1
+   OR CMAKE_MATCH_1 EQUAL 0)
+  message(FATAL_ERROR "superopt --calibrate-rounds did not measure the configurations its search asked about")
 endif()
