@@ -3,7 +3,8 @@
 # same graph finds everything measured, and that `goopt superopt --cost-table` uses the table (every
 # configuration of the original measured) and gives the same result twice, and that --calibrate-rounds
 # on a table lacking some of the input's configurations measures those first, then what its search
-# asked about. Skipped, saying why, where node or onnxruntime-node is missing (./bootstrap.sh ort installs it; CI does).
+# asked about. Skipped, saying why, where node or onnxruntime-node is missing (./bootstrap.sh ort
+# installs it; CI does).
 #   cmake -DPROGRAM=goopt -DGRAPH=g.json -DRULES=rules.json -DOUT=dir -DORT_DIR=tools/ort -P calibrate.cmake
 find_program(NODE node)
 if(NOT NODE)
