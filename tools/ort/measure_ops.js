@@ -5,10 +5,13 @@
 //
 //   node measure_ops.js MANIFEST.json [--out RESULT.json]
 //
-// MANIFEST.json: {"threads": N, "repetitions": R, "warmup": W, "models": [{"id": "...", "file": "m.onnx"}, ...]}
+// MANIFEST.json: {"threads": N, "repetitions": R, "warmup": W, ["group": G,] "models": [{"id": "...", "file": "m.onnx"}, ...]}
 // Each model gets its own session (graph optimization level "all", N intra-op threads, one inter-op
 // thread, sequential execution, no spinning), inputs drawn once (floats uniform in [-1, 1], integers 0 or 1,
-// seeded) and W runs untimed; then R rounds each time one session.run of every model (interleaved). RESULT.json (default: stdout):
+// seeded) and W runs untimed; then R rounds each time one session.run of every model (interleaved),
+// G models at a time (default 64). It runs with glibc keeping freed memory (run_model.js's
+// keepFreedMemory) and collects garbage before each round (collectGarbage).
+// RESULT.json (default: stdout):
 // {"runtime": "onnxruntime", "version": "...", "threads": N, "cpu": "...", "cores": C,
 //  "results": [{"id", "median_seconds", "min_seconds", "max_seconds"} | {"id", "error"}, ...]}
 // A model the runtime refuses is a result with "error" (the others are still measured).
@@ -17,7 +20,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { timingOptions } = require('./run_model.js');
+const { keepFreedMemory, collectGarbage, timingOptions } = require('./run_model.js');
 
 function fail(message) {
     process.stderr.write(`measure_ops.js: error: ${message}\n`);
@@ -91,7 +94,16 @@ function summary(times) {
 /// Opens every model (a model the runtime refuses gets its error), runs each `warmup` times, then
 /// times `repetitions` rounds, each running every model once: interleaved, so that a spell in which
 /// the machine is busy slows one run of every model, not every run of one.
+/// Measures `models` in groups of at most `group` open sessions (a session holds its own intra-op
+/// pool and arena: a search's candidates are hundreds of models), interleaved within a group.
 async function measureAll(ort, models, manifest, options) {
+    const results = [];
+    for (let first = 0; first < models.length; first += manifest.group)
+        results.push(...(await measureGroup(ort, models.slice(first, first + manifest.group), manifest, options)));
+    return results;
+}
+
+async function measureGroup(ort, models, manifest, options) {
     const open = [];
     for (const model of models) {
         try {
@@ -105,7 +117,10 @@ async function measureAll(ort, models, manifest, options) {
             open.push({ id: model.id, error: String(e.message || e).split('\n')[0] });
         }
     }
-    for (let round = 0; round < manifest.repetitions; ++round)
+    for (let round = 0; round < manifest.repetitions; ++round) {
+        collectGarbage();  // untimed: the outputs so far, so that this round's reuse their pages
+        const first = open.find((m) => !m.error);  // and a run after it, which pays for the collection
+        if (first) await first.session.run(first.feeds);
         for (const m of open) {
             if (m.error) continue;
             try {
@@ -116,6 +131,7 @@ async function measureAll(ort, models, manifest, options) {
                 m.error = String(e.message || e).split('\n')[0];
             }
         }
+    }
     const results = [];
     for (const m of open) {
         if (m.session) await m.session.release();
@@ -125,6 +141,7 @@ async function measureAll(ort, models, manifest, options) {
 }
 
 async function main() {
+    keepFreedMemory();
     const argv = process.argv.slice(2);
     let manifestFile = null;
     let out = null;
@@ -142,7 +159,8 @@ async function main() {
     } catch (e) {
         fail(`${manifestFile}: ${e.message}`);
     }
-    for (const key of ['threads', 'repetitions', 'warmup'])
+    if (manifest.group === undefined) manifest.group = 64;
+    for (const key of ['threads', 'repetitions', 'warmup', 'group'])
         if (!Number.isInteger(manifest[key]) || manifest[key] < (key === 'warmup' ? 0 : 1))
             fail(`${manifestFile}: "${key}" is ${JSON.stringify(manifest[key])}: expected a count`);
     if (!Array.isArray(manifest.models)) fail(`${manifestFile}: "models" is not an array`);

@@ -137,6 +137,26 @@ function makeFeeds(ort, session, given, raw, seed) {
     return { feeds, json };
 }
 
+/// Makes the timing scripts run with glibc keeping the memory it frees: unless the caller set
+/// MALLOC_TRIM_THRESHOLD_ already, runs this script again as a child with MALLOC_MMAP_THRESHOLD_ (32
+/// MiB, glibc's largest) and MALLOC_TRIM_THRESHOLD_ (1 GiB) set, and exits with its status. By
+/// default a buffer over 128 KiB (a model's output, each run) is a fresh mapping, released when
+/// freed, so every run touched its pages again; on this machine's VM first touches cost up to 12 ms
+/// per run, hit 10-60 % of the runs of a 3 MB ReLU (0.3 ms) and made a table's single ops up to 20
+/// times slower than the same op inside a model (2026-12-03, docs/cost.md). The child also gets
+/// --expose-gc, for collectGarbage. Call it first in main().
+function keepFreedMemory() {
+    if (process.env.MALLOC_TRIM_THRESHOLD_ !== undefined) return;  // (the child, or a caller's own setting)
+    const { spawnSync } = require('child_process');
+    const env = { ...process.env, MALLOC_MMAP_THRESHOLD_: String(32 << 20), MALLOC_TRIM_THRESHOLD_: String(1 << 30) };
+    const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, ...process.argv.slice(1)], {
+        stdio: 'inherit',
+        env,
+    });
+    if (child.error) fail(`cannot run ${process.argv[1]} again with glibc keeping freed memory: ${child.error.message}`);
+    process.exit(child.status === null ? 1 : child.status);
+}
+
 /// Session options for timing with `threads` intra-op threads: one inter-op thread, sequential
 /// execution, and the thread pools' spinning off. Timing interleaves several sessions, each with a
 /// pool of its own; a pool whose workers spin on after their run busy-waits on a core while the next
@@ -182,8 +202,20 @@ async function timeRunsInOrder(runs, repeat) {
             const t0 = process.hrtime.bigint();
             await runs[k].session.run(runs[k].feeds);
             times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+            if (i === runs.length - 1) collectGarbage();  // untimed: the round's outputs
         }
     return times;
+}
+
+/// Frees the outputs of the runs so far (a full V8 garbage collection; the timing scripts run with
+/// --expose-gc, see keepFreedMemory), between timed runs. A run's outputs are new buffers that only
+/// a collection frees, and V8 collects on its own only after about 64 MB of them: until then every
+/// run's output was memory the process had never touched, and first touches cost about 12 us a page
+/// here (a ReLU of 64 K floats took 0.8 ms in a process's first 120-260 runs, then 37 us; a table
+/// measured by a short process priced every small op at about 0.8 ms; 2026-12-03, docs/cost.md).
+/// Collected every round, the next round's outputs reuse the same pages.
+function collectGarbage() {
+    if (typeof global.gc === 'function') global.gc();
 }
 
 /// timeRunsInOrder's times, each run's sorted.
@@ -221,6 +253,6 @@ async function main() {
     else process.stdout.write(text + '\n');
 }
 
-module.exports = { loadOrt, makeFeeds, runModel, timingOptions, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
+module.exports = { loadOrt, makeFeeds, runModel, keepFreedMemory, collectGarbage, timingOptions, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
 
 if (require.main === module) main().catch((e) => fail(e.message));

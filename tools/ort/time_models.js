@@ -12,12 +12,14 @@
 // the reference's output (null with an "error" where the outputs' names or shapes differ). Inputs:
 // floats uniform in [-1, 1], integers 0 or 1, drawn from --seed (run_model.js). Each session uses
 // intra-op threads = the thread count, one inter-op thread (sequential execution) and no spinning
-// (run_model.js's timingOptions: an idle session's spinning workers would slow the next one).
+// (run_model.js's timingOptions: an idle session's spinning workers would slow the next one), and
+// glibc keeps the memory it frees (run_model.js's keepFreedMemory: no page first-touched per run).
+// A garbage collection after each round frees its outputs (run_model.js's collectGarbage).
 // --control opens REFERENCE a second time (a session of its own) and times it in the same rounds
 // ("control_ms"): the reference against itself, so that a row shows the noise of its own rounds.
 'use strict';
 
-const { loadOrt, makeFeeds, runModel, timingOptions, timeRunsInOrder, relativeDifference, fail } = require('./run_model.js');
+const { loadOrt, makeFeeds, runModel, keepFreedMemory, timingOptions, timeRunsInOrder, relativeDifference, fail } = require('./run_model.js');
 
 function parseArgs(argv) {
     const a = { models: [], threads: [1], repeat: 30, warmup: 3, seed: 1, level: 'all' };
@@ -61,6 +63,7 @@ function compare(ref, other) {
 }
 
 async function main() {
+    keepFreedMemory();
     const args = parseArgs(process.argv.slice(2));
     const ort = loadOrt();
     const [refModel, otherModel] = args.models;

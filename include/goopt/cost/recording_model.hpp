@@ -40,7 +40,8 @@ inline graph::computation_graph single_op_graph(const graph::computation_graph& 
         }
         const auto& type = g.type_of(t);
         const auto name = "x" + std::to_string(mapped.size());
-        const auto u = detail::is_fixed(g, t) ? one.weight(name, type.dims, type.type) : one.input(name, type.dims, type.type);
+        const auto u =
+            detail::is_fixed(g, t) ? one.weight(name, type.dims, type.type) : one.input(name, type.dims, type.type);
         mapped.emplace_back(t, u);
         inputs.push_back(u);
     }
@@ -50,10 +51,9 @@ inline graph::computation_graph single_op_graph(const graph::computation_graph& 
 }
 
 /// @brief A cost::measured_model that records every measurable op configuration it costed by its
-/// fallback (its key, and single_op_graph of the op it was asked about). Costs are the measured
-/// model's, unchanged. Copies share one record (searches copy their model), guarded by a mutex, so
-/// that concurrent searches record into it safely; the record is a set of keys, the same whatever
-/// order the asks came in.
+/// fallback (its key, and single_op_graph of the op it was asked about), but for ops on weights alone. Costs are the
+/// measured model's, unchanged. Copies share one record (searches copy their model), guarded by a mutex, so that
+/// concurrent searches record into it safely; the record is a set of keys, the same whatever order the asks came in.
 template <class Fallback = roofline_model> class recording_model {
 public:
     /// `record` false: the measured model alone, nothing recorded (no key is made twice, no lock taken).
@@ -65,7 +65,7 @@ public:
     template <device::DeviceModel D>
     double op_time(const graph::computation_graph& g, graph::op_id o, const D& d) const {
         if (auto t = model_.measured(g, o)) return *t;
-        if (record_ && is_measurable(g, o)) note(g, o);
+        if (record_ && is_measurable(g, o) && !on_weights_alone(g, o)) note(g, o);
         return model_.op_time(g, o, d);
     }
 
@@ -87,6 +87,14 @@ private:
         mutable std::mutex mutex;
         std::map<std::string, graph::computation_graph> graphs;
     };
+
+    /// An op on weights alone is weight preprocessing: it runs once, before the first run (the
+    /// runtime folds it), so no search counts it and measuring it would only cost time.
+    static bool on_weights_alone(const graph::computation_graph& g, graph::op_id o) {
+        const auto& in = g.get_op(o).inputs;
+        return !in.empty() &&
+               std::all_of(in.begin(), in.end(), [&](graph::tensor_id t) { return detail::is_fixed(g, t); });
+    }
 
     void note(const graph::computation_graph& g, graph::op_id o) const {
         auto key = op_config_key(g, o);
