@@ -196,14 +196,20 @@ async function runModel(ort, model, feedsOf, level, sessionOptions = {}) {
 /// them in reverse order, so that none always runs first): per run, its times in round order.
 async function timeRunsInOrder(runs, repeat) {
     const times = runs.map(() => []);
-    for (let r = 0; r < repeat; ++r)
-        for (let i = 0; i < runs.length; ++i) {
-            const k = r % 2 === 0 ? i : runs.length - 1 - i;
+    for (let r = 0; r < repeat; ++r) {
+        const order = runs.map((_, i) => (r % 2 === 0 ? i : runs.length - 1 - i));
+        // untimed: the last rounds' outputs collected, then a run that pays for the collection (the
+        // run after one is slower: timed, it would fall on whichever model a round starts with), of
+        // the round's last model, so that every timed run follows another model's
+        collectGarbage();
+        const last = order[order.length - 1];
+        await runs[last].session.run(runs[last].feeds);
+        for (const k of order) {
             const t0 = process.hrtime.bigint();
             await runs[k].session.run(runs[k].feeds);
             times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
-            if (i === runs.length - 1) collectGarbage();  // untimed: the round's outputs
         }
+    }
     return times;
 }
 
