@@ -10,7 +10,7 @@
 // thread, sequential execution, no spinning), inputs drawn once (floats uniform in [-1, 1], integers 0 or 1,
 // seeded) and W runs untimed; then R rounds each time one session.run of every model (interleaved),
 // G models at a time (default 64). It runs with glibc keeping freed memory (run_model.js's
-// keepFreedMemory) and collects garbage before each round (collectGarbage).
+// keepFreedMemory) and collects garbage before each round (collectAndSettle).
 // RESULT.json (default: stdout):
 // {"runtime": "onnxruntime", "version": "...", "threads": N, "cpu": "...", "cores": C,
 //  "results": [{"id", "median_seconds", "min_seconds", "max_seconds"} | {"id", "error"}, ...]}
@@ -20,7 +20,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { keepFreedMemory, collectGarbage, timingOptions } = require('./run_model.js');
+const { keepFreedMemory, collectAndSettle, timingOptions } = require('./run_model.js');
 
 function fail(message) {
     process.stderr.write(`measure_ops.js: error: ${message}\n`);
@@ -91,11 +91,8 @@ function summary(times) {
     return { median_seconds: median(times), min_seconds: times[0], max_seconds: times[times.length - 1] };
 }
 
-/// Opens every model (a model the runtime refuses gets its error), runs each `warmup` times, then
-/// times `repetitions` rounds, each running every model once: interleaved, so that a spell in which
-/// the machine is busy slows one run of every model, not every run of one.
 /// Measures `models` in groups of at most `group` open sessions (a session holds its own intra-op
-/// pool and arena: a search's candidates are hundreds of models), interleaved within a group.
+/// pool and arena: a search's candidates are hundreds of models).
 async function measureAll(ort, models, manifest, options) {
     const results = [];
     for (let first = 0; first < models.length; first += manifest.group)
@@ -103,6 +100,9 @@ async function measureAll(ort, models, manifest, options) {
     return results;
 }
 
+/// Opens every model (a model the runtime refuses gets its error), runs each `warmup` times, then
+/// times `repetitions` rounds, each running every model once: interleaved, so that a spell in which
+/// the machine is busy slows one run of every model, not every run of one.
 async function measureGroup(ort, models, manifest, options) {
     const open = [];
     for (const model of models) {
@@ -118,11 +118,7 @@ async function measureGroup(ort, models, manifest, options) {
         }
     }
     for (let round = 0; round < manifest.repetitions; ++round) {
-        collectGarbage();  // untimed: the outputs so far, so that this round's reuse their pages
-        // and a run after it, which pays for the collection: of the last model, so that every timed
-        // run follows another model's (a model run twice in a row runs faster the second time)
-        const last = open.filter((m) => !m.error).pop();
-        if (last) await last.session.run(last.feeds);
+        await collectAndSettle(open.filter((m) => !m.error).pop());  // untimed
         for (const m of open) {
             if (m.error) continue;
             try {

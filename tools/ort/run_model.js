@@ -198,12 +198,7 @@ async function timeRunsInOrder(runs, repeat) {
     const times = runs.map(() => []);
     for (let r = 0; r < repeat; ++r) {
         const order = runs.map((_, i) => (r % 2 === 0 ? i : runs.length - 1 - i));
-        // untimed: the last rounds' outputs collected, then a run that pays for the collection (the
-        // run after one is slower: timed, it would fall on whichever model a round starts with), of
-        // the round's last model, so that every timed run follows another model's
-        collectGarbage();
-        const last = order[order.length - 1];
-        await runs[last].session.run(runs[last].feeds);
+        await collectAndSettle(runs[order[order.length - 1]]);
         for (const k of order) {
             const t0 = process.hrtime.bigint();
             await runs[k].session.run(runs[k].feeds);
@@ -222,6 +217,15 @@ async function timeRunsInOrder(runs, repeat) {
 /// Collected every round, the next round's outputs reuse the same pages.
 function collectGarbage() {
     if (typeof global.gc === 'function') global.gc();
+}
+
+/// Before a round, untimed: collectGarbage, then one run of `last` ({session, feeds}, the model the
+/// round times last), which pays for the collection (the run after one is slower: timed, it would
+/// fall on whichever model a round starts with), so that every timed run follows another model's (a
+/// model run twice in a row runs faster the second time).
+async function collectAndSettle(last) {
+    collectGarbage();
+    if (last) await last.session.run(last.feeds);
 }
 
 /// timeRunsInOrder's times, each run's sorted.
@@ -259,6 +263,6 @@ async function main() {
     else process.stdout.write(text + '\n');
 }
 
-module.exports = { loadOrt, makeFeeds, runModel, keepFreedMemory, collectGarbage, timingOptions, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
+module.exports = { loadOrt, makeFeeds, runModel, keepFreedMemory, collectAndSettle, timingOptions, timeRuns, timeRunsInOrder, median, relativeDifference, fail };
 
 if (require.main === module) main().catch((e) => fail(e.message));

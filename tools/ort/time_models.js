@@ -14,7 +14,7 @@
 // intra-op threads = the thread count, one inter-op thread (sequential execution) and no spinning
 // (run_model.js's timingOptions: an idle session's spinning workers would slow the next one), and
 // glibc keeps the memory it frees (run_model.js's keepFreedMemory: no page first-touched per run).
-// A garbage collection after each round frees its outputs (run_model.js's collectGarbage).
+// A garbage collection before each round frees the last rounds' outputs (run_model.js's collectAndSettle).
 // --control opens REFERENCE a second time (a session of its own) and times it in the same rounds
 // ("control_ms"): the reference against itself, so that a row shows the noise of its own rounds.
 'use strict';

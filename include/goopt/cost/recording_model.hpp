@@ -66,7 +66,7 @@ public:
     double op_time(const graph::computation_graph& g, graph::op_id o, const D& d) const {
         if (auto t = model_.measured(g, o)) return *t;
         if (record_ && is_measurable(g, o) && !on_weights_alone(g, o)) note(g, o);
-        return model_.op_time(g, o, d);
+        return static_cast<double>(model_.fallback().op_time(g, o, d));  // (the table was looked up above)
     }
 
     /// A group's time, as the measured model gives it (groups are not recorded: a search costs single ops).
