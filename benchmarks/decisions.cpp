@@ -3,7 +3,8 @@
 //
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--epochs 4] [--seeds 1,2,3] [--threads 2]
-//             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--no-joint-stages]
+//             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
+//             [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
 //             [--schedule-features]
 //
@@ -75,9 +76,10 @@ struct settings {
     std::vector<std::uint64_t> seeds{1, 2, 3};
     double temperature = 1.0;
     bool independent = false;
-    bool anchor = true;            ///< guided decoders anchored on the best placement heuristic's decision
-    double anchor_strength = 2.0;  ///< placement_task_config::anchor_strength, joint_config::anchor_strength
-    bool joint_stages = true;      ///< learn_joint: the levels first on the anchor's placement, then all
+    bool anchor = true;                    ///< guided decoders anchored on the best placement heuristic's decision
+    double anchor_strength = 2.0;          ///< placement_task_config::anchor_strength, joint_config::anchor_strength
+    std::vector<double> anchor_strengths;  ///< placement rows: placement_task_config::anchor_strengths
+    bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
     std::size_t schedule_samples = 256;
@@ -136,7 +138,8 @@ seeds_result learn_placement(const graph::computation_graph& g, const device::cl
                      .decoder = decoder,
                      .temperature = st.temperature,
                      .anchor = anchored ? anchor.placement : sim::placement{},
-                     .anchor_strength = st.anchor_strength},
+                     .anchor_strength = st.anchor_strength,
+                     .anchor_strengths = anchored ? st.anchor_strengths : std::vector<double>{}},
             .progress = {.status = rl::status_mode::never}};
         std::mt19937_64 rng(seed);
         const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
@@ -360,7 +363,13 @@ int run(int argc, char** argv) {
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())
         ->capture_default_str();
+    cli.add_option("--anchor-strengths", st.anchor_strengths,
+                   "Anchored placement rows: each sample departs at one of these strengths, drawn per sample "
+                   "(the mode keeps --anchor-strength); default: every sample at --anchor-strength")
+        ->delimiter(',');
     if (!cli.parse_flags(argc, argv)) return 0;
+    for (double x : st.anchor_strengths)
+        if (!(x > 0) || !std::isfinite(x)) throw error("flag --anchor-strengths", concat(x), "numbers > 0");
     if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -297,4 +299,24 @@ TEST_CASE("PPO warm start through a guided decoder: imitating the decoder's dist
     const auto plain_out = plain_net.evaluate(env.obs, {});
     CHECK(env.decode(env.obs, plain_out.logits[0], 0, true, 0).actions != target);
     CHECK(plain.imitation_reach().diverged == 0);  // no decoder walked: nothing counted
+}
+
+TEST_CASE("PPO: advantages are measured within each stratum of samples a guided decoder reports") {
+    // two strata far apart: every sample of the worse one would be below an update-wide mean; within
+    // its stratum its better half is above
+    const std::vector<double> r{1.0, 3.0, -10.0, -14.0, 2.0, -12.0};
+    const std::vector<std::uint32_t> stratum{0, 0, 1, 1, 0, 1};
+    const auto adv = rl::detail::stratified_advantages(r, stratum, true);
+    REQUIRE(adv.size() == r.size());
+    // stratum 0: mean 2, spread sqrt(2/3); stratum 1: mean -12, spread sqrt(8/3)
+    CHECK(adv[0] == doctest::Approx(-1 / std::sqrt(2.0 / 3)));
+    CHECK(adv[1] == doctest::Approx(1 / std::sqrt(2.0 / 3)));
+    CHECK(adv[4] == doctest::Approx(0.0));
+    CHECK(adv[2] == doctest::Approx(2 / std::sqrt(8.0 / 3)));
+    CHECK(adv[3] == doctest::Approx(-2 / std::sqrt(8.0 / 3)));
+    CHECK(adv[5] == doctest::Approx(0.0));
+    const auto raw = rl::detail::stratified_advantages(r, stratum, false);
+    CHECK(raw[2] == doctest::Approx(2.0));
+    CHECK(rl::detail::stratified_advantages(std::vector<double>{5.0}, std::vector<std::uint32_t>{3}, true)[0] == 0.0);
+    CHECK_THROWS_AS(rl::detail::stratified_advantages(r, std::vector<std::uint32_t>{0}, true), error);
 }

@@ -9,6 +9,7 @@
 #include "random_dag.hpp"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace goopt;
@@ -113,6 +114,57 @@ TEST_CASE("guided placement decoder anchored on m-SCT's placement: zero logits k
                          error);
     CHECK_THROWS_WITH_AS(make({.decoder = tasks::placement_decoder::guided, .anchor_strength = 0}),
                          doctest::Contains("anchor_strength"), error);
+}
+
+TEST_CASE("anchored decoder with a ladder of strengths: each sample departs at one of them, as its bias says") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto msct = baselines::m_sct(s).placement;
+    const tasks::placement_task_config c{.schedule = tasks::ready_order::critical_path,
+                                         .decoder = tasks::placement_decoder::guided,
+                                         .anchor = msct,
+                                         .anchor_strengths = {1.0, 40.0}};
+    tasks::placement_task task(g, cl, cost::roofline_model{}, c);
+    std::mt19937_64 rng(3);
+    const auto& obs = task.observe(rng);
+    const auto zero = zero_logits(g.num_ops(), cl.num_devices());
+    CHECK(task.decide(task.decode(obs, zero, 0, true, 0).actions).placement == msct);  // the mode: no ladder
+    std::size_t near = 0, far = 0;
+    for (std::uint64_t seed = 0; seed < 32; ++seed) {
+        const auto x = task.decode(obs, zero, seed, false, 0);
+        CHECK(task.decode(obs, zero, seed, false, 0).actions == x.actions);  // the seed decides the strength too
+        // the sample's strength, read from its bias: a device other than the anchor's scores at most -strength
+        // (m-ETF's own score is at most 0), and at exactly -1 where m-ETF prefers it under strength 1
+        double closest = -std::numeric_limits<double>::infinity();
+        std::size_t moved = 0;
+        for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+            const auto oo = static_cast<Eigen::Index>(o);
+            moved += x.actions[o] != static_cast<int>(msct[o]) ? 1 : 0;
+            if (x.bias(oo, msct[o]) != 0) continue;  // a row the decoder forced elsewhere
+            for (sim::device_id q = 0; q < cl.num_devices(); ++q)
+                if (q != msct[o]) closest = std::max(closest, static_cast<double>(x.bias(oo, q)));
+        }
+        CHECK(x.stratum == (closest >= -1.0 ? 0u : 1u));  // the rung of the ladder, for PPO's advantages
+        if (closest >= -1.0) {
+            ++near;
+        } else {
+            CHECK(closest <= -40.0);
+            CHECK(moved == 0);  // e^-40: no op leaves the anchor
+            ++far;
+        }
+    }
+    CHECK(near > 4);
+    CHECK(far > 4);
+    using cfg = tasks::placement_task_config;
+    auto make = [&](cfg x) { return tasks::placement_task(g, cl, cost::roofline_model{}, std::move(x)); };
+    CHECK_THROWS_WITH_AS(
+        make({.decoder = tasks::placement_decoder::guided, .anchor = msct, .anchor_strengths = {2.0, 0.0}}),
+        doctest::Contains("anchor_strengths"), error);
+    CHECK_THROWS_WITH_AS(make({.decoder = tasks::placement_decoder::guided,
+                               .anchor = msct,
+                               .anchor_strengths = {std::numeric_limits<double>::quiet_NaN()}}),
+                         doctest::Contains("anchor_strengths"), error);
 }
 
 TEST_CASE("guided placement decoder anchored on HEFT's training-step placement: weights stay apart from readers") {

@@ -49,6 +49,12 @@ concept Environment = requires(E& e, const E& ce, std::mt19937_64& rng, const ty
 struct guided_sample {
     std::vector<int> actions;
     nn::matrix<float> bias;  ///< nodes x choices
+    /// The decoder setting the sample was drawn under (e.g. which anchor strength: tasks::placement_task's
+    /// anchor_strengths). Where an update holds several, rl::ppo measures each sample's advantage against the
+    /// samples of its own stratum only, so that far departures are ranked among far ones and near among near
+    /// ones, not all against the near ones' better mean (the baseline is then each stratum's own mean, whatever
+    /// rl::ppo_config::baseline says). Ignored where samples are shared among ranks (rl::sample_sharding).
+    std::uint32_t stratum = 0;
 };
 
 /// @brief An rl::Environment that decodes decisions itself (a heuristic as the decoder, the network's

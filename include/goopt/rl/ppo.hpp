@@ -14,6 +14,7 @@
 #include <goopt/rl/sample_sharding.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,7 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace goopt::rl {
@@ -240,6 +242,7 @@ private:
         std::vector<std::uint8_t> active;
         std::vector<std::vector<int>> actions;  ///< per sample (the mode's dropped)
         std::vector<double> r, adv;             ///< rewards; advantages (set by the caller)
+        std::vector<std::uint32_t> stratum;     ///< per sample under a guided decoder that reports strata, else empty
         std::vector<nn::matrix<float>> bias;    ///< per sample under a guided decoder (as it reports it), else none
         std::vector<std::vector<double>> old_taken;  ///< per sample and node: log-probability when drawn
         double entropy = 0, mean = 0, spread = 0, best = 0, mode = 0;
@@ -287,6 +290,34 @@ namespace detail {
 /// Row-wise log-softmax of float or double logits, in double.
 template <std::floating_point S> nn::matrix<double> log_probs(const nn::matrix<S>& logits) {
     return nn::log_softmax<double>(logits.template cast<double>());
+}
+
+/// @brief Advantages measured within strata (rl::guided_sample::stratum): each sample's reward less the mean of
+/// its stratum's rewards, divided by that stratum's standard deviation when `normalize` (and it is not 0). A
+/// stratum of one sample gets 0: nothing of its own kind to compare it with.
+inline std::vector<double> stratified_advantages(std::span<const double> rewards,
+                                                 std::span<const std::uint32_t> stratum, bool normalize) {
+    if (rewards.size() != stratum.size())
+        throw error("rl::detail::stratified_advantages",
+                    concat(rewards.size(), " rewards and ", stratum.size(), " strata"), "one stratum per reward");
+    std::unordered_map<std::uint32_t, std::array<double, 3>> m;  // stratum -> count, sum, sum of squares
+    for (std::size_t s = 0; s < rewards.size(); ++s) {
+        auto& x = m[stratum[s]];
+        x[0] += 1;
+        x[1] += rewards[s];
+    }
+    for (std::size_t s = 0; s < rewards.size(); ++s) {
+        auto& x = m[stratum[s]];
+        const double d = rewards[s] - x[1] / x[0];
+        x[2] += d * d;
+    }
+    std::vector<double> adv(rewards.size());
+    for (std::size_t s = 0; s < rewards.size(); ++s) {
+        const auto& x = m[stratum[s]];
+        const double spread = std::sqrt(x[2] / x[0]);
+        adv[s] = (rewards[s] - x[1] / x[0]) / (normalize && spread > 1e-12 ? spread : 1.0);
+    }
+    return adv;
 }
 
 /// One minibatch's PPO loss and its gradient, and how many node ratios left the clip window.
@@ -743,6 +774,7 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
     std::vector<std::vector<double>>& taken = ro.old_taken;  // per sample and node (guided: filled by the workers)
     taken.resize(E);
     std::vector<std::uint64_t> seeds;
+    std::vector<std::uint32_t> strata(guided ? K : 0, 0);
     nn::matrix<double> logits_d;
     if (guided) {
         std::uniform_int_distribution<std::uint64_t> draw;
@@ -774,6 +806,7 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
                                         concat(n, " actions and a ", n, " x ", k_choices, " bias"));
                         actions[s] = std::move(g.actions);
                         drawn_bias[s] = std::move(g.bias);
+                        if (s < K) strata[s] = g.stratum;
                         // the ratio's denominator: the action's log-probability under the sample's own
                         // distribution, softmax(logits + bias), computed by the rank that drew it
                         if (s < K) {
@@ -802,6 +835,9 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
         if (sharding)
             detail::share_samples(*sharding, std::span<outcome>(outs), std::span<std::vector<int>>(actions),
                                   std::span<nn::matrix<float>>(drawn_bias), std::span<std::vector<double>>(taken));
+    // strata only where every sample's is known here: a rank holds only the samples it decoded
+    if (!sharding && std::any_of(strata.begin(), strata.end(), [&](std::uint32_t x) { return x != strata[0]; }))
+        ro.stratum = std::move(strata);
     ro.r.resize(K);
     for (std::size_t s = 0; s < K; ++s) {
         visitor.on_sample(std::span<const int>(actions[s]), outs[s]);
@@ -856,6 +892,7 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     ro.adv.resize(K);
     for (std::size_t s = 0; s < K; ++s)
         ro.adv[s] = (ro.r[s] - base) / (c_.normalize_advantages && ro.spread > 1e-12 ? ro.spread : 1.0);
+    if (!ro.stratum.empty()) ro.adv = detail::stratified_advantages(ro.r, ro.stratum, c_.normalize_advantages);
 
     std::vector<std::size_t> order(K);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -931,6 +968,8 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         h.ro.adv.resize(K);
         for (std::size_t s = 0; s < K; ++s)
             h.ro.adv[s] = (h.ro.r[s] - base) / (c_.normalize_advantages && h.ro.spread > 1e-12 ? h.ro.spread : 1.0);
+        if (!h.ro.stratum.empty())
+            h.ro.adv = detail::stratified_advantages(h.ro.r, h.ro.stratum, c_.normalize_advantages);
         h.order.resize(K);
         std::iota(h.order.begin(), h.order.end(), std::size_t{0});
         mine.push_back(std::move(h));

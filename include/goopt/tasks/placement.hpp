@@ -104,6 +104,16 @@ struct placement_task_config {
     /// Empty: m-ETF's own.
     sim::placement anchor = {};
     double anchor_strength = 2.0;
+    /// guided, with an anchor: each sample departs at one strength drawn uniformly from these (by the
+    /// sample's own seed; the mode keeps anchor_strength), so one update holds near and far departures,
+    /// as variable-neighbourhood search varies its radius. Why: no one strength suits every cluster. At
+    /// zero logits a strength of 2 moves 3-7 % of the ops per sample on 2 devices and 11-33 % on 8, where
+    /// nearly every sample loses to the anchor; 5 moves 0.2-2.7 %, too few to learn from on some 2-device
+    /// graphs (docs/placement.md, "A ladder of anchor strengths"). The
+    /// decoder stores each sample's bias with its strength, so PPO's ratio stays exact, and reports the
+    /// strength as the sample's stratum (rl::guided_sample::stratum), so that PPO ranks each sample
+    /// among those drawn at its own strength. Empty: every sample at anchor_strength.
+    std::vector<double> anchor_strengths = {};
     /// guided: the order the decoder walks the ops in.
     guided_walk walk = guided_walk::automatic;
     /// guided_walk::automatic: the graph size (ops, sources included) from which the ranked walk is
@@ -178,6 +188,9 @@ public:
             if (!(config_.anchor_strength > 0) || !std::isfinite(config_.anchor_strength))
                 throw error("tasks::placement_task", concat("anchor_strength ", config_.anchor_strength),
                             "a finite number > 0");
+            for (double x : config_.anchor_strengths)
+                if (!(x > 0) || !std::isfinite(x))
+                    throw error("tasks::placement_task", concat("anchor_strengths holds ", x), "finite numbers > 0");
             if (!config_.anchor.empty()) sims_[0]->check_placement(config_.anchor);
             if (config_.walk == guided_walk::ranked ||
                 (config_.walk == guided_walk::automatic && n >= config_.ranked_from_ops))
@@ -245,12 +258,19 @@ public:
         rl::guided_sample out = unopened_sample(n, k);
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
+        const auto& ladder = config_.anchor_strengths;
+        double strength = config_.anchor_strength;
+        if (!greedy && !ladder.empty() && !config_.anchor.empty()) {
+            const std::size_t rung = std::uniform_int_distribution<std::size_t>(0, ladder.size() - 1)(rng);
+            strength = ladder[rung];
+            out.stratum = static_cast<std::uint32_t>(rung);
+        }
         std::vector<double> total(k), anchored(k);
         auto draw = [&](graph::op_id o, std::span<const double> m_etf_score, sim::device_id best) {
             std::span<const double> score = m_etf_score;
             if (!config_.anchor.empty()) {
                 std::copy(m_etf_score.begin(), m_etf_score.end(), anchored.begin());
-                anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
+                anchor_scores(anchored, config_.anchor[o], best, strength);
                 score = anchored;
             }
             const auto oo = static_cast<Eigen::Index>(o);
