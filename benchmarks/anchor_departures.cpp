@@ -91,8 +91,8 @@ int run(int argc, char** argv) {
                 continue;
             }
             std::printf("  anchor %-13s", anchor_name.c_str());
-            const auto zero = nn::matrix<double>::Zero(static_cast<Eigen::Index>(g.num_ops()),
-                                                       static_cast<Eigen::Index>(n));
+            const auto zero =
+                nn::matrix<double>::Zero(static_cast<Eigen::Index>(g.num_ops()), static_cast<Eigen::Index>(n));
             for (double strength : strengths) {
                 tasks::placement_task task(g, cl, cost::roofline_model{},
                                            {.schedule = tasks::ready_order::critical_path,

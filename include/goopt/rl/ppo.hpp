@@ -300,7 +300,7 @@ inline std::vector<double> stratified_advantages(std::span<const double> rewards
     if (rewards.size() != stratum.size())
         throw error("rl::detail::stratified_advantages",
                     concat(rewards.size(), " rewards and ", stratum.size(), " strata"), "one stratum per reward");
-    std::unordered_map<std::uint32_t, std::array<double, 3>> m;  // stratum -> count, sum, sum of squares
+    std::unordered_map<std::uint32_t, std::array<double, 3>> m;  // stratum -> count, sum, sum of squared deviations
     for (std::size_t s = 0; s < rewards.size(); ++s) {
         auto& x = m[stratum[s]];
         x[0] += 1;

@@ -107,9 +107,9 @@ struct placement_task_config {
     /// guided, with an anchor: each sample departs at one strength drawn uniformly from these (by the
     /// sample's own seed; the mode keeps anchor_strength), so one update holds near and far departures,
     /// as variable-neighbourhood search varies its radius. Why: no one strength suits every cluster. At
-    /// zero logits a strength of 2 moves 3-7 % of the ops per sample on 2 devices and 11-33 % on 8, where
-    /// nearly every sample loses to the anchor; 5 moves 0.2-2.7 %, too few to learn from on some 2-device
-    /// graphs (docs/placement.md, "A ladder of anchor strengths"). The
+    /// zero logits a strength of 2 moves 3-7 % of the ops per sample on 2 devices and a fifth to a third on
+    /// 8, where no sample beat the anchor; 5 moves 0.2-2.6 %, too few to learn from on some 2-device graphs
+    /// (benchmarks/anchor_departures; docs/placement.md, "A ladder of anchor strengths"). The
     /// decoder stores each sample's bias with its strength, so PPO's ratio stays exact, and reports the
     /// strength as the sample's stratum (rl::guided_sample::stratum), so that PPO ranks each sample
     /// among those drawn at its own strength. Empty: every sample at anchor_strength.
