@@ -73,31 +73,20 @@ int run(int argc, char** argv) {
         for (std::size_t n : counts) {
             const auto cl = device::parse_cluster(std::to_string(n) + "xV100:nvlink");
             sim::simulator s(g, cl);
-            std::string anchor_name;
-            sim::decision anchor;
-            double anchor_ms = 0;
-            for (const auto& h : bench::placement_heuristics(s, w.family)) {
-                if (!h.decision) continue;
-                const auto r = sim::run(s, *h.decision);
-                if (!r.oom && (anchor_name.empty() || r.step_time * 1e3 < anchor_ms)) {
-                    anchor_name = h.name;
-                    anchor = *h.decision;
-                    anchor_ms = r.step_time * 1e3;
-                }
-            }
+            const auto anchor = bench::best_fitting_heuristic(s, w.family);
             std::printf("%-20s %2zu", name.c_str(), n);
-            if (anchor_name.empty()) {
+            if (anchor.name.empty()) {
                 std::printf("  no placement heuristic fits\n");
                 continue;
             }
-            std::printf("  anchor %-13s", anchor_name.c_str());
+            std::printf("  anchor %-13s", anchor.name.c_str());
             const auto zero =
                 nn::matrix<double>::Zero(static_cast<Eigen::Index>(g.num_ops()), static_cast<Eigen::Index>(n));
             for (double strength : strengths) {
                 tasks::placement_task task(g, cl, cost::roofline_model{},
                                            {.schedule = tasks::ready_order::critical_path,
                                             .decoder = tasks::placement_decoder::guided,
-                                            .anchor = anchor.placement,
+                                            .anchor = anchor.decision.placement,
                                             .anchor_strength = strength});
                 std::mt19937_64 rng(1);
                 const auto& obs = task.observe(rng);
@@ -119,8 +108,8 @@ int run(int argc, char** argv) {
                 results.push_back({{"model", name},
                                    {"devices", n},
                                    {"ops", g.num_ops()},
-                                   {"anchor", anchor_name},
-                                   {"anchor_ms", anchor_ms},
+                                   {"anchor", anchor.name},
+                                   {"anchor_ms", anchor.ms},
                                    {"strength", strength},
                                    {"moved_share", share},
                                    {"faster_samples", faster},

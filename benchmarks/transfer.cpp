@@ -117,39 +117,14 @@ workload_graph load_graph(const std::string& spec, std::string_view flag) {
 #endif
 }
 
-/// The best placement heuristic that fits on a (graph, cluster), which anchored rows decode around.
-struct best_heuristic {
-    std::string name;  ///< empty: none fits
-    double ms = 0;
-    sim::decision decision;
-    /// Its own priorities where they order its placement at least as well as critical-path
-    /// priorities do (benchmarks/decisions' rule): anchored rows are scored with them, so that zero
-    /// logits decode to the heuristic's decision exactly. Empty: critical-path priorities.
-    std::vector<double> own_order;
-};
+using bench::best_heuristic;
 
+/// The best placement heuristic that fits on a (graph, cluster), which anchored rows decode around.
 best_heuristic best_heuristic_of(const workload_graph& w, const cluster_type& cl) {
     sim::simulator s(w.graph, cl);
-    best_heuristic b;
-    for (const auto& h : bench::placement_heuristics(s, w.family)) {
-        if (!h.decision) continue;
-        const auto r = sim::run(s, *h.decision);
-        if (!r.oom && (b.name.empty() || r.step_time * 1e3 < b.ms)) {
-            b.name = h.name;
-            b.ms = r.step_time * 1e3;
-            b.decision = *h.decision;
-        }
-    }
-    if (!b.name.empty() && !b.decision.priorities.empty() &&
-        sim::run(s, b.decision).step_time <=
-            s.run(b.decision.placement, {.priorities = baselines::critical_path_priorities(s, b.decision.placement)})
-                .step_time)
-        b.own_order = b.decision.priorities;
-    return b;
+    return bench::best_fitting_heuristic(s, w.family);
 }
 
-/// The decision an anchored decoder starts from: the heuristic's placement with the priorities its
-/// task scores it with (own_order, else none: critical path), as tasks::pretrain_schedule::anchors takes it.
 sim::decision anchor_of(const best_heuristic& b) {
     return {.placement = b.decision.placement, .priorities = b.own_order, .fusion = {}};
 }
