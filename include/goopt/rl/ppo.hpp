@@ -889,10 +889,13 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         average_ = average_set_ ? c_.baseline_decay * average_ + (1 - c_.baseline_decay) * ro.mean : ro.mean;
         average_set_ = true;
     }
-    ro.adv.resize(K);
-    for (std::size_t s = 0; s < K; ++s)
-        ro.adv[s] = (ro.r[s] - base) / (c_.normalize_advantages && ro.spread > 1e-12 ? ro.spread : 1.0);
-    if (!ro.stratum.empty()) ro.adv = detail::stratified_advantages(ro.r, ro.stratum, c_.normalize_advantages);
+    if (!ro.stratum.empty()) {
+        ro.adv = detail::stratified_advantages(ro.r, ro.stratum, c_.normalize_advantages);
+    } else {
+        ro.adv.resize(K);
+        for (std::size_t s = 0; s < K; ++s)
+            ro.adv[s] = (ro.r[s] - base) / (c_.normalize_advantages && ro.spread > 1e-12 ? ro.spread : 1.0);
+    }
 
     std::vector<std::size_t> order(K);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -965,11 +968,13 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
         h.ro = collect(*h.env, *h.obs, first.logits.at(0), h.rng, visitor, nullptr);
         // advantages per environment: its own samples' mean (or its value) and spread
         const double base = c_.baseline == baseline_kind::value_head ? static_cast<double>(first.value) : h.ro.mean;
-        h.ro.adv.resize(K);
-        for (std::size_t s = 0; s < K; ++s)
-            h.ro.adv[s] = (h.ro.r[s] - base) / (c_.normalize_advantages && h.ro.spread > 1e-12 ? h.ro.spread : 1.0);
-        if (!h.ro.stratum.empty())
+        if (!h.ro.stratum.empty()) {
             h.ro.adv = detail::stratified_advantages(h.ro.r, h.ro.stratum, c_.normalize_advantages);
+        } else {
+            h.ro.adv.resize(K);
+            for (std::size_t s = 0; s < K; ++s)
+                h.ro.adv[s] = (h.ro.r[s] - base) / (c_.normalize_advantages && h.ro.spread > 1e-12 ? h.ro.spread : 1.0);
+        }
         h.order.resize(K);
         std::iota(h.order.begin(), h.order.end(), std::size_t{0});
         mine.push_back(std::move(h));
