@@ -41,7 +41,9 @@
 // "updates", "epochs", "seconds", "peak_memory_bytes"}; scheduling rows add "schedule_lower_bound_ms"
 // (sim::schedule_lower_bound: no order of that placement is faster), "schedule_bound_from" (path, device or link: what
 // sets it) and "choice_points" (starts at which the best order's list scheduler chose among ready ops); placement rows
-// add "independent_ms" (with --independent), and "heuristics_oom" names the heuristics that ran out of memory; joint
+// add "independent_ms" (with --independent), "heuristics_oom" names the heuristics that ran out of memory, and
+// "memory_lower_bound_bytes" (sim::memory_lower_bound: held at once on all devices by any placement and order) beside
+// "cluster_memory_bytes" (the devices' capacities summed) says whether a row where no placer fits could fit; joint
 // rows add "default_ms", "placement_ms", "scheduling_ms", "fusion_ms", "pairs": {"pl+sch", "pl+fu", "sch+fu"} (means
 // over the seeds), "joint_ms", "best_heuristic_pipeline_ms" and "decoder_pipeline_ms" (the joint decoder's zero-logit
 // decision).
@@ -110,6 +112,13 @@ struct seeds_result : bench::seed_figures {
         row[key + "_oom"] = oom;
     }
 };
+
+/// The devices' memory capacities summed (what sim::memory_lower_bound is held against).
+double cluster_memory(const device::cluster<device::device_spec>& cl) {
+    double total = 0;
+    for (std::size_t d = 0; d < cl.num_devices(); ++d) total += static_cast<double>(cl.device(d).mem_capacity());
+    return total;
+}
 
 rl::ppo_config ppo_of(const settings& st) {
     return {.updates = st.updates,
@@ -398,6 +407,7 @@ int run(int argc, char** argv) {
             const auto cl = device::parse_cluster(std::to_string(n) + "xV100:nvlink");
             sim::simulator s(g, cl);
             const double bound = sim::step_time_lower_bound(s) * 1e3;
+            const sim::memory_bound memory = sim::memory_lower_bound(g);
             // every placement heuristic: the best that fits is the scheduling experiment's placement
             nlohmann::ordered_json heur = nlohmann::ordered_json::object();
             std::vector<std::string> oom;
@@ -445,6 +455,10 @@ int run(int argc, char** argv) {
                         best_name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(best_ms);
                     row.update(heur);
                     row["heuristics_oom"] = oom;
+                    // where no placer fits, whether anything could: the memory held at one moment of
+                    // every placement and order, against the devices' memory together
+                    row["memory_lower_bound_bytes"] = memory.total;
+                    row["cluster_memory_bytes"] = cluster_memory(cl);
                     learned =
                         learn_placement<decltype(s)>(g, cl, st, tasks::placement_decoder::guided, best, own_order);
                     learned.write(row, "learned");

@@ -6,6 +6,7 @@
 #include <goopt/sim/decision_refused.hpp>
 #include <goopt/sim/fusion_legality.hpp>
 #include <goopt/sim/lower_bound.hpp>
+#include <goopt/sim/memory_lower_bound.hpp>
 #include <goopt/sim/placement.hpp>
 #include <goopt/sim/schedule_lower_bound.hpp>
 #include <goopt/sim/simulation_result.hpp>
