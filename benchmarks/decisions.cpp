@@ -80,7 +80,7 @@ struct settings {
     bool independent = false;
     bool anchor = true;                    ///< guided decoders anchored on the best placement heuristic's decision
     double anchor_strength = 2.0;          ///< placement_task_config::anchor_strength, joint_config::anchor_strength
-    std::vector<double> anchor_strengths;  ///< placement rows: placement_task_config::anchor_strengths
+    std::vector<double> anchor_strengths;  ///< placement_task_config:: and joint_config::anchor_strengths
     bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
@@ -373,7 +373,7 @@ int run(int argc, char** argv) {
         ->transform(bench::non_negative_real())
         ->capture_default_str();
     cli.add_option("--anchor-strengths", st.anchor_strengths,
-                   "Anchored placement rows: each sample departs at one of these strengths, drawn per sample "
+                   "Anchored placement and joint rows: each sample departs at one of these strengths, drawn per sample "
                    "(the mode keeps --anchor-strength); default: every sample at --anchor-strength")
         ->delimiter(',');
     if (!cli.parse_flags(argc, argv)) return 0;
@@ -521,14 +521,16 @@ int run(int argc, char** argv) {
                     row["placement"] = best_name;
                     auto with = [&](bool pl, bool sch, bool fu) {
                         const auto& order = pl ? pipeline_order : own_order;
-                        return tasks::joint_config{.tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
-                                                   .placement = pl ? sim::placement{} : best.placement,
-                                                   .temperature = st.temperature,
-                                                   .anchor = pl && st.anchor ? pipeline.placement : sim::placement{},
-                                                   .anchor_strength = st.anchor_strength,
-                                                   .priorities = sch && st.anchor ? order : std::vector<double>{},
-                                                   .anchor_fusion = fu && st.anchor ? tasks::fusion_anchor::greedy
-                                                                                    : tasks::fusion_anchor::none};
+                        return tasks::joint_config{
+                            .tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
+                            .placement = pl ? sim::placement{} : best.placement,
+                            .temperature = st.temperature,
+                            .anchor = pl && st.anchor ? pipeline.placement : sim::placement{},
+                            .anchor_strength = st.anchor_strength,
+                            .anchor_strengths = pl && st.anchor ? st.anchor_strengths : std::vector<double>{},
+                            .priorities = sch && st.anchor ? order : std::vector<double>{},
+                            .anchor_fusion =
+                                fu && st.anchor ? tasks::fusion_anchor::greedy : tasks::fusion_anchor::none};
                     };
                     // the joint decoder's own pipeline (zero logits, greedy): anchored, the best
                     // heuristic pipeline (its placement, priorities and greedy fusion)

@@ -144,6 +144,47 @@ TEST_CASE("joint task: anchored on another heuristic's placement, zero logits ke
     CHECK(score[1] == 0.0);
 }
 
+TEST_CASE("joint task: a ladder of anchor strengths, one per sample, reported as the sample's stratum") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto msct = baselines::m_sct(s).placement;
+    const tasks::joint_config config{.anchor = msct, .anchor_strengths = {1.0, 40.0}};
+    tasks::joint_task t(g, cl, cost::roofline_model{}, config);
+    CHECK(t.heuristic_decision().placement == msct);  // the mode keeps anchor_strength
+    std::mt19937_64 rng(1);
+    const auto& obs = t.observe(rng);
+    const auto zero = joint_zero_logits(g.num_ops(), t.num_choices());
+    std::size_t near = 0, far = 0, near_moved = 0;
+    for (std::uint64_t seed = 0; seed < 24; ++seed) {
+        const auto x = t.decode(obs, zero, seed, false, 0);
+        CHECK(t.decode(obs, zero, seed, false, 0).actions == x.actions);  // the seed decides the rung too
+        REQUIRE(x.stratum < 2);
+        std::size_t moved = 0;
+        for (graph::op_id o = 0; o < g.num_ops(); ++o) moved += t.decide(x.actions).placement[o] != msct[o] ? 1 : 0;
+        if (x.stratum == 1) {
+            CHECK(moved == 0);  // e^-40: no op leaves the anchor
+            ++far;
+        } else {
+            near_moved += moved;
+            ++near;
+        }
+    }
+    CHECK(near > 3);
+    CHECK(far > 3);
+    CHECK(near_moved > 0);
+    // the first stage of the curriculum fixes the placement: no ladder, every sample in stratum 0
+    tasks::joint_task levels(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    const auto zero_levels = joint_zero_logits(g.num_ops(), levels.num_choices());
+    for (std::uint64_t seed = 0; seed < 4; ++seed) CHECK(levels.decode(obs, zero_levels, seed, false, 0).stratum == 0);
+    auto make = [&](std::vector<double> ladder) {
+        return tasks::joint_task(g, cl, cost::roofline_model{},
+                                 {.anchor = msct, .anchor_strengths = std::move(ladder)});
+    };
+    CHECK_THROWS_WITH_AS(make({2.0, 0.0}), doctest::Contains("anchor_strengths"), error);
+    CHECK_THROWS_WITH_AS(make({std::numeric_limits<double>::infinity()}), doctest::Contains("anchor_strengths"), error);
+}
+
 TEST_CASE("joint task: bad input gets a clear error") {
     const auto g = models::find_workload("transformer_xl2").build();
     const auto cl = device::parse_cluster("2xV100:nvlink");

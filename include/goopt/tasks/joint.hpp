@@ -93,6 +93,11 @@ struct joint_config {
     /// (its own placement is the anchor).
     sim::placement anchor = {};
     double anchor_strength = 2.0;
+    /// Placement decided, with an anchor: each sample departs at one strength drawn uniformly from these
+    /// (by its own seed; the mode keeps anchor_strength) and reports it as its stratum, so that PPO ranks
+    /// it among the samples of its own strength: placement_task_config::anchor_strengths, whose reasons
+    /// hold here (docs/placement.md, "A ladder of anchor strengths"). Empty: every sample at anchor_strength.
+    std::vector<double> anchor_strengths = {};
     /// Scheduling decided: the priorities its levels shift (e.g. the anchor heuristic's own, where
     /// they order its placement better than its critical path). Empty: the critical-path priorities
     /// of each decoded placement.
@@ -115,7 +120,7 @@ public:
     using outcome = step_outcome;
 
     /// @throws goopt::error for no task to decide, an even level count (or a fusion count under 3), a
-    /// step, prior or temperature that is not finite and positive, a fixed placement the simulator
+    /// step, prior, temperature or anchor strength that is not finite and positive, a fixed placement the simulator
     /// refuses, or a fusion task on a graph with no pair that can fuse.
     joint_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
                joint_config config = {})
@@ -134,6 +139,9 @@ public:
                                                         {config_.anchor_strength, "anchor_strength"}};
         for (const auto& [v, name] : knobs)
             if (!(v > 0) || !std::isfinite(v)) throw error(who, concat(name, " ", v), "a finite number > 0");
+        for (double x : config_.anchor_strengths)
+            if (!(x > 0) || !std::isfinite(x))
+                throw error(who, concat("anchor_strengths holds ", x), "finite numbers > 0");
         if (!(config_.level_prior >= 0) || !std::isfinite(config_.level_prior))
             throw error(who, concat("level_prior ", config_.level_prior), "a finite number >= 0");
         devices_ = t.placement ? c.num_devices() : 1;
@@ -222,6 +230,13 @@ public:
         rl::guided_sample out = unopened_sample(n, k);
         std::vector<std::uint8_t> drawn(n, 0);
         std::mt19937_64 rng(seed);
+        double strength = config_.anchor_strength;
+        const auto& ladder = config_.anchor_strengths;
+        if (!greedy && config_.tasks.placement && !config_.anchor.empty() && !ladder.empty()) {
+            const std::size_t rung = std::uniform_int_distribution<std::size_t>(0, ladder.size() - 1)(rng);
+            strength = ladder[rung];
+            out.stratum = static_cast<std::uint32_t>(rung);
+        }
         std::vector<double> total(k);
         // one row: the product choices of the devices with a finite score, the prior on their levels
         auto draw_row = [&](graph::op_id o, std::span<const double> device_score) {
@@ -247,7 +262,7 @@ public:
                     [&](graph::op_id o, std::span<const double> score, sim::device_id best) {
                         if (config_.anchor.empty()) return draw_row(o, score);
                         std::copy(score.begin(), score.end(), anchored.begin());
-                        anchor_scores(anchored, config_.anchor[o], best, config_.anchor_strength);
+                        anchor_scores(anchored, config_.anchor[o], best, strength);
                         return draw_row(o, anchored);
                     },
                     config_.anchor)
