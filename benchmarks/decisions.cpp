@@ -81,6 +81,7 @@ struct settings {
     bool anchor = true;                    ///< guided decoders anchored on the best placement heuristic's decision
     double anchor_strength = 2.0;          ///< placement_task_config::anchor_strength, joint_config::anchor_strength
     std::vector<double> anchor_strengths;  ///< placement_task_config:: and joint_config::anchor_strengths
+    std::vector<double> level_priors;      ///< joint rows: joint_config::level_priors
     bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
@@ -376,7 +377,13 @@ int run(int argc, char** argv) {
                    "Anchored placement and joint rows: each sample departs at one of these strengths, drawn per sample "
                    "(the mode keeps --anchor-strength); default: every sample at --anchor-strength")
         ->delimiter(',');
+    cli.add_option("--level-priors", st.level_priors,
+                   "Joint rows: each sample draws its level prior from these (the mode keeps the default, 1); "
+                   "default: every sample at 1")
+        ->delimiter(',');
     if (!cli.parse_flags(argc, argv)) return 0;
+    for (double x : st.level_priors)
+        if (!(x >= 0) || !std::isfinite(x)) throw error("flag --level-priors", concat(x), "numbers >= 0");
     for (double x : st.anchor_strengths)
         if (!(x > 0) || !std::isfinite(x)) throw error("flag --anchor-strengths", concat(x), "numbers > 0");
     if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
@@ -524,6 +531,7 @@ int run(int argc, char** argv) {
                         return tasks::joint_config{
                             .tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                             .placement = pl ? sim::placement{} : best.placement,
+                            .level_priors = st.level_priors,
                             .temperature = st.temperature,
                             .anchor = pl && st.anchor ? pipeline.placement : sim::placement{},
                             .anchor_strength = st.anchor_strength,

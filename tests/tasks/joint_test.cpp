@@ -9,6 +9,7 @@
 #include "random_dag.hpp"
 #include "small_policy.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -144,7 +145,8 @@ TEST_CASE("joint task: anchored on another heuristic's placement, zero logits ke
     CHECK(score[1] == 0.0);
 }
 
-TEST_CASE("joint task: a ladder of anchor strengths, one per sample, reported as the sample's stratum") {
+TEST_CASE(
+    "joint task: ladders of anchor strengths and level priors, one rung of each per sample, reported as its stratum") {
     const auto g = models::find_workload("wavenet_2x18").build();
     const auto cl = device::parse_cluster("4xV100:nvlink");
     sim::simulator s(g, cl);
@@ -173,10 +175,34 @@ TEST_CASE("joint task: a ladder of anchor strengths, one per sample, reported as
     CHECK(near > 3);
     CHECK(far > 3);
     CHECK(near_moved > 0);
+    // a second ladder, of level priors: its rung joins the stratum (anchor rung x 2 + prior rung); at a prior
+    // of 40 no op leaves the middle levels, at 0.5 many do
+    tasks::joint_config both = config;
+    both.level_priors = {40.0, 0.5};
+    tasks::joint_task t2(g, cl, cost::roofline_model{}, both);
+    CHECK(t2.heuristic_actions() == t.heuristic_actions());  // the mode keeps level_prior
+    const std::size_t levels = t2.num_choices() / cl.num_devices(), middle = levels / 2;
+    std::array<std::size_t, 4> seen{};
+    for (std::uint64_t seed = 0; seed < 32; ++seed) {
+        const auto x = t2.decode(obs, zero, seed, false, 0);
+        REQUIRE(x.stratum < 4);
+        ++seen[x.stratum];
+        std::size_t off_middle = 0, moved = 0;
+        for (graph::op_id o = 0; o < g.num_ops(); ++o) {
+            off_middle += static_cast<std::size_t>(x.actions[o]) % levels != middle ? 1 : 0;
+            moved += t2.decide(x.actions).placement[o] != msct[o] ? 1 : 0;
+        }
+        if (x.stratum % 2 == 0) CHECK(off_middle == 0);
+        else CHECK(off_middle > g.num_ops() / 10);
+        if (x.stratum / 2 == 1) CHECK(moved == 0);
+    }
+    for (std::size_t v : seen) CHECK(v > 2);
+    CHECK_THROWS_WITH_AS(tasks::joint_task(g, cl, cost::roofline_model{}, {.level_priors = {-1.0}}),
+                         doctest::Contains("level_priors"), error);
     // the first stage of the curriculum fixes the placement: no ladder, every sample in stratum 0
-    tasks::joint_task levels(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
-    const auto zero_levels = joint_zero_logits(g.num_ops(), levels.num_choices());
-    for (std::uint64_t seed = 0; seed < 4; ++seed) CHECK(levels.decode(obs, zero_levels, seed, false, 0).stratum == 0);
+    tasks::joint_task fixed(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    const auto zero_levels = joint_zero_logits(g.num_ops(), fixed.num_choices());
+    for (std::uint64_t seed = 0; seed < 4; ++seed) CHECK(fixed.decode(obs, zero_levels, seed, false, 0).stratum == 0);
     auto make = [&](std::vector<double> ladder) {
         return tasks::joint_task(g, cl, cost::roofline_model{},
                                  {.anchor = msct, .anchor_strengths = std::move(ladder)});

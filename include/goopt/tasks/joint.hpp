@@ -83,6 +83,13 @@ struct joint_config {
     /// The decoder's prior on the levels: a product choice's score gets -prior x (its levels' distance
     /// from the middle), so that zero logits prefer the heuristic pipeline and still explore.
     double level_prior = 1.0;
+    /// Scheduling or fusion decided: each sample draws its level prior uniformly from these (by its own
+    /// seed; the mode keeps level_prior), a second ladder beside anchor_strengths, and its rung joins the
+    /// sample's stratum. Why: at level_prior 1, zero logits move half the ops off the middle level of each
+    /// task, so a sample's reward is mostly its levels' and a placement departure's effect is lost in
+    /// them; samples drawn at a high prior keep the levels and show the departures, ranked among
+    /// themselves. Empty: every sample at level_prior.
+    std::vector<double> level_priors = {};
     /// Placement: m-ETF's start-time score in units of temperature x the mean op time (as
     /// placement_task_config::temperature), and m-ETF's memory estimate and budget.
     double temperature = 1.0;
@@ -144,6 +151,9 @@ public:
                 throw error(who, concat("anchor_strengths holds ", x), "finite numbers > 0");
         if (!(config_.level_prior >= 0) || !std::isfinite(config_.level_prior))
             throw error(who, concat("level_prior ", config_.level_prior), "a finite number >= 0");
+        for (double x : config_.level_priors)
+            if (!(x >= 0) || !std::isfinite(x))
+                throw error(who, concat("level_priors holds ", x), "finite numbers >= 0");
         devices_ = t.placement ? c.num_devices() : 1;
         s_levels_ = t.scheduling ? config_.scheduling_levels : 1;
         f_levels_ = t.fusion ? config_.fusion_levels : 1;
@@ -175,11 +185,15 @@ public:
         }
         active_.assign(n, 0);
         for (graph::op_id o = 0; o < n; ++o) active_[o] = is_source(o) ? 0 : 1;
-        prior_.resize(s_levels_ * f_levels_);
-        for (std::size_t s = 0; s < s_levels_; ++s)
-            for (std::size_t f = 0; f < f_levels_; ++f)
-                prior_[s * f_levels_ + f] = static_cast<double>(
-                    static_cast<float>(-config_.level_prior * (distance(s, s_levels_) + distance(f, f_levels_))));
+        // priors_[0]: level_prior's, the mode's; priors_[1 + q]: level_priors[q]'s
+        priors_.assign(1 + config_.level_priors.size(), std::vector<double>(s_levels_ * f_levels_));
+        for (std::size_t r = 0; r < priors_.size(); ++r) {
+            const double weight = r == 0 ? config_.level_prior : config_.level_priors[r - 1];
+            for (std::size_t s = 0; s < s_levels_; ++s)
+                for (std::size_t f = 0; f < f_levels_; ++f)
+                    priors_[r][s * f_levels_ + f] = static_cast<double>(
+                        static_cast<float>(-weight * (distance(s, s_levels_) + distance(f, f_levels_))));
+        }
         tau_ = mean_fastest_op_time(*sims_[0], config_.temperature);
         // the reward's reference: the heuristic pipeline (zero logits, greedy)
         const nn::matrix<double> zero =
@@ -237,6 +251,13 @@ public:
             strength = ladder[rung];
             out.stratum = static_cast<std::uint32_t>(rung);
         }
+        const std::vector<double>* prior = &priors_[0];
+        if (!greedy && levels > 1 && !config_.level_priors.empty()) {
+            const std::size_t rung =
+                std::uniform_int_distribution<std::size_t>(0, config_.level_priors.size() - 1)(rng);
+            prior = &priors_[1 + rung];
+            out.stratum = static_cast<std::uint32_t>(out.stratum * config_.level_priors.size() + rung);
+        }
         std::vector<double> total(k);
         // one row: the product choices of the devices with a finite score, the prior on their levels
         auto draw_row = [&](graph::op_id o, std::span<const double> device_score) {
@@ -246,7 +267,7 @@ public:
                     const std::size_t a = q * levels + l;
                     const double b = device_score[q] == -std::numeric_limits<double>::infinity()
                                          ? device_score[q]
-                                         : static_cast<double>(static_cast<float>(device_score[q] + prior_[l]));
+                                         : static_cast<double>(static_cast<float>(device_score[q] + (*prior)[l]));
                     out.bias(oo, static_cast<Eigen::Index>(a)) = static_cast<float>(b);
                     total[a] = logits(oo, static_cast<Eigen::Index>(a)) + b;
                 }
@@ -361,7 +382,7 @@ private:
     observation features_;
     std::vector<std::unique_ptr<sim::simulator<D, Cost>>> sims_;
     std::vector<std::uint8_t> active_;
-    std::vector<double> prior_;  // per (scheduling level, fusion level), float-rounded
+    std::vector<std::vector<double>> priors_;  // per rung, per (scheduling level, fusion level), float-rounded
     std::size_t devices_ = 1, s_levels_ = 1, f_levels_ = 1;
     double tau_ = 1;
     sim::decision heuristic_;
