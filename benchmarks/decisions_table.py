@@ -101,10 +101,12 @@ def placement(rows, out):
                f"at or below it on {tight_ok} of the {tight} others (target: all)")
     for r, share in no_fit:
         # the learned placement must fit wherever the bound leaves at least 10 % of the cluster's memory
-        verdict = ("no placement and order fits" if share > 1 else
-                   "fits, as the target asks" if not r.get("learned_oom") else
-                   "out of memory: the target (fit where the bound is at most 90 %) is missed" if share <= 0.9 else
-                   "out of memory (within 10 % of the bound: no target)")
+        fits_now = not r.get("learned_oom")
+        verdict = ("fits, although the bound says nothing can: check sim::memory_lower_bound" if share > 1 and fits_now
+                   else "out of memory, as every placement and order must be" if share > 1
+                   else "fits, as the target asks" if fits_now
+                   else "out of memory: the target (fit where the bound is at most 90 %) is missed" if share <= 0.9
+                   else "out of memory (the bound is within 10 % of the cluster's memory: no target)")
         out.append(f"- {r['graph']} on {r['devices']} devices, where no heuristic fits: any placement and order holds "
                    f"{r['memory_lower_bound_bytes'] / 1e9:.2f} GB at once, {share * 100:.0f} % of the cluster's "
                    f"{r['cluster_memory_bytes'] / 1e9:.2f} GB (sim::memory_lower_bound); learned: {verdict}")
