@@ -9,6 +9,7 @@
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/joint.hpp>
 #include <goopt/tasks/joint_curriculum.hpp>
+#include <goopt/tasks/ladder.hpp>
 #include <goopt/tasks/level_prior.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/placement_features.hpp>

@@ -38,6 +38,7 @@
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/ladder.hpp>
 #include <goopt/tasks/step_reward.hpp>
 
 #include <algorithm>
@@ -146,14 +147,10 @@ public:
                                                         {config_.anchor_strength, "anchor_strength"}};
         for (const auto& [v, name] : knobs)
             if (!(v > 0) || !std::isfinite(v)) throw error(who, concat(name, " ", v), "a finite number > 0");
-        for (double x : config_.anchor_strengths)
-            if (!(x > 0) || !std::isfinite(x))
-                throw error(who, concat("anchor_strengths holds ", x), "finite numbers > 0");
+        check_ladder(who, "anchor_strengths", config_.anchor_strengths, false);
         if (!(config_.level_prior >= 0) || !std::isfinite(config_.level_prior))
             throw error(who, concat("level_prior ", config_.level_prior), "a finite number >= 0");
-        for (double x : config_.level_priors)
-            if (!(x >= 0) || !std::isfinite(x))
-                throw error(who, concat("level_priors holds ", x), "finite numbers >= 0");
+        check_ladder(who, "level_priors", config_.level_priors, true);
         devices_ = t.placement ? c.num_devices() : 1;
         s_levels_ = t.scheduling ? config_.scheduling_levels : 1;
         f_levels_ = t.fusion ? config_.fusion_levels : 1;
@@ -247,14 +244,13 @@ public:
         double strength = config_.anchor_strength;
         const auto& ladder = config_.anchor_strengths;
         if (!greedy && config_.tasks.placement && !config_.anchor.empty() && !ladder.empty()) {
-            const std::size_t rung = std::uniform_int_distribution<std::size_t>(0, ladder.size() - 1)(rng);
+            const std::size_t rung = draw_rung(ladder.size(), rng);
             strength = ladder[rung];
             out.stratum = static_cast<std::uint32_t>(rung);
         }
         const std::vector<double>* prior = &priors_[0];
         if (!greedy && levels > 1 && !config_.level_priors.empty()) {
-            const std::size_t rung =
-                std::uniform_int_distribution<std::size_t>(0, config_.level_priors.size() - 1)(rng);
+            const std::size_t rung = draw_rung(config_.level_priors.size(), rng);
             prior = &priors_[1 + rung];
             out.stratum = static_cast<std::uint32_t>(out.stratum * config_.level_priors.size() + rung);
         }

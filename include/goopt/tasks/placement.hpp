@@ -19,6 +19,7 @@
 #include <goopt/tasks/anchored_decoding.hpp>
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/ladder.hpp>
 #include <goopt/tasks/placement_features.hpp>
 #include <goopt/tasks/ranked_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
@@ -188,9 +189,7 @@ public:
             if (!(config_.anchor_strength > 0) || !std::isfinite(config_.anchor_strength))
                 throw error("tasks::placement_task", concat("anchor_strength ", config_.anchor_strength),
                             "a finite number > 0");
-            for (double x : config_.anchor_strengths)
-                if (!(x > 0) || !std::isfinite(x))
-                    throw error("tasks::placement_task", concat("anchor_strengths holds ", x), "finite numbers > 0");
+            check_ladder("tasks::placement_task", "anchor_strengths", config_.anchor_strengths, false);
             if (!config_.anchor.empty()) sims_[0]->check_placement(config_.anchor);
             if (config_.walk == guided_walk::ranked ||
                 (config_.walk == guided_walk::automatic && n >= config_.ranked_from_ops))
@@ -261,7 +260,7 @@ public:
         const auto& ladder = config_.anchor_strengths;
         double strength = config_.anchor_strength;
         if (!greedy && !ladder.empty() && !config_.anchor.empty()) {
-            const std::size_t rung = std::uniform_int_distribution<std::size_t>(0, ladder.size() - 1)(rng);
+            const std::size_t rung = draw_rung(ladder.size(), rng);
             strength = ladder[rung];
             out.stratum = static_cast<std::uint32_t>(rung);
         }
