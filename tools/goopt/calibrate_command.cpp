@@ -73,12 +73,19 @@ void cost_table_flags::add_flags(CLI::App& app) {
                    "Where onnxruntime-node is installed (./bootstrap.sh ort): its version is checked against the "
                    "table's")
         ->capture_default_str();
+    app.add_option("--measurer", measurer,
+                   "With --cost-table: the table is of the runtime this command measures with (its --environment "
+                   "is checked against the table's, not onnxruntime-node's): e.g. 'python3 "
+                   "tools/gpu/torch_runtime.py' for a CUDA GPU (docs/cost.md)")
+        ->type_name("CMD");
 }
 
 std::optional<cost::cost_table> load_cost_table(const cost_table_flags& f) {
     if (f.file.empty()) return std::nullopt;
     auto table = io::read_measured_table_file(f.file);
-    const auto here = cost::this_machine(installed_ort_version(f.ort_dir), f.threads);
+    const auto here = f.measurer.empty()
+                          ? cost::this_machine(installed_ort_version(f.ort_dir), f.threads)
+                          : measuring_environment({.ort_dir = f.ort_dir, .measurer = f.measurer}, f.threads);
     if (here.runtime_version.empty())
         std::printf(
             "warning: onnxruntime-node is not installed in %s: the table's runtime version (%s) is not "
@@ -133,7 +140,7 @@ namespace {
 
 struct calibrate_flags {
     graph_source source;
-    std::string out = "goopt.cost_table.json", ort_dir = default_ort_dir(), statistic = "median";
+    std::string out = "goopt.cost_table.json", ort_dir = default_ort_dir(), statistic = "median", measurer;
     std::int64_t threads = 1, repetitions = 30, warmup = 5;
     bool groups = true;
 };
@@ -157,6 +164,16 @@ std::string shell_quote(const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
+}
+
+/// The last line of a child's error output that is not blank: where a Python traceback or a
+/// script's own "error:" line says what went wrong.
+std::string last_line(const fs::path& log) {
+    std::ifstream in(log);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    return last.empty() ? std::string("(nothing on its error output)") : last;
 }
 
 /// A directory of its own under the system's temporary directory, removed when this goes away.
@@ -284,6 +301,7 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
     out.already = out.configurations - todo.size();
     const bool fresh = table.seconds.empty() && table.dispatch_seconds == 0;
     const fs::path script = fs::path(m.ort_dir) / "measure_ops.js";
+    const std::string measurer = m.measurer.empty() ? concat("node ", shell_quote(script.string())) : m.measurer;
     scratch_directory scratch;
     std::mt19937_64 rng(1);
     nlohmann::json models = nlohmann::json::array();
@@ -314,9 +332,10 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
                 concat("no ONNX form: ", todo[i].key.substr(0, todo[i].key.find('(')), ": ", e.what()));
         }
     }
-    std::printf("%s: %zu configurations (%zu already measured), %zu models to time in onnxruntime %s, %lld thread%s\n",
-                name.c_str(), out.configurations, out.already, models.size(), table.environment.runtime_version.c_str(),
-                static_cast<long long>(table.environment.threads), table.environment.threads == 1 ? "" : "s");
+    std::printf("%s: %zu configurations (%zu already measured), %zu models to time in %s %s, %lld thread%s\n",
+                name.c_str(), out.configurations, out.already, models.size(), table.environment.runtime.c_str(),
+                table.environment.runtime_version.c_str(), static_cast<long long>(table.environment.threads),
+                table.environment.threads == 1 ? "" : "s");
     std::fflush(stdout);
     if (models.empty()) return out;
     const fs::path manifest = scratch.path() / "manifest.json";
@@ -327,14 +346,12 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
                                               {"warmup", m.warmup},
                                               {"models", models}}
                                    .dump());
-    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(manifest.string()),
-                                       " --out ", shell_quote(result.string()), " 2> ", shell_quote(log.string()));
+    const std::string command = concat(measurer, " ", shell_quote(manifest.string()), " --out ",
+                                       shell_quote(result.string()), " 2> ", shell_quote(log.string()));
     if (const int status = std::system(command.c_str()); status != 0) {
-        std::ifstream in(log);
-        std::string first;
-        std::getline(in, first);
-        throw error("goopt calibrate", concat("the measuring process (", script.string(), ") failed: ", first),
-                    "a working onnxruntime-node (./bootstrap.sh ort)");
+        throw error("goopt calibrate", concat("the measuring process (", measurer, ") failed: ", last_line(log)),
+                    m.measurer.empty() ? "a working onnxruntime-node (./bootstrap.sh ort)"
+                                       : "a --measurer that measures a manifest as tools/ort/measure_ops.js does");
     }
     const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
     std::map<std::string, double> medians;
@@ -342,13 +359,13 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
         const auto id = r.at("id").get<std::string>();
         if (r.contains("error"))
             out.not_measured.push_back(
-                concat("onnxruntime refused model ", id, ": ", r.at("error").get<std::string>()));
+                concat(table.environment.runtime, " refused model ", id, ": ", r.at("error").get<std::string>()));
         else medians[id] = r.at(concat(table.statistic, "_seconds")).get<double>();
     }
     if (fresh) {
         if (!medians.count("dispatch") || !medians.count("dispatch_chain"))
-            throw error("goopt calibrate", "onnxruntime could not run the one-op dispatch models",
-                        "a working onnxruntime-node (./bootstrap.sh ort)");
+            throw error("goopt calibrate", concat(measurer, " could not run the one-op dispatch models"),
+                        "a measurer that runs a chain of sigmoids");
         const double per_op =
             std::max(0.0, (medians["dispatch_chain"] - medians["dispatch"]) / static_cast<double>(dispatch_chain - 1));
         table.dispatch_seconds = std::max(0.0, medians["dispatch"] - per_op);
@@ -416,10 +433,7 @@ runtime_comparison compare_in_runtime(const graph::computation_graph& before, co
                                        shell_quote(b.string()), " --threads ", threads, " --repeat ", rounds, " > ",
                                        shell_quote(result.string()), " 2> ", shell_quote(log.string()));
     if (const int status = std::system(command.c_str()); status != 0) {
-        std::ifstream in(log);
-        std::string first;
-        std::getline(in, first);
-        throw error(who, concat("the timing process (", script.string(), ") failed: ", first),
+        throw error(who, concat("the timing process (", script.string(), ") failed: ", last_line(log)),
                     "a working onnxruntime-node (./bootstrap.sh ort)");
     }
     const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "timing"), result.string());
@@ -474,6 +488,32 @@ std::string check_measuring(const measuring& m) {
     return version;
 }
 
+cost::measurement_environment measuring_environment(const measuring& m, std::int64_t threads) {
+    if (m.measurer.empty()) return cost::this_machine(check_measuring(m), threads);
+    const std::string who = "--measurer";
+    scratch_directory scratch;
+    const fs::path out = scratch.path() / "environment.json", log = scratch.path() / "stderr.txt";
+    const std::string command = concat(m.measurer, " --environment --threads ", threads, " --out ",
+                                       shell_quote(out.string()), " 2> ", shell_quote(log.string()));
+    if (const int status = std::system(command.c_str()); status != 0) {
+        throw error(who, concat("'", m.measurer, " --environment' failed: ", last_line(log)),
+                    "a measurer that prints its runtime and machine (tools/gpu/torch_runtime.py --environment)");
+    }
+    const auto j = io::detail::parse_json_text(io::detail::read_text_file(out, "environment"), out.string());
+    cost::measurement_environment e;
+    try {
+        e.runtime = j.at("runtime").get<std::string>();
+        e.runtime_version = j.at("version").get<std::string>();
+        e.threads = j.at("threads").get<std::int64_t>();
+        e.cpu = j.at("cpu").get<std::string>();
+        e.cores = j.at("cores").get<std::int64_t>();
+    } catch (const nlohmann::json::exception& x) {
+        throw error(who, concat("'", m.measurer, " --environment' printed ", j.dump(), " (", x.what(), ")"),
+                    "{\"runtime\", \"version\", \"threads\", \"cpu\", \"cores\"}");
+    }
+    return e;
+}
+
 namespace {
 
 int run_calibrate(const calibrate_flags& f) {
@@ -482,9 +522,8 @@ int run_calibrate(const calibrate_flags& f) {
     throw error("goopt calibrate", "this goopt was built without ONNX support (the measured models are ONNX files)",
                 "a goopt built with libonnx-dev and libprotobuf-dev installed");
 #else
-    const measuring m{.ort_dir = f.ort_dir, .warmup = f.warmup, .groups = f.groups};
-    const std::string version = check_measuring(m);
-    const auto here = cost::this_machine(version, f.threads);
+    const measuring m{.ort_dir = f.ort_dir, .measurer = f.measurer, .warmup = f.warmup, .groups = f.groups};
+    const auto here = measuring_environment(m, f.threads);
 
     // an existing table of this environment grows; one of another is refused
     cost::cost_table table{.environment = here, .repetitions = f.repetitions, .statistic = f.statistic};
@@ -552,6 +591,11 @@ command add_calibrate_command(CLI::App& root) {
                   "Measure single ops only, not the fused groups greedy fusion forms (as one model each)");
     app->add_option("--ort-dir", flags->ort_dir, "Where measure_ops.js and onnxruntime-node (./bootstrap.sh ort) are")
         ->capture_default_str();
+    app->add_option("--measurer", flags->measurer,
+                    "Measure with this command instead of onnxruntime-node: it times a manifest of ONNX models as "
+                    "tools/ort/measure_ops.js does and says where with --environment (e.g. 'python3 "
+                    "tools/gpu/torch_runtime.py' on a CUDA GPU; docs/cost.md)")
+        ->type_name("CMD");
     app->footer(
         "The configurations measured are those of the ops that run per inference (not weight preprocessing)\n"
         "and, unless --no-groups, of greedy fusion's groups. Needs Node.js and onnxruntime-node: ./bootstrap.sh ort.");

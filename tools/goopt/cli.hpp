@@ -68,6 +68,7 @@ std::string default_ort_dir();
 /// op costs (calibrate_command.cpp).
 struct cost_table_flags {
     std::string file{}, ort_dir = default_ort_dir();
+    std::string measurer{};  ///< --measurer: the command that measures (default: onnxruntime-node in ort_dir)
     std::int64_t threads = 1;
     bool accept_foreign = false;
     std::string fallback = "scaled";  ///< --unmeasured: scaled (cost::scaled_roofline fitted on the graph), shape
@@ -92,6 +93,10 @@ std::string describe_coverage(const cost::table_coverage& c);
 /// How `goopt calibrate` and `superopt --calibrate-rounds` measure (calibrate_command.cpp).
 struct measuring {
     std::string ort_dir = default_ort_dir();
+    /// --measurer CMD: a command that measures in another runtime by measure_ops.js's protocol
+    /// (`CMD MANIFEST.json --out RESULT.json`; `CMD --environment --threads N` prints where it
+    /// measures), e.g. tools/gpu/torch_runtime.py on a GPU; empty: node and tools/ort/measure_ops.js
+    std::string measurer{};
     std::int64_t warmup = 5;
     bool groups = true;  ///< also greedy fusion's groups, each as one model
 };
@@ -105,6 +110,9 @@ struct measured_round {
 };
 /// Node.js and onnxruntime-node are there (else goopt::error saying how to get them): their version.
 std::string check_measuring(const measuring& m);
+/// Where `m` measures with `threads` intra-op threads: this machine and onnxruntime-node (checked as
+/// check_measuring does), or what `m.measurer --environment` says (else goopt::error naming the command).
+cost::measurement_environment measuring_environment(const measuring& m, std::int64_t threads);
 /// Times in onnxruntime (in the table's environment: its thread count, repetitions and statistic)
 /// the configurations of `g` that run per inference and `table` lacks, and adds them; a table with
 /// nothing yet also gets its dispatch time. ONNX models are written at operator set `opset`.

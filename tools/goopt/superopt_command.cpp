@@ -190,7 +190,8 @@ std::optional<cost::cost_table> load_table(const superopt_flags& f) {
     if (f.calibrate_rounds == 0) return load_cost_table(f.measured);
     if (f.measured.file.empty())
         throw error("--calibrate-rounds", "without --cost-table", "--cost-table FILE (the table the rounds grow)");
-    const auto here = cost::this_machine(check_measuring({.ort_dir = f.measured.ort_dir}), f.measured.threads);
+    const auto here =
+        measuring_environment({.ort_dir = f.measured.ort_dir, .measurer = f.measured.measurer}, f.measured.threads);
     std::error_code ec;
     if (!std::filesystem::exists(f.measured.file, ec))
         return cost::cost_table{.environment = here, .repetitions = 30, .statistic = "median"};
@@ -250,7 +251,8 @@ int run_superopt(const superopt_flags& f) {
     if (f.runtime_gate && !origin.onnx)
         throw error("--runtime-gate", "a graph not read from an ONNX file (onnxruntime runs the file's weights)",
                     "--onnx FILE.onnx");
-    const measuring measure{.ort_dir = f.measured.ort_dir, .groups = false};  // the search costs single ops
+    // the search costs single ops
+    const measuring measure{.ort_dir = f.measured.ort_dir, .measurer = f.measured.measurer, .groups = false};
     // the input measured first, whatever the table holds: the result's rounds below measure only the
     // result's configurations, and an input costed by the fallback against a measured result would
     // make the search's gain a comparison of two cost models

@@ -95,3 +95,20 @@ if(NOT rounds MATCHES "the search asked about ([0-9]+) more; measured ([0-9]+) i
    OR CMAKE_MATCH_1 EQUAL 0)
   message(FATAL_ERROR "superopt --calibrate-rounds did not measure the configurations its search asked about")
 endif()
+# --measurer: the same measuring through the command line of a measurer (here measure_ops.js itself,
+# as tools/gpu/torch_runtime.py would be on a GPU): its --environment names the table's environment,
+# a fresh table is made in it, and superopt checks a table against the measurer, not onnxruntime-node
+set(by_measurer "${OUT}/calibrate_measurer_table.json")
+file(REMOVE "${by_measurer}")
+set(measurer "${NODE} ${ORT_DIR}/measure_ops.js")
+run_goopt(measured calibrate --graph "${GRAPH}" --out "${by_measurer}" --repetitions 3 --warmup 1 --no-groups
+          --measurer "${measurer}")
+if(NOT measured MATCHES "measured ([1-9][0-9]*) configurations in" OR NOT measured MATCHES "onnxruntime [0-9.]+, 1 thread")
+  message(FATAL_ERROR "calibrate --measurer measured nothing, or not in onnxruntime's environment")
+endif()
+run_goopt(searched superopt --graph "${GRAPH}" --rules "${RULES}" --cost-table "${by_measurer}" --measurer "${measurer}"
+          --out "${OUT}/calibrate_superopt_measurer.json")
+if(NOT searched MATCHES "before: ([0-9]+) of ([0-9]+) op configurations measured" OR NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2
+   OR searched MATCHES "warning")
+  message(FATAL_ERROR "superopt --measurer did not use the measurer's table as its own")
+endif()

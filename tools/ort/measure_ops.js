@@ -4,6 +4,7 @@
 // Install onnxruntime once with ./bootstrap.sh ort.
 //
 //   node measure_ops.js MANIFEST.json [--out RESULT.json]
+//   node measure_ops.js --environment [--threads N] [--out FILE.json]   (where it measures, as RESULT.json says)
 //
 // MANIFEST.json: {"threads": N, "repetitions": R, "warmup": W, ["group": G,] "models": [{"id": "...", "file": "m.onnx"}, ...]}
 // Each model gets its own session (graph optimization level "all", N intra-op threads, one inter-op
@@ -143,12 +144,27 @@ async function main() {
     const argv = process.argv.slice(2);
     let manifestFile = null;
     let out = null;
+    let environment = false;
+    let threads = 1;
     for (let i = 0; i < argv.length; ++i) {
         if (argv[i] === '--out') {
             if (i + 1 >= argv.length) fail('--out needs a file');
             out = argv[++i];
-        } else if (manifestFile === null) manifestFile = argv[i];
+        } else if (argv[i] === '--threads') {
+            threads = Number(argv[++i]);
+            if (!Number.isInteger(threads) || threads < 1) fail(`--threads ${argv[i]}: expected a count`);
+        } else if (argv[i] === '--environment') environment = true;
+        else if (manifestFile === null) manifestFile = argv[i];
         else fail(`unexpected argument '${argv[i]}'`);
+    }
+    const write = (report) => {
+        const text = JSON.stringify(report) + '\n';
+        if (out === null) process.stdout.write(text);
+        else fs.writeFileSync(out, text);
+    };
+    if (environment) {
+        write(environmentOf(loadOrt().version, threads));
+        return;
     }
     if (manifestFile === null) fail('usage: node measure_ops.js MANIFEST.json [--out RESULT.json]');
     let manifest;
@@ -167,18 +183,19 @@ async function main() {
     const options = { graphOptimizationLevel: 'all', ...timingOptions(manifest.threads) };
     const models = manifest.models.map((m) => ({ ...m, file: path.resolve(path.dirname(manifestFile), m.file) }));
     const results = await measureAll(ort, models, manifest, options);
+    write({ ...environmentOf(version, manifest.threads), results });
+}
+
+/// Where this script measures: the runtime, its version and threads, the CPU model and core count.
+function environmentOf(version, threads) {
     const cpus = os.cpus();
-    const report = {
+    return {
         runtime: 'onnxruntime',
         version,
-        threads: manifest.threads,
+        threads,
         cpu: cpus.length ? cpus[0].model.trim() : 'unknown',
         cores: cpus.length,
-        results,
     };
-    const text = JSON.stringify(report) + '\n';
-    if (out === null) process.stdout.write(text);
-    else fs.writeFileSync(out, text);
 }
 
 main().catch((e) => fail(String(e.message || e)));
