@@ -28,12 +28,20 @@
 // Tensat's published T4 gains were measured on; each row carries that gain (tensat_t4_gain, null
 // for ResNet-50, which Tensat did not measure) and each row's gain over the model after the
 // standard fusions alone (gain_over_standard).
+// --cost-table FILE (a goopt.cost_table of op times, e.g. benchmarks/data/h200_torch_cuda_graph.cost_table.json,
+// measured on an H200 by tools/gpu/torch_runtime.py): one more row per model and search, costed by the
+// table (what it lacks by --table-device's roofline scaled by the table's error, as goopt superopt
+// --cost-table does), its device the table's machine; the row adds the table's coverage of the graph
+// before and after (measured_configs_*, configs_*) and the environment it was measured in.
 
 #include "benchmark_main.hpp"
 
+#include <goopt/cost/measured_model.hpp>
 #include <goopt/cost/roofline_model.hpp>
+#include <goopt/device/device_spec.hpp>
 #include <goopt/device/preset.hpp>
 #include <goopt/graph/validate.hpp>
+#include <goopt/io/cost_table_json.hpp>
 #include <goopt/io/rule_json.hpp>
 #include <goopt/models/bert.hpp>
 #include <goopt/models/inception_v3.hpp>
@@ -186,12 +194,12 @@ subst::extraction_solver ilp_solver(const search_choice& method, double seconds,
 
 /// The search `method` names on `g`, within the benchmark's opt-in time limit (`seconds`, 0: none)
 /// and TASO's expansion budget; its result with the bound as its name.
-template <class Device>
+template <class Cost, class Device>
 subst::search_result<std::string_view> search(const graph::computation_graph& g, const std::vector<subst::rule>& rules,
-                                              const Device& d, const search_choice& method, double seconds,
-                                              std::size_t budget, const subst::extraction_solver& final_solver) {
+                                              const Cost& cost, const Device& d, const search_choice& method,
+                                              double seconds, std::size_t budget,
+                                              const subst::extraction_solver& final_solver) {
     const subst::rewrite_space space{.seconds = seconds};
-    const cost::roofline_model cost;
     if (method.name == "greedy") return subst::named(subst::optimize(g, rules, cost, d, space, subst::greedy_method{}));
     if (method.name == "taso")
         return subst::named(
@@ -210,6 +218,7 @@ int run(int argc, char** argv) {
     std::vector<std::string> only;
     std::vector<std::string> search_names;
     std::string cycles_name = "part";
+    std::string table_file, table_device = "H100";
     bench::command_line cli("superopt",
                             "The substitution searches on TASO's inference workloads, side by side: cost before and "
                             "after on T4 and V100, search time, the bound hit, rewrites applied, and the "
@@ -243,7 +252,20 @@ int run(int argc, char** argv) {
                    "order, Tensat's order variables for every class")
         ->check(CLI::IsMember({"part", "cuts", "order"}))
         ->capture_default_str();
+    cli.add_option("--cost-table", table_file,
+                   "Add a row per model and search costed by this table of measured op times (goopt.cost_table; "
+                   "e.g. benchmarks/data/h200_torch_cuda_graph.cost_table.json)")
+        ->type_name("FILE");
+    cli.add_option("--table-device", table_device,
+                   "With --cost-table: the preset whose roofline, scaled by the table's error, costs what the "
+                   "table lacks")
+        ->capture_default_str();
     if (!cli.parse_flags(argc, argv)) return 0;
+    const auto fallback_preset = device::find_preset(table_device);
+    if (!fallback_preset)
+        throw error("flag --table-device", concat("unknown device '", table_device, "'"), "a preset name");
+    std::optional<cost::cost_table> table;
+    if (!table_file.empty()) table = io::read_measured_table_file(table_file);
     std::vector<search_choice> methods;
     for (const auto& name : search_names) methods.push_back(parse_search(name));
     const ilp_cycles cycles = parse_ilp_cycles(cycles_name);
@@ -268,20 +290,22 @@ int run(int argc, char** argv) {
         // the standard fusions alone (batchnorm fold, bias and activation epilogues: what a runtime
         // does without any search), the baseline of each row's gain_over_standard
         const auto fused = subst::standard_fusions(g);
-        auto row = [&](const auto& device, std::string_view device_name) {
-            const double standard = subst::inference_cost(fused, cost::roofline_model{}, device);
+        // `cost_of(graph)`: the row's cost model for a search from that graph (the roofline, or the
+        // table's model fitted on that graph)
+        auto row = [&](const auto& device, std::string_view device_name, const auto& cost_of) {
+            const double standard = subst::inference_cost(fused, cost_of(g), device);
             for (const auto& method : methods) {
                 const std::string& method_name = method.name;
                 const auto report = method.ilp ? std::make_shared<ilp_report>() : nullptr;
-                const auto r =
-                    search(g, rules, device, method, seconds, budget, ilp_solver(method, seconds, cycles, report));
+                const auto r = search(g, rules, cost_of(g), device, method, seconds, budget,
+                                      ilp_solver(method, seconds, cycles, report));
                 graph::validate(r.graph);
                 // the full-size result on the interpreter where that is affordable; else only a
                 // separate search's result on the model's small instance, named as such
                 std::optional<double> diff;
                 if (interpreter_flops(g) <= check_flops) diff = subst::max_relative_difference(g, r.graph, 2019);
-                const auto rs =
-                    search(small, rules, device, method, seconds, budget, ilp_solver(method, seconds, cycles, nullptr));
+                const auto rs = search(small, rules, cost_of(small), device, method, seconds, budget,
+                                       ilp_solver(method, seconds, cycles, nullptr));
                 graph::validate(rs.graph);
                 const double small_diff = subst::max_relative_difference(small, rs.graph, 2019);
                 const double gain = 1 - r.stats.cost_after / r.stats.cost_before;
@@ -303,6 +327,22 @@ int run(int argc, char** argv) {
                                 {"rules_applied", r.stats.rules_applied},
                                 {"max_rel_diff", diff ? nlohmann::ordered_json(*diff) : nlohmann::ordered_json()},
                                 {"max_rel_diff_small_instance", small_diff}});
+                if (table && device_name != "T4" && device_name != "V100") {
+                    const auto before = cost::coverage(*table, g, subst::runs_per_inference(g));
+                    const auto after = cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph));
+                    auto& last = rows.back();
+                    last["cost_table"] = {{"file", table_file},
+                                          {"runtime", table->environment.runtime},
+                                          {"version", table->environment.runtime_version},
+                                          {"machine", table->environment.cpu},
+                                          {"fallback_device", table_device}};
+                    last["measured_configs_before"] = before.measured_configs;
+                    last["configs_before"] = before.configs;
+                    last["measured_configs_after"] = after.measured_configs;
+                    last["configs_after"] = after.configs;
+                    std::printf("  table: %zu of %zu op configurations measured before, %zu of %zu after\n",
+                                before.measured_configs, before.configs, after.measured_configs, after.configs);
+                }
                 std::printf(
                     "%-13s %-5s %-9s %6zu %6zu %10.4f %10.4f %6.2f%% %10.4f %6.2f%% %8.3f %-12s %6zu %10.2e%s\n",
                     w.name.c_str(), std::string(device_name).c_str(), method_name.c_str(), subst::inference_ops(g),
@@ -332,8 +372,15 @@ int run(int argc, char** argv) {
 #endif
             }
         };
-        row(device::t4, "T4");
-        row(device::v100, "V100");
+        const auto roofline = [](const graph::computation_graph&) { return cost::roofline_model{}; };
+        row(device::t4, "T4", roofline);
+        row(device::v100, "V100", roofline);
+        if (table) {
+            const auto fallback = device::describe(*fallback_preset);
+            row(fallback, table->environment.cpu, [&](const graph::computation_graph& from) {
+                return cost::unbiased_model(*table, from, subst::runs_per_inference(from), fallback);
+            });
+        }
     }
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
     return 0;
