@@ -353,6 +353,9 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
                     m.measurer.empty() ? "a working onnxruntime-node (./bootstrap.sh ort)"
                                        : "a --measurer that measures a manifest as tools/ort/measure_ops.js does");
     }
+    if (std::error_code ec; !fs::exists(result, ec))
+        throw error("goopt calibrate", concat("the measuring process (", measurer, ") exited 0 but wrote no result"),
+                    "a measurer that writes its result JSON to the file after --out");
     const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
     std::map<std::string, double> medians;
     for (const auto& r : report.at("results")) {
@@ -499,6 +502,9 @@ cost::measurement_environment measuring_environment(const measuring& m, std::int
         throw error(who, concat("'", m.measurer, " --environment' failed: ", last_line(log)),
                     "a measurer that prints its runtime and machine (tools/gpu/torch_runtime.py --environment)");
     }
+    if (std::error_code ec; !fs::exists(out, ec))
+        throw error(who, concat("'", m.measurer, " --environment' exited 0 but wrote no environment"),
+                    "a measurer that writes its environment JSON to the file after --out");
     const auto j = io::detail::parse_json_text(io::detail::read_text_file(out, "environment"), out.string());
     cost::measurement_environment e;
     try {
