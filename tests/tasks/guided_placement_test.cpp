@@ -203,15 +203,20 @@ TEST_CASE("guided placement decoder anchored where m-ETF's memory estimate close
     sim::simulator s(g, cl);
     sim::placement anchor(g.num_ops());
     for (graph::op_id o = 0; o < g.num_ops(); ++o) anchor[o] = static_cast<sim::device_id>((o * 7 + 1) % 3);
-    tasks::placement_task plain(g, cl, cost::roofline_model{}, {.decoder = tasks::placement_decoder::guided});
-    tasks::placement_task anchored(g, cl, cost::roofline_model{},
-                                   {.decoder = tasks::placement_decoder::guided, .anchor = anchor});
-    std::mt19937_64 rng(3);
-    const auto zero = zero_logits(g.num_ops(), cl.num_devices());
-    const auto m_etf = plain.decide(plain.decode(plain.observe(rng), zero, 0, true, 0).actions);
-    REQUIRE(m_etf.placement != anchor);  // the estimate alone would not reproduce it
-    const auto d = anchored.decide(anchored.decode(anchored.observe(rng), zero, 0, true, 0).actions);
-    CHECK(d.placement == anchor);
+    // both walks: m-ETF's earliest start, and the ranked list large graphs take (GNMT-8's 60k ops)
+    for (const auto walk : {tasks::guided_walk::earliest_start, tasks::guided_walk::ranked}) {
+        CAPTURE(static_cast<int>(walk));
+        tasks::placement_task plain(g, cl, cost::roofline_model{},
+                                    {.decoder = tasks::placement_decoder::guided, .walk = walk});
+        tasks::placement_task anchored(g, cl, cost::roofline_model{},
+                                       {.decoder = tasks::placement_decoder::guided, .anchor = anchor, .walk = walk});
+        std::mt19937_64 rng(3);
+        const auto zero = zero_logits(g.num_ops(), cl.num_devices());
+        const auto m_etf = plain.decide(plain.decode(plain.observe(rng), zero, 0, true, 0).actions);
+        REQUIRE(m_etf.placement != anchor);  // the estimate alone would not reproduce it
+        const auto d = anchored.decide(anchored.decode(anchored.observe(rng), zero, 0, true, 0).actions);
+        CHECK(d.placement == anchor);
+    }
 }
 
 TEST_CASE("guided placement: PPO around m-ETF finds the brute-force optimum the heuristics miss") {

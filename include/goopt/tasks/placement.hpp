@@ -98,11 +98,11 @@ struct placement_task_config {
     /// ranked walk's budget calibration rounds, unused by m-ETF's walk).
     baselines::baechi_config guide = {};
     /// guided: the placement the decoder is anchored on (tasks/anchored_decoding.hpp; e.g. the best
-    /// placement heuristic's): zero logits decoded greedily keep its device for every op where it has
-    /// room, a sample departs from it at a score of -anchor_strength plus m-ETF's. Its sources (weights,
-    /// inputs) stay where it puts them, with their colocation groups (a weight's update), instead of
-    /// following their first reader as m-ETF's do (m-ETF's walk; the ranked walk does not pin them).
-    /// Empty: m-ETF's own.
+    /// placement heuristic's): zero logits decoded greedily keep its device for every op, a sample
+    /// departs from it at a score of -anchor_strength plus m-ETF's. Its sources (weights, inputs) stay
+    /// where it puts them, with their colocation groups (a weight's update), instead of following
+    /// their first reader as m-ETF's do, and each op's anchor device stays open where m-ETF's memory
+    /// estimate would close it (the anchor is known to fit): on both walks. Empty: m-ETF's own.
     sim::placement anchor = {};
     double anchor_strength = 2.0;
     /// guided, with an anchor: each sample departs at one strength drawn uniformly from these (by the
@@ -281,7 +281,7 @@ public:
             return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
         };
         const sim::decision d =
-            ranked_walk() ? guided_ranked_list(*sims_[worker], config_.guide, ranked_, tau_, draw, budget_)
+            ranked_walk() ? guided_ranked_list(*sims_[worker], config_.guide, ranked_, tau_, draw, budget_, config_.anchor)
                           : guided_earliest_task_first(*sims_[worker], config_.guide, tau_, draw, config_.anchor);
         for (graph::op_id o = 0; o < n; ++o) {
             out.actions[o] = static_cast<int>(d.placement[o]);

@@ -42,12 +42,17 @@ std::vector<graph::op_id> ranked_order(const sim::simulator<D, Cost>& s) {
 /// group placed before; no device with room: the roomiest) are not drawn. The estimate's clock
 /// (what the plan has freed) is each op's earliest start over the devices. `budget`: per-device
 /// multipliers of the memory budget (as baselines::detail::verified shrinks m-ETF's), empty: 1.
+/// `pinned` (empty, or a device per op: an anchor placement) puts the sources where it says before
+/// the walk and keeps each op's pinned device open where the estimate would close it, as
+/// guided_earliest_task_first does: the anchor is known to fit, and an estimate planned in this
+/// order can overflow first elsewhere (on GNMT-8 with 4 devices an anchored decode left the anchor
+/// and ran out of memory where the anchor fits).
 /// @return the placement, and the planned starts as priorities (earlier first), as m-ETF's.
 /// @throws goopt::error when `order` places an op before a producer, or an op's inputs reach no device.
 template <device::DeviceModel D, cost::CostModel<D> Cost, class Draw>
 sim::decision guided_ranked_list(const sim::simulator<D, Cost>& s, const baselines::baechi_config& guide,
                                  std::span<const graph::op_id> order, double tau, Draw&& draw,
-                                 std::span<const double> budget = {}) {
+                                 std::span<const double> budget = {}, std::span<const sim::device_id> pinned = {}) {
     using baselines::baechi_memory;
     const auto& g = s.graph();
     const auto& c = s.cluster();
@@ -57,7 +62,13 @@ sim::decision guided_ranked_list(const sim::simulator<D, Cost>& s, const baselin
         throw error("tasks::guided_ranked_list", concat(budget.size(), " budget multipliers"),
                     concat("one per device (", nd, ") or none"));
     const std::vector<double> ones(nd, 1.0);
+    if (!pinned.empty() && pinned.size() != n)
+        throw error("tasks::guided_ranked_list", concat(pinned.size(), " pinned devices"),
+                    concat("one per op (", n, ") or none"));
     baechi_memory m(s, guide, guide.memory, budget.empty() ? std::span<const double>(ones) : budget);
+    if (!pinned.empty())
+        for (graph::op_id o = 0; o < n; ++o)
+            if (m.is_source(o) && pinned[o] < nd) m.pin(o, pinned[o]);
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0), arrive(nd), eft(nd), score(nd);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);
@@ -86,7 +97,8 @@ sim::decision guided_ranked_list(const sim::simulator<D, Cost>& s, const baselin
             sim::device_id best = baechi_memory::unplaced;
             for (sim::device_id q = 0; q < nd; ++q) {
                 score[q] = -inf;
-                if (eft[q] < inf && m.fits_bytes(m.need(o, q, shared), q)) {
+                const bool open = m.fits_bytes(m.need(o, q, shared), q) || (!pinned.empty() && pinned[o] == q);
+                if (eft[q] < inf && open) {
                     score[q] = 0;  // open; its value follows once the best is known
                     if (best == baechi_memory::unplaced || eft[q] < eft[best]) best = q;
                 }
