@@ -281,8 +281,9 @@ public:
             return static_cast<sim::device_id>(draw_from_scores(total, greedy, rng));
         };
         const sim::decision d =
-            ranked_walk() ? guided_ranked_list(*sims_[worker], config_.guide, ranked_, tau_, draw, budget_, config_.anchor)
-                          : guided_earliest_task_first(*sims_[worker], config_.guide, tau_, draw, config_.anchor);
+            ranked_walk()
+                ? guided_ranked_list(*sims_[worker], config_.guide, ranked_, tau_, draw, budget_, config_.anchor)
+                : guided_earliest_task_first(*sims_[worker], config_.guide, tau_, draw, config_.anchor);
         for (graph::op_id o = 0; o < n; ++o) {
             out.actions[o] = static_cast<int>(d.placement[o]);
             if (!drawn[o]) {
