@@ -291,8 +291,8 @@ int run(int argc, char** argv) {
         // does without any search), the baseline of each row's gain_over_standard
         const auto fused = subst::standard_fusions(g);
         // `cost_of(graph)`: the row's cost model for a search from that graph (the roofline, or the
-        // table's model fitted on that graph)
-        auto row = [&](const auto& device, std::string_view device_name, const auto& cost_of) {
+        // table's model fitted on that graph, `by_table`)
+        auto row = [&](const auto& device, std::string_view device_name, const auto& cost_of, bool by_table) {
             const double standard = subst::inference_cost(fused, cost_of(g), device);
             for (const auto& method : methods) {
                 const std::string& method_name = method.name;
@@ -327,7 +327,7 @@ int run(int argc, char** argv) {
                                 {"rules_applied", r.stats.rules_applied},
                                 {"max_rel_diff", diff ? nlohmann::ordered_json(*diff) : nlohmann::ordered_json()},
                                 {"max_rel_diff_small_instance", small_diff}});
-                if (table && device_name != "T4" && device_name != "V100") {
+                if (by_table) {
                     const auto before = cost::coverage(*table, g, subst::runs_per_inference(g));
                     const auto after = cost::coverage(*table, r.graph, subst::runs_per_inference(r.graph));
                     auto& last = rows.back();
@@ -373,13 +373,14 @@ int run(int argc, char** argv) {
             }
         };
         const auto roofline = [](const graph::computation_graph&) { return cost::roofline_model{}; };
-        row(device::t4, "T4", roofline);
-        row(device::v100, "V100", roofline);
+        row(device::t4, "T4", roofline, false);
+        row(device::v100, "V100", roofline, false);
         if (table) {
             const auto fallback = device::describe(*fallback_preset);
-            row(fallback, table->environment.cpu, [&](const graph::computation_graph& from) {
+            const auto measured = [&](const graph::computation_graph& from) {
                 return cost::unbiased_model(*table, from, subst::runs_per_inference(from), fallback);
-            });
+            };
+            row(fallback, table->environment.cpu, measured, true);
         }
     }
     if (!out.empty()) bench::write_results(out, rows.dump(1) + "\n");
