@@ -25,12 +25,14 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
+try:
+    import numpy as np
+except ImportError:  # said on use (torch_module), after the flags are checked
+    np = None
 try:
     import onnx
     from onnx import numpy_helper
-except ImportError:  # pragma: no cover - said once, on use
+except ImportError:  # said on use
     onnx = None
 
 
@@ -40,6 +42,8 @@ def fail(message):
 
 
 def torch_module():
+    if np is None:
+        fail("numpy is not installed")
     try:
         import torch
     except ImportError as e:
