@@ -8,7 +8,8 @@ from a GPU where onnxruntime has no GPU build.
   python3 torch_runtime.py [--mode graph|eager] MANIFEST.json --out RESULT.json
   python3 torch_runtime.py [--mode graph|eager] time A.onnx B.onnx [--repeat R] [--out RESULT.json]
 
-The runtime is a small ONNX interpreter over torch (fp32, NCHW): constant subgraphs (a product or
+The runtime is a small ONNX interpreter over torch (fp32, NCHW; PyTorch's defaults, under which cuDNN's
+convolutions may use TF32 and matrix products do not): constant subgraphs (a product or
 concatenation of weights) are folded once when a model is loaded, as every runtime folds them; the
 rest runs one torch call per node. --mode graph (the default) times CUDA-graph replays: K calls of a
 model captured back to back in one graph, so a time is the GPU's, kernel launches included, with no
