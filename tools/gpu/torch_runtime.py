@@ -4,7 +4,7 @@
 of two whole models (original against rewritten), so that a cost table and a measured gain can come
 from a GPU where onnxruntime has no GPU build.
 
-  python3 torch_runtime.py [--mode graph|eager] --environment [--threads N]
+  python3 torch_runtime.py [--mode graph|eager] --environment [--threads N] [--out FILE.json]
   python3 torch_runtime.py [--mode graph|eager] MANIFEST.json --out RESULT.json
   python3 torch_runtime.py [--mode graph|eager] time A.onnx B.onnx [--repeat R] [--out RESULT.json]
 
