@@ -176,6 +176,21 @@ std::string last_line(const fs::path& log) {
     return last.empty() ? std::string("(nothing on its error output)") : last;
 }
 
+/// Runs `command` (a shell command line) with its error output into `log`, and reads the JSON it
+/// wrote to `out`. `name` is how messages call the command, `what` what it writes. @throws goopt::error
+/// naming `who` where it fails (with the last line of its error output: `expected` is what was
+/// expected of it), exits 0 without writing `out`, or writes no JSON there.
+nlohmann::json run_for_json(const std::string& command, const fs::path& out, const fs::path& log,
+                            const std::string& who, const std::string& name, const std::string& what,
+                            const std::string& expected) {
+    const std::string line = concat(command, " 2> ", shell_quote(log.string()));
+    if (std::system(line.c_str()) != 0) throw error(who, concat(name, " failed: ", last_line(log)), expected);
+    if (std::error_code ec; !fs::exists(out, ec))
+        throw error(who, concat(name, " exited 0 but wrote no ", what),
+                    concat("a measurer that writes its ", what, " JSON to the file after --out"));
+    return io::detail::parse_json_text(io::detail::read_text_file(out, what), out.string());
+}
+
 /// A directory of its own under the system's temporary directory, removed when this goes away.
 class scratch_directory {
 public:
@@ -346,17 +361,11 @@ measured_round measure(const std::vector<config_to_measure>& todo, const std::st
                                               {"warmup", m.warmup},
                                               {"models", models}}
                                    .dump());
-    const std::string command = concat(measurer, " ", shell_quote(manifest.string()), " --out ",
-                                       shell_quote(result.string()), " 2> ", shell_quote(log.string()));
-    if (const int status = std::system(command.c_str()); status != 0) {
-        throw error("goopt calibrate", concat("the measuring process (", measurer, ") failed: ", last_line(log)),
-                    m.measurer.empty() ? "a working onnxruntime-node (./bootstrap.sh ort)"
-                                       : "a --measurer that measures a manifest as tools/ort/measure_ops.js does");
-    }
-    if (std::error_code ec; !fs::exists(result, ec))
-        throw error("goopt calibrate", concat("the measuring process (", measurer, ") exited 0 but wrote no result"),
-                    "a measurer that writes its result JSON to the file after --out");
-    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "measurement"), result.string());
+    const auto report =
+        run_for_json(concat(measurer, " ", shell_quote(manifest.string()), " --out ", shell_quote(result.string())),
+                     result, log, "goopt calibrate", concat("the measuring process (", measurer, ")"), "result",
+                     m.measurer.empty() ? "a working onnxruntime-node (./bootstrap.sh ort)"
+                                        : "a --measurer that measures a manifest as tools/ort/measure_ops.js does");
     std::map<std::string, double> medians;
     for (const auto& r : report.at("results")) {
         const auto id = r.at("id").get<std::string>();
@@ -432,14 +441,11 @@ runtime_comparison compare_in_runtime(const graph::computation_graph& before, co
     // both written by the same exporter with the same options: the two files superopt could write
     io::write_onnx(before, a, {.source = origin, .opset = opset});
     io::write_onnx(after, b, {.source = origin, .opset = opset});
-    const std::string command = concat("node ", shell_quote(script.string()), " ", shell_quote(a.string()), " ",
-                                       shell_quote(b.string()), " --threads ", threads, " --repeat ", rounds, " > ",
-                                       shell_quote(result.string()), " 2> ", shell_quote(log.string()));
-    if (const int status = std::system(command.c_str()); status != 0) {
-        throw error(who, concat("the timing process (", script.string(), ") failed: ", last_line(log)),
-                    "a working onnxruntime-node (./bootstrap.sh ort)");
-    }
-    const auto report = io::detail::parse_json_text(io::detail::read_text_file(result, "timing"), result.string());
+    const auto report = run_for_json(
+        concat("node ", shell_quote(script.string()), " ", shell_quote(a.string()), " ", shell_quote(b.string()),
+               " --threads ", threads, " --repeat ", rounds, " > ", shell_quote(result.string())),
+        result, log, who, concat("the timing process (", script.string(), ")"), "timing",
+        "a working onnxruntime-node (./bootstrap.sh ort)");
     const auto& run = report.at("runs").at(0);
     if (!run.contains("max_rel_diff") || !run.at("max_rel_diff").is_number())  // null: a NaN, or no match
         throw error(
@@ -496,16 +502,10 @@ cost::measurement_environment measuring_environment(const measuring& m, std::int
     const std::string who = "--measurer";
     scratch_directory scratch;
     const fs::path out = scratch.path() / "environment.json", log = scratch.path() / "stderr.txt";
-    const std::string command = concat(m.measurer, " --environment --threads ", threads, " --out ",
-                                       shell_quote(out.string()), " 2> ", shell_quote(log.string()));
-    if (const int status = std::system(command.c_str()); status != 0) {
-        throw error(who, concat("'", m.measurer, " --environment' failed: ", last_line(log)),
-                    "a measurer that prints its runtime and machine (tools/gpu/torch_runtime.py --environment)");
-    }
-    if (std::error_code ec; !fs::exists(out, ec))
-        throw error(who, concat("'", m.measurer, " --environment' exited 0 but wrote no environment"),
-                    "a measurer that writes its environment JSON to the file after --out");
-    const auto j = io::detail::parse_json_text(io::detail::read_text_file(out, "environment"), out.string());
+    const auto j =
+        run_for_json(concat(m.measurer, " --environment --threads ", threads, " --out ", shell_quote(out.string())),
+                     out, log, who, concat("'", m.measurer, " --environment'"), "environment",
+                     "a measurer that prints its runtime and machine (tools/gpu/torch_runtime.py --environment)");
     cost::measurement_environment e;
     try {
         e.runtime = j.at("runtime").get<std::string>();

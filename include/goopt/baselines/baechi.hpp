@@ -14,6 +14,7 @@
 #include <limits>
 #include <queue>
 #include <span>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -159,6 +160,17 @@ public:
     /// is placed already.
     void pin(graph::op_id o, sim::device_id d) {
         if (device_of(o) == unplaced) take(unit_[o], d);
+    }
+    /// Pins every source op to its device in `pinned` (empty: none; else one device per op, an
+    /// anchor placement; a device past the cluster's leaves that source to its first reader).
+    /// @throws goopt::error, naming `who`, when `pinned` has another length.
+    void pin_sources(std::span<const sim::device_id> pinned, std::string_view who) {
+        if (pinned.empty()) return;
+        const std::size_t n = source_.size();
+        if (pinned.size() != n)
+            throw error(who, concat(pinned.size(), " pinned devices"), concat("one per op (", n, ") or none"));
+        for (graph::op_id o = 0; o < n; ++o)
+            if (is_source(o) && pinned[o] < capacity_.size()) pin(o, pinned[o]);
     }
     /// Moves the planning clock to `now`: tensors whose last consumer finishes by then are freed.
     void advance(double now) {
@@ -454,12 +466,7 @@ sim::decision earliest_task_first(const sim::simulator<D, Cost>& s, const baechi
     const std::size_t n = g.num_ops();
     const auto nd = static_cast<sim::device_id>(c.num_devices());
     baechi_memory m(s, config, config.memory, scale);
-    if (!pinned.empty()) {
-        if (pinned.size() != n)
-            throw error("baechi", concat(pinned.size(), " pinned devices"), concat("one per op (", n, ")"));
-        for (graph::op_id o = 0; o < n; ++o)
-            if (m.is_source(o) && pinned[o] < nd) m.pin(o, pinned[o]);
-    }
+    m.pin_sources(pinned, "baechi");
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);

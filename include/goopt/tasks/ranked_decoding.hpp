@@ -62,13 +62,8 @@ sim::decision guided_ranked_list(const sim::simulator<D, Cost>& s, const baselin
         throw error("tasks::guided_ranked_list", concat(budget.size(), " budget multipliers"),
                     concat("one per device (", nd, ") or none"));
     const std::vector<double> ones(nd, 1.0);
-    if (!pinned.empty() && pinned.size() != n)
-        throw error("tasks::guided_ranked_list", concat(pinned.size(), " pinned devices"),
-                    concat("one per op (", n, ") or none"));
     baechi_memory m(s, guide, guide.memory, budget.empty() ? std::span<const double>(ones) : budget);
-    if (!pinned.empty())
-        for (graph::op_id o = 0; o < n; ++o)
-            if (m.is_source(o) && pinned[o] < nd) m.pin(o, pinned[o]);
+    m.pin_sources(pinned, "tasks::guided_ranked_list");
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0), arrive(nd), eft(nd), score(nd);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);
