@@ -293,11 +293,12 @@ int run(int argc, char** argv) {
         // `cost_of(graph)`: the row's cost model for a search from that graph (the roofline, or the
         // table's model fitted on that graph, `by_table`)
         auto row = [&](const auto& device, std::string_view device_name, const auto& cost_of, bool by_table) {
-            const double standard = subst::inference_cost(fused, cost_of(g), device);
+            const auto model = cost_of(g);  // fitted once per row: every search of the row starts from g
+            const double standard = subst::inference_cost(fused, model, device);
             for (const auto& method : methods) {
                 const std::string& method_name = method.name;
                 const auto report = method.ilp ? std::make_shared<ilp_report>() : nullptr;
-                const auto r = search(g, rules, cost_of(g), device, method, seconds, budget,
+                const auto r = search(g, rules, model, device, method, seconds, budget,
                                       ilp_solver(method, seconds, cycles, report));
                 graph::validate(r.graph);
                 // the full-size result on the interpreter where that is affordable; else only a
