@@ -252,7 +252,11 @@ inline void onnx_importer::record_recurrent(const node_t& n, std::size_t first_o
     }
     for (int k = 0; k < n.output_size(); ++k) {
         if (!wants_output(n, k)) continue;
-        auto out = ref(*env_.at(n.output(k)).tensor);
+        // an output the import did not bind (a malformed node) leaves the node unrecorded, as an
+        // input from outside the region does
+        const auto bound = env_.find(n.output(k));
+        if (bound == env_.end() || !bound->second.tensor) return;
+        auto out = ref(*bound->second.tensor);
         if (!out || out->slot >= 0) return;
         r.outputs.emplace(k, std::move(*out));
     }
