@@ -30,7 +30,10 @@ struct attention_config {
 /// (nodes [sL, (s+1)L)) attend to the keys/values of segment s and of segment s-1 (the memory).
 /// Within a segment attention is bidirectional: GO samples every node's decision at once, so no node
 /// has to be decided before its successors. Q, K, V are computed for all nodes with three large GEMMs;
-/// the per-segment softmax is recomputed in backward instead of stored (n x 2L x heads scalars).
+/// the per-segment softmax is recomputed in backward instead of stored (n x 2L x heads scalars, 4 GiB
+/// per three layers at 82,000 nodes): forward keeps each row's log-sum-exp (n x heads), so that
+/// backward forms A = exp(S - lse) in one pass, and its softmax backward takes rowsum(dA .* A) as
+/// dO_h . O_h (FlashAttention-2, Dao 2023, §3.1.2), one pass over dA instead of two.
 template <std::floating_point S> class segment_attention {
 public:
     using scalar = S;
@@ -59,6 +62,7 @@ public:
         multiply_rows(k_, x, wk_.value);
         multiply_rows(v_, x, wv_.value);
         o_.resize(x.rows(), x.cols());
+        lse_.resize(x.rows(), static_cast<Eigen::Index>(c_.heads));
         const Eigen::Index dh = static_cast<Eigen::Index>(c_.dim / c_.heads);
         // Segments write disjoint rows of o_: with OpenMP they run in parallel (one parallel region
         // per layer, not one per small product; each thread keeps one score buffer for all its segments).
@@ -75,7 +79,7 @@ public:
                 const auto [s0, len, m0, klen] = segment(s, x.rows());
                 kt = k_.middleRows(m0, klen).transpose();  // the segment's keys, one row per feature
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
-                    scores(a, kt, s0, len, klen, h * dh, dh);
+                    scores(a, kt, s0, len, klen, h * dh, dh, h);
                     head_product(o_.block(s0, h * dh, len, dh), a, false, v_.block(m0, h * dh, klen, dh));
                 }
             }
@@ -119,17 +123,19 @@ public:
                 vt = v_.middleRows(m0, klen).transpose();
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
                     const Eigen::Index c0 = h * dh;
-                    scores(a, kt, s0, len, klen, c0, dh);
+                    probabilities(a, kt, s0, len, klen, c0, dh, h);
                     const auto doh = d_o_.block(s0, c0, len, dh);
                     head_product(dv_.block(m0 + first, c0, klen - first, dh), a.rightCols(klen - first), true, doh,
                                  S(1), serial);
                     da.resize(len, klen);
                     head_product(da, doh, false, vt.block(c0, 0, dh, klen));
-                    // softmax backward, row-wise: dS = A .* (dA - rowsum(dA .* A)), then the 1/sqrt(d_h)
+                    // softmax backward, row-wise: dS = A .* (dA - rowsum(dA .* A)), then the 1/sqrt(d_h);
+                    // rowsum(dA .* A) = dO_h . (A V_h) = dO_h . O_h, a dot product of d_h terms
+                    const auto oh = o_.block(s0, c0, len, dh);
                     for (Eigen::Index i = 0; i < len; ++i) {
+                        const S rowsum = doh.row(i).dot(oh.row(i));
                         auto d = da.row(i).array();
-                        const auto p = a.row(i).array();
-                        d = p * (d - (d * p).sum()) * scale;
+                        d = a.row(i).array() * (d - rowsum) * scale;
                     }
                     head_product(dk_.block(m0 + first, c0, klen - first, dh), da.rightCols(klen - first), true,
                                  q_.block(s0, c0, len, dh), S(1), serial);
@@ -166,10 +172,11 @@ private:
         const Eigen::Index s0 = s * L, len = std::min(L, n - s0), m0 = std::max<Eigen::Index>(0, s0 - L);
         return {s0, len, m0, s0 + len - m0};
     }
-    /// a = row-softmax(Q_h K_h^T / sqrt(d_h)) for one segment and head; kt holds the segment's keys
-    /// transposed (dim x klen), so that the product reads whole rows of K_h^T.
+    /// a = row-softmax(Q_h K_h^T / sqrt(d_h)) for one segment and head h, each row's log-sum-exp kept
+    /// in lse_; kt holds the segment's keys transposed (dim x klen), so that the product reads whole
+    /// rows of K_h^T.
     void scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
-                Eigen::Index c0, Eigen::Index dh) const {
+                Eigen::Index c0, Eigen::Index dh, Eigen::Index h) {
         const S scale = S(1) / std::sqrt(static_cast<S>(dh));
         a.resize(len, klen);
         head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen), scale);
@@ -177,8 +184,23 @@ private:
         // row-major matrix falls back to scalar expf, measured at ~20 % of the policy's time)
         for (Eigen::Index i = 0; i < len; ++i) {
             auto r = a.row(i).array();
-            r = (r - r.maxCoeff()).exp();
-            r *= S(1) / r.sum();
+            const S top = r.maxCoeff();
+            r = (r - top).exp();
+            const S sum = r.sum();
+            r *= S(1) / sum;
+            lse_(s0 + i, h) = top + std::log(sum);
+        }
+    }
+    /// The same probabilities again in backward, from the log-sum-exp the forward pass kept: one
+    /// pass of exp(s - lse) instead of a maximum, an exp, a sum and a scaling.
+    void probabilities(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
+                       Eigen::Index c0, Eigen::Index dh, Eigen::Index h) const {
+        const S scale = S(1) / std::sqrt(static_cast<S>(dh));
+        a.resize(len, klen);
+        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen), scale);
+        for (Eigen::Index i = 0; i < len; ++i) {
+            auto r = a.row(i).array();
+            r = (r - lse_(s0 + i, h)).exp();
         }
     }
 
@@ -186,6 +208,7 @@ private:
     parameter<S> wq_, wk_, wv_;
     linear<S> out_;  // the output projection
     matrix<S> x_, q_, k_, v_, o_;
+    matrix<S> lse_;  // per node and head, the log-sum-exp of its scores row (forward's, for backward)
     matrix<S> d_o_, dq_, dk_, dv_, dx_;  // backward's buffers, kept between calls
 };
 

@@ -339,6 +339,11 @@ struct ppo_block_sum {
 /// @brief The clipped surrogate of the samples `block` (indices into the per-sample spans), from
 /// zero, one sample after the other: every rank that computes a block gets the same bits. `lp`,
 /// `p`: the unbiased log-probabilities and probabilities; `w`: 1 / (m n_active).
+/// The nodes go in fixed chunks (in parallel under OpenMP): each node's gradient row is its own,
+/// summed over the block's samples in order, and the chunks' losses and counts are added in chunk
+/// order, so the result does not depend on the thread count. With a bias, each sample's
+/// log-softmax (in double, with a scalar exp per probability) is most of an update's serial time
+/// on a large graph: 16 samples x 4 epochs of 82,000 x 8 terms.
 template <class BiasScalar>
 ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const nn::matrix<double>& lp,
                                   const nn::matrix<double>& p, std::span<const std::size_t> block,
@@ -351,36 +356,66 @@ ppo_block_sum ppo_surrogate_block(const nn::matrix<double>& logits, const nn::ma
     r.dlogits = nn::matrix<double>::Zero(logits.rows(), logits.cols());
     nn::matrix<double>& d = r.dlogits;
     const double lo = 1 - c.clip, hi = 1 + c.clip;
-    nn::matrix<double> biased_lp, biased_p;
-    for (const std::size_t s : block) {
-        // with a bias, each sample draws from its own distribution (std::exp: the same bits as per term)
-        if (!bias.empty()) {
-            biased_lp = nn::log_softmax<double>(logits + bias[s].template cast<double>());
-            biased_p = biased_lp.unaryExpr([](double v) { return std::exp(v); });
-        }
-        const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp;
-        const nn::matrix<double>& sp = bias.empty() ? p : biased_p;
-        const double A = advantages[s];
-        for (std::size_t i = 0; i < n; ++i) {
-            if (!active[i]) continue;
-            const auto ii = static_cast<Eigen::Index>(i);
-            const int a = actions[s][i];
-            if (!std::isfinite(slp(ii, a)))
-                throw error("rl::ppo",
+    constexpr std::size_t chunk = 4096;  // nodes per chunk: the results depend on it, not on the threads
+    const std::size_t chunks = (n + chunk - 1) / chunk;
+    struct chunk_sum {
+        double loss = 0;
+        std::size_t clipped = 0, counted = 0;
+        std::exception_ptr failed;
+    };
+    std::vector<chunk_sum> sums(chunks);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic)
+#endif
+    for (std::size_t ci = 0; ci < chunks; ++ci) {
+        chunk_sum& cs = sums[ci];
+        try {
+            const std::size_t i0 = ci * chunk, len = std::min(chunk, n - i0);
+            const auto rows = static_cast<Eigen::Index>(len), first = static_cast<Eigen::Index>(i0);
+            nn::matrix<double> biased_lp, biased_p;
+            for (const std::size_t s : block) {
+                // with a bias, each sample draws from its own distribution (std::exp: the same bits as per term)
+                if (!bias.empty()) {
+                    biased_lp = nn::log_softmax<double>(logits.middleRows(first, rows) +
+                                                        bias[s].middleRows(first, rows).template cast<double>());
+                    biased_p = biased_lp.unaryExpr([](double v) { return std::exp(v); });
+                }
+                // row of node i in the sample's log-probabilities and probabilities
+                const Eigen::Index shift = bias.empty() ? 0 : first;
+                const nn::matrix<double>& slp = bias.empty() ? lp : biased_lp;
+                const nn::matrix<double>& sp = bias.empty() ? p : biased_p;
+                const double A = advantages[s];
+                for (std::size_t i = i0; i < i0 + len; ++i) {
+                    if (!active[i]) continue;
+                    const auto ii = static_cast<Eigen::Index>(i), row = ii - shift;
+                    const int a = actions[s][i];
+                    if (!std::isfinite(slp(row, a)))
+                        throw error(
+                            "rl::ppo",
                             concat("sample ", s, " takes action ", a, " at node ", i, ", which its bias forbids"),
                             "a feasible action (a finite bias)");
-            const double ratio = std::exp(slp(ii, a) - old_log_probs[s][i]);
-            const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
-            ++r.counted;
-            if (ratio < lo || ratio > hi) ++r.clipped;
-            r.loss -= w * std::min(unclipped, kept);
-            if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
-                const double g = w * A * ratio;
-                for (std::size_t j = 0; j < k_choices; ++j)
-                    d(ii, static_cast<Eigen::Index>(j)) += g * sp(ii, static_cast<Eigen::Index>(j));
-                d(ii, a) -= g;
+                    const double ratio = std::exp(slp(row, a) - old_log_probs[s][i]);
+                    const double unclipped = ratio * A, kept = std::clamp(ratio, lo, hi) * A;
+                    ++cs.counted;
+                    if (ratio < lo || ratio > hi) ++cs.clipped;
+                    cs.loss -= w * std::min(unclipped, kept);
+                    if (unclipped <= kept) {  // the unclipped term is active: d(-ratio A)/dlogits
+                        const double g = w * A * ratio;
+                        for (std::size_t j = 0; j < k_choices; ++j)
+                            d(ii, static_cast<Eigen::Index>(j)) += g * sp(row, static_cast<Eigen::Index>(j));
+                        d(ii, a) -= g;
+                    }
+                }
             }
+        } catch (...) {
+            cs.failed = std::current_exception();
         }
+    }
+    for (const chunk_sum& cs : sums) {
+        if (cs.failed) std::rethrow_exception(cs.failed);  // the first chunk's: the same error on any thread count
+        r.loss += cs.loss;
+        r.clipped += cs.clipped;
+        r.counted += cs.counted;
     }
     return r;
 }
