@@ -68,8 +68,8 @@ template <std::floating_point S> void copy_rows(matrix<S>& dst, const matrix<S>&
 /// tall_chunk_rows. Why not one product of depth 1,024 per chunk: Eigen's blocking heuristic, fed
 /// the cache sizes a virtual machine reports, chose panels for a 128 x 1,024 by 1,024 x 128 product
 /// that ran at 27 GFLOP/s on one core of the development machine, against 125 GFLOP/s at depth
-/// 256 (and 17 at depth 512); at depth 256 every shape measured ran at full speed, and these
-/// products were most of the network's backward pass on an 82,000-node graph.
+/// 256 (and 17 at depth 512); at depth 256 every shape measured ran at full speed. Every linear
+/// layer and attention projection has one of these per backward pass.
 template <std::floating_point S, class A, class B> void add_transposed_product(matrix<S>& dst, const A& a, const B& b) {
     const Eigen::Index n = a.rows(), rows = 4 * tall_chunk_rows;
     const Eigen::Index chunks = (n + rows - 1) / rows;
