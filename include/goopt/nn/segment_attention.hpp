@@ -172,14 +172,18 @@ private:
         const Eigen::Index s0 = s * L, len = std::min(L, n - s0), m0 = std::max<Eigen::Index>(0, s0 - L);
         return {s0, len, m0, s0 + len - m0};
     }
-    /// a = row-softmax(Q_h K_h^T / sqrt(d_h)) for one segment and head h, each row's log-sum-exp kept
-    /// in lse_; kt holds the segment's keys transposed (dim x klen), so that the product reads whole
-    /// rows of K_h^T.
+    /// a = Q_h K_h^T / sqrt(d_h) for one segment and head (columns [c0, c0 + dh)); kt holds the
+    /// segment's keys transposed (dim x klen), so that the product reads whole rows of K_h^T.
+    void scaled_scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
+                       Eigen::Index c0, Eigen::Index dh) const {
+        a.resize(len, klen);
+        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen),
+                     S(1) / std::sqrt(static_cast<S>(dh)));
+    }
+    /// a = row-softmax of scaled_scores() for head h, each row's log-sum-exp kept in lse_.
     void scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
                 Eigen::Index c0, Eigen::Index dh, Eigen::Index h) {
-        const S scale = S(1) / std::sqrt(static_cast<S>(dh));
-        a.resize(len, klen);
-        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen), scale);
+        scaled_scores(a, kt, s0, len, klen, c0, dh);
         // row by row: a row is contiguous, so Eigen vectorizes exp (a colwise broadcast over a
         // row-major matrix falls back to scalar expf, measured at ~20 % of the policy's time)
         for (Eigen::Index i = 0; i < len; ++i) {
@@ -195,13 +199,8 @@ private:
     /// pass of exp(s - lse) instead of a maximum, an exp, a sum and a scaling.
     void probabilities(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
                        Eigen::Index c0, Eigen::Index dh, Eigen::Index h) const {
-        const S scale = S(1) / std::sqrt(static_cast<S>(dh));
-        a.resize(len, klen);
-        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen), scale);
-        for (Eigen::Index i = 0; i < len; ++i) {
-            auto r = a.row(i).array();
-            r = (r - lse_(s0 + i, h)).exp();
-        }
+        scaled_scores(a, kt, s0, len, klen, c0, dh);
+        for (Eigen::Index i = 0; i < len; ++i) a.row(i).array() = (a.row(i).array() - lse_(s0 + i, h)).exp();
     }
 
     attention_config c_;

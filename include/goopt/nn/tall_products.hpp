@@ -80,11 +80,10 @@ template <std::floating_point S, class A, class B> void add_transposed_product(m
     for (Eigen::Index c = 0; c < chunks; ++c) {
         const Eigen::Index r0 = c * rows, len = std::min(rows, n - r0);
         matrix<S>& p = partial[static_cast<std::size_t>(c)];
-        p.resize(a.cols(), b.cols());
+        p.setZero(a.cols(), b.cols());
         for (Eigen::Index s = 0; s < len; s += tall_chunk_rows) {
             const Eigen::Index sub = std::min(tall_chunk_rows, len - s);
-            if (s == 0) p.noalias() = a.middleRows(r0, sub).transpose() * b.middleRows(r0, sub);
-            else p.noalias() += a.middleRows(r0 + s, sub).transpose() * b.middleRows(r0 + s, sub);
+            p.noalias() += a.middleRows(r0 + s, sub).transpose() * b.middleRows(r0 + s, sub);
         }
     }
     for (const matrix<S>& p : partial) dst += p;  // fixed order, whatever thread made each part
