@@ -6,7 +6,7 @@
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
 //             [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
-//             [--schedule-features]
+//             [--schedule-features] [--transfer-order produced|priority]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -22,7 +22,9 @@
 // --schedule-samples per update, the updates split into --schedule-stages rounds, each a fresh policy
 // around the best order of the rounds before (tasks::train_scheduling); --schedule-choice-points decides
 // only the ops at a choice point of each round's base order (scheduling_config::choice_points_only),
-// --schedule-features shows the policy the base schedule (scheduling_config::schedule_features). fusion: on that
+// --schedule-features shows the policy the base schedule (scheduling_config::schedule_features);
+// --transfer-order priority has the links of every scheduling row (the heuristic orders' and the
+// learned) carry waiting tensors by the same priorities (sim::transfer_order), not as produced. fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -62,6 +64,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <span>
 #include <string>
@@ -90,6 +93,7 @@ struct settings {
     std::size_t schedule_stages = 4;      ///< rounds, each re-based on the best order of the rounds before
     bool schedule_choice_points = false;  ///< scheduling_config::choice_points_only
     bool schedule_features = false;       ///< scheduling_config::schedule_features
+    sim::transfer_order transfers = sim::transfer_order::produced;  ///< scheduling rows' links
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -232,10 +236,11 @@ template <class Sim>
 seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<double>& base, const settings& st) {
     settings sched = st;
     sched.samples = st.schedule_samples;
-    const tasks::scheduling_rounds_config rounds{
-        .rounds = st.schedule_stages,
-        .prior = st.schedule_prior,
-        .levels = {.choice_points_only = st.schedule_choice_points, .schedule_features = st.schedule_features}};
+    const tasks::scheduling_rounds_config rounds{.rounds = st.schedule_stages,
+                                                 .prior = st.schedule_prior,
+                                                 .levels = {.choice_points_only = st.schedule_choice_points,
+                                                            .schedule_features = st.schedule_features,
+                                                            .transfers = st.transfers}};
     seeds_result r;
     for (std::uint64_t seed : sched.seeds) {
         std::mt19937_64 rng(seed);
@@ -369,6 +374,14 @@ int run(int argc, char** argv) {
     cli.add_flag("--schedule-features", st.schedule_features,
                  "Scheduling rows: the policy also sees each op's device, base priority, slack, start and "
                  "choice point in the base schedule");
+    cli.add_option("--transfer-order", st.transfers,
+                   "Scheduling rows: the order in which a link carries waiting tensors, for every order "
+                   "compared (produced: FIFO; priority: by the schedule's priorities)")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, sim::transfer_order>{{"produced", sim::transfer_order::produced},
+                                                       {"priority", sim::transfer_order::priority}},
+            CLI::ignore_case))
+        ->capture_default_str();
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
         ->transform(bench::non_negative_real())
@@ -572,18 +585,24 @@ int run(int argc, char** argv) {
                     if (best_name.empty()) continue;  // no placement fits: nothing to schedule
                     // the heuristics' priorities on that placement
                     const auto& p = best.placement;
-                    const sim::decision cp{
-                        .placement = p, .priorities = baselines::critical_path_priorities(s, p), .fusion = {}};
-                    const sim::decision rank{
-                        .placement = p, .priorities = baselines::detail::heft_steps::heft_ranks(s), .fusion = {}};
+                    const sim::decision cp{.placement = p,
+                                           .priorities = baselines::critical_path_priorities(s, p),
+                                           .fusion = {},
+                                           .transfers = st.transfers};
+                    const sim::decision rank{.placement = p,
+                                             .priorities = baselines::detail::heft_steps::heft_ranks(s),
+                                             .fusion = {},
+                                             .transfers = st.transfers};
+                    sim::decision own = best;
+                    own.transfers = st.transfers;
                     const std::pair<const char*, const sim::decision*> schedules[] = {
-                        {"critical_path", &cp}, {"heft_rank", &rank}, {"own", &best}};
+                        {"critical_path", &cp}, {"heft_rank", &rank}, {"own", &own}};
                     std::tie(row_best, row_best_ms) = score_named(row, s, schedules);
                     row["placement"] = best_name;
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
                     // learning starts from the best of the three orders on this placement
-                    const sim::decision* base = row_best == "heft_rank" ? &rank : row_best == "own" ? &best : &cp;
+                    const sim::decision* base = row_best == "heft_rank" ? &rank : row_best == "own" ? &own : &cp;
                     // what no order of this placement beats: the headroom a learned order has at all
                     const auto headroom = sim::schedule_lower_bound(s, p);
                     row["schedule_lower_bound_ms"] = headroom.step * 1e3;
@@ -591,7 +610,9 @@ int run(int argc, char** argv) {
                                                  : headroom.step == headroom.link ? "link"
                                                                                   : "device";
                     const auto& base_order = base->priorities.empty() ? cp.priorities : base->priorities;
-                    row["choice_points"] = choice_points(g, s.run(p, {.priorities = base_order}));
+                    row["choice_points"] =
+                        choice_points(g, s.run(p, {.priorities = base_order, .transfers = st.transfers}));
+                    row["transfer_order"] = st.transfers == sim::transfer_order::priority ? "priority" : "produced";
                     learned = learn_schedule(s, p, base_order, st);
                     learned.write(row, "learned");
                 }

@@ -35,8 +35,13 @@ TEST_CASE("goopt.decisions: the text the program writes, and a round trip throug
     CHECK_FALSE(io::decisions_to_json({{.placement = {0}, .priorities = {}, .fusion = {}}, ""})
                     .contains("method"));  // unnamed: no key
 
-    const io::decisions_document full{{.placement = {2, 0, 1}, .priorities = {0.5, -3, 1e300}, .fusion = {-1, 4, 4}},
+    const io::decisions_document full{{.placement = {2, 0, 1},
+                                       .priorities = {0.5, -3, 1e300},
+                                       .fusion = {-1, 4, 4},
+                                       .transfers = sim::transfer_order::priority},
                                       "ppo_placement"};
+    CHECK(io::decisions_to_json(full).at("transfer_order") == "priority");
+    CHECK_FALSE(io::decisions_to_json(plain).contains("transfer_order"));  // the default is not written
     const test::temp_dir dir("goopt_decisions_");
     const auto path = dir.path / "d.json";
     io::write_decisions_file(path, full);
@@ -44,10 +49,12 @@ TEST_CASE("goopt.decisions: the text the program writes, and a round trip throug
     CHECK(back.decision.placement == full.decision.placement);
     CHECK(back.decision.priorities == full.decision.priorities);
     CHECK(back.decision.fusion == full.decision.fusion);
+    CHECK(back.decision.transfers == sim::transfer_order::priority);
     CHECK(back.method == "ppo_placement");
     const auto none = io::decisions_from_json(nlohmann::json::parse(io::decisions_to_json(plain).dump()), 3, "x");
-    CHECK(none.decision.priorities.empty());  // null: FIFO
-    CHECK(none.decision.fusion.empty());      // null: no fusion
+    CHECK(none.decision.priorities.empty());                          // null: FIFO
+    CHECK(none.decision.fusion.empty());                              // null: no fusion
+    CHECK(none.decision.transfers == sim::transfer_order::produced);  // absent: FIFO links
     // a document of its own needs no method, priorities or fusion groups
     CHECK(io::decisions_from_json(nlohmann::json::parse(decisions_doc(R"("placement": [0, 0, 0])")), 3, "x")
               .method.empty());
@@ -75,6 +82,10 @@ TEST_CASE("goopt.decisions: every malformed document names the file, the field a
          {"d.json: /priorities/1: is \"2\": expected a finite number"}},
         {decisions_doc(R"("placement": [0, 0, 0], "fusion_groups": [-1, -2, 0])"),
          {"d.json: /fusion_groups/1: is -2: expected a group id (an integer >= -1)"}},
+        {decisions_doc(R"("placement": [0, 0, 0], "transfer_order": "fifo")"),
+         {"d.json: /transfer_order: is \"fifo\": expected \"produced\" or \"priority\""}},
+        {decisions_doc(R"("placement": [0, 0, 0], "transfer_order": 1)"),
+         {"d.json: /transfer_order: is 1: expected \"produced\" or \"priority\""}},
         {decisions_doc(R"("placement": [0, 0, 0], "method": 7)"),
          {"d.json: /method: is the integer 7: expected a string"}},
     };

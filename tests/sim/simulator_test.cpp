@@ -147,6 +147,45 @@ TEST_CASE("FIFO runs ready ops in the order they became ready; priorities overri
     CHECK(pr.step_time == 2.0);
 }
 
+TEST_CASE("a link carries waiting tensors as produced, or by their consumers' priorities") {
+    // device 0 runs a, b, c (1 s each); each output goes to device 1 over one link (2.5 s a copy).
+    // When a's copy ends at 3.5 s, b's and c's wait: FIFO sends b's first, the priority order c's, whose
+    // consumer z outranks b's consumer y.
+    graph::computation_graph g;
+    const auto x = g.input("x", {1});
+    const auto a = g.add1(op_kind::relu, {x}, {}, "a");
+    const auto b = g.add1(op_kind::relu, {x}, {}, "b");
+    const auto c = g.add1(op_kind::relu, {x}, {}, "c");
+    for (const auto t : {a, b, c}) g.mark_output(g.add1(op_kind::relu, {t}, {}, "consumer"));
+    const fixed_cost cost{{0, 1, 1, 1, 0, 0, 0}};
+    const auto cl = two_devices({1, 1, 1e9, 0}, 1e12, 2.5);
+    sim::simulator s(g, cl, cost);
+    const sim::placement p{0, 0, 0, 0, 1, 1, 1};
+    const std::vector<double> prio{0, 10, 9, 8, 0, 1, 5};
+    auto copy_start = [](const sim::simulation_result& r, graph::tensor_id t) {
+        return std::find_if(r.transfers.begin(), r.transfers.end(), [&](const auto& e) { return e.tensor == t; })
+            ->start;
+    };
+    const auto fifo = s.run(p, {.priorities = prio});
+    CHECK(copy_start(fifo, a) == doctest::Approx(1.0));
+    CHECK(copy_start(fifo, b) == doctest::Approx(3.5));
+    CHECK(copy_start(fifo, c) == doctest::Approx(6.0));
+    const auto by_priority = s.run(p, {.priorities = prio, .transfers = sim::transfer_order::priority});
+    CHECK(copy_start(by_priority, a) == doctest::Approx(1.0));
+    CHECK(copy_start(by_priority, c) == doctest::Approx(3.5));
+    CHECK(copy_start(by_priority, b) == doctest::Approx(6.0));
+    CHECK(by_priority.step_time == doctest::Approx(fifo.step_time));  // the last copy ends at 8.5 s either way
+    // without priorities there is nothing to order by: the links stay FIFO
+    const auto plain = s.run(p, {.transfers = sim::transfer_order::priority});
+    CHECK(copy_start(plain, b) == doctest::Approx(copy_start(s.run(p), b)));
+    CHECK(copy_start(plain, c) == doctest::Approx(copy_start(s.run(p), c)));
+    // and the order reaches the step: a long consumer of c finishes sooner when c's copy goes first
+    const fixed_cost long_z{{0, 1, 1, 1, 0, 0, 10}};
+    sim::simulator s2(g, cl, long_z);
+    CHECK(s2.run(p, {.priorities = prio, .transfers = sim::transfer_order::priority}).step_time <
+          s2.run(p, {.priorities = prio}).step_time);
+}
+
 TEST_CASE("a fused elementwise chain is one kernel: one launch, no intermediate traffic or memory") {
     graph::computation_graph g;
     const auto x = g.input("x", {1024});  // 4096 bytes
@@ -295,7 +334,11 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
         std::vector<double> prio(n);
         for (auto& v : prio) v = static_cast<double>(rng() % 100);
         const bool use_prio = trial % 2 == 1;
-        const auto r = s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
+        // every fourth trial: the links ordered by the priorities too
+        const sim::simulation_options options{
+            .priorities = use_prio ? std::span<const double>(prio) : std::span<const double>(),
+            .transfers = trial % 4 == 3 ? sim::transfer_order::priority : sim::transfer_order::produced};
+        const auto r = s.run(p, options);
         REQUIRE(r.ops.size() == n);
         std::vector<sim::op_event> ev(n);
         for (const auto& e : r.ops) ev[e.op] = e;
@@ -343,8 +386,7 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
         // memory never negative (asserted inside run) and at least the persistent weights
         for (std::size_t d = 0; d < 3; ++d) CHECK(r.peak_memory[d] >= 0);
         // the same decisions give the same result (work arrays are reused correctly)
-        const auto again =
-            s.run(p, {.priorities = use_prio ? std::span<const double>(prio) : std::span<const double>()});
+        const auto again = s.run(p, options);
         CHECK(again.step_time == r.step_time);
         CHECK(again.peak_memory == r.peak_memory);
     }

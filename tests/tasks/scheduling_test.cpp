@@ -75,6 +75,12 @@ TEST_CASE("scheduling task: the middle level is the critical-path schedule; leve
     CHECK(own.reference_step() == doctest::Approx(s.run(metf.placement, {.priorities = metf.priorities}).step_time));
     CHECK_THROWS_WITH_AS(tasks::scheduling_decider(s, metf.placement, {}, std::vector<double>(2, 0.0)),
                          doctest::Contains("one finite priority per op"), error);
+    // links ordered by the priorities too: every decision, and the reference step, carry the order
+    const tasks::scheduling_decider linked(s, metf.placement, {.transfers = sim::transfer_order::priority});
+    CHECK(linked.heuristic_decision().transfers == sim::transfer_order::priority);
+    CHECK(linked.decide(linked.heuristic_actions()).transfers == sim::transfer_order::priority);
+    CHECK(d.decide(d.heuristic_actions()).transfers == sim::transfer_order::produced);
+    CHECK(linked.reference_step() == sim::run(s, linked.heuristic_decision()).step_time);
     auto nan = metf.priorities;
     nan.back() = std::nan("");
     CHECK_THROWS_AS(tasks::scheduling_decider(s, metf.placement, {}, nan), error);

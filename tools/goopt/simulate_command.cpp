@@ -29,7 +29,7 @@ int run_simulate(const simulate_flags& f) {
         input.graph = std::move(*file.graph);
     }
     simulator_type s(input.graph, cluster);
-    const auto r = s.run(d.placement, {.priorities = d.priorities, .fusion = d.fusion, .record_trace = !f.svg.empty()});
+    const auto r = sim::run(s, d, !f.svg.empty());
     std::printf("%s (%zu ops) on %s: step time %s%s, %zu transfers (%s)\n", input.name.c_str(), input.graph.num_ops(),
                 cluster.description().c_str(), format_seconds(r.step_time).c_str(), r.oom ? " (OUT OF MEMORY)" : "",
                 r.num_transfers, format_bytes(r.bytes_moved).c_str());

@@ -8,6 +8,7 @@
 ///  "placement": [device of op 0, op 1, ...],      // required: one per op, in the graph's op order
 ///  "priorities": [priority of op 0, ...],         // optional (or null): list scheduling, larger first
 ///  "fusion_groups": [group of op 0, ...],         // optional (or null): one id >= 0 runs fused, -1 alone
+///  "transfer_order": "priority",                  // optional: "produced" (the default) or "priority"
 ///  "method": "heft"}                              // optional: what made the decision
 /// @endcode
 
@@ -38,7 +39,8 @@ struct decisions_document {
 };
 
 /// @brief The goopt.decisions document of `d`, keys in the order above; empty priorities or fusion
-/// groups are written as null, and "method" only when it is not empty.
+/// groups are written as null, "transfer_order" only when it is not "produced" (so that a decision
+/// without it reads the same in a reader that predates the key), "method" only when it is not empty.
 inline nlohmann::ordered_json decisions_to_json(const decisions_document& d);
 
 /// @brief Reads a goopt.decisions document made for a graph of `num_ops` ops. The devices are not
@@ -48,7 +50,7 @@ inline nlohmann::ordered_json decisions_to_json(const decisions_document& d);
 /// @throws goopt::error `<source>: <pointer>/<field>[/<index>]: <what was found>: expected <what>` for
 /// a wrong format or version, an unknown key, a missing placement, a list without one entry per op,
 /// a device that is not an integer >= 0, a priority that is not a finite number, a fusion group id
-/// that is not an integer >= -1.
+/// that is not an integer >= -1, a transfer order other than "produced" or "priority".
 inline decisions_document decisions_from_json(const nlohmann::json& j, std::size_t num_ops, std::string_view source,
                                               std::string_view pointer = "");
 
@@ -89,6 +91,7 @@ inline nlohmann::ordered_json decisions_to_json(const decisions_document& d) {
     nlohmann::ordered_json j{{"format", decisions_format_name}, {"version", 1}, {"placement", x.placement}};
     j["priorities"] = x.priorities.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.priorities);
     j["fusion_groups"] = x.fusion.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.fusion);
+    if (x.transfers == sim::transfer_order::priority) j["transfer_order"] = "priority";
     if (!d.method.empty()) j["method"] = d.method;
     return j;
 }
@@ -98,9 +101,9 @@ inline decisions_document decisions_from_json(const nlohmann::json& j, std::size
     detail::check_header(j, source, decisions_format_name, pointer);
     for (const auto& [key, value] : j.items())
         if (key != "format" && key != "version" && key != "method" && key != "placement" && key != "priorities" &&
-            key != "fusion_groups")
+            key != "fusion_groups" && key != "transfer_order")
             detail::fail_at(source, pointer, concat("unknown key ", detail::quote(key)),
-                            "format, version, placement, priorities, fusion_groups or method");
+                            "format, version, placement, priorities, fusion_groups, transfer_order or method");
     if (!j.contains("placement")) throw error(source, concat(pointer, "/placement: missing"), "a device index per op");
     decisions_document out;
     if (j.contains("method")) {
@@ -126,6 +129,12 @@ inline decisions_document decisions_from_json(const nlohmann::json& j, std::size
                            ? x.get<std::uint64_t>() <= INT32_MAX
                            : x.is_number_integer() && x.get<std::int64_t>() >= -1 && x.get<std::int64_t>() <= INT32_MAX;
             });
+    if (j.contains("transfer_order")) {
+        const auto& t = j["transfer_order"];
+        if (t == "priority") d.transfers = sim::transfer_order::priority;
+        else if (t != "produced")
+            throw error(source, concat(pointer, "/transfer_order: is ", t.dump()), "\"produced\" or \"priority\"");
+    }
     return out;
 }
 

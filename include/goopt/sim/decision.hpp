@@ -17,11 +17,13 @@ struct decision {
     sim::placement placement;        ///< device of every op (op id order)
     std::vector<double> priorities;  ///< per op, larger runs first; empty: FIFO ready queues
     sim::fusion_groups fusion;       ///< per op; empty: no fusion
+    /// How the links order the tensors waiting for them (by the priorities above, or as produced).
+    transfer_order transfers = transfer_order::produced;
 
     /// The simulation options that carry this decision's priorities and fusion groups (they refer
     /// to this decision's storage: keep it alive while they are used).
     simulation_options options(bool record_trace = false) const {
-        return {.priorities = priorities, .fusion = fusion, .record_trace = record_trace};
+        return {.priorities = priorities, .fusion = fusion, .record_trace = record_trace, .transfers = transfers};
     }
 };
 

@@ -29,6 +29,16 @@
 
 namespace goopt::sim {
 
+/// In which order a link carries the tensors waiting for it.
+enum class transfer_order : std::uint8_t {
+    produced,  ///< first produced, first sent: one FIFO queue per link (TensorFlow's and GO's simulators)
+    /// the waiting tensor whose most urgent consumer on the destination has the largest priority
+    /// first (ties: the one produced first), so that a schedule's priorities order the links as they
+    /// order the devices (communication scheduling: TicTac, MLSys'19; ByteScheduler, SOSP'19).
+    /// Without priorities it is `produced`.
+    priority,
+};
+
 /// Optional inputs of one simulation, beside the placement.
 struct simulation_options {
     /// Per op (indexed by op id): a device's compute stream runs the ready op with the largest priority
@@ -39,12 +49,15 @@ struct simulation_options {
     std::span<const std::int32_t> fusion = {};
     /// Fill simulation_result::ops and ::transfers.
     bool record_trace = true;
+    /// The links' queues (see transfer_order).
+    transfer_order transfers = transfer_order::produced;
 };
 
 /// @brief Simulates one step of a graph on a cluster under a placement.
 ///
 /// Model: each device has one compute stream that runs one op (or fused group) at a time, for the
-/// time the cost model gives; each link has a FIFO transfer queue; a tensor consumed on another device
+/// time the cost model gives; each link has a transfer queue (FIFO, or by priority: transfer_order); a
+/// tensor consumed on another device
 /// is copied there once (one transfer per tensor per destination device) over the link
 /// cluster.route(from, to), taking latency + bytes / bandwidth, after its producer finishes. An op
 /// becomes ready when all its inputs are on its device.
@@ -106,7 +119,7 @@ private:
     struct queued {
         double priority;
         std::uint32_t seq;
-        std::uint32_t unit;
+        std::uint32_t unit;  // a unit in a ready queue, a delivery in a link's heap
     };
     static constexpr std::uint32_t transfer_bit = 0x80000000u;
     static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
@@ -128,6 +141,7 @@ private:
     void try_start(std::uint32_t d, double now, simulation_result& out, bool trace);
     void request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
     void start_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
+    std::uint32_t next_transfer(std::uint32_t l);  // the delivery link l carries next (none: idle)
     void release(std::uint32_t copy) {
         copy_state& c = copies_[copy];
         if (--c.refs == 0) memory_in_use_[c.device] -= c.bytes;
@@ -192,8 +206,13 @@ private:
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;  // scratch (device, unit) / (unit, copy)
     // copies each unit releases when it finishes: released_copies_[released_begin_[u], released_begin_[u + 1])
     std::vector<std::uint32_t> released_begin_, released_copies_;
-    // per link, the deliveries waiting for it (FIFO segment of link_queue_ from its begin)
+    // per link, the deliveries waiting for it (FIFO segment of link_queue_ from its begin), or with
+    // transfer_order::priority a heap in the same segment of link_heap_ (priority, request order,
+    // delivery), link_queue_tail_ its size
     std::vector<std::uint32_t> link_queue_begin_, link_queue_, link_queue_head_, link_queue_tail_;
+    std::vector<queued> link_heap_;
+    std::vector<double> delivery_priority_;  // per delivery, its units' largest priority
+    std::uint32_t transfer_seq_ = 0;
     std::vector<std::uint8_t> link_busy_, device_busy_;
     // per device, the units ready to run (a heap by priority, or FIFO, in its segment of ready_queue_)
     std::vector<std::uint32_t> ready_queue_begin_, ready_queue_size_, ready_queue_head_;
@@ -204,6 +223,7 @@ private:
     std::vector<std::size_t> scratch_a_, scratch_b_;
     std::uint32_t event_seq_ = 0, ready_seq_ = 0;
     bool use_priority_ = false;
+    bool link_priority_ = false;  // transfer_order::priority with priorities given
 };
 
 /// @brief One simulation without keeping a simulator: builds one and runs it (the cost model is
@@ -352,6 +372,7 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
     unit_duration_.resize(num_units_);
     unit_priority_.assign(num_units_, -std::numeric_limits<double>::infinity());
     use_priority_ = !options.priorities.empty();
+    link_priority_ = use_priority_ && options.transfers == transfer_order::priority;
     if (use_priority_ && options.priorities.size() != num_ops_)
         throw error("sim::simulator", concat("priorities have ", options.priorities.size(), " entries"),
                     concat("one per op (", num_ops_, ") or none"));
@@ -502,6 +523,17 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
     // per-link FIFO segments
     for (std::size_t l = 0; l < nl; ++l) link_queue_begin_[l + 1] += link_queue_begin_[l];
     link_queue_.resize(link_queue_begin_[nl]);
+    if (link_priority_) {
+        link_heap_.resize(link_queue_begin_[nl]);
+        delivery_priority_.assign(deliveries_.size(), 0.0);
+        for (std::size_t k = 0; k + 1 < deliveries_.size(); ++k) {
+            if (deliveries_[k].link == device::no_link) continue;
+            double p = -std::numeric_limits<double>::infinity();
+            for (std::uint32_t i = deliveries_[k].first_unit; i < deliveries_[k + 1].first_unit; ++i)
+                p = std::max(p, unit_priority_[delivery_units_[i]]);
+            delivery_priority_[k] = p;
+        }
+    }
     link_queue_head_.assign(nl, 0);
     link_queue_tail_.assign(nl, 0);
     link_busy_.assign(nl, 0);
@@ -544,8 +576,27 @@ void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_resul
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace) {
     const std::uint32_t l = deliveries_[k].link;
-    if (link_busy_[l]) link_queue_[link_queue_begin_[l] + link_queue_tail_[l]++] = k;
-    else start_transfer(k, now, out, trace);
+    if (!link_busy_[l]) {
+        start_transfer(k, now, out, trace);
+    } else if (link_priority_) {
+        queued* base = link_heap_.data() + link_queue_begin_[l];
+        base[link_queue_tail_[l]++] = {delivery_priority_[k], transfer_seq_++, k};
+        std::push_heap(base, base + link_queue_tail_[l], lower_priority);
+    } else {
+        link_queue_[link_queue_begin_[l] + link_queue_tail_[l]++] = k;
+    }
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost>
+std::uint32_t simulator<D, Cost>::next_transfer(std::uint32_t l) {
+    if (link_priority_) {
+        if (link_queue_tail_[l] == 0) return none;
+        queued* base = link_heap_.data() + link_queue_begin_[l];
+        std::pop_heap(base, base + link_queue_tail_[l], lower_priority);
+        return base[--link_queue_tail_[l]].unit;
+    }
+    if (link_queue_head_[l] == link_queue_tail_[l]) return none;
+    return link_queue_[link_queue_begin_[l] + link_queue_head_[l]++];
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
@@ -594,7 +645,7 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
     device_busy_.assign(num_devices_, 0);
     events_.clear();
     events_.reserve(num_units_ + deliveries_.size() + 1);
-    event_seq_ = ready_seq_ = 0;
+    event_seq_ = ready_seq_ = transfer_seq_ = 0;
 
     for (std::uint32_t u = 0; u < num_units_; ++u)
         if (units_[u].pending == 0) make_ready(u);
@@ -610,8 +661,7 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
         if (e.code & transfer_bit) {
             const std::uint32_t k = e.code & ~transfer_bit, l = deliveries_[k].link, dst = deliveries_[k].device;
             link_busy_[l] = 0;
-            if (link_queue_head_[l] != link_queue_tail_[l])
-                start_transfer(link_queue_[link_queue_begin_[l] + link_queue_head_[l]++], now, out, trace);
+            if (const std::uint32_t next = next_transfer(l); next != none) start_transfer(next, now, out, trace);
             release(copies_[deliveries_[k].copy].tensor);
             for (std::uint32_t i = deliveries_[k].first_unit; i < deliveries_[k + 1].first_unit; ++i)
                 if (--units_[delivery_units_[i]].pending == 0) make_ready(delivery_units_[i]);

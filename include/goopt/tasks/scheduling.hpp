@@ -52,6 +52,10 @@ struct scheduling_config {
     /// falls idle with several ops ready, the only places where a priority matters. Measured on the
     /// same rows: -2.25 % against -2.23 % without (within the seeds' spread), so off.
     bool schedule_features = false;
+    /// How the links order waiting tensors, in the base schedule and every decision: as produced
+    /// (FIFO, as the placement tasks score) or by the same priorities as the devices, so that the
+    /// learned levels also order the transfers (sim::transfer_order).
+    sim::transfer_order transfers = sim::transfer_order::produced;
 };
 
 /// @brief The ops whose priority the list scheduler consulted in a traced run `r` of `g`: for every
@@ -138,7 +142,8 @@ public:
         const auto [lo, hi] = std::minmax_element(base_.begin(), base_.end());
         scale_ = c.step * std::max({1e-12, *hi, -*lo});
         const bool trace = c.choice_points_only || c.schedule_features;
-        const auto base_run = s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = trace});
+        const auto base_run =
+            s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = trace, .transfers = c.transfers});
         reference_ = base_run.step_time;
         if (c.schedule_features) extra_ = base_features(g, s.cluster().num_devices(), base_run);
         if (c.choice_points_only) {
@@ -158,7 +163,7 @@ public:
         if (actions.size() != base_.size())
             throw error("tasks::scheduling_decider", concat(actions.size(), " actions"),
                         concat("one per op (", base_.size(), ")"));
-        sim::decision d{.placement = placement_, .priorities = base_, .fusion = {}};
+        sim::decision d = heuristic_decision();
         const int middle = static_cast<int>(config_.levels / 2);
         for (std::size_t o = 0; o < actions.size(); ++o) {
             if (actions[o] < 0 || static_cast<std::size_t>(actions[o]) >= config_.levels)
@@ -177,7 +182,9 @@ public:
         return std::vector<int>(base_.size(), static_cast<int>(config_.levels / 2));
     }
     /// The base schedule of the placement (the decision of heuristic_actions()).
-    sim::decision heuristic_decision() const { return {.placement = placement_, .priorities = base_, .fusion = {}}; }
+    sim::decision heuristic_decision() const {
+        return {.placement = placement_, .priorities = base_, .fusion = {}, .transfers = config_.transfers};
+    }
     /// Its simulated step, the reward's reference (seconds).
     double reference_step() const noexcept { return reference_; }
     /// With scheduling_config::schedule_features, per op (z-scored over the ops like the graph's
