@@ -6,7 +6,7 @@
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
 //             [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
-//             [--schedule-features] [--transfer-order produced|priority]
+//             [--schedule-features] [--transfer-order produced|priority] [--dispatch ready|sequence]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -24,7 +24,10 @@
 // only the ops at a choice point of each round's base order (scheduling_config::choice_points_only),
 // --schedule-features shows the policy the base schedule (scheduling_config::schedule_features);
 // --transfer-order priority has the links of every scheduling row (the heuristic orders' and the
-// learned) carry waiting tensors by the same priorities (sim::transfer_order), not as produced. fusion: on that
+// learned) carry waiting tensors by the same priorities (sim::transfer_order), not as produced;
+// --dispatch sequence has the learned priorities run as one global order that a device follows even
+// when that means waiting (sim::dispatch_order; the heuristic orders stay list schedules, which they
+// are). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -93,7 +96,10 @@ struct settings {
     std::size_t schedule_stages = 4;      ///< rounds, each re-based on the best order of the rounds before
     bool schedule_choice_points = false;  ///< scheduling_config::choice_points_only
     bool schedule_features = false;       ///< scheduling_config::schedule_features
-    sim::transfer_order transfers = sim::transfer_order::produced;  ///< scheduling rows' links
+    sim::transfer_order transfers = sim::transfer_order::produced;         ///< scheduling rows' links
+    sim::dispatch_order dispatch = sim::dispatch_order::ready;             ///< scheduling rows' learned orders
+    double schedule_step = tasks::scheduling_config{}.step;                ///< scheduling_config::step
+    tasks::level_spacing schedule_spacing = tasks::level_spacing::linear;  ///< scheduling_config::spacing
 };
 
 /// Per seed: the learned step (ms), where it came from, whether it ran out of memory; then the row's
@@ -238,9 +244,12 @@ seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<d
     sched.samples = st.schedule_samples;
     const tasks::scheduling_rounds_config rounds{.rounds = st.schedule_stages,
                                                  .prior = st.schedule_prior,
-                                                 .levels = {.choice_points_only = st.schedule_choice_points,
+                                                 .levels = {.step = st.schedule_step,
+                                                            .spacing = st.schedule_spacing,
+                                                            .choice_points_only = st.schedule_choice_points,
                                                             .schedule_features = st.schedule_features,
-                                                            .transfers = st.transfers}};
+                                                            .transfers = st.transfers,
+                                                            .dispatch = st.dispatch}};
     seeds_result r;
     for (std::uint64_t seed : sched.seeds) {
         std::mt19937_64 rng(seed);
@@ -380,6 +389,25 @@ int run(int argc, char** argv) {
         ->transform(CLI::CheckedTransformer(
             std::map<std::string, sim::transfer_order>{{"produced", sim::transfer_order::produced},
                                                        {"priority", sim::transfer_order::priority}},
+            CLI::ignore_case))
+        ->capture_default_str();
+    cli.add_option("--schedule-step", st.schedule_step,
+                   "Scheduling rows: a priority level's step, as a share of the largest base priority")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cli.add_option("--schedule-spacing", st.schedule_spacing,
+                   "Scheduling rows: levels linear (j steps) or geometric (2^(j-1) steps) from the middle")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, tasks::level_spacing>{{"linear", tasks::level_spacing::linear},
+                                                        {"geometric", tasks::level_spacing::geometric}},
+            CLI::ignore_case))
+        ->capture_default_str();
+    cli.add_option("--dispatch", st.dispatch,
+                   "Scheduling rows: how the devices follow the learned priorities (ready: list scheduling; "
+                   "sequence: one global order, waiting for the next op)")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, sim::dispatch_order>{{"ready", sim::dispatch_order::ready},
+                                                       {"sequence", sim::dispatch_order::sequence}},
             CLI::ignore_case))
         ->capture_default_str();
     cli.add_option("--anchor-strength", st.anchor_strength,
@@ -613,6 +641,7 @@ int run(int argc, char** argv) {
                     row["choice_points"] =
                         choice_points(g, s.run(p, {.priorities = base_order, .transfers = st.transfers}));
                     row["transfer_order"] = st.transfers == sim::transfer_order::priority ? "priority" : "produced";
+                    row["dispatch"] = st.dispatch == sim::dispatch_order::sequence ? "sequence" : "ready";
                     learned = learn_schedule(s, p, base_order, st);
                     learned.write(row, "learned");
                 }

@@ -38,8 +38,11 @@ TEST_CASE("goopt.decisions: the text the program writes, and a round trip throug
     const io::decisions_document full{{.placement = {2, 0, 1},
                                        .priorities = {0.5, -3, 1e300},
                                        .fusion = {-1, 4, 4},
-                                       .transfers = sim::transfer_order::priority},
+                                       .transfers = sim::transfer_order::priority,
+                                       .dispatch = sim::dispatch_order::sequence},
                                       "ppo_placement"};
+    CHECK(io::decisions_to_json(full).at("dispatch") == "sequence");
+    CHECK_FALSE(io::decisions_to_json(plain).contains("dispatch"));
     CHECK(io::decisions_to_json(full).at("transfer_order") == "priority");
     CHECK_FALSE(io::decisions_to_json(plain).contains("transfer_order"));  // the default is not written
     const test::temp_dir dir("goopt_decisions_");
@@ -50,11 +53,13 @@ TEST_CASE("goopt.decisions: the text the program writes, and a round trip throug
     CHECK(back.decision.priorities == full.decision.priorities);
     CHECK(back.decision.fusion == full.decision.fusion);
     CHECK(back.decision.transfers == sim::transfer_order::priority);
+    CHECK(back.decision.dispatch == sim::dispatch_order::sequence);
     CHECK(back.method == "ppo_placement");
     const auto none = io::decisions_from_json(nlohmann::json::parse(io::decisions_to_json(plain).dump()), 3, "x");
     CHECK(none.decision.priorities.empty());                          // null: FIFO
     CHECK(none.decision.fusion.empty());                              // null: no fusion
     CHECK(none.decision.transfers == sim::transfer_order::produced);  // absent: FIFO links
+    CHECK(none.decision.dispatch == sim::dispatch_order::ready);      // absent: list scheduling
     // a document of its own needs no method, priorities or fusion groups
     CHECK(io::decisions_from_json(nlohmann::json::parse(decisions_doc(R"("placement": [0, 0, 0])")), 3, "x")
               .method.empty());
@@ -86,6 +91,8 @@ TEST_CASE("goopt.decisions: every malformed document names the file, the field a
          {"d.json: /transfer_order: is \"fifo\": expected \"produced\" or \"priority\""}},
         {decisions_doc(R"("placement": [0, 0, 0], "transfer_order": 1)"),
          {"d.json: /transfer_order: is 1: expected \"produced\" or \"priority\""}},
+        {decisions_doc(R"("placement": [0, 0, 0], "dispatch": "strict")"),
+         {"d.json: /dispatch: is \"strict\": expected \"ready\" or \"sequence\""}},
         {decisions_doc(R"("placement": [0, 0, 0], "method": 7)"),
          {"d.json: /method: is the integer 7: expected a string"}},
     };

@@ -186,6 +186,58 @@ TEST_CASE("a link carries waiting tensors as produced, or by their consumers' pr
           s2.run(p, {.priorities = prio}).step_time);
 }
 
+TEST_CASE("a device that follows one global order can wait for an op about to arrive") {
+    // device 0 holds a (5 s, ready at once) and b (1 s, after p on device 1 at 1 s); c (10 s) on
+    // device 1 follows b. A list scheduler starts a at 0, the only op ready there, whatever the
+    // priorities: b 5-6 s, c 6-16 s. Run as the order b, a, device 0 waits for b: b 1-2 s, c 2-12 s.
+    graph::computation_graph g;
+    const auto x = g.input("x", {1});
+    const auto p = g.add1(op_kind::relu, {x}, {}, "p");
+    const auto b = g.add1(op_kind::relu, {p}, {}, "b");
+    g.mark_output(g.add1(op_kind::relu, {b}, {}, "c"));
+    g.mark_output(g.add1(op_kind::relu, {x}, {}, "a"));
+    const fixed_cost cost{{0, 1, 1, 10, 5}};
+    const auto cl = two_devices({1, 1, 1e9, 0}, 1e12, 0.0);
+    sim::simulator s(g, cl, cost);
+    const sim::placement placement{1, 1, 0, 1, 0};
+    const std::vector<double> b_first{0, 0, 10, 0, 5};
+    CHECK(s.run(placement, {.priorities = b_first}).step_time == doctest::Approx(16.0));
+    const auto ordered = s.run(placement, {.priorities = b_first, .dispatch = sim::dispatch_order::sequence});
+    CHECK(ordered.step_time == doctest::Approx(12.0));
+    // the order a, b is the list schedule again; without priorities there is no order: list scheduling
+    const std::vector<double> a_first{0, 0, 5, 0, 10};
+    CHECK(s.run(placement, {.priorities = a_first, .dispatch = sim::dispatch_order::sequence}).step_time ==
+          doctest::Approx(16.0));
+    CHECK(s.run(placement, {.dispatch = sim::dispatch_order::sequence}).step_time == doctest::Approx(16.0));
+}
+
+TEST_CASE("a list schedule's start order, as priorities, run as a sequence gives that schedule again") {
+    std::mt19937_64 rng(7);
+    const auto cl = device::parse_cluster("3xV100:pcie");
+    for (int trial = 0; trial < 20; ++trial) {
+        const auto g = goopt_test::random_dag(rng, 6 + trial % 5, 4 + trial % 3);
+        sim::simulator s(g, cl);
+        const std::size_t n = g.num_ops();
+        sim::placement p(n);
+        std::unordered_map<std::int32_t, sim::device_id> coloc;
+        for (op_id o = 0; o < n; ++o) {
+            const auto grp = g.get_op(o).colocation;
+            const auto d = static_cast<sim::device_id>(rng() % 3);
+            p[o] = grp < 0 ? d : coloc.emplace(grp, d).first->second;
+        }
+        std::vector<double> prio(n);
+        for (auto& v : prio) v = static_cast<double>(rng() % 100);
+        const auto listed = s.run(p, {.priorities = prio});
+        std::vector<double> order(n);  // the trace holds the starts in order, zero-time ops too
+        for (std::size_t i = 0; i < listed.ops.size(); ++i) order[listed.ops[i].op] = -static_cast<double>(i);
+        const auto again = s.run(p, {.priorities = order, .dispatch = sim::dispatch_order::sequence});
+        CHECK(again.step_time == doctest::Approx(listed.step_time).epsilon(1e-12));
+        std::vector<double> start(n);
+        for (const auto& e : again.ops) start[e.op] = e.start;
+        for (const auto& e : listed.ops) CHECK(start[e.op] == doctest::Approx(e.start).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("a fused elementwise chain is one kernel: one launch, no intermediate traffic or memory") {
     graph::computation_graph g;
     const auto x = g.input("x", {1024});  // 4096 bytes
@@ -334,10 +386,12 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
         std::vector<double> prio(n);
         for (auto& v : prio) v = static_cast<double>(rng() % 100);
         const bool use_prio = trial % 2 == 1;
-        // every fourth trial: the links ordered by the priorities too
+        // every fourth trial: the links ordered by the priorities too; every other fourth: the devices
+        // following one global order by the (random) priorities, which must not deadlock
         const sim::simulation_options options{
             .priorities = use_prio ? std::span<const double>(prio) : std::span<const double>(),
-            .transfers = trial % 4 == 3 ? sim::transfer_order::priority : sim::transfer_order::produced};
+            .transfers = trial % 4 == 3 ? sim::transfer_order::priority : sim::transfer_order::produced,
+            .dispatch = trial % 4 == 1 ? sim::dispatch_order::sequence : sim::dispatch_order::ready};
         const auto r = s.run(p, options);
         REQUIRE(r.ops.size() == n);
         std::vector<sim::op_event> ev(n);

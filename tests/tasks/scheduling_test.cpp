@@ -81,6 +81,12 @@ TEST_CASE("scheduling task: the middle level is the critical-path schedule; leve
     CHECK(linked.decide(linked.heuristic_actions()).transfers == sim::transfer_order::priority);
     CHECK(d.decide(d.heuristic_actions()).transfers == sim::transfer_order::produced);
     CHECK(linked.reference_step() == sim::run(s, linked.heuristic_decision()).step_time);
+    // one global order per device: the middle level is still the critical-path schedule
+    const tasks::scheduling_decider ordered(s, metf.placement, {.dispatch = sim::dispatch_order::sequence});
+    CHECK(ordered.heuristic_decision().dispatch == sim::dispatch_order::sequence);
+    CHECK(ordered.reference_step() == doctest::Approx(d.reference_step()).epsilon(1e-12));
+    CHECK(sim::run(s, ordered.decide(ordered.heuristic_actions())).step_time ==
+          doctest::Approx(d.reference_step()).epsilon(1e-12));
     auto nan = metf.priorities;
     nan.back() = std::nan("");
     CHECK_THROWS_AS(tasks::scheduling_decider(s, metf.placement, {}, nan), error);

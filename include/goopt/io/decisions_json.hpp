@@ -9,6 +9,7 @@
 ///  "priorities": [priority of op 0, ...],         // optional (or null): list scheduling, larger first
 ///  "fusion_groups": [group of op 0, ...],         // optional (or null): one id >= 0 runs fused, -1 alone
 ///  "transfer_order": "priority",                  // optional: "produced" (the default) or "priority"
+///  "dispatch": "sequence",                        // optional: "ready" (the default) or "sequence"
 ///  "method": "heft"}                              // optional: what made the decision
 /// @endcode
 
@@ -39,8 +40,9 @@ struct decisions_document {
 };
 
 /// @brief The goopt.decisions document of `d`, keys in the order above; empty priorities or fusion
-/// groups are written as null, "transfer_order" only when it is not "produced" (so that a decision
-/// without it reads the same in a reader that predates the key), "method" only when it is not empty.
+/// groups are written as null, "transfer_order" and "dispatch" only when they are not the defaults
+/// (so that such a decision reads the same in a reader that predates the keys), "method" only when it
+/// is not empty.
 inline nlohmann::ordered_json decisions_to_json(const decisions_document& d);
 
 /// @brief Reads a goopt.decisions document made for a graph of `num_ops` ops. The devices are not
@@ -50,7 +52,8 @@ inline nlohmann::ordered_json decisions_to_json(const decisions_document& d);
 /// @throws goopt::error `<source>: <pointer>/<field>[/<index>]: <what was found>: expected <what>` for
 /// a wrong format or version, an unknown key, a missing placement, a list without one entry per op,
 /// a device that is not an integer >= 0, a priority that is not a finite number, a fusion group id
-/// that is not an integer >= -1, a transfer order other than "produced" or "priority".
+/// that is not an integer >= -1, a transfer order other than "produced" or "priority", a dispatch
+/// other than "ready" or "sequence".
 inline decisions_document decisions_from_json(const nlohmann::json& j, std::size_t num_ops, std::string_view source,
                                               std::string_view pointer = "");
 
@@ -92,6 +95,7 @@ inline nlohmann::ordered_json decisions_to_json(const decisions_document& d) {
     j["priorities"] = x.priorities.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.priorities);
     j["fusion_groups"] = x.fusion.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.fusion);
     if (x.transfers == sim::transfer_order::priority) j["transfer_order"] = "priority";
+    if (x.dispatch == sim::dispatch_order::sequence) j["dispatch"] = "sequence";
     if (!d.method.empty()) j["method"] = d.method;
     return j;
 }
@@ -101,9 +105,10 @@ inline decisions_document decisions_from_json(const nlohmann::json& j, std::size
     detail::check_header(j, source, decisions_format_name, pointer);
     for (const auto& [key, value] : j.items())
         if (key != "format" && key != "version" && key != "method" && key != "placement" && key != "priorities" &&
-            key != "fusion_groups" && key != "transfer_order")
-            detail::fail_at(source, pointer, concat("unknown key ", detail::quote(key)),
-                            "format, version, placement, priorities, fusion_groups, transfer_order or method");
+            key != "fusion_groups" && key != "transfer_order" && key != "dispatch")
+            detail::fail_at(
+                source, pointer, concat("unknown key ", detail::quote(key)),
+                "format, version, placement, priorities, fusion_groups, transfer_order, dispatch or method");
     if (!j.contains("placement")) throw error(source, concat(pointer, "/placement: missing"), "a device index per op");
     decisions_document out;
     if (j.contains("method")) {
@@ -134,6 +139,12 @@ inline decisions_document decisions_from_json(const nlohmann::json& j, std::size
         if (t == "priority") d.transfers = sim::transfer_order::priority;
         else if (t != "produced")
             throw error(source, concat(pointer, "/transfer_order: is ", t.dump()), "\"produced\" or \"priority\"");
+    }
+    if (j.contains("dispatch")) {
+        const auto& t = j["dispatch"];
+        if (t == "sequence") d.dispatch = sim::dispatch_order::sequence;
+        else if (t != "ready")
+            throw error(source, concat(pointer, "/dispatch: is ", t.dump()), "\"ready\" or \"sequence\"");
     }
     return out;
 }

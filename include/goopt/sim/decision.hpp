@@ -19,11 +19,17 @@ struct decision {
     sim::fusion_groups fusion;       ///< per op; empty: no fusion
     /// How the links order the tensors waiting for them (by the priorities above, or as produced).
     transfer_order transfers = transfer_order::produced;
+    /// How the devices follow the priorities: list scheduling, or one global order (dispatch_order).
+    dispatch_order dispatch = dispatch_order::ready;
 
     /// The simulation options that carry this decision's priorities and fusion groups (they refer
     /// to this decision's storage: keep it alive while they are used).
     simulation_options options(bool record_trace = false) const {
-        return {.priorities = priorities, .fusion = fusion, .record_trace = record_trace, .transfers = transfers};
+        return {.priorities = priorities,
+                .fusion = fusion,
+                .record_trace = record_trace,
+                .transfers = transfers,
+                .dispatch = dispatch};
     }
 };
 

@@ -39,6 +39,24 @@ enum class transfer_order : std::uint8_t {
     priority,
 };
 
+/// How a device picks the next op (or fused group) to run, given priorities.
+enum class dispatch_order : std::uint8_t {
+    /// list scheduling: a free device runs its ready op of the largest priority, so it never idles
+    /// while an op is ready (a non-delay schedule)
+    ready,
+    /// every device runs its ops in one global order, the topological order that takes next the op
+    /// of the largest priority among those whose producers are all taken (ties: the smaller op id),
+    /// an op's priority counting as the largest of its own and its consumers' (so a priority lifts
+    /// the producers an op waits for), and waits for its next op even while another is ready. Every schedule, one that
+    /// holds a device
+    /// idle for an op about to arrive too, is such an order: with the positions of a `ready`
+    /// schedule's starts, negated, as priorities, `sequence` runs that same schedule, and an optimal schedule
+    /// need not be a non-delay one (the job-shop's active schedules, Giffler & Thompson 1960). The
+    /// order is topological, so no device waits for an op that waits for it. Without priorities it is
+    /// `ready` (FIFO).
+    sequence,
+};
+
 /// Optional inputs of one simulation, beside the placement.
 struct simulation_options {
     /// Per op (indexed by op id): a device's compute stream runs the ready op with the largest priority
@@ -51,6 +69,8 @@ struct simulation_options {
     bool record_trace = true;
     /// The links' queues (see transfer_order).
     transfer_order transfers = transfer_order::produced;
+    /// The devices' choice of their next op (see dispatch_order).
+    dispatch_order dispatch = dispatch_order::ready;
 };
 
 /// @brief Simulates one step of a graph on a cluster under a placement.
@@ -142,6 +162,7 @@ private:
     void request_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
     void start_transfer(std::uint32_t k, double now, simulation_result& out, bool trace);
     std::uint32_t next_transfer(std::uint32_t l);  // the delivery link l carries next (none: idle)
+    void build_sequences();                        // dispatch_order::sequence: each device's order
     void release(std::uint32_t copy) {
         copy_state& c = copies_[copy];
         if (--c.refs == 0) memory_in_use_[c.device] -= c.bytes;
@@ -224,6 +245,14 @@ private:
     std::uint32_t event_seq_ = 0, ready_seq_ = 0;
     bool use_priority_ = false;
     bool link_priority_ = false;  // transfer_order::priority with priorities given
+    bool sequence_ = false;       // dispatch_order::sequence with priorities given
+    // dispatch_order::sequence: per device its units in the global order (the segment of
+    // device_sequence_ from ready_queue_begin_, sequence_size_ long), the position of its next one, and
+    // which units are ready
+    std::vector<std::uint32_t> device_sequence_, sequence_next_, sequence_size_, in_degree_, topological_;
+    std::vector<double> effective_priority_;
+    std::vector<std::uint8_t> unit_ready_;
+    std::vector<queued> order_heap_;
 };
 
 /// @brief One simulation without keeping a simulator: builds one and runs it (the cost model is
@@ -373,6 +402,7 @@ void simulator<D, Cost>::build_units(std::span<const device_id> placement, const
     unit_priority_.assign(num_units_, -std::numeric_limits<double>::infinity());
     use_priority_ = !options.priorities.empty();
     link_priority_ = use_priority_ && options.transfers == transfer_order::priority;
+    sequence_ = use_priority_ && options.dispatch == dispatch_order::sequence;
     if (use_priority_ && options.priorities.size() != num_ops_)
         throw error("sim::simulator", concat("priorities have ", options.priorities.size(), " entries"),
                     concat("one per op (", num_ops_, ") or none"));
@@ -542,6 +572,10 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
 template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::make_ready(std::uint32_t u) {
     const unit_state& x = units_[u];
     const std::uint32_t d = x.device;
+    if (sequence_) {
+        unit_ready_[u] = 1;
+        return;
+    }
     queued* base = ready_queue_.data() + ready_queue_begin_[d] + ready_queue_head_[d];
     base[ready_queue_size_[d]] = {x.priority, ready_seq_++, u};
     ++ready_queue_size_[d];
@@ -550,17 +584,25 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_result& out, bool trace) {
-    if (device_busy_[d] || ready_queue_size_[d] == 0) return;
-    queued* base = ready_queue_.data() + ready_queue_begin_[d] + ready_queue_head_[d];
+    if (device_busy_[d]) return;
     std::uint32_t u;
-    if (use_priority_) {
-        std::pop_heap(base, base + ready_queue_size_[d], lower_priority);
-        u = base[ready_queue_size_[d] - 1].unit;
+    if (sequence_) {  // the device's next unit in the global order, once it is ready
+        const std::uint32_t at = ready_queue_begin_[d] + sequence_next_[d];
+        if (sequence_next_[d] == sequence_size_[d] || !unit_ready_[device_sequence_[at]]) return;
+        u = device_sequence_[at];
+        ++sequence_next_[d];
     } else {
-        u = base[0].unit;
-        ++ready_queue_head_[d];  // FIFO: each unit enters once, so the segment never wraps
+        if (ready_queue_size_[d] == 0) return;
+        queued* base = ready_queue_.data() + ready_queue_begin_[d] + ready_queue_head_[d];
+        if (use_priority_) {
+            std::pop_heap(base, base + ready_queue_size_[d], lower_priority);
+            u = base[ready_queue_size_[d] - 1].unit;
+        } else {
+            u = base[0].unit;
+            ++ready_queue_head_[d];  // FIFO: each unit enters once, so the segment never wraps
+        }
+        --ready_queue_size_[d];
     }
-    --ready_queue_size_[d];
     device_busy_[d] = 1;
     const unit_state& x = units_[u];
     const double end = now + x.duration;
@@ -571,6 +613,62 @@ void simulator<D, Cost>::try_start(std::uint32_t d, double now, simulation_resul
         if (trace) out.ops.push_back({o, d, now, end});
     }
     push_event(end, u);
+}
+
+template <device::DeviceModel D, cost::CostModel<D> Cost> void simulator<D, Cost>::build_sequences() {
+    // a unit's successors: the units its outputs are delivered to (units_[v].pending counts them)
+    auto for_each_successor = [&](std::uint32_t u, auto&& f) {
+        for (std::uint32_t i = units_[u].first; i < units_[u].last; ++i)
+            for (std::uint32_t m = out_begin_[members_[i]]; m < out_begin_[members_[i] + 1]; ++m)
+                for (std::uint32_t k = deliveries_begin_[out_[m]]; k < deliveries_begin_[out_[m] + 1]; ++k)
+                    for (std::uint32_t j = deliveries_[k].first_unit; j < deliveries_[k + 1].first_unit; ++j)
+                        f(delivery_units_[j]);
+    };
+    // 1. any topological order (Kahn, FIFO), then each unit's effective priority: the largest of its
+    // own and its successors' effective ones, so that an op's priority lifts its producers with it and
+    // the effective priorities never rise along an edge
+    in_degree_.resize(num_units_);
+    for (std::size_t u = 0; u < num_units_; ++u) in_degree_[u] = units_[u].pending;
+    topological_.clear();
+    for (std::uint32_t u = 0; u < num_units_; ++u)
+        if (in_degree_[u] == 0) topological_.push_back(u);
+    for (std::size_t i = 0; i < topological_.size(); ++i)
+        for_each_successor(topological_[i], [&](std::uint32_t v) {
+            if (--in_degree_[v] == 0) topological_.push_back(v);
+        });
+    effective_priority_.resize(num_units_);
+    for (std::uint32_t u = 0; u < num_units_; ++u) effective_priority_[u] = units_[u].priority;
+    for (std::size_t i = topological_.size(); i-- > 0;) {
+        const std::uint32_t u = topological_[i];
+        for_each_successor(u, [&](std::uint32_t v) {
+            effective_priority_[u] = std::max(effective_priority_[u], effective_priority_[v]);
+        });
+    }
+    // 2. Kahn again, the largest effective priority first (ties: the smaller unit, whose first op has
+    // the smaller id); each device's units in that order
+    for (std::size_t u = 0; u < num_units_; ++u) in_degree_[u] = units_[u].pending;
+    order_heap_.clear();
+    for (std::uint32_t u = 0; u < num_units_; ++u)
+        if (in_degree_[u] == 0) order_heap_.push_back({effective_priority_[u], u, u});
+    std::make_heap(order_heap_.begin(), order_heap_.end(), lower_priority);
+    device_sequence_.resize(num_units_);
+    sequence_next_.assign(num_devices_, 0);  // fill cursors first, then each device's next position
+    while (!order_heap_.empty()) {
+        std::pop_heap(order_heap_.begin(), order_heap_.end(), lower_priority);
+        const std::uint32_t u = order_heap_.back().unit;
+        order_heap_.pop_back();
+        const std::uint32_t d = units_[u].device;
+        device_sequence_[ready_queue_begin_[d] + sequence_next_[d]++] = u;
+        for_each_successor(u, [&](std::uint32_t v) {
+            if (--in_degree_[v] != 0) return;
+            order_heap_.push_back({effective_priority_[v], v, v});
+            std::push_heap(order_heap_.begin(), order_heap_.end(), lower_priority);
+        });
+    }
+    // units left out wait for each other (fusion groups that form a cycle): run() reports them
+    sequence_size_ = sequence_next_;
+    sequence_next_.assign(num_devices_, 0);
+    unit_ready_.assign(num_units_, 0);
 }
 
 template <device::DeviceModel D, cost::CostModel<D> Cost>
@@ -646,6 +744,7 @@ void simulator<D, Cost>::run(std::span<const device_id> placement, const simulat
     events_.clear();
     events_.reserve(num_units_ + deliveries_.size() + 1);
     event_seq_ = ready_seq_ = transfer_seq_ = 0;
+    if (sequence_) build_sequences();
 
     for (std::uint32_t u = 0; u < num_units_; ++u)
         if (units_[u].pending == 0) make_ready(u);

@@ -16,7 +16,8 @@ inline decision to_user_ids(const decision& d, const graph::id_map& ids) {
     return {.placement = graph::to_user_order(ids, std::span<const device_id>(d.placement)),
             .priorities = graph::to_user_order(ids, std::span<const double>(d.priorities)),
             .fusion = graph::to_user_order(ids, std::span<const std::int32_t>(d.fusion)),
-            .transfers = d.transfers};
+            .transfers = d.transfers,
+            .dispatch = d.dispatch};
 }
 
 }  // namespace goopt::sim

@@ -56,6 +56,14 @@ struct scheduling_config {
     /// (FIFO, as the placement tasks score) or by the same priorities as the devices, so that the
     /// learned levels also order the transfers (sim::transfer_order).
     sim::transfer_order transfers = sim::transfer_order::produced;
+    /// How the devices follow the decided priorities. `ready` (list scheduling) never holds a device
+    /// idle while an op is ready; `sequence` runs each device's ops in one global order and can wait
+    /// for an op about to arrive (sim::dispatch_order), a schedule no priority list can give. With
+    /// `sequence` the base priorities become the start positions, negated, in the better of the base
+    /// priorities list-scheduled and run as a sequence, so that the middle level everywhere is exactly
+    /// that schedule (the heuristic's own where the base is a heuristic's, the order a round learned
+    /// where train_scheduling re-bases), and a level moves an op earlier or later in its device's order.
+    sim::dispatch_order dispatch = sim::dispatch_order::ready;
 };
 
 /// @brief The ops whose priority the list scheduler consulted in a traced run `r` of `g`: for every
@@ -139,11 +147,26 @@ public:
         if (!orders)
             throw error("tasks::scheduling_decider", "no device has two ops to order under this placement",
                         "a graph and placement with at least two computing ops on one device");
+        if (c.dispatch == sim::dispatch_order::sequence) {
+            // the start order of the better of the base list-scheduled (a heuristic's priorities) and
+            // the base run as a sequence (the order a round before learned): that schedule again
+            const auto listed =
+                s.run(placement_, {.priorities = base_, .record_trace = true, .transfers = c.transfers});
+            const auto ordered = s.run(placement_, {.priorities = base_,
+                                                    .record_trace = true,
+                                                    .transfers = c.transfers,
+                                                    .dispatch = sim::dispatch_order::sequence});
+            const auto& ops = (sim::better_result(ordered, listed) ? ordered : listed).ops;  // in start order
+            for (std::size_t i = 0; i < ops.size(); ++i) base_[ops[i].op] = -static_cast<double>(i);
+        }
         const auto [lo, hi] = std::minmax_element(base_.begin(), base_.end());
         scale_ = c.step * std::max({1e-12, *hi, -*lo});
         const bool trace = c.choice_points_only || c.schedule_features;
-        const auto base_run =
-            s.run(placement_, {.priorities = base_, .fusion = {}, .record_trace = trace, .transfers = c.transfers});
+        const auto base_run = s.run(placement_, {.priorities = base_,
+                                                 .fusion = {},
+                                                 .record_trace = trace,
+                                                 .transfers = c.transfers,
+                                                 .dispatch = c.dispatch});
         reference_ = base_run.step_time;
         if (c.schedule_features) extra_ = base_features(g, s.cluster().num_devices(), base_run);
         if (c.choice_points_only) {
@@ -183,7 +206,11 @@ public:
     }
     /// The base schedule of the placement (the decision of heuristic_actions()).
     sim::decision heuristic_decision() const {
-        return {.placement = placement_, .priorities = base_, .fusion = {}, .transfers = config_.transfers};
+        return {.placement = placement_,
+                .priorities = base_,
+                .fusion = {},
+                .transfers = config_.transfers,
+                .dispatch = config_.dispatch};
     }
     /// Its simulated step, the reward's reference (seconds).
     double reference_step() const noexcept { return reference_; }
