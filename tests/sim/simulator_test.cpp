@@ -56,6 +56,25 @@ device::cluster<round_device> two_devices(round_device d, double bandwidth, doub
     return device::cluster<round_device>::all_to_all(d, 2, bandwidth, latency);
 }
 
+/// A random placement on `devices` devices that respects colocation (a weight follows its matmul's group).
+sim::placement random_placement(std::mt19937_64& rng, const graph::computation_graph& g, std::size_t devices) {
+    sim::placement p(g.num_ops());
+    std::unordered_map<std::int32_t, sim::device_id> coloc;
+    for (op_id o = 0; o < g.num_ops(); ++o) {
+        const auto grp = g.get_op(o).colocation;
+        const auto d = static_cast<sim::device_id>(rng() % devices);
+        p[o] = grp < 0 ? d : coloc.emplace(grp, d).first->second;
+    }
+    return p;
+}
+
+/// Priorities 0..99 drawn per op (ties on purpose).
+std::vector<double> random_priorities(std::mt19937_64& rng, std::size_t n) {
+    std::vector<double> prio(n);
+    for (auto& v : prio) v = static_cast<double>(rng() % 100);
+    return prio;
+}
+
 }  // namespace
 
 TEST_CASE("a chain split over two devices: roofline times and one transfer, worked out by hand") {
@@ -218,15 +237,8 @@ TEST_CASE("a list schedule's start order, as priorities, run as a sequence gives
         const auto g = goopt_test::random_dag(rng, 6 + trial % 5, 4 + trial % 3);
         sim::simulator s(g, cl);
         const std::size_t n = g.num_ops();
-        sim::placement p(n);
-        std::unordered_map<std::int32_t, sim::device_id> coloc;
-        for (op_id o = 0; o < n; ++o) {
-            const auto grp = g.get_op(o).colocation;
-            const auto d = static_cast<sim::device_id>(rng() % 3);
-            p[o] = grp < 0 ? d : coloc.emplace(grp, d).first->second;
-        }
-        std::vector<double> prio(n);
-        for (auto& v : prio) v = static_cast<double>(rng() % 100);
+        const auto p = random_placement(rng, g, 3);
+        const auto prio = random_priorities(rng, n);
         const auto listed = s.run(p, {.priorities = prio});
         std::vector<double> order(n);  // the trace holds the starts in order, zero-time ops too
         for (std::size_t i = 0; i < listed.ops.size(); ++i) order[listed.ops[i].op] = -static_cast<double>(i);
@@ -375,16 +387,8 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
         const auto g = goopt_test::random_dag(rng, 6 + trial % 5, 4 + trial % 3);
         sim::simulator s(g, cl);
         const std::size_t n = g.num_ops();
-        // random placement respecting colocation (a weight follows its matmul's group)
-        sim::placement p(n);
-        std::unordered_map<std::int32_t, sim::device_id> coloc;
-        for (op_id o = 0; o < n; ++o) {
-            const auto grp = g.get_op(o).colocation;
-            const auto d = static_cast<sim::device_id>(rng() % 3);
-            p[o] = grp < 0 ? d : coloc.emplace(grp, d).first->second;
-        }
-        std::vector<double> prio(n);
-        for (auto& v : prio) v = static_cast<double>(rng() % 100);
+        const auto p = random_placement(rng, g, 3);
+        const auto prio = random_priorities(rng, n);
         const bool use_prio = trial % 2 == 1;
         // every fourth trial: the links ordered by the priorities too; every other fourth: the devices
         // following one global order by the (random) priorities, which must not deadlock
