@@ -6,7 +6,8 @@
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
 //             [--no-joint-stages]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
-//             [--schedule-features] [--transfer-order produced|priority] [--dispatch ready|sequence]
+//             [--schedule-features] [--schedule-step 0.1] [--schedule-spacing linear|geometric]
+//             [--transfer-order produced|priority] [--dispatch ready|sequence]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -67,7 +68,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <random>
 #include <span>
 #include <string>
@@ -383,32 +383,24 @@ int run(int argc, char** argv) {
     cli.add_flag("--schedule-features", st.schedule_features,
                  "Scheduling rows: the policy also sees each op's device, base priority, slack, start and "
                  "choice point in the base schedule");
-    cli.add_option("--transfer-order", st.transfers,
+    std::string transfer_order = "produced", dispatch = "ready", spacing = "linear";
+    cli.add_option("--transfer-order", transfer_order,
                    "Scheduling rows: the order in which a link carries waiting tensors, for every order "
                    "compared (produced: FIFO; priority: by the schedule's priorities)")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, sim::transfer_order>{{"produced", sim::transfer_order::produced},
-                                                       {"priority", sim::transfer_order::priority}},
-            CLI::ignore_case))
+        ->check(CLI::IsMember({"produced", "priority"}))
         ->capture_default_str();
     cli.add_option("--schedule-step", st.schedule_step,
-                   "Scheduling rows: a priority level's step, as a share of the largest base priority")
-        ->check(CLI::PositiveNumber)
+                   "Scheduling rows: a priority level's step, as a share of the largest base priority (> 0)")
+        ->transform(bench::non_negative_real())
         ->capture_default_str();
-    cli.add_option("--schedule-spacing", st.schedule_spacing,
+    cli.add_option("--schedule-spacing", spacing,
                    "Scheduling rows: levels linear (j steps) or geometric (2^(j-1) steps) from the middle")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, tasks::level_spacing>{{"linear", tasks::level_spacing::linear},
-                                                        {"geometric", tasks::level_spacing::geometric}},
-            CLI::ignore_case))
+        ->check(CLI::IsMember({"linear", "geometric"}))
         ->capture_default_str();
-    cli.add_option("--dispatch", st.dispatch,
+    cli.add_option("--dispatch", dispatch,
                    "Scheduling rows: how the devices follow the learned priorities (ready: list scheduling; "
                    "sequence: one global order, waiting for the next op)")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, sim::dispatch_order>{{"ready", sim::dispatch_order::ready},
-                                                       {"sequence", sim::dispatch_order::sequence}},
-            CLI::ignore_case))
+        ->check(CLI::IsMember({"ready", "sequence"}))
         ->capture_default_str();
     cli.add_option("--anchor-strength", st.anchor_strength,
                    "Anchored decoders: the score a device other than the anchor's starts from (> 0)")
@@ -429,6 +421,10 @@ int run(int argc, char** argv) {
         if (!(x > 0) || !std::isfinite(x)) throw error("flag --anchor-strengths", concat(x), "numbers > 0");
     if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
+    if (!(st.schedule_step > 0)) throw error("flag --schedule-step", concat(st.schedule_step), "a number > 0");
+    st.transfers = transfer_order == "priority" ? sim::transfer_order::priority : sim::transfer_order::produced;
+    st.dispatch = dispatch == "sequence" ? sim::dispatch_order::sequence : sim::dispatch_order::ready;
+    st.schedule_spacing = spacing == "geometric" ? tasks::level_spacing::geometric : tasks::level_spacing::linear;
     if (st.seeds.empty()) throw error("flag --seeds", "an empty list", "a list such as 1,2,3");
     std::erase(names, std::string{});
     if (names.empty())

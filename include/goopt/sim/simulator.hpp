@@ -44,16 +44,14 @@ enum class dispatch_order : std::uint8_t {
     /// list scheduling: a free device runs its ready op of the largest priority, so it never idles
     /// while an op is ready (a non-delay schedule)
     ready,
-    /// every device runs its ops in one global order, the topological order that takes next the op
-    /// of the largest priority among those whose producers are all taken (ties: the smaller op id),
-    /// an op's priority counting as the largest of its own and its consumers' (so a priority lifts
-    /// the producers an op waits for), and waits for its next op even while another is ready. Every schedule, one that
-    /// holds a device
-    /// idle for an op about to arrive too, is such an order: with the positions of a `ready`
-    /// schedule's starts, negated, as priorities, `sequence` runs that same schedule, and an optimal schedule
-    /// need not be a non-delay one (the job-shop's active schedules, Giffler & Thompson 1960). The
-    /// order is topological, so no device waits for an op that waits for it. Without priorities it is
-    /// `ready` (FIFO).
+    /// every device runs its ops in one global order and waits for its next op even while another
+    /// is ready. The order is topological: next comes the op of the largest priority among those
+    /// whose producers are all in it (ties: the smaller op id), an op's priority counting as the
+    /// largest of its own and its consumers', so that a priority lifts the producers its op waits
+    /// for; so no device waits for an op that waits for it. Every schedule is such an order, one that
+    /// holds a device idle for an op about to arrive too (an optimal schedule need not be non-delay:
+    /// the job shop's active schedules, Giffler & Thompson 1960): a `ready` schedule's start
+    /// positions, negated, as priorities give that schedule again. Without priorities it is `ready`.
     sequence,
 };
 
@@ -76,9 +74,9 @@ struct simulation_options {
 /// @brief Simulates one step of a graph on a cluster under a placement.
 ///
 /// Model: each device has one compute stream that runs one op (or fused group) at a time, for the
-/// time the cost model gives; each link has a transfer queue (FIFO, or by priority: transfer_order); a
-/// tensor consumed on another device
-/// is copied there once (one transfer per tensor per destination device) over the link
+/// time the cost model gives (the next op chosen as dispatch_order says); each link has a transfer
+/// queue (FIFO, or by priority: transfer_order); a tensor consumed on another device is copied there
+/// once (one transfer per tensor per destination device) over the link
 /// cluster.route(from, to), taking latency + bytes / bandwidth, after its producer finishes. An op
 /// becomes ready when all its inputs are on its device.
 ///
