@@ -126,7 +126,7 @@ case "$command" in
               -DGOOPT_SANITIZE=ON -DGOOPT_NATIVE=OFF -DGOOPT_BUILD_TESTS=ON -DGOOPT_BUILD_EXAMPLES=ON \
               -DGOOPT_BUILD_BENCHMARKS=OFF -DGOOPT_HEADER_CHECKS=OFF
         cmake --build build-asan -j"$(nproc)"
-        exec ctest --test-dir build-asan --output-on-failure --label-exclude package ;;
+        exec ctest --test-dir build-asan --output-on-failure --label-exclude package -j"$(nproc)" ;;
     ort)
         # onnxruntime-node as tools/ort/package-lock.json pins it, never its install script
         if ((clean)); then rm -rf tools/ort/node_modules; fi
@@ -191,7 +191,8 @@ case "$command" in
             --clusters 2xV100:nvlink,4xV100:nvlink,8xV100:nvlink --head pair --steps 240 --updates-per-graph 4 \
             --seed 1 --quiet --checkpoint-out share/goopt/placement_policy.ckpt ;;
     test)
-        exec ctest --test-dir build --output-on-failure ;;
+        # -j: tests that share files take a RESOURCE_LOCK (the program's cases, the MPI runs)
+        exec ctest --test-dir build --output-on-failure -j"$(nproc)" ;;
     demo)
         if [[ ! -x build/bin/goopt ]]; then
             echo "bootstrap.sh: error: build/bin/goopt was not built (is libcli11-dev installed? see above)" >&2
