@@ -8,13 +8,15 @@
 /// copied once per product to feed 16 multiply-adds per element), and a depth of 16 leaves its
 /// kernel loading and storing its output tile every 16 steps; measured in segment_attention on
 /// 82,000 nodes: ~35 % of a PPO update in packing and ~45 GFLOP/s per core. Here each product reads
-/// its operands where they lie: an output tile of 8 rows by one 64-byte vector stays in registers
-/// for the whole depth, each step loading one vector of b and broadcasting 8 scalars of a.
+/// its operands where they lie: an output tile of up to 8 rows by one 64-byte vector stays in
+/// registers for the whole depth, each step loading one vector of b and broadcasting a scalar of a
+/// per row.
 /// Sums run over the depth in order, one per output element: results are those of any other
 /// summation order up to floating-point reassociation, and do not depend on the thread count.
 
 #include <goopt/nn/types.hpp>
 
+#include <algorithm>
 #include <cassert>
 #include <type_traits>
 
@@ -22,8 +24,19 @@ namespace goopt::nn {
 
 namespace detail {
 
-/// Output rows held in registers at once (8 accumulators of one 64-byte vector each).
-inline constexpr int head_tile_rows = 8;
+/// Output rows held in registers at once: as many 64-byte rows as fit in the vector register file
+/// beside one row of b and one broadcast scalar, at most 8. With AVX-512 (32 registers, a row is one
+/// register) that is 8; with AVX2 (16 registers, a row is two) 6: 8 rows there spilled accumulators
+/// to the stack on every depth step (measured on 256 x 512 x 16: 57 GFLOP/s at 8 rows, 91-95 at 6,
+/// one core of an AMD EPYC Milan). The sums, and so the results, do not depend on the row count.
+template <class S> constexpr int head_tile_rows() {
+    constexpr int lanes = Eigen::internal::packet_traits<S>::size;  // scalars per vector register
+    // where Eigen does not vectorize, the compiler decides how the rows are held
+    if constexpr (lanes == 1) return 8;
+    constexpr int per_row = std::max(1, static_cast<int>(64 / sizeof(S)) / lanes);
+    constexpr int registers = static_cast<int>(EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS);
+    return std::clamp((registers - per_row - 1) / per_row, 1, 8);
+}
 
 /// c[i0.., c0..c0+P) for R rows, full depth k, one fixed-size vector of P scalars per row.
 template <bool TransA, int R, int P, class S>
@@ -63,7 +76,7 @@ void head_columns(S* c, Eigen::Index ldc, const S* a, Eigen::Index lda, const S*
 template <bool TransA, class S>
 void head_product(S* c, Eigen::Index ldc, const S* a, Eigen::Index lda, const S* b, Eigen::Index ldb, Eigen::Index m,
                   Eigen::Index k, Eigen::Index w, S alpha, bool accumulate) {
-    constexpr int P = static_cast<int>(64 / sizeof(S)), R = head_tile_rows;
+    constexpr int P = static_cast<int>(64 / sizeof(S)), R = head_tile_rows<S>();
     Eigen::Index c0 = 0;
     for (; c0 + P <= w; c0 += P) {
         Eigen::Index i = 0;
