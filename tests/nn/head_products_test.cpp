@@ -1,5 +1,5 @@
-// nn::head_product against Eigen's product: every tile path (row tiles of 6 or 8, single rows, vector
-// panels and leftover columns), a transposed first operand, accumulation and alpha, float and double.
+// nn::head_product against Eigen's product: every tile path (row tiles, single rows, vector panels
+// and leftover columns), a transposed first operand, accumulation and alpha, float and double.
 #include <goopt/nn/head_products.hpp>
 
 #include <doctest/doctest.h>
@@ -19,8 +19,8 @@ template <class S> goopt::nn::matrix<S> head_test_matrix(Eigen::Index r, Eigen::
 template <class S> void check_head_products(double tolerance) {
     using goopt::nn::head_product;
     std::mt19937_64 rng(11);
-    // (m, k, w): multiples of the row tile (8 with AVX-512, 6 with AVX2) and of the vector (16 floats,
-    // 8 doubles), and leftovers
+    // (m, k, w): multiples of the row tile (2 with SSE alone, 6 with AVX2, 8 with AVX-512) and of the
+    // vector (16 floats, 8 doubles), and leftovers
     for (const auto [m, k, w] : {std::array<Eigen::Index, 3>{256, 512, 16},
                                  {19, 37, 16},
                                  {8, 5, 40},
