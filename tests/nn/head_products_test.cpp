@@ -54,3 +54,24 @@ TEST_CASE("head_product equals Eigen's product up to rounding (float and double)
     check_head_products<double>(1e-12);
     check_head_products<float>(1e-4);
 }
+
+// The tile this build holds in registers: the module executable is compiled for the baseline
+// instruction set, goopt_nn_native_tests (tests/CMakeLists.txt) for the host's, where the benchmarks'
+// and most users' builds run.
+TEST_CASE("head_product's register tile follows the instruction set the build targets") {
+    using goopt::nn::detail::head_tile_rows;
+#if defined(EIGEN_DONT_VECTORIZE)
+    CHECK(head_tile_rows<float>() == 8);
+#elif defined(__AVX512F__)
+    CHECK(head_tile_rows<float>() == 8);
+    CHECK(head_tile_rows<double>() == 8);
+#elif defined(__AVX__)
+    CHECK(head_tile_rows<float>() == 6);
+    CHECK(head_tile_rows<double>() == 6);
+#elif defined(__SSE2__)
+    CHECK(head_tile_rows<float>() == 2);
+    CHECK(head_tile_rows<double>() == 2);
+#endif
+    CHECK(head_tile_rows<float>() >= 1);
+    CHECK(head_tile_rows<float>() <= 8);
+}
