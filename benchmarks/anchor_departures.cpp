@@ -39,7 +39,9 @@ int run(int argc, char** argv) {
     bench::command_line cli("anchor_departures",
                             "How many ops the anchored placement decoder moves per sample at each anchor strength, "
                             "at zero logits, and how many samples beat the anchor");
-    cli.add_option("--out", out, "Write the results as a JSON list")->type_name("FILE");
+    cli.add_option("--out", out, "Write the results as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_option("--model", models, "A model of the zoo (repeatable; default: wavenet_2x18, transformer_xl2, rnnlm2)")
         ->allow_extra_args(false)
         ->type_name("NAME");

@@ -47,7 +47,9 @@ int run(int argc, char** argv) {
     goopt::bench::command_line cli("baselines",
                                    "Every heuristic baseline on every GO workload on 2, 4 and 8 devices, scored by "
                                    "the same simulator: simulated step time and peak memory per device.");
-    cli.add_option("--out", out, "Write the results as a JSON list")->type_name("FILE");
+    cli.add_option("--out", out, "Write the results as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_graph_flags(models, graphs);
     cli.add_option("--devices", counts, "Device counts, one cluster each")
         ->delimiter(',')

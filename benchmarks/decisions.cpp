@@ -316,7 +316,9 @@ int run(int argc, char** argv) {
         "experiment.");
     cli.add_flag("--quick", quick,
                  "Every experiment on two graphs on 2 and 4 devices, 40 updates, seeds 1,2,3 (flags given win)");
-    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     auto* experiments_given = cli.add_option("--experiments", experiments, "Experiments to run (--quick: all four)")
                                   ->delimiter(',')
                                   ->allow_extra_args(false)

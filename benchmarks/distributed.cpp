@@ -307,11 +307,14 @@ int run(int argc, char** argv) {
         ->check(CLI::ExistingFile);
     cli.add_option("--rules-out", rules_out,
                    "Rule generation: write the rule file of the run on the most ranks (rank 0; one --depth)")
-        ->type_name("FILE");
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_option("--exchange-log", exchange_log,
                    "Rule generation: write a line per exchange of the N-rank run to PREFIX.rankR.tsv")
         ->type_name("PREFIX");
-    cli.add_option("--out", out, "Write the rows as a JSON list (rank 0)")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list (rank 0)")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     if (!cli.parse_flags(argc, argv)) return 0;
     if ((!reference_rules.empty() || !rules_out.empty()) && depths.size() != 1)
         throw error("distributed", concat("--reference-rules or --rules-out with ", depths.size(), " depths"),

@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
         cli.add_flag("--each", each,
                      "Also print every configuration: its roofline and measured time, then each method's "
                      "ln(predicted / measured)");
-        cli.add_option("--out", out, "Also write the summary as JSON here")->type_name("FILE.json");
+        cli.add_option("--out", out, "Also write the summary as JSON here")
+            ->type_name("FILE.json")
+            ->check(goopt::bench::writable_file());
         if (!cli.parse_flags(argc, argv)) return 0;
         const auto preset = device::find_preset(device_name);
         if (!preset) throw error("--device", concat("unknown device '", device_name, "'"), "a preset name");

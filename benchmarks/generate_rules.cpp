@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
             ->transform(goopt::bench::count())
             ->type_name("N")
             ->capture_default_str();
-        cli.add_option("--out", out, "The rule file to write")->type_name("FILE")->capture_default_str();
+        cli.add_option("--out", out, "The rule file to write")
+            ->type_name("FILE")
+            ->check(goopt::bench::writable_file())
+            ->capture_default_str();
         if (!cli.parse_flags(argc, argv)) return 0;
         if (cfg.threads == 0) cfg.threads = std::max(1u, std::thread::hardware_concurrency());
         const auto world = goopt::subst::taso_world();

@@ -27,7 +27,10 @@ int run(int argc, char** argv) {
     bench::command_line cli("model_zoo",
                             "Every built-in benchmark graph with its size: ops, parameter bytes, FLOPs per step and "
                             "build time.");
-    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE")->capture_default_str();
+    cli.add_option("--out", out, "Write the table as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file())
+        ->capture_default_str();
     cli.add_option("--only", only, "One model of the zoo (default: all)")->type_name("NAME");
     if (!cli.parse_flags(argc, argv)) return 0;
     auto entries = only.empty() ? models::zoo() : std::vector<models::zoo_entry>{models::find_workload(only)};

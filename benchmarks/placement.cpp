@@ -71,7 +71,9 @@ int run(int argc, char** argv) {
         ->transform(goopt::bench::count(1, 1024))
         ->type_name("N,...")
         ->capture_default_str();
-    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_option("--updates", updates, "PPO updates per training")
         ->transform(goopt::bench::count(1, 1000000))
         ->type_name("N")

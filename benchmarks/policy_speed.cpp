@@ -143,7 +143,10 @@ int run(int argc, char** argv) {
                             "Forward + backward speed of nn::go_policy<float> (GO's shape) on graphs of 1k and 10k "
                             "ops and the 8-layer GNMT training graph, beside Eigen's GEMM peak and the same network "
                             "in PyTorch.");
-    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE")->capture_default_str();
+    cli.add_option("--out", out, "Write the table as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file())
+        ->capture_default_str();
     cli.add_option("--repeats", repeats, "Timed runs of each graph (the best counts), after one warm-up")
         ->transform(bench::count(1, 1000))
         ->type_name("N")

@@ -130,7 +130,10 @@ int run(int argc, char** argv) {
                             "and checked on the interpreter.");
     cli.add_option("--rules", rules_file, "The rule file (default: the library's, io::default_rules_file())")
         ->type_name("FILE");
-    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE")->capture_default_str();
+    cli.add_option("--out", out, "Write the table as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file())
+        ->capture_default_str();
     cli.add_option("--only", only, "One model (a zoo name or onnx:<file stem>; default: all)")->type_name("NAME");
     cli.add_option("--limit", limit, "Matches tried per rule and model")
         ->transform(bench::count(1, 1000000))

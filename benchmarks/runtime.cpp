@@ -280,7 +280,9 @@ int run(int argc, char** argv) {
                             "goopt's optimized ONNX models in onnxruntime: the original and goopt's export, both at "
                             "onnxruntime's highest optimization level, timed interleaved at batch 1 and 8 and 1 and "
                             "2 threads, outputs compared on every row (max_rel_diff <= 1e-4)");
-    cli.add_option("--out", out, "Write the rows as a JSON list")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_flag("--quick", quick,
                  "Only the small models (squeezenet1_1, bert_tiny, vit_tiny, lstm_lm, opaque_ops, nasrnn_taso)");
     cli.add_option("--model", only, "A model of this benchmark (repeatable; default: all)")

@@ -90,7 +90,9 @@ int run(int argc, char** argv) {
         ->check(CLI::IsMember({"automatic", "earliest_start", "ranked"}))
         ->capture_default_str();
     cli.add_flag("--quick", quick, "gnmt8_long only, one timed update");
-    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     if (!cli.parse_flags(argc, argv)) return 0;
     s.walk = walk == "ranked"           ? goopt::tasks::guided_walk::ranked
              : walk == "earliest_start" ? goopt::tasks::guided_walk::earliest_start

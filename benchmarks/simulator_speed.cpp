@@ -59,7 +59,9 @@ int run(int argc, char** argv) {
     goopt::bench::command_line cli("simulator_speed",
                                    "How fast the simulator scores one decision, for every GO workload under the "
                                    "family's expert placement and under a random one.");
-    cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE");
+    cli.add_option("--out", out, "Write the table as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_graph_flags(models, graphs);
     cli.add_option("--cluster", cluster_spec, "The cluster (device::parse_cluster)")
         ->type_name("SPEC")

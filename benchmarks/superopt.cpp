@@ -236,7 +236,9 @@ int run(int argc, char** argv) {
                             "The substitution searches on TASO's inference workloads, side by side: cost before and "
                             "after on T4 and V100, search time, the bound hit, rewrites applied, and the "
                             "interpreter's check of each result.");
-    cli.add_option("--out", out, "Write the rows as a JSON list")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_option("--rules", rules_file, "The rule library (default: this build's share/goopt/taso_rules_k3.json)")
         ->type_name("FILE");
     cli.add_option("--seconds", seconds,

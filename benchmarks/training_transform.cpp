@@ -112,7 +112,9 @@ int main(int argc, char** argv) {
             ->transform(bench::count(1, 1000))
             ->type_name("N")
             ->capture_default_str();
-        cli.add_option("--out", out, "Write the table as a JSON list")->type_name("FILE");
+        cli.add_option("--out", out, "Write the table as a JSON list")
+            ->type_name("FILE")
+            ->check(goopt::bench::writable_file());
         if (!cli.parse_flags(argc, argv)) return 0;
         std::vector<row> rows;
 #ifdef GOOPT_BENCH_HAS_GNMT

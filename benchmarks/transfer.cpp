@@ -215,7 +215,9 @@ int run(int argc, char** argv) {
     cli.add_flag("--quick", quick,
                  "Small graphs, 2 and 4 devices, 40 pre-training updates, GO-one 200, fine-tuning 20; convergence on "
                  "bert_taso, seeds 1,2 (flags given win)");
-    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")->type_name("FILE");
+    cli.add_option("--out", out, "Write the rows as a JSON list (after every row)")
+        ->type_name("FILE")
+        ->check(goopt::bench::writable_file());
     cli.add_option("--policy", policy, "A pre-trained pair-head checkpoint to use instead of pre-training here")
         ->type_name("FILE");
     auto list = [&](const char* flag, std::vector<std::string>& v, const char* what) {

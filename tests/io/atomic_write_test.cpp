@@ -124,3 +124,22 @@ TEST_CASE("atomic_write that cannot replace the target leaves the target as it w
     }
 #endif
 }
+
+TEST_CASE("write_problem says before any work why atomic_write would fail, and nothing where it would not") {
+    using goopt::io::write_problem;
+    goopt::test::temp_dir dir{"goopt_atomic_write_test_"};
+    CHECK(write_problem(dir.path / "out.json").empty());
+    goopt::io::atomic_write(dir.path / "out.json", "x");
+    CHECK(write_problem(dir.path / "out.json").empty());  // an existing file is replaced
+    CHECK_HAS(write_problem(dir.path / "no_such_dir" / "out.json"),
+              "the folder '" + (dir.path / "no_such_dir").string() + "' of ");
+    CHECK_HAS(write_problem(dir.path / "no_such_dir" / "out.json"), "does not exist");
+    CHECK_HAS(write_problem(dir.path), "is a folder");
+    CHECK_HAS(write_problem(dir.path / "out.json" / "inner.json"), "is not a folder");
+    CHECK_HAS(write_problem(""), "does not name a file");
+    CHECK_HAS(write_problem(dir.path / "."), "does not name a file");
+    // every problem it names is one atomic_write meets
+    for (const fs::path& bad : {dir.path / "no_such_dir" / "out.json", dir.path, dir.path / "out.json" / "inner.json"})
+        CHECK(!error_of(bad, "data").empty());
+    CHECK(entries(dir.path) == std::vector<std::string>{"out.json"});
+}

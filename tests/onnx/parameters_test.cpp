@@ -190,4 +190,17 @@ TEST_CASE("given input shapes agree with every dimension the file fixes; a baked
           "onnx_options::dim_values binds 'batch' to 2: expected one value for one symbolic dimension");
 }
 
+TEST_CASE("a given input shape names a graph input: a misspelt or initializer name is an error, not ignored") {
+    model_builder b;
+    b.input("x", {1, 4});
+    b.int64s("target", {2}, {2, 2});
+    b.node("Reshape", {"x", "target"}, {"y"});
+    b.output("y");
+    CHECK(import_error(b.bytes(), {.input_shapes = {{"X", {1, 4}}}, .command_line_hints = true}) ==
+          "m.onnx: --input-shape 'X' is not a graph input (the graph inputs: x)");
+    CHECK(import_error(b.bytes(), {.input_shapes = {{"target", {2}}}}) ==
+          "m.onnx: onnx_options::input_shapes: 'target' is an initializer, whose shape is its value's (the graph "
+          "inputs: x)");
+}
+
 }  // namespace parameters_test

@@ -578,6 +578,7 @@ command add_calibrate_command(CLI::App& root) {
                     "The cost table to write (atomically); an existing table of this machine, runtime and thread "
                     "count is extended with what it lacks")
         ->type_name("FILE.json")
+        ->check(writable_file())
         ->capture_default_str();
     app->add_option("--threads", flags->threads, "onnxruntime's intra-op threads")
         ->check(CLI::Range(1, 1024))

@@ -4,6 +4,7 @@
 /// cluster flags (declared once, used by optimize and simulate). What the optimizers share (and
 /// nothing of the command line) is in optimizer.hpp; the result and decision files are io/'s.
 
+#include "../cli_checks.hpp"
 #include "optimizer.hpp"
 
 #include <goopt/cost/cost_table.hpp>
@@ -44,6 +45,9 @@ inline CLI::Validator finite_range(double lo, double hi) {
         },
         concat("FLOAT in [", lo, " - ", hi, "]"));
 }
+
+using cli_checks::count;
+using cli_checks::writable_file;
 
 /// A subcommand: its CLI11 app (flags declared there) and what runs once the flags are parsed.
 /// The function returns the exit status; bad input is a goopt::error (exit 1, one line).

@@ -109,6 +109,7 @@ command add_export_command(CLI::App& root) {
     flags->source.add_flags(*app);
     app->add_option("-o,--out", flags->out, "The file to write (atomically): .onnx or .json, else give --format")
         ->type_name("FILE.onnx")
+        ->check(writable_file())
         ->required();
     add_format_flag(*app, flags->format);
     app->add_option("--opset", flags->opset,

@@ -53,7 +53,10 @@ command add_generate_rules_command(CLI::App& root) {
         ->check(CLI::Range(1, 4))
         ->capture_default_str();
     app->add_option("--threads", flags->threads, "Worker threads (0: all cores)")->capture_default_str();
-    app->add_option("-o,--out", flags->out, "The rule file to write (atomically)")->type_name("FILE.json")->required();
+    app->add_option("-o,--out", flags->out, "The rule file to write (atomically)")
+        ->type_name("FILE.json")
+        ->check(writable_file())
+        ->required();
     return {app, [flags] { return run_generate_rules(*flags); }};
 }
 

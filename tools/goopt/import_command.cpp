@@ -35,7 +35,10 @@ command add_import_command(CLI::App& root) {
     auto flags = std::make_shared<import_flags>();
     auto* app = root.add_subcommand("import", "Convert an ONNX model to goopt's JSON graph format");
     app->add_option("model", flags->onnx_file, "The ONNX file")->type_name("FILE.onnx")->required();
-    app->add_option("-o,--out", flags->out, "The graph file to write (atomically)")->type_name("FILE.json")->required();
+    app->add_option("-o,--out", flags->out, "The graph file to write (atomically)")
+        ->type_name("FILE.json")
+        ->check(writable_file())
+        ->required();
     add_binding_flags(*app, flags->dims, flags->input_shapes);
     auto* params = app->add_option("--param-inputs", flags->param_inputs,
                                    "Graph inputs that are parameters (weights trained in a training step), not data")

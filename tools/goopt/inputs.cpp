@@ -95,7 +95,11 @@ io::onnx_model import_onnx_model(const std::string& file, const std::vector<std:
     options.data_inputs = name_list("--data-inputs", data_inputs);
     for (const auto& d : dims) {
         const auto [name, value] = binding("--dim", d, "NAME=VALUE, e.g. batch=8");
-        options.dim_values[name] = positive_integer("--dim", d, value);
+        const auto v = positive_integer("--dim", d, value);
+        const auto [it, fresh] = options.dim_values.emplace(name, v);
+        if (!fresh && it->second != v)
+            throw error(concat("--dim ", d), concat("'", name, "' is already bound to ", it->second),
+                        "one value per symbolic dimension");
     }
     for (const auto& s : input_shapes) {
         const auto [name, list] = binding("--input-shape", s, "INPUT=d0,d1,..., e.g. input=8,3,224,224");
@@ -107,7 +111,10 @@ io::onnx_model import_onnx_model(const std::string& file, const std::vector<std:
             if (comma == std::string::npos) break;
             begin = comma + 1;
         }
-        options.input_shapes[name] = std::move(shape);
+        const auto [it, fresh] = options.input_shapes.emplace(name, shape);
+        if (!fresh && it->second != shape)
+            throw error(concat("--input-shape ", s), concat("'", name, "' already has another shape"),
+                        "one shape per graph input");
     }
     auto m = io::import_onnx(file, options);
     for (const auto& w : m.warnings) std::printf("warning: %s: %s\n", file.c_str(), w.c_str());

@@ -60,7 +60,9 @@ command add_models_command(CLI::App& root) {
     app->add_option("--only", flags->only, "Only these models (repeatable)")
         ->type_name("NAME")
         ->allow_extra_args(false);
-    app->add_option("--out", flags->out, "Also write the list as JSON (atomically)")->type_name("FILE.json");
+    app->add_option("--out", flags->out, "Also write the list as JSON (atomically)")
+        ->type_name("FILE.json")
+        ->check(writable_file());
     app->add_flag("-q,--quiet", flags->quiet, "No progress line");
     return {app, [flags] { return run_models(*flags); }};
 }

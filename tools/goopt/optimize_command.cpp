@@ -408,16 +408,21 @@ command add_optimize_command(CLI::App& root) {
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same result)")
+        ->transform(count())
         ->capture_default_str();
     app->add_option("--checkpoint", flags->checkpoint,
                     "Start the learned placement from a pre-trained policy: FILE, \"shipped\" (the one goopt ships) "
                     "or \"none\" (fresh weights, the default)")
         ->type_name("FILE|shipped|none");
     app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in docs/formats.md)")
-        ->type_name("FILE.json");
-    app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")->type_name("FILE.svg");
+        ->type_name("FILE.json")
+        ->check(writable_file());
+    app->add_option("--svg", flags->svg, "Write the timeline of goopt's result")
+        ->type_name("FILE.svg")
+        ->check(writable_file());
     app->add_option("--curve", flags->curve, "Write the search/training curve with the baselines as lines")
-        ->type_name("FILE.svg");
+        ->type_name("FILE.svg")
+        ->check(writable_file());
     flags->measured.add_flags(*app);
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_optimize(*flags); }};

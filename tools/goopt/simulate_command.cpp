@@ -71,8 +71,12 @@ command add_simulate_command(CLI::App& root) {
                     "goopt.decisions file, or a result.json of 'goopt optimize' (its best decisions)")
         ->type_name("FILE.json")
         ->required();
-    app->add_option("--out", flags->out, "Write the scores as JSON (atomically)")->type_name("FILE.json");
-    app->add_option("--svg", flags->svg, "Write the simulated timeline as SVG")->type_name("FILE.svg");
+    app->add_option("--out", flags->out, "Write the scores as JSON (atomically)")
+        ->type_name("FILE.json")
+        ->check(writable_file());
+    app->add_option("--svg", flags->svg, "Write the simulated timeline as SVG")
+        ->type_name("FILE.svg")
+        ->check(writable_file());
     return {app, [flags] { return run_simulate(*flags); }};
 }
 

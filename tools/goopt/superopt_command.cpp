@@ -488,7 +488,8 @@ command add_superopt_command(CLI::App& root) {
     app->add_option("-o,--out", flags->out,
                     "Write the optimized graph (atomically): goopt.graph JSON (.json) or ONNX (.onnx, with an --onnx "
                     "file's weights), by the extension or --format")
-        ->type_name("FILE.json|FILE.onnx");
+        ->type_name("FILE.json|FILE.onnx")
+        ->check(writable_file());
     add_format_flag(*app, flags->format);
     app->add_flag("--explain", flags->explain,
                   "List the rewrites applied: each rule's index in the rule file (or built-in), its text, and with the "

@@ -100,9 +100,11 @@ command add_train_command(CLI::App& root) {
         ->type_name("SECONDS")
         ->capture_default_str();
     app->add_option("--seed", flags->seed, "Seed of every random choice (same seed, same policy)")
+        ->transform(count())
         ->capture_default_str();
     app->add_option("--checkpoint-out", flags->checkpoint_out, "Where the policy goes (written atomically)")
         ->type_name("FILE")
+        ->check(writable_file())
         ->required();
     app->add_flag("-q,--quiet", flags->quiet, "No progress line (there is none either when stdout is not a terminal)");
     return {app, [flags] { return run_train(*flags); }};

@@ -51,6 +51,29 @@ inline std::filesystem::path temporary_path_for(const std::filesystem::path& tar
 
 }  // namespace detail
 
+/// @brief Why atomic_write(target, ...) would fail before writing anything, or "" where it would not:
+/// the path names no file, names a folder, or its folder does not exist, is not a folder, or cannot
+/// be written in. Programs check their output paths with it before a long run, so that a mistyped
+/// folder is an error at once and not after an hour of training (the write itself can still fail,
+/// e.g. on a full disk).
+inline std::string write_problem(const std::filesystem::path& target) {
+    namespace fs = std::filesystem;
+    if (target.empty() || target.filename().empty() || target.filename() == "." || target.filename() == "..")
+        return concat("'", target.string(), "' does not name a file");
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) return concat("'", target.string(), "' is a folder");
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const auto st = fs::status(dir, ec);
+    if (!fs::exists(st)) return concat("the folder '", dir.string(), "' of '", target.string(), "' does not exist");
+    if (!fs::is_directory(st)) return concat("'", dir.string(), "' in '", target.string(), "' is not a folder");
+#if !defined(_WIN32)
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        return concat("the folder '", dir.string(), "' of '", target.string(),
+                      "' is not writable: ", detail::errno_text(errno));
+#endif
+    return {};
+}
+
 /// @brief Writes `contents` to `target` atomically: readers see the old file or the new one, never a
 /// mixture, and after a crash the file is one of the two.
 ///

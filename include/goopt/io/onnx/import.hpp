@@ -179,6 +179,7 @@ inline onnx_model onnx_importer::run() {
         env_[t.name()] = std::move(e);
     }
     check_dim_values(gp);
+    check_input_shapes(gp);
     for (const auto& v : gp.input()) {
         if (env_.count(v.name())) continue;  // an initializer listed as an input (IR version < 4)
         const ops::tensor_type type = value_type(v);

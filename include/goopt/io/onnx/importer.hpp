@@ -163,6 +163,7 @@ private:
                            " (the file has ", file_value, ")");
     }
     void check_dim_values(const onnx::GraphProto& gp) const;
+    void check_input_shapes(const onnx::GraphProto& gp) const;
     std::set<std::string, std::less<>> check_parameter_inputs(const onnx::GraphProto& gp) const;
     std::string rebinding_hint(const node_t& n) const;
     /// The list of parameter inputs given, as the caller named it: `--param-inputs` or `--data-inputs`
@@ -555,6 +556,24 @@ inline void onnx_importer::check_dim_values(const onnx::GraphProto& gp) const {
         fail(concat(opt_.command_line_hints ? "--dim " : "onnx_options::dim_values: ", "'", name,
                     "' is not a symbolic dimension of any graph input (",
                     known.empty() ? std::string("the inputs have none") : concat("they have: ", known), ")"));
+    }
+}
+
+/// Every shape given (onnx_options::input_shapes) names a graph input that is not an initializer:
+/// a misspelt name would otherwise leave the file's shape in place without a word.
+inline void onnx_importer::check_input_shapes(const onnx::GraphProto& gp) const {
+    if (opt_.input_shapes.empty()) return;
+    std::set<std::string, std::less<>> initializers, inputs;
+    for (const auto& t : gp.initializer()) initializers.insert(t.name());
+    for (const auto& v : gp.input())
+        if (!initializers.count(v.name())) inputs.insert(v.name());
+    for (const auto& [name, shape] : opt_.input_shapes) {
+        if (inputs.count(name)) continue;
+        std::string known;
+        for (const auto& i : inputs) known += concat(known.empty() ? "" : ", ", i);
+        fail(concat(opt_.command_line_hints ? "--input-shape " : "onnx_options::input_shapes: ", "'", name, "' ",
+                    initializers.count(name) ? "is an initializer, whose shape is its value's" : "is not a graph input",
+                    " (the graph inputs: ", known.empty() ? std::string("none") : known, ")"));
     }
 }
 
