@@ -13,6 +13,7 @@
 #include <goopt/subst/search/optimize.hpp>
 
 #include "external_tools.hpp"
+#include "model_builder.hpp"
 #include "values.hpp"
 
 #include <doctest/doctest.h>
@@ -670,6 +671,44 @@ TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, 
     for (const auto& s : r.model.opset_import())
         imported = imported || (s.domain() == "example.com" && s.version() == 1);
     CHECK(imported);
+}
+
+TEST_CASE("opaque LogSoftmax and Hardmax of operator set 11 keep their meaning when written at 13") {
+    // before operator set 13 they flatten to 2-D at axis (default 1); written unchanged at 13 they would
+    // work on that one axis: the import keeps them on the flattened tensor with axis 1
+    for (const std::string op : {"LogSoftmax", "Hardmax"}) {
+        CAPTURE(op);
+        onnx_testing::model_builder b(11);
+        b.input("x", {2, 3, 4});
+        b.node(op, {"x"}, {"y"});
+        onnx_testing::set_attribute(b.node(op, {"x"}, {"z"}), "axis", std::int64_t{-1});  // the last axis: as is
+        b.output("y").output("z");
+        const auto m = io::import_onnx_bytes(b.bytes(), "old.onnx");
+        CHECK(m.graph.ops_of_kind(op_kind::flatten).size() == 1);
+        CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{2, 3, 4});
+        const auto r = io::to_onnx(m.graph, {.source = &m});
+        CHECK(r.report.opset == 13);
+        int written = 0;
+        for (const auto& n : r.model.graph().node()) {
+            if (n.op_type() != op) continue;
+            ++written;
+            for (const auto& a : n.attribute())
+                if (a.name() == "axis") CHECK((a.i() == 1 || a.i() == -1));
+        }
+        CHECK(written == 2);
+        scratch_dir dir;
+        const auto in = dir.path / "old.onnx", out = dir.path / "old_exported.onnx";
+        std::ofstream(in, std::ios::binary) << b.bytes();
+        std::ofstream(out, std::ios::binary) << bytes_of(r.model);
+        if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
+            MESSAGE("onnxruntime skipped: ", missing);
+        } else {
+            const std::string cmd =
+                concat("node '", (ort_dir / "compare_models.js").string(), "' '", in.string(), "' '", out.string(),
+                       "' --seed 2 --tolerance 1e-5 >'", out.string(), ".log' 2>&1");
+            CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+        }
+    }
 }
 
 }  // namespace export_test

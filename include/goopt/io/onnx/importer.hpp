@@ -174,6 +174,8 @@ private:
         return data ? "onnx_options::data_inputs" : "onnx_options::param_inputs";
     }
     std::vector<ops::tensor_type> opaque_output_types(const node_t& n);
+    graph::output_ids add_opaque(const node_t& n, const std::vector<graph::tensor_id>& in,
+                                 const std::vector<ops::tensor_type>& types);
     /// The handler of n's op type; null for an operator goopt has no kind for (another domain's too).
     static const onnx_handler* handler_of(const node_t& n);
     bool has_input(const node_t& n, int k) const { return n.input_size() > k && !n.input(k).empty(); }

@@ -106,10 +106,43 @@ inline void onnx_importer::convert_opaque(const node_t& n) {
                  concat("operator '", n.op_type(), "' has no goopt kind and holds a subgraph (attribute '", a.name(),
                         "')"),
                  "no subgraph (control flow is not kept opaque)");
+    // Before operator set 13, LogSoftmax and Hardmax (as Softmax: convert_softmax) flatten their input
+    // to 2-D at `axis` and work on the whole trailing block; from 13 on they work on that one axis.
+    // goopt writes operator set 13 or later, so such a node is kept on the flattened tensor with axis
+    // 1, where both meanings agree, between a flatten and a reshape back.
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (default_domain && opset_ < 13 && (n.op_type() == "LogSoftmax" || n.op_type() == "Hardmax") && has_input(n, 0)) {
+        const ops::shape& x = dims_in(n, 0);
+        const auto ax = static_cast<std::int64_t>(x.axis(attr_int(n, "axis", 1)));
+        if (ax + 1 != static_cast<std::int64_t>(x.rank())) {
+            const std::string name = node_name(n);
+            const graph::tensor_id f =
+                add1(ops::op_kind::flatten, {tensor_in(n, 0)}, {{ops::attr_id::axis, ax}}, name + "/flatten");
+            node_t flat = n;
+            auto* attrs = flat.mutable_attribute();
+            for (int k = attrs->size() - 1; k >= 0; --k)
+                if (attrs->Get(k).name() == "axis") attrs->DeleteSubrange(k, 1);
+            auto* axis = flat.add_attribute();
+            axis->set_name("axis");
+            axis->set_type(onnx::AttributeProto::INT);
+            axis->set_i(1);
+            const auto out = add_opaque(flat, {f}, {g_.type_of(f)});
+            bind(n, 0, reshape(out[0], x, name + "/unflatten"));
+            return;
+        }
+    }
     std::vector<graph::tensor_id> in;
     for (int k = 0; k < n.input_size(); ++k)
         if (has_input(n, k)) in.push_back(tensor_in(n, k));
-    const auto types = opaque_output_types(n);
+    const auto out = add_opaque(n, in, opaque_output_types(n));
+    std::size_t j = 0;
+    for (int k = 0; k < n.output_size(); ++k)
+        if (!n.output(k).empty()) bind(n, k, out[j++]);
+}
+
+/// The opaque op of node `n` (kept for the export) over `in`, writing tensors of `types`.
+inline graph::output_ids onnx_importer::add_opaque(const node_t& n, const std::vector<graph::tensor_id>& in,
+                                                   const std::vector<ops::tensor_type>& types) {
     std::vector<std::int64_t> shapes, dtypes;
     for (const auto& t : types) {
         shapes.push_back(static_cast<std::int64_t>(t.dims.rank()));
@@ -118,14 +151,11 @@ inline void onnx_importer::convert_opaque(const node_t& n) {
     }
     const auto index = static_cast<std::int64_t>(result_.opaque_nodes.size());
     result_.opaque_nodes.push_back(n.SerializeAsString());
-    const auto out =
-        g_.add(ops::op_kind::opaque, in,
-               {{ops::attr_id::node, index}, {ops::attr_id::shapes, shapes}, {ops::attr_id::dtypes, dtypes}},
-               unique(node_name(n)));
-    std::size_t j = 0;
-    for (int k = 0; k < n.output_size(); ++k)
-        if (!n.output(k).empty()) bind(n, k, out[j++]);
+    auto out = g_.add(ops::op_kind::opaque, in,
+                      {{ops::attr_id::node, index}, {ops::attr_id::shapes, shapes}, {ops::attr_id::dtypes, dtypes}},
+                      unique(node_name(n)));
     ++kept_opaque_[n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : concat(n.domain(), ".", n.op_type())];
+    return out;
 }
 
 }  // namespace goopt::io::detail
