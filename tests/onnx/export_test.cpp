@@ -317,14 +317,15 @@ TEST_CASE("fused kinds are written as standard operators: Conv with a bias input
     for (const auto& a : mp.attribute())
         if (a.name() == "pads") CHECK(std::vector<std::int64_t>(a.ints().begin(), a.ints().end()) == ints{0, 0, 1, 1});
     // graph inputs by the input ops' names, outputs by their producers' (no source file names them);
-    // an output that is a graph input, or a tensor given twice, comes through an Identity
+    // an output that is a graph input is listed under the input's name; a tensor given twice comes
+    // through an Identity
     const auto& gp = r.model.graph();
     REQUIRE(gp.input_size() == 1);
     CHECK(gp.input(0).name() == "x");
     REQUIRE(gp.output_size() == 4);
     CHECK(gp.output(0).name() == "flatten");
     CHECK(gp.output(1).name() == "split:1");
-    CHECK(gp.output(2).name() == "x_1");
+    CHECK(gp.output(2).name() == "x");
     CHECK(gp.output(3).name() == "flatten_1");
     CHECK(r.report.warnings == std::vector<std::string>{"no source file's operator set: writing operator set 13"});
 }
@@ -671,6 +672,19 @@ TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, 
     for (const auto& s : r.model.opset_import())
         imported = imported || (s.domain() == "example.com" && s.version() == 1);
     CHECK(imported);
+}
+
+TEST_CASE("a graph input or an initializer that is also a graph output keeps its name there") {
+    onnx_testing::model_builder b;
+    b.input("x", {2, 3}).floats("w", {2, 3}, {0, 1, 2, 3, 4, 5});
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y").output("x").output("w").output("x");  // x twice: the second through an Identity
+    const auto m = io::import_onnx_bytes(b.bytes(), "io.onnx");
+    const auto r = io::to_onnx(m.graph, {.source = &m});
+    std::vector<std::string> names;
+    for (const auto& o : r.model.graph().output()) names.push_back(o.name());
+    CHECK(names == std::vector<std::string>{"y", "x", "w", "x_1"});
+    CHECK(r.model.graph().node_size() == 2);  // the Relu and one Identity
 }
 
 TEST_CASE("opaque LogSoftmax and Hardmax of operator set 11 keep their meaning when written at 13") {

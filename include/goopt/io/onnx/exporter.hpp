@@ -14,6 +14,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -410,8 +411,14 @@ inline void onnx_exporter::name_tensors(const std::vector<std::size_t>& order) {
         const graph::tensor& t = g_.get_tensor(outs[i]);
         const graph::op& p = g_.get_op(t.producer);
         const std::string wanted = given ? (*given)[i] : onnx_output_name(g_, outs[i]);
-        // a source, or a tensor already named as an earlier output, is given again through an Identity
-        if (name_[outs[i]].empty() && !p.spec().has(ops::source) && !names_.count(wanted)) {
+        // a graph input or initializer that is an output under its own name is listed as it is (the
+        // source file's outputs keep their names); another source, or a tensor already named as an
+        // earlier output, is given again through an Identity
+        if (p.spec().has(ops::source) && name_[outs[i]] == wanted &&
+            std::find(output_name_.begin(), output_name_.begin() + static_cast<std::ptrdiff_t>(i), wanted) ==
+                output_name_.begin() + static_cast<std::ptrdiff_t>(i)) {
+            output_name_[i] = wanted;
+        } else if (name_[outs[i]].empty() && !p.spec().has(ops::source) && !names_.count(wanted)) {
             name_[outs[i]] = fresh(wanted, names_);
             output_name_[i] = name_[outs[i]];
         } else {
