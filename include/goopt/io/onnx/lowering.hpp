@@ -308,11 +308,30 @@ inline void transpose(onnx_exporter& e, graph::op_id o) {
     set(e.main(o, "Transpose", {e.in(o, 0)}, {e.out(o)}), "perm", perm);
 }
 
-/// The kernel centred in zeros: a Pad of its two spatial axes.
+/// The kernel centred in zeros: a Pad of its two spatial axes. onnxruntime (1.22, at every optimization
+/// level above "disabled") folds a Pad into the Conv it feeds even where it pads the weights, and then
+/// refuses the model: so a weight of known values is written enlarged, as an initializer, and a
+/// kernel enlarged to its own size (a search may do that) as an Identity.
 inline void enlarge(onnx_exporter& e, graph::op_id o) {
     const auto& w = e.in_type(o, 0).dims;
     const auto& k = e.out_type(o).dims;
     const std::int64_t ph = (k[2] - w[2]) / 2, pw = (k[3] - w[3]) / 2;
+    const graph::op_id p = e.graph().get_tensor(e.op(o).inputs.at(0)).producer;
+    if (e.op(p).kind == ops::op_kind::weight || e.op(p).kind == ops::op_kind::constant)
+        if (const onnx_tensor* v = e.weight_value(p)) {
+            std::vector<double> big(static_cast<std::size_t>(k.num_elements()), 0.0);
+            for (std::int64_t a = 0; a < w[0] * w[1]; ++a)
+                for (std::int64_t i = 0; i < w[2]; ++i)
+                    for (std::int64_t j = 0; j < w[3]; ++j)
+                        big[static_cast<std::size_t>((a * k[2] + i + ph) * k[3] + j + pw)] =
+                            v->values[static_cast<std::size_t>((a * w[2] + i) * w[3] + j)];
+            e.initializer(e.out(o), e.out_type(o), big, concat("op ", e.graph().describe(o)));
+            return;
+        }
+    if (ph == 0 && pw == 0) {
+        e.main(o, "Identity", {e.in(o, 0)}, {e.out(o)});
+        return;
+    }
     e.main(o, "Pad",
            {e.in(o, 0), e.ints_constant(o, "pads", {0, 0, ph, pw, 0, 0, ph, pw}), e.scalar(0.0, e.out_type(o).type)},
            {e.out(o)});

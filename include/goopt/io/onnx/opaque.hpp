@@ -52,6 +52,7 @@ inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const no
             return v->mutable_type()->mutable_tensor_type();
         }();
         tt.set_elem_type(onnx_data_type(e.type.type));
+        tt.mutable_shape();  // a scalar has a shape too, of rank 0 (no shape: rank unknown)
         for (const auto d : e.type.dims) tt.mutable_shape()->add_dim()->set_dim_value(d);
         if (!e.value || !ops::is_integral(e.type.type)) continue;
         auto& t = *g.add_initializer();
