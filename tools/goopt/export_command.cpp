@@ -43,6 +43,15 @@ void write_graph_output(const std::string& path, graph_file_format format, const
         return;
     }
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
+    // an opaque op is written as the ONNX node it stands for, which only the file it came from holds
+    if (const auto opaque = g.ops_of_kind(ops::op_kind::opaque).size();
+        opaque > 0 && (!origin || origin->opaque_nodes.empty()))
+        throw error(concat("--out ", path),
+                    concat("the graph has ", opaque,
+                           " opaque ops (operators of an ONNX file that goopt has no kind for), and a goopt.graph JSON "
+                           "file does not keep their ONNX nodes"),
+                    "the graph read from its ONNX file: 'goopt export --onnx FILE' or 'goopt superopt --onnx FILE "
+                    "--out OUT.onnx'");
     const auto report = io::write_onnx(
         g, path,
         {.source = origin,
