@@ -413,10 +413,15 @@ inline void onnx_exporter::name_tensors(const std::vector<std::size_t>& order) {
         const std::string wanted = given ? (*given)[i] : onnx_output_name(g_, outs[i]);
         // a graph input or initializer that is an output under its own name is listed as it is (the
         // source file's outputs keep their names); another source, or a tensor already named as an
-        // earlier output, is given again through an Identity
-        if (p.spec().has(ops::source) && name_[outs[i]] == wanted &&
-            std::find(output_name_.begin(), output_name_.begin() + static_cast<std::ptrdiff_t>(i), wanted) ==
-                output_name_.begin() + static_cast<std::ptrdiff_t>(i)) {
+        // earlier output under another name, is given again through an Identity
+        bool repeated = false;  // a tensor the given names list twice under one name is listed twice again
+        for (std::size_t j = 0; given && j < i && !repeated; ++j)
+            repeated = outs[j] == outs[i] && output_name_[j] == wanted;
+        if (repeated) {
+            output_name_[i] = wanted;
+        } else if (p.spec().has(ops::source) && name_[outs[i]] == wanted &&
+                   std::find(output_name_.begin(), output_name_.begin() + static_cast<std::ptrdiff_t>(i), wanted) ==
+                       output_name_.begin() + static_cast<std::ptrdiff_t>(i)) {
             output_name_[i] = wanted;
         } else if (name_[outs[i]].empty() && !p.spec().has(ops::source) && !names_.count(wanted)) {
             name_[outs[i]] = fresh(wanted, names_);
