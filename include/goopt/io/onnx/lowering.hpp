@@ -18,6 +18,7 @@
 #include <goopt/io/onnx/exporter.hpp>
 #include <goopt/ops/kind_table.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <numbers>
@@ -144,6 +145,14 @@ inline void graph_input(onnx_exporter& e, graph::op_id o) { e.graph_input(e.out(
 
 inline void weight(onnx_exporter& e, graph::op_id o) {
     if (const onnx_tensor* v = e.weight_value(o)) {
+        // read only by enlarge ops, which write the enlarged values (enlarge below): not written itself
+        const graph::tensor_id t = e.op(o).outputs[0];
+        const auto& uses = e.graph().get_tensor(t).uses;
+        const auto& outs = e.graph().outputs();
+        if (!uses.empty() && std::find(outs.begin(), outs.end(), t) == outs.end() &&
+            std::all_of(uses.begin(), uses.end(),
+                        [&](const auto& u) { return e.op(u.op).kind == ops::op_kind::enlarge; }))
+            return;
         e.initializer(e.out(o), e.out_type(o), v->values, concat("weight '", e.op(o).name, "'"));
     } else {
         e.graph_input(e.out(o), e.out_type(o));
