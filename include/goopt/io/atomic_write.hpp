@@ -49,6 +49,11 @@ inline std::filesystem::path temporary_path_for(const std::filesystem::path& tar
     return target.parent_path() / name;
 }
 
+/// Whether a path names no file to write ("", a folder's trailing "/", ".", "..").
+inline bool names_no_file(const std::filesystem::path& target) {
+    return target.filename().empty() || target.filename() == "." || target.filename() == "..";
+}
+
 }  // namespace detail
 
 /// @brief Why atomic_write(target, ...) would fail before writing anything, or "" where it would not:
@@ -58,8 +63,7 @@ inline std::filesystem::path temporary_path_for(const std::filesystem::path& tar
 /// e.g. on a full disk).
 inline std::string write_problem(const std::filesystem::path& target) {
     namespace fs = std::filesystem;
-    if (target.empty() || target.filename().empty() || target.filename() == "." || target.filename() == "..")
-        return concat("'", target.string(), "' does not name a file");
+    if (detail::names_no_file(target)) return concat("'", target.string(), "' does not name a file");
     std::error_code ec;
     if (fs::is_directory(target, ec)) return concat("'", target.string(), "' is a folder");
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -87,7 +91,7 @@ inline std::string write_problem(const std::filesystem::path& target) {
 inline void atomic_write(const std::filesystem::path& target, std::string_view contents) {
     constexpr std::string_view module = "io::atomic_write";
     const std::string where = concat("cannot write '", target.string(), "'");
-    if (target.filename().empty() || target.filename() == "." || target.filename() == "..")
+    if (detail::names_no_file(target))
         throw error(module, concat(where, ": the path does not name a file"), "a file path");
 #if defined(_WIN32)
     const std::filesystem::path tmp = detail::temporary_path_for(target);
