@@ -4,7 +4,7 @@
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--epochs 4] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
-//             [--no-joint-stages]
+//             [--no-joint-stages] [--joint-rounds 1] [--pipeline-bases]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
 //             [--schedule-features] [--schedule-step 0.1] [--schedule-spacing linear|geometric]
 //             [--transfer-order produced|priority] [--dispatch ready|sequence]
@@ -89,6 +89,8 @@ struct settings {
     std::vector<double> anchor_strengths;  ///< placement_task_config:: and joint_config::anchor_strengths
     std::vector<double> level_priors;      ///< joint rows: joint_config::level_priors
     bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
+    std::size_t joint_rounds = 1;          ///< learn_joint: joint_curriculum_config::rounds
+    bool pipeline_bases = false;           ///< joint rows: the levels' bases chosen on the decoder's pipeline
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
     std::size_t schedule_samples = 256;
@@ -267,7 +269,8 @@ seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<d
 /// --no-joint-stages; the row's figure is the best decision of the whole training.
 seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
                          const settings& st, const tasks::joint_config& config) {
-    const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? 0.5 : 0.0};
+    const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? 0.5 : 0.0,
+                                                    .rounds = st.joint_rounds};
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
@@ -366,6 +369,15 @@ int run(int argc, char** argv) {
     cli.add_flag("!--no-joint-stages", st.joint_stages,
                  "Joint rows: learn placement with the other tasks from the start, not after half the updates "
                  "on the levels alone (tasks::widen_to_placement)");
+    cli.add_flag("--pipeline-bases", st.pipeline_bases,
+                 "Joint rows: the levels depart from FIFO's order where it gives the decoder's pipeline a shorter "
+                 "step than the heuristic's priorities, and from priority fusion's groups where they beat greedy "
+                 "fusion's");
+    cli.add_option("--joint-rounds", st.joint_rounds,
+                   "Joint rows: the second stage in this many rounds, each a fresh policy anchored on the best "
+                   "decision so far (1: the first stage's policy, widened, trains on)")
+        ->transform(bench::count(1, 1000))
+        ->capture_default_str();
     cli.add_option("--schedule-samples", st.schedule_samples, "Scheduling rows: decisions sampled per update")
         ->transform(bench::count(1, 65536))
         ->type_name("N")
@@ -563,12 +575,43 @@ int run(int argc, char** argv) {
                         if (sim::run(s, pipeline).step_time <= sim::run(s, cp).step_time)
                             pipeline_order = pipeline.priorities;
                     }
+                    // --pipeline-bases: the levels' bases chosen on the decoder's own pipeline
+                    // (placement p, the scheduling base's priorities, the fusion anchor's groups):
+                    // FIFO's order (equal priorities) instead of `order`, then priority fusion's
+                    // groups instead of greedy fusion's, each where it gives a shorter step
+                    struct bases {
+                        std::vector<double> order;
+                        tasks::fusion_anchor fusion = tasks::fusion_anchor::greedy;
+                    };
+                    auto pipeline_bases = [&](const sim::placement& p, const std::vector<double>& order, bool fu) {
+                        bases b{.order = order};
+                        if (!st.pipeline_bases) return b;
+                        sim::decision d{.placement = p,
+                                        .priorities = order.empty() ? baselines::critical_path_priorities(s, p) : order,
+                                        .fusion = fu ? baselines::greedy_fusion(g, p) : sim::fusion_groups{}};
+                        double t = sim::run(s, d).step_time;
+                        const auto kept = d.priorities;
+                        d.priorities.assign(g.num_ops(), 0.0);
+                        if (const double fifo = sim::run(s, d).step_time; fifo < t) {
+                            b.order = d.priorities;
+                            t = fifo;
+                        } else {
+                            d.priorities = kept;
+                        }
+                        if (fu) {
+                            d.fusion = baselines::priority_fusion(s, p);
+                            if (sim::run(s, d).step_time < t) b.fusion = tasks::fusion_anchor::priority;
+                        }
+                        return b;
+                    };
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
                     row["best_heuristic_pipeline_ms"] = row_best_ms;
                     row["placement"] = best_name;
                     auto with = [&](bool pl, bool sch, bool fu) {
-                        const auto& order = pl ? pipeline_order : own_order;
+                        const auto b = pl ? pipeline_bases(pipeline.placement, pipeline_order, fu)
+                                          : pipeline_bases(best.placement, own_order, fu);
+                        const auto& order = b.order;
                         return tasks::joint_config{
                             .tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                             .placement = pl ? sim::placement{} : best.placement,
@@ -578,8 +621,7 @@ int run(int argc, char** argv) {
                             .anchor_strength = st.anchor_strength,
                             .anchor_strengths = pl && st.anchor ? st.anchor_strengths : std::vector<double>{},
                             .priorities = sch && st.anchor ? order : std::vector<double>{},
-                            .anchor_fusion =
-                                fu && st.anchor ? tasks::fusion_anchor::greedy : tasks::fusion_anchor::none};
+                            .anchor_fusion = fu && st.anchor ? b.fusion : tasks::fusion_anchor::none};
                     };
                     // the joint decoder's own pipeline (zero logits, greedy): anchored, the best
                     // heuristic pipeline (its placement, priorities and greedy fusion)

@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 using namespace goopt;
@@ -49,6 +50,25 @@ template <class Task> double joint_brute_force_optimum(Task& task, const graph::
         if (out.valid && !out.oom) optimum = std::min(optimum, out.step_time);
     }
     return optimum;
+}
+
+/// Whether two fusion groupings put the same ops together (group ids may differ; a group of one op
+/// is the op alone).
+bool same_partition(const sim::fusion_groups& a, const sim::fusion_groups& b) {
+    auto canonical = [](const sim::fusion_groups& f) {
+        std::map<std::int32_t, std::pair<std::size_t, std::size_t>> first_and_size;  // id -> (first op, members)
+        for (std::size_t o = 0; o < f.size(); ++o)
+            if (f[o] != sim::no_group) {
+                auto [it, fresh] = first_and_size.try_emplace(f[o], o, 0);
+                ++it->second.second;
+            }
+        std::vector<std::int64_t> c(f.size(), -1);
+        for (std::size_t o = 0; o < f.size(); ++o)
+            if (f[o] != sim::no_group && first_and_size[f[o]].second > 1)
+                c[o] = static_cast<std::int64_t>(first_and_size[f[o]].first);
+        return c;
+    };
+    return a.size() == b.size() && canonical(a) == canonical(b);
 }
 
 }  // namespace
@@ -364,4 +384,137 @@ TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names
     resume.checkpoint = "joint_curriculum_none.ckpt";
     CHECK_THROWS_WITH_AS(tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, resume, rng),
                          doctest::Contains("fresh weights"), error);
+}
+
+TEST_CASE("joint task: anchored on a decision of its own (tasks::anchored_on), zero logits decode that decision") {
+    const auto g = models::find_workload("wavenet_2x18").build();
+    const auto cl = device::parse_cluster("4xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto msct = baselines::m_sct(s).placement;
+    const tasks::joint_config config{.anchor = msct, .anchor_fusion = tasks::fusion_anchor::greedy};
+    tasks::joint_task t(g, cl, cost::roofline_model{}, config);
+    // a sampled decision: some ops moved, levels off the middle
+    std::mt19937_64 rng(1);
+    const auto& obs = t.observe(rng);
+    const auto zero = joint_zero_logits(g.num_ops(), t.num_choices());
+    const auto x = t.decode(obs, zero, 11, false, 0);
+    const auto sampled = t.decide(x.actions);
+    REQUIRE(sampled.placement != msct);
+    REQUIRE(sampled.fusion != t.heuristic_decision().fusion);
+    tasks::joint_task around(g, cl, cost::roofline_model{}, tasks::anchored_on(config, sampled));
+    const auto& h = around.heuristic_decision();
+    CHECK(h.placement == sampled.placement);
+    CHECK(h.priorities == sampled.priorities);
+    CHECK(same_partition(h.fusion, sampled.fusion));
+    CHECK(around.reference().step_time == sim::run(s, sampled).step_time);
+
+    // given groups: greedy fusion's own decode the same as the greedy anchor's, at any placement
+    const tasks::joint_config given{.anchor = msct,
+                                    .anchor_fusion = tasks::fusion_anchor::given,
+                                    .fusion_groups = baselines::greedy_fusion(g, msct)};
+    tasks::joint_task with_given(g, cl, cost::roofline_model{}, given);
+    CHECK(same_partition(with_given.heuristic_decision().fusion, t.heuristic_decision().fusion));
+    // on another placement a given group split across devices starts as its legal parts, never as one
+    const auto parts = with_given.decide(x.actions).fusion;
+    const auto& p = with_given.decide(x.actions).placement;
+    for (graph::op_id a = 0; a < g.num_ops(); ++a)
+        for (const auto& u : g.get_tensor(g.get_op(a).outputs[0]).uses)
+            if (parts[a] != sim::no_group && parts[a] == parts[u.op]) CHECK(p[a] == p[u.op]);
+    CHECK(sim::run(s, with_given.decide(x.actions)).step_time > 0);
+
+    // the fusion task takes given groups the same way
+    const tasks::fusion_decider greedy_anchor(s, msct, {}, {.anchor = tasks::fusion_anchor::greedy});
+    const tasks::fusion_decider given_anchor(s, msct, {},
+                                             {.anchor = tasks::fusion_anchor::given, .groups = given.fusion_groups});
+    CHECK(same_partition(given_anchor.heuristic_decision().fusion, greedy_anchor.heuristic_decision().fusion));
+    CHECK_THROWS_WITH_AS(tasks::fusion_decider(s, msct, {}, {.anchor = tasks::fusion_anchor::given}),
+                         doctest::Contains("one group id per op"), error);
+
+    // bad input
+    tasks::joint_config short_groups = given;
+    short_groups.fusion_groups.pop_back();
+    CHECK_THROWS_WITH_AS(tasks::joint_task(g, cl, cost::roofline_model{}, short_groups),
+                         doctest::Contains("one group id per op"), error);
+    tasks::joint_config stray = config;
+    stray.fusion_groups = given.fusion_groups;
+    CHECK_THROWS_WITH_AS(tasks::joint_task(g, cl, cost::roofline_model{}, stray),
+                         doctest::Contains("fusion_anchor::given"), error);
+    sim::decision unscheduled = sampled;
+    unscheduled.priorities.clear();
+    CHECK_THROWS_WITH_AS(tasks::anchored_on(config, unscheduled), doctest::Contains("where scheduling is decided"),
+                         error);
+}
+
+TEST_CASE("joint task: FIFO's base (equal priorities) decodes to FIFO, and its levels step as on the critical path") {
+    const auto g = models::find_workload("transformer_xl2").build();
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto heft = baselines::heft(s).placement;
+    const tasks::joint_config fifo{.tasks = {.placement = false, .scheduling = true, .fusion = false},
+                                   .placement = heft,
+                                   .priorities = std::vector<double>(g.num_ops(), 0.0)};
+    tasks::joint_task t(g, cl, cost::roofline_model{}, fifo);
+    CHECK(t.reference().step_time == s.run(heft, {}).step_time);
+    // one op a level up: its priority is one step of the largest critical-path priority above the rest
+    auto acts = t.heuristic_actions();
+    graph::op_id moved = 0;
+    while (g.get_op(moved).spec().has(ops::source)) ++moved;
+    acts[moved] += 1;  // one scheduling level up (no fusion levels: one choice per level)
+    const auto d = t.decide(acts);
+    const auto cp = baselines::critical_path_priorities(s, heft);
+    const double largest = *std::max_element(cp.begin(), cp.end());
+    CHECK(d.priorities[moved] == doctest::Approx(0.1 * largest));
+}
+
+TEST_CASE("joint curriculum: the second stage in rounds, each anchored on the best decision so far") {
+    const auto g = test::random_dag(5, 5);
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s);
+    const tasks::joint_config config{.tasks = {.placement = true, .scheduling = false, .fusion = true},
+                                     .fusion_levels = 3,
+                                     .anchor = metf.placement};
+    tasks::joint_task task(g, cl, cost::roofline_model{}, config);
+    const double optimum = joint_brute_force_optimum(task, g);
+    const auto fresh = [](const auto& t, std::mt19937_64& rng) {
+        auto net = test::small_policy(t.num_choices(), rng);
+        tasks::start_from_heuristic(net);
+        return net;
+    };
+    const tasks::train_config tc{
+        .ppo = {.updates = 31, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
+    std::mt19937_64 rng(3);
+    const auto r =
+        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{}, {.rounds = 2});
+    CHECK(r.updates == 31);
+    CHECK(r.samples == 31 * 64);
+    CHECK(r.best.result.step_time <= optimum * (1 + 1e-9));
+
+    // the same draws by hand: 15 updates of the levels, then rounds of 8 and 8, each anchored on the best so far
+    std::mt19937_64 by_hand(3);
+    tasks::joint_task levels_task(g, cl, cost::roofline_model{}, tasks::levels_at_anchor(config));
+    auto levels = fresh(levels_task, by_hand);
+    tasks::train_config part = tc;
+    part.ppo.updates = 15;
+    auto best = tasks::train(levels_task, levels, part, by_hand).best;
+    part.ppo.updates = 8;
+    for (int k = 0; k < 2; ++k) {
+        tasks::joint_task around(g, cl, cost::roofline_model{}, tasks::anchored_on(config, best.decision));
+        CHECK(around.reference().step_time == sim::run(s, best.decision).step_time);
+        auto net = fresh(around, by_hand);
+        const auto b = tasks::train(around, net, part, by_hand).best;
+        if (b.result.step_time < best.result.step_time) best = b;
+    }
+    CHECK(r.best.result.step_time == best.result.step_time);
+
+    // determinism, and bad input
+    std::mt19937_64 again(3);
+    const auto twice =
+        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, again, rl::null_visitor{}, {.rounds = 2});
+    CHECK(twice.best.decision.placement == r.best.decision.placement);
+    CHECK(twice.best.decision.fusion == r.best.decision.fusion);
+    CHECK(twice.best_index == r.best_index);
+    CHECK_THROWS_WITH_AS(
+        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{}, {.rounds = 0}),
+        doctest::Contains("at least one round"), error);
 }

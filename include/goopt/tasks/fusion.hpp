@@ -33,6 +33,10 @@ enum class fusion_anchor {
     none,      ///< from scratch: the levels bias priority fusion's merges
     greedy,    ///< greedy fusion's groups (baselines/greedy_fusion.hpp)
     priority,  ///< priority fusion's groups
+    /// groups given by the caller (e.g. the best decision of a training so far, to search around it:
+    /// tasks::train_joint's rounds); on a placement that splits a group, its parts on one device start
+    /// as groups where they are legal (baselines::fusion_start)
+    given,
 };
 
 /// Knobs of the fusion task.
@@ -43,6 +47,7 @@ struct fusion_config {
     std::size_t levels = 21;
     double step = 0.1;
     fusion_anchor anchor = fusion_anchor::none;
+    sim::fusion_groups groups = {};  ///< fusion_anchor::given: the groups (a group id per op, sim::no_group alone)
 };
 
 /// @brief What per-op fusion levels ask of baselines::priority_fuser::run. Without an anchor: level 0
@@ -85,10 +90,24 @@ struct fusion_levels {
     }
 };
 
-/// The anchor's groups on `fuser`'s placement (empty for fusion_anchor::none).
+/// @throws goopt::error where `a` is fusion_anchor::given and `groups` has not one entry per op (of
+/// `n`), or another anchor comes with groups.
+inline void check_given_groups(const char* who, fusion_anchor a, std::span<const std::int32_t> groups, std::size_t n) {
+    if (a == fusion_anchor::given && groups.size() != n)
+        throw error(who, concat(groups.size(), " given fusion groups"), concat("one group id per op (", n, ")"));
+    if (a != fusion_anchor::given && !groups.empty())
+        throw error(who, "fusion groups given with an anchor other than fusion_anchor::given",
+                    "no groups, or fusion_anchor::given");
+}
+
+/// The anchor's groups on `fuser`'s placement (empty for fusion_anchor::none; `given` for
+/// fusion_anchor::given).
 template <class Fuser>
-sim::fusion_groups anchor_groups(const graph::computation_graph& g, const Fuser& fuser, fusion_anchor a) {
+sim::fusion_groups anchor_groups(const graph::computation_graph& g, const Fuser& fuser, fusion_anchor a,
+                                 std::span<const std::int32_t> given = {}) {
     switch (a) {
+        case fusion_anchor::given:
+            return sim::fusion_groups(given.begin(), given.end());
         case fusion_anchor::greedy:
             return baselines::greedy_fusion(g, fuser.placement());
         case fusion_anchor::priority:
@@ -125,8 +144,9 @@ public:
                 "tasks::fusion_decider",
                 concat("graph '", s.graph().name(), "' has no producer/consumer pair that can fuse on one device"),
                 "a graph and placement with at least one fusible pair (sim::can_fuse)");
+        check_given_groups("tasks::fusion_decider", c.anchor, config_.groups, fuser_.placement().size());
         scale_ = c.step * std::max(fuser_.max_benefit(), 1e-12);
-        anchor_ = anchor_groups(s.graph(), fuser_, c.anchor);
+        anchor_ = anchor_groups(s.graph(), fuser_, c.anchor, config_.groups);
         heuristic_ = decide(heuristic_actions());
         reference_ = sim::run(s, heuristic_).step_time;
         if (!(reference_ > 0))

@@ -108,11 +108,15 @@ struct joint_config {
     std::vector<double> anchor_strengths = {};
     /// Scheduling decided: the priorities its levels shift (e.g. the anchor heuristic's own, where
     /// they order its placement better than its critical path). Empty: the critical-path priorities
-    /// of each decoded placement.
+    /// of each decoded placement. Equal priorities are FIFO's order (the simulator gives ties to the
+    /// op ready first); the levels then step by scheduling_step x the largest critical-path priority.
     std::vector<double> priorities = {};
     /// Fusion decided: the fusion its levels depart from on each decoded placement (none: the levels
     /// bias priority fusion from scratch).
     fusion_anchor anchor_fusion = fusion_anchor::none;
+    /// anchor_fusion given: the groups the levels depart from (a group id per op), on each decoded
+    /// placement split where it puts a group's members on different devices.
+    sim::fusion_groups fusion_groups = {};
     double oom_penalty = 1.0;       ///< as placement_task_config::oom_penalty
     double invalid_reward = -10.0;  ///< reward of a decision the simulator refuses
 };
@@ -165,6 +169,7 @@ public:
                                                             [](double x) { return std::isfinite(x); })))
             throw error(who, concat(config_.priorities.size(), " base priorities"),
                         concat("one finite priority per op (", n, "), or none"));
+        if (t.fusion) check_given_groups(who, config_.anchor_fusion, config_.fusion_groups, n);
         if (!config_.anchor.empty()) {
             if (!t.placement)
                 throw error(who, "an anchor placement with placement not decided",
@@ -356,7 +361,13 @@ private:
             d.priorities =
                 config_.priorities.empty() ? baselines::critical_path_priorities(s, d.placement) : config_.priorities;
             const auto [lo, hi] = std::minmax_element(d.priorities.begin(), d.priorities.end());
-            const double scale = config_.scheduling_step * std::max({1e-12, *hi, -*lo});
+            double reach = std::max({1e-12, *hi, -*lo});
+            if (*lo == *hi) {  // FIFO's base (ties go to the op ready first): levels step as on the critical path
+                const auto cp = baselines::critical_path_priorities(s, d.placement);
+                const auto [a, b] = std::minmax_element(cp.begin(), cp.end());
+                reach = std::max({1e-12, *b, -*a});
+            }
+            const double scale = config_.scheduling_step * reach;
             for (graph::op_id o = 0; o < n; ++o)
                 if (active_[o]) d.priorities[o] += s_level[o] * scale;
         }
@@ -366,7 +377,7 @@ private:
             fusion_levels levels;
             levels.assign(f_level, active_, static_cast<int>(f_levels_ / 2), scale,
                           config_.anchor_fusion != fusion_anchor::none);
-            d.fusion = levels.run(fuser, anchor_groups(*g_, fuser, config_.anchor_fusion));
+            d.fusion = levels.run(fuser, anchor_groups(*g_, fuser, config_.anchor_fusion, config_.fusion_groups));
         }
         return d;
     }
@@ -398,6 +409,34 @@ inline joint_config levels_at_anchor(const joint_config& config) {
     fixed.placement = config.anchor;
     fixed.anchor = {};
     return fixed;
+}
+
+/// @brief `config` anchored on `best`, a decision of its task (tasks::train_joint's rounds): the
+/// placement decided departs from best's placement, the scheduling levels shift best's priorities,
+/// the fusion levels depart from best's groups (fusion_anchor::given). Zero logits decoded greedily
+/// then give `best` again wherever the anchored decoder keeps every op on its anchor's device, so a
+/// fresh policy on the result searches the neighbourhood of `best`.
+/// @throws goopt::error for a decision of another op count, or without priorities where scheduling
+/// is decided.
+inline joint_config anchored_on(const joint_config& config, const sim::decision& best) {
+    constexpr const char* who = "tasks::anchored_on";
+    const std::size_t n = best.placement.size();
+    joint_config c = config;
+    if (config.tasks.placement) c.anchor = best.placement;
+    if (config.tasks.scheduling) {
+        if (best.priorities.size() != n)
+            throw error(who, concat("a decision with ", best.priorities.size(), " priorities"),
+                        concat("one per op (", n, ") where scheduling is decided"));
+        c.priorities = best.priorities;
+    }
+    if (config.tasks.fusion) {
+        c.anchor_fusion = fusion_anchor::given;
+        c.fusion_groups = best.fusion.empty() ? sim::fusion_groups(n, sim::no_group) : best.fusion;
+        if (c.fusion_groups.size() != n)
+            throw error(who, concat("a decision with ", best.fusion.size(), " fusion groups"),
+                        concat("one per op (", n, "), or none"));
+    }
+    return c;
 }
 
 /// @brief A curriculum step for the joint task: `joint` (a fresh policy of the task with placement
