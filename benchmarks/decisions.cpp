@@ -576,42 +576,19 @@ int run(int argc, char** argv) {
                             pipeline_order = pipeline.priorities;
                     }
                     // --pipeline-bases: the levels' bases chosen on the decoder's own pipeline
-                    // (placement p, the scheduling base's priorities, the fusion anchor's groups):
-                    // FIFO's order (equal priorities) instead of `order`, then priority fusion's
-                    // groups instead of greedy fusion's, each where it gives a shorter step
-                    struct bases {
-                        std::vector<double> order;
-                        tasks::fusion_anchor fusion = tasks::fusion_anchor::greedy;
-                    };
-                    auto pipeline_bases = [&](const sim::placement& p, const std::vector<double>& order, bool fu) {
-                        bases b{.order = order};
-                        if (!st.pipeline_bases) return b;
-                        sim::decision d{.placement = p,
-                                        .priorities = order.empty() ? baselines::critical_path_priorities(s, p) : order,
-                                        .fusion = fu ? baselines::greedy_fusion(g, p) : sim::fusion_groups{}};
-                        double t = sim::run(s, d).step_time;
-                        const auto kept = d.priorities;
-                        d.priorities.assign(g.num_ops(), 0.0);
-                        if (const double fifo = sim::run(s, d).step_time; fifo < t) {
-                            b.order = d.priorities;
-                            t = fifo;
-                        } else {
-                            d.priorities = kept;
-                        }
-                        if (fu) {
-                            d.fusion = baselines::priority_fusion(s, p);
-                            if (sim::run(s, d).step_time < t) b.fusion = tasks::fusion_anchor::priority;
-                        }
-                        return b;
+                    // (tasks::pipeline_bases: FIFO or the order, priority or greedy fusion)
+                    auto bases = [&](const sim::placement& p, const std::vector<double>& order, bool fu) {
+                        return st.pipeline_bases ? tasks::pipeline_bases(s, p, order, fu)
+                                                 : tasks::joint_bases{.priorities = order};
                     };
                     row["best_heuristic"] = row_best;
                     row["best_heuristic_ms"] = row_best_ms;
                     row["best_heuristic_pipeline_ms"] = row_best_ms;
                     row["placement"] = best_name;
                     auto with = [&](bool pl, bool sch, bool fu) {
-                        const auto b = pl ? pipeline_bases(pipeline.placement, pipeline_order, fu)
-                                          : pipeline_bases(best.placement, own_order, fu);
-                        const auto& order = b.order;
+                        const auto b =
+                            pl ? bases(pipeline.placement, pipeline_order, fu) : bases(best.placement, own_order, fu);
+                        const auto& order = b.priorities;
                         return tasks::joint_config{
                             .tasks = {.placement = pl, .scheduling = sch, .fusion = fu},
                             .placement = pl ? sim::placement{} : best.placement,

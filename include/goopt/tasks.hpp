@@ -8,6 +8,7 @@
 #include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/joint.hpp>
+#include <goopt/tasks/joint_bases.hpp>
 #include <goopt/tasks/joint_curriculum.hpp>
 #include <goopt/tasks/ladder.hpp>
 #include <goopt/tasks/level_prior.hpp>

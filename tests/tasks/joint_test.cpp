@@ -518,3 +518,46 @@ TEST_CASE("joint curriculum: the second stage in rounds, each anchored on the be
         tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{}, {.rounds = 0}),
         doctest::Contains("at least one round"), error);
 }
+
+TEST_CASE("joint bases: the scheduling base and fusion anchor give the decoder's pipeline its shortest step") {
+    std::size_t priority_fusion_chosen = 0;
+    for (const char* name : {"transformer_xl2", "wavenet_2x18"})
+        for (const char* spec : {"2xV100:nvlink", "4xV100:nvlink"}) {
+            CAPTURE(name);
+            CAPTURE(spec);
+            const auto g = models::find_workload(name).build();
+            const auto cl = device::parse_cluster(spec);
+            sim::simulator s(g, cl);
+            const auto heft = baselines::heft(s).decision();
+            const std::vector<double> fifo(g.num_ops(), 0.0);
+            auto step = [&](const std::vector<double>& q, bool priority_fusion) {
+                return sim::run(s, {.placement = heft.placement,
+                                    .priorities = q,
+                                    .fusion = priority_fusion ? baselines::priority_fusion(s, heft.placement)
+                                                              : baselines::greedy_fusion(g, heft.placement)})
+                    .step_time;
+            };
+            const auto b = tasks::pipeline_bases(s, heft.placement, heft.priorities, true);
+            CHECK((b.priorities == heft.priorities || b.priorities == fifo));
+            // the order first, under greedy fusion; then the fusion, under that order
+            CHECK(step(b.priorities, false) == std::min(step(heft.priorities, false), step(fifo, false)));
+            const bool pf = b.fusion == tasks::fusion_anchor::priority;
+            priority_fusion_chosen += pf ? 1 : 0;
+            const double chosen = step(b.priorities, pf);
+            CHECK(chosen == std::min(step(b.priorities, false), step(b.priorities, true)));
+            // the joint task anchored there decodes exactly that pipeline
+            tasks::joint_task t(g, cl, cost::roofline_model{},
+                                {.anchor = heft.placement, .priorities = b.priorities, .anchor_fusion = b.fusion});
+            CHECK(t.reference().step_time == doctest::Approx(chosen).epsilon(1e-12));
+            // without fusion decided, the anchor stays greedy and the order is the faster of the two
+            const auto u = tasks::pipeline_bases(s, heft.placement, {}, false);
+            CHECK(u.fusion == tasks::fusion_anchor::greedy);
+            const double cp =
+                s.run(heft.placement, {.priorities = baselines::critical_path_priorities(s, heft.placement)}).step_time;
+            CHECK(s.run(heft.placement,
+                        {.priorities = u.priorities.empty() ? baselines::critical_path_priorities(s, heft.placement)
+                                                            : u.priorities})
+                      .step_time <= std::min(cp, s.run(heft.placement, {}).step_time));
+        }
+    CHECK(priority_fusion_chosen > 0);  // transformer_xl2 on HEFT's placement: priority fusion's groups are faster
+}
