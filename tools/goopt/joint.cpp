@@ -2,15 +2,18 @@
 // one GO policy trained by PPO on tasks::joint_task (tasks::train_joint: with placement decided, a
 // first stage on the levels at the anchor's placement, then all of them), which decodes each op's
 // (device, priority level, fusion level) through the heuristic pipeline: m-ETF anchored on the best
-// baseline's placement, critical-path priorities and greedy fusion's groups as the fusion anchor
-// (tasks/fusion.hpp, fusion_levels). m-ETF's and the best baseline's
+// baseline's placement, priorities and fusion groups as the bases the levels depart from
+// (tasks::pipeline_bases: the critical path's, the baseline's or FIFO's order; priority or greedy
+// fusion's groups; tasks/fusion.hpp, fusion_levels). m-ETF's and the best baseline's
 // decisions, each with greedy fusion where fusion is decided, and the pipeline's own decision are
 // the incumbents: never worse than any of them.
 #include "train_task.hpp"
 
+#include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/baselines/greedy_fusion.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/tasks/joint.hpp>
+#include <goopt/tasks/joint_bases.hpp>
 #include <goopt/tasks/joint_curriculum.hpp>
 
 #include <chrono>
@@ -22,18 +25,33 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     const auto t0 = std::chrono::steady_clock::now();
     auto& s = ctx.simulator;
     const decisions& best = best_baseline.chosen;
-    const tasks::joint_config config{
-        .tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
-        .placement = placement ? sim::placement{} : best.placement,
-        .anchor = placement ? best.placement : sim::placement{},
-        .anchor_fusion = fusion ? tasks::fusion_anchor::greedy : tasks::fusion_anchor::none};
+    // the levels' bases (tasks::pipeline_bases): the best baseline's priorities where they order its
+    // pipeline at least as well as its critical path, else the critical path's, or FIFO's where it is
+    // faster; priority or greedy fusion's groups, whichever makes the decoder's own pipeline faster
+    std::vector<double> order;
+    if (scheduling && !best.priorities.empty()) {
+        sim::decision own{
+            .placement = best.placement,
+            .priorities = best.priorities,
+            .fusion = fusion ? baselines::greedy_fusion(s.graph(), best.placement) : sim::fusion_groups{}};
+        const double own_step = sim::run(s, own).step_time;
+        own.priorities = baselines::critical_path_priorities(s, best.placement);
+        if (own_step <= sim::run(s, own).step_time) order = best.priorities;
+    }
+    const auto bases = tasks::pipeline_bases(s, best.placement, std::move(order), fusion);
+    const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
+                                     .placement = placement ? sim::placement{} : best.placement,
+                                     .anchor = placement ? best.placement : sim::placement{},
+                                     .priorities = scheduling ? bases.priorities : std::vector<double>{},
+                                     .anchor_fusion = fusion ? bases.fusion : tasks::fusion_anchor::none};
     tasks::joint_task task(s.graph(), s.cluster(), s.cost_model(), config);
     method_result out;
     out.name = "go_" + config.tasks.name();
-    out.description =
-        concat("GO policy trained by PPO on this graph: ", config.tasks.name(), " together, decoded by ",
-               placement ? concat("m-ETF anchored on ", best_baseline.name, "'s placement") : best_baseline.name,
-               ", critical-path priorities and departures from greedy fusion's groups");
+    out.description = concat(
+        "GO policy trained by PPO on this graph: ", config.tasks.name(), " together, decoded by ",
+        placement ? concat("m-ETF anchored on ", best_baseline.name, "'s placement") : best_baseline.name, ", ",
+        config.priorities.empty() ? "critical-path priorities" : "the chosen base priorities", " and departures from ",
+        bases.fusion == tasks::fusion_anchor::priority ? "priority" : "greedy", " fusion's groups");
     std::vector<sim::decision> incumbents{metf, best, task.heuristic_decision()};
     const char* names[] = {"m-ETF's own", "the best baseline's", "the heuristic pipeline's",
                            "m-ETF's with greedy fusion", "the best baseline's with greedy fusion"};

@@ -32,7 +32,9 @@ struct joint_bases {
 /// path's) or FIFO's order (equal priorities, the simulator's ties going to the op ready first),
 /// whichever gives the shorter step, with greedy fusion's groups where `fusion` is decided; then,
 /// where `fusion` is decided, priority fusion's groups instead of greedy fusion's where they give a
-/// shorter step with the chosen priorities. Ties keep `priorities` and greedy fusion.
+/// shorter step with the chosen priorities. Ties keep `priorities` and greedy fusion. A task that
+/// does not decide scheduling runs FIFO's order whatever is chosen here; its fusion anchor is still
+/// the one chosen under these priorities.
 template <device::DeviceModel D, class Cost>
 joint_bases pipeline_bases(sim::simulator<D, Cost>& s, const sim::placement& p, std::vector<double> priorities,
                            bool fusion) {
