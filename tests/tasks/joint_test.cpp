@@ -71,6 +71,22 @@ bool same_partition(const sim::fusion_groups& a, const sim::fusion_groups& b) {
     return a.size() == b.size() && canonical(a) == canonical(b);
 }
 
+/// The curriculum tests' small network, from its heuristic (zero head).
+struct fresh_small_policy {
+    template <class Task> auto operator()(const Task& t, std::mt19937_64& rng) const {
+        auto net = test::small_policy(t.num_choices(), rng);
+        tasks::start_from_heuristic(net);
+        return net;
+    }
+};
+
+/// The curriculum tests' task: placement + fusion (3 levels) anchored on m-ETF's placement.
+template <class Sim> tasks::joint_config placement_fusion_at_m_etf(Sim& s) {
+    return {.tasks = {.placement = true, .scheduling = false, .fusion = true},
+            .fusion_levels = 3,
+            .anchor = baselines::m_etf(s).placement};
+}
+
 }  // namespace
 
 TEST_CASE("joint task: zero logits decoded greedily are the heuristic pipeline, for the triple and each pair") {
@@ -334,18 +350,11 @@ TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names
     const auto g = test::random_dag(5, 5);
     const auto cl = device::parse_cluster("2xV100:nvlink");
     sim::simulator s(g, cl);
-    const auto metf = baselines::m_etf(s);
-    const tasks::joint_config config{.tasks = {.placement = true, .scheduling = false, .fusion = true},
-                                     .fusion_levels = 3,
-                                     .anchor = metf.placement};
+    const auto config = placement_fusion_at_m_etf(s);
     tasks::joint_task task(g, cl, cost::roofline_model{}, config);
     const double optimum = joint_brute_force_optimum(task, g);
     REQUIRE(task.reference().step_time > optimum * 1.1);
-    const auto fresh = [](const auto& t, std::mt19937_64& rng) {
-        auto net = test::small_policy(t.num_choices(), rng);
-        tasks::start_from_heuristic(net);
-        return net;
-    };
+    const auto fresh = fresh_small_policy{};
     const tasks::train_config tc{
         .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
     REQUIRE(tasks::staged_curriculum(config, tc.ppo.updates, {}));
@@ -470,17 +479,10 @@ TEST_CASE("joint curriculum: the second stage in rounds, each anchored on the be
     const auto g = test::random_dag(5, 5);
     const auto cl = device::parse_cluster("2xV100:nvlink");
     sim::simulator s(g, cl);
-    const auto metf = baselines::m_etf(s);
-    const tasks::joint_config config{.tasks = {.placement = true, .scheduling = false, .fusion = true},
-                                     .fusion_levels = 3,
-                                     .anchor = metf.placement};
+    const auto config = placement_fusion_at_m_etf(s);
     tasks::joint_task task(g, cl, cost::roofline_model{}, config);
     const double optimum = joint_brute_force_optimum(task, g);
-    const auto fresh = [](const auto& t, std::mt19937_64& rng) {
-        auto net = test::small_policy(t.num_choices(), rng);
-        tasks::start_from_heuristic(net);
-        return net;
-    };
+    const auto fresh = fresh_small_policy{};
     const tasks::train_config tc{
         .ppo = {.updates = 31, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
     std::mt19937_64 rng(3);
