@@ -29,6 +29,7 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     // pipeline at least as well as its critical path, else the critical path's, or FIFO's where it is
     // faster; priority or greedy fusion's groups, whichever makes the decoder's own pipeline faster
     std::vector<double> order;
+    if (!scheduling) order.assign(s.graph().num_ops(), 0.0);  // FIFO runs: the fusion anchor chosen under it
     if (scheduling && !best.priorities.empty()) {
         sim::decision own{
             .placement = best.placement,
@@ -38,7 +39,7 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
         own.priorities = baselines::critical_path_priorities(s, best.placement);
         if (own_step <= sim::run(s, own).step_time) order = best.priorities;
     }
-    const auto bases = tasks::pipeline_bases(s, best.placement, std::move(order), fusion);
+    const auto bases = tasks::pipeline_bases(s, best.placement, order, fusion);
     const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
                                      .placement = placement ? sim::placement{} : best.placement,
                                      .anchor = placement ? best.placement : sim::placement{},
@@ -47,11 +48,17 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     tasks::joint_task task(s.graph(), s.cluster(), s.cost_model(), config);
     method_result out;
     out.name = "go_" + config.tasks.name();
+    const std::string order_name = !scheduling                  ? "FIFO"
+                                   : config.priorities.empty()  ? "critical-path priorities"
+                                   : config.priorities == order ? best_baseline.name + "'s priorities"
+                                                                : "FIFO's order";
     out.description = concat(
         "GO policy trained by PPO on this graph: ", config.tasks.name(), " together, decoded by ",
         placement ? concat("m-ETF anchored on ", best_baseline.name, "'s placement") : best_baseline.name, ", ",
-        config.priorities.empty() ? "critical-path priorities" : "the chosen base priorities", " and departures from ",
-        bases.fusion == tasks::fusion_anchor::priority ? "priority" : "greedy", " fusion's groups");
+        order_name, (scheduling ? " shifted by levels" : ""),
+        fusion ? concat(" and departures from ", bases.fusion == tasks::fusion_anchor::priority ? "priority" : "greedy",
+                        " fusion's groups")
+               : std::string());
     std::vector<sim::decision> incumbents{metf, best, task.heuristic_decision()};
     const char* names[] = {"m-ETF's own", "the best baseline's", "the heuristic pipeline's",
                            "m-ETF's with greedy fusion", "the best baseline's with greedy fusion"};

@@ -113,8 +113,9 @@ train_result train_joint(const graph::computation_graph& g, const device::cluste
         const std::size_t samples_before = samples, updates_before = updates;
         updates += b.updates;
         samples += b.samples;
-        // compared in one task (better_outcome looks at memory and step time, not at the rounds' rewards)
-        if (detail::better_outcome(task.outcome_of(b.best.result), task.outcome_of(best.best.result))) {
+        // compared in one task (better_outcome looks at memory and step time, not at the rounds'
+        // rewards); a tie goes to the later stage or round
+        if (!detail::better_outcome(task.outcome_of(best.best.result), task.outcome_of(b.best.result))) {
             // a sample's and a mode's index count from the start of the whole training
             if (b.best_from == best_source::sample) b.best_index += samples_before;
             if (b.best_from == best_source::mode) b.best_index += updates_before;
