@@ -448,10 +448,13 @@ TEST_CASE("joint task: anchored on a decision of its own (tasks::anchored_on), z
     stray.fusion_groups = given.fusion_groups;
     CHECK_THROWS_WITH_AS(tasks::joint_task(g, cl, cost::roofline_model{}, stray),
                          doctest::Contains("fusion_anchor::given"), error);
-    sim::decision unscheduled = sampled;
+    sim::decision unscheduled = sampled;  // FIFO: equal priorities, which decode to FIFO
     unscheduled.priorities.clear();
-    CHECK_THROWS_WITH_AS(tasks::anchored_on(config, unscheduled), doctest::Contains("where scheduling is decided"),
-                         error);
+    CHECK(tasks::anchored_on(config, unscheduled).priorities == std::vector<double>(g.num_ops(), 0.0));
+    tasks::joint_task fifo_around(g, cl, cost::roofline_model{}, tasks::anchored_on(config, unscheduled));
+    CHECK(fifo_around.reference().step_time == sim::run(s, unscheduled).step_time);
+    unscheduled.priorities.assign(3, 1.0);
+    CHECK_THROWS_WITH_AS(tasks::anchored_on(config, unscheduled), doctest::Contains("or none"), error);
 }
 
 TEST_CASE("joint task: FIFO's base (equal priorities) decodes to FIFO, and its levels step as on the critical path") {

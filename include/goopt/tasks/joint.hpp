@@ -416,18 +416,18 @@ inline joint_config levels_at_anchor(const joint_config& config) {
 /// the fusion levels depart from best's groups (fusion_anchor::given). Zero logits decoded greedily
 /// then give `best` again wherever the anchored decoder keeps every op on its anchor's device, so a
 /// fresh policy on the result searches the neighbourhood of `best`.
-/// @throws goopt::error for a decision of another op count, or without priorities where scheduling
-/// is decided.
+/// A decision without priorities (FIFO) gives equal priorities, FIFO's base.
+/// @throws goopt::error for priorities or fusion groups of another op count.
 inline joint_config anchored_on(const joint_config& config, const sim::decision& best) {
     constexpr const char* who = "tasks::anchored_on";
     const std::size_t n = best.placement.size();
     joint_config c = config;
     if (config.tasks.placement) c.anchor = best.placement;
-    if (config.tasks.scheduling) {
-        if (best.priorities.size() != n)
+    if (config.tasks.scheduling) {  // a decision without priorities runs FIFO: equal priorities
+        c.priorities = best.priorities.empty() ? std::vector<double>(n, 0.0) : best.priorities;
+        if (c.priorities.size() != n)
             throw error(who, concat("a decision with ", best.priorities.size(), " priorities"),
-                        concat("one per op (", n, ") where scheduling is decided"));
-        c.priorities = best.priorities;
+                        concat("one per op (", n, "), or none"));
     }
     if (config.tasks.fusion) {
         c.anchor_fusion = fusion_anchor::given;
