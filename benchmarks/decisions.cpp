@@ -568,13 +568,8 @@ int run(int argc, char** argv) {
                     }
                     // a learned placement is anchored on the best pipeline's, with its own priorities
                     // where they order it better than its critical path does
-                    std::vector<double> pipeline_order;
-                    if (!pipeline.priorities.empty()) {
-                        sim::decision cp = pipeline;
-                        cp.priorities = baselines::critical_path_priorities(s, pipeline.placement);
-                        if (sim::run(s, pipeline).step_time <= sim::run(s, cp).step_time)
-                            pipeline_order = pipeline.priorities;
-                    }
+                    const std::vector<double> pipeline_order =
+                        tasks::own_or_critical_path(s, pipeline.placement, pipeline.priorities, pipeline.fusion);
                     // --pipeline-bases: the levels' bases chosen on the decoder's own pipeline
                     // (tasks::pipeline_bases: FIFO or the order, priority or greedy fusion)
                     auto bases = [&](const sim::placement& p, const std::vector<double>& order, bool fu) {

@@ -542,6 +542,15 @@ TEST_CASE("joint bases: the scheduling base and fusion anchor give the decoder's
                                                               : baselines::greedy_fusion(g, heft.placement)})
                     .step_time;
             };
+            // the heuristic's own order where it is no slower than its critical path's, else none
+            const auto greedy = baselines::greedy_fusion(g, heft.placement);
+            const auto own = tasks::own_or_critical_path(s, heft.placement, heft.priorities, greedy);
+            const double cp_step = sim::run(s, {.placement = heft.placement,
+                                                .priorities = baselines::critical_path_priorities(s, heft.placement),
+                                                .fusion = greedy})
+                                       .step_time;
+            CHECK((step(heft.priorities, false) <= cp_step ? own == heft.priorities : own.empty()));
+            CHECK(tasks::own_or_critical_path(s, heft.placement, {}, greedy).empty());
             const auto b = tasks::pipeline_bases(s, heft.placement, heft.priorities, true);
             CHECK((b.priorities == heft.priorities || b.priorities == fifo));
             // the order first, under greedy fusion; then the fusion, under that order

@@ -9,7 +9,6 @@
 // the incumbents: never worse than any of them.
 #include "train_task.hpp"
 
-#include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/baselines/greedy_fusion.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/tasks/joint.hpp>
@@ -28,17 +27,11 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
     // the levels' bases (tasks::pipeline_bases): the best baseline's priorities where they order its
     // pipeline at least as well as its critical path, else the critical path's, or FIFO's where it is
     // faster; priority or greedy fusion's groups, whichever makes the decoder's own pipeline faster
-    std::vector<double> order;
-    if (!scheduling) order.assign(s.graph().num_ops(), 0.0);  // FIFO runs: the fusion anchor chosen under it
-    if (scheduling && !best.priorities.empty()) {
-        sim::decision own{
-            .placement = best.placement,
-            .priorities = best.priorities,
-            .fusion = fusion ? baselines::greedy_fusion(s.graph(), best.placement) : sim::fusion_groups{}};
-        const double own_step = sim::run(s, own).step_time;
-        own.priorities = baselines::critical_path_priorities(s, best.placement);
-        if (own_step <= sim::run(s, own).step_time) order = best.priorities;
-    }
+    const std::vector<double> order =
+        !scheduling ? std::vector<double>(s.graph().num_ops(), 0.0)  // FIFO runs: the fusion anchor chosen under it
+                    : tasks::own_or_critical_path(
+                          s, best.placement, best.priorities,
+                          fusion ? baselines::greedy_fusion(s.graph(), best.placement) : sim::fusion_groups{});
     const auto bases = tasks::pipeline_bases(s, best.placement, order, fusion);
     const tasks::joint_config config{.tasks = {.placement = placement, .scheduling = scheduling, .fusion = fusion},
                                      .placement = placement ? sim::placement{} : best.placement,

@@ -28,6 +28,19 @@ struct joint_bases {
     fusion_anchor fusion = fusion_anchor::greedy;
 };
 
+/// A heuristic's own priorities `own` on placement `p` with fusion `groups` where they give a step
+/// no longer than its critical path's, else none (the critical path's): the order a joint task's
+/// scheduling base starts from (pipeline_bases' `priorities`).
+template <device::DeviceModel D, class Cost>
+std::vector<double> own_or_critical_path(sim::simulator<D, Cost>& s, const sim::placement& p,
+                                         const std::vector<double>& own, const sim::fusion_groups& groups) {
+    if (own.empty()) return {};
+    sim::decision d{.placement = p, .priorities = own, .fusion = groups};
+    const double own_step = sim::run(s, d).step_time;
+    d.priorities = baselines::critical_path_priorities(s, p);
+    return own_step <= sim::run(s, d).step_time ? own : std::vector<double>{};
+}
+
 /// @brief The bases for a joint task anchored on placement `p`: `priorities` (empty: the critical
 /// path's) or FIFO's order (equal priorities, the simulator's ties going to the op ready first),
 /// whichever gives the shorter step, with greedy fusion's groups where `fusion` is decided; then,
