@@ -8,6 +8,7 @@
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
 //             [--schedule-features] [--schedule-step 0.1] [--schedule-spacing linear|geometric]
 //             [--transfer-order produced|priority] [--dispatch ready|sequence]
+//             [--schedule-sequence-rounds 0] [--sequence-step 0.0005]
 //
 // --quick: every experiment on transformer_xl2 and wavenet_2x18 with 2 and 4 devices, 40 updates, seeds 1,2,3
 // (flags given win); without it, placement and scheduling on GO's workloads with 2, 4 and 8 devices.
@@ -28,7 +29,8 @@
 // learned) carry waiting tensors by the same priorities (sim::transfer_order), not as produced;
 // --dispatch sequence has the learned priorities run as one global order that a device follows even
 // when that means waiting (sim::dispatch_order; the heuristic orders stay list schedules, which they
-// are). fusion: on that
+// are); --schedule-sequence-rounds N runs only the last N rounds so, from the best list schedule of
+// the rounds before (scheduling_rounds_config::sequence_rounds). fusion: on that
 // placement and its own priorities, greedy fusion and XLA-style priority fusion against learned fusion levels
 // (tasks::fusion_decider, anchored on the better of the two fusers' groups unless --no-anchor, the
 // policy starting at the middle level: that fusion itself). joint: one policy deciding placement,
@@ -96,6 +98,8 @@ struct settings {
     std::size_t schedule_samples = 256;
     double schedule_prior = 4;            ///< tasks::start_from_middle_level's prior: ~4 % of ops leave the middle
     std::size_t schedule_stages = 4;      ///< rounds, each re-based on the best order of the rounds before
+    std::size_t sequence_rounds = 0;      ///< the last of those rounds that decide per-device sequences
+    double sequence_step = 0.0005;        ///< their geometric levels' first step (share of the order's length)
     bool schedule_choice_points = false;  ///< scheduling_config::choice_points_only
     bool schedule_features = false;       ///< scheduling_config::schedule_features
     sim::transfer_order transfers = sim::transfer_order::produced;         ///< scheduling rows' links
@@ -251,7 +255,11 @@ seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<d
                                                             .choice_points_only = st.schedule_choice_points,
                                                             .schedule_features = st.schedule_features,
                                                             .transfers = st.transfers,
-                                                            .dispatch = st.dispatch}};
+                                                            .dispatch = st.dispatch},
+                                                 .sequence_rounds = st.sequence_rounds,
+                                                 .sequence_levels = {.step = st.sequence_step,
+                                                                     .spacing = tasks::level_spacing::geometric,
+                                                                     .dispatch = sim::dispatch_order::sequence}};
     seeds_result r;
     for (std::uint64_t seed : sched.seeds) {
         std::mt19937_64 rng(seed);
@@ -391,6 +399,17 @@ int run(int argc, char** argv) {
         ->transform(bench::count(1, 1000))
         ->type_name("N")
         ->capture_default_str();
+    cli.add_option("--schedule-sequence-rounds", st.sequence_rounds,
+                   "Scheduling rows: how many of the last rounds decide one order per device (devices may wait), "
+                   "starting from the best list schedule so far")
+        ->transform(bench::count(0, 1000))
+        ->type_name("N")
+        ->capture_default_str();
+    cli.add_option("--sequence-step", st.sequence_step,
+                   "Scheduling rows' sequence rounds: the first geometric level's step, as a share of the order's "
+                   "length (> 0)")
+        ->transform(bench::non_negative_real())
+        ->capture_default_str();
     cli.add_flag("--schedule-choice-points", st.schedule_choice_points,
                  "Scheduling rows: decide only the ops at a choice point of each round's base order (where a "
                  "device had several ops ready)");
@@ -436,6 +455,10 @@ int run(int argc, char** argv) {
     if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
     if (!(st.schedule_step > 0)) throw error("flag --schedule-step", concat(st.schedule_step), "a number > 0");
+    if (!(st.sequence_step > 0)) throw error("flag --sequence-step", concat(st.sequence_step), "a number > 0");
+    if (st.sequence_rounds > st.schedule_stages)
+        throw error("flag --schedule-sequence-rounds", concat(st.sequence_rounds),
+                    concat("at most --schedule-stages (", st.schedule_stages, ")"));
     st.transfers = transfer_order == "priority" ? sim::transfer_order::priority : sim::transfer_order::produced;
     st.dispatch = dispatch == "sequence" ? sim::dispatch_order::sequence : sim::dispatch_order::ready;
     st.schedule_spacing = spacing == "geometric" ? tasks::level_spacing::geometric : tasks::level_spacing::linear;
@@ -654,6 +677,7 @@ int run(int argc, char** argv) {
                         choice_points(g, s.run(p, {.priorities = base_order, .transfers = st.transfers}));
                     row["transfer_order"] = st.transfers == sim::transfer_order::priority ? "priority" : "produced";
                     row["dispatch"] = st.dispatch == sim::dispatch_order::sequence ? "sequence" : "ready";
+                    row["sequence_rounds"] = st.sequence_rounds;
                     learned = learn_schedule(s, p, base_order, st);
                     learned.write(row, "learned");
                 }

@@ -1,5 +1,6 @@
 // tasks::train_scheduling: rounds of fresh policies, each re-based on the best order so far, reach
-// the optimum a brute force over every priority order finds; bad configurations are refused.
+// the optimum a brute force over every priority order finds; a last round of per-device sequences
+// finds a schedule that waits, which no priority order gives; bad configurations are refused.
 #include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
@@ -90,6 +91,54 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
     const auto r2 = tasks::train_scheduling(s, p, {}, make_net, tc, again, rl::null_visitor{}, rounds);
     CHECK(r2.best.decision.priorities == r.best.decision.priorities);
     CHECK(r2.best_index == r.best_index);
+}
+
+TEST_CASE("train_scheduling: a last round of per-device sequences finds a schedule that waits") {
+    // device 0 holds a (5 s, ready at once) and b (1 s, after p, 1 s on device 1); c (10 s) on device
+    // 1 follows b. A list scheduler starts a at 0, the only op ready on device 0, whatever the
+    // priorities: b 5-6 s, c 6-16 s. Device 0 waiting for b gives b 1-2 s, c 2-12 s, a 2-7 s: 12 s.
+    graph::computation_graph g("wait");
+    const auto x = g.input("x", {4});
+    const auto p_out = g.add1(op_kind::relu, {x});
+    g.mark_output(g.add1(op_kind::relu, {g.add1(op_kind::relu, {p_out})}));  // b, then c
+    g.mark_output(g.add1(op_kind::relu, {x}));                               // a
+    const test::fixed_seconds_cost cost{{0.0, 1.0, 1.0, 10.0, 5.0}};
+    const auto cl = device::cluster<test::fixed_seconds_device>::all_to_all(test::fixed_seconds_device{}, 2, 1e15, 0.0);
+    sim::simulator s(g, cl, cost);
+    const sim::placement p{1, 1, 0, 1, 0};
+    CHECK(brute_force_best_step(s, p) == doctest::Approx(16.0));  // no priority list does better
+
+    const auto make_net = [](const auto& task, std::mt19937_64& gen) {
+        return test::small_policy(task.num_choices(), gen);
+    };
+    const tasks::train_config tc{
+        .ppo = {.updates = 8, .samples_per_update = 16, .minibatch = 16, .learning_rate = 3e-3}};
+    tasks::scheduling_rounds_config rounds{.rounds = 2, .prior = 1};
+    std::mt19937_64 rng(3);
+    const auto listed = tasks::train_scheduling(s, p, {}, make_net, tc, rng, rl::null_visitor{}, rounds);
+    CHECK(listed.best.result.step_time == doctest::Approx(16.0));
+    CHECK(listed.best.decision.dispatch == sim::dispatch_order::ready);
+
+    // the last round runs sequences: its middle level is the list schedule (16 s) and one level of b
+    // ahead of a makes device 0 wait for it
+    rounds.sequence_rounds = 1;
+    rounds.sequence_levels.step = 0.25;
+    std::mt19937_64 again(3);
+    const auto waited = tasks::train_scheduling(s, p, {}, make_net, tc, again, rl::null_visitor{}, rounds);
+    CHECK(waited.best.result.step_time == doctest::Approx(12.0));
+    CHECK(waited.best.decision.dispatch == sim::dispatch_order::sequence);
+    CHECK(waited.best_from != tasks::best_source::incumbent);
+    CHECK(waited.updates == 8);
+    CHECK(s.run(p, {.priorities = waited.best.decision.priorities, .dispatch = sim::dispatch_order::sequence})
+              .step_time == doctest::Approx(12.0));
+
+    rounds.sequence_rounds = 3;
+    CHECK_THROWS_WITH_AS(tasks::train_scheduling(s, p, {}, make_net, tc, rng, rl::null_visitor{}, rounds),
+                         doctest::Contains("at most as many sequence rounds as rounds"), error);
+    rounds.sequence_rounds = 1;
+    rounds.sequence_levels.dispatch = sim::dispatch_order::ready;
+    CHECK_THROWS_WITH_AS(tasks::train_scheduling(s, p, {}, make_net, tc, rng, rl::null_visitor{}, rounds),
+                         doctest::Contains("sequence_levels.dispatch"), error);
 }
 
 TEST_CASE("train_scheduling: an incumbent competes in the first round; bad configurations are refused") {

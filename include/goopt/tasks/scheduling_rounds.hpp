@@ -35,6 +35,19 @@ struct scheduling_rounds_config {
     /// about 4 % of ops off the middle level per sample (1: about half), a near neighbourhood.
     double prior = 4;
     scheduling_config levels = {};  ///< each round's scheduling_decider
+    /// The last `sequence_rounds` of the rounds decide sequences instead (sequence_levels, whose
+    /// dispatch is sim::dispatch_order::sequence; its transfers are `levels`'): the best list
+    /// schedule so far, run as one order per device, is their middle level, and a level moves an op
+    /// earlier or later in its device's order, so a device may wait for an op about to arrive, a
+    /// schedule no priority list can give. Why last: from a fresh heuristic order most moves that
+    /// make a device wait cost time (docs/placement.md, session 19), but around an order the list
+    /// rounds already tuned, a sample that waits where it pays is what is left to find.
+    std::size_t sequence_rounds = 0;
+    /// The sequence rounds' levels: geometric from a step of 0.0005 of the largest start position,
+    /// so that the nearest levels swap an op with its neighbours and the farthest move it across the
+    /// whole order.
+    scheduling_config sequence_levels = {
+        .step = 0.0005, .spacing = level_spacing::geometric, .dispatch = sim::dispatch_order::sequence};
 };
 
 /// @brief Learns priorities for `placement` in `c.rounds` rounds (see the file comment) and returns
@@ -59,6 +72,12 @@ train_result train_scheduling(sim::simulator<D, Cost>& s, const sim::placement& 
     constexpr const char* who = "tasks::train_scheduling";
     if (c.rounds == 0) throw error(who, "0 rounds", "at least one round");
     if (!(c.prior >= 0) || !std::isfinite(c.prior)) throw error(who, concat("prior ", c.prior), "a finite prior >= 0");
+    if (c.sequence_rounds > c.rounds)
+        throw error(who, concat(c.sequence_rounds, " sequence rounds of ", c.rounds),
+                    "at most as many sequence rounds as rounds");
+    if (c.sequence_rounds > 0 && c.sequence_levels.dispatch != sim::dispatch_order::sequence)
+        throw error(who, "sequence rounds whose levels dispatch as a list scheduler",
+                    "sequence_levels.dispatch = sim::dispatch_order::sequence");
     const std::size_t rounds = std::min(c.rounds, std::max<std::size_t>(tc.ppo.updates, 1));
     if (rounds > 1 && (tc.resume || !tc.pretrained.empty() || !tc.imitate.empty()))
         throw error(who, concat(rounds, " rounds asked to resume, to start from a pre-trained policy or to imitate"),
@@ -66,8 +85,15 @@ train_result train_scheduling(sim::simulator<D, Cost>& s, const sim::placement& 
     const auto t0 = std::chrono::steady_clock::now();
     train_result best;
     std::size_t samples = 0, updates = 0;
+    // with fewer updates than rounds, the rounds dropped are list rounds, and the sequence rounds stay last
+    const std::size_t sequence_from = rounds - std::min(c.sequence_rounds, rounds);
     for (std::size_t k = 0; k < rounds; ++k) {
-        const scheduling_decider decider(s, placement, c.levels, base);
+        scheduling_config levels = c.levels;
+        if (k >= sequence_from) {
+            levels = c.sequence_levels;
+            levels.transfers = c.levels.transfers;
+        }
+        const scheduling_decider decider(s, placement, levels, base);
         simulated_task<scheduling_decider, D, Cost> task(s.graph(), s.cluster(), decider, s.cost_model());
         auto net = make_net(task, rng);
         start_from_middle_level(net, c.prior);
