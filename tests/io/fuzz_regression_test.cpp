@@ -4,6 +4,7 @@
 // or break a promise, kept in tests/data/fuzz/<reader>/regressions/, must now be read (accept_*) or
 // refused with a goopt::error (reject_*). ONNX inputs are replayed in tests/onnx/bad_input_test.cpp.
 #include "../fuzz/cluster_json_input.hpp"
+#include "../fuzz/decisions_json_input.hpp"
 #include "../fuzz/graph_json_input.hpp"
 #include "../fuzz/rule_json_input.hpp"
 
@@ -71,6 +72,10 @@ TEST_CASE("fuzz corpora: cluster seeds read, regressions replay cleanly") {
     replay("cluster_json", goopt::fuzz::cluster_json_input);
 }
 
+TEST_CASE("fuzz corpora: decisions seeds read and simulate, regressions replay cleanly") {
+    replay("decisions_json", goopt::fuzz::decisions_json_input);
+}
+
 TEST_CASE("fuzz harness checks catch what they promise to") {
     // Without these, a harness that accepted everything would make the replays above vacuous.
     using goopt::fuzz::graph_json_input;
@@ -82,4 +87,14 @@ TEST_CASE("fuzz harness checks catch what they promise to") {
     CHECK(goopt::fuzz::cluster_json_input(R"({"format": "goopt.cluster", "version": 1, "spec": "2xT4:pcie"})"));
     CHECK_FALSE(goopt::fuzz::rule_json_input(R"({"format": "goopt.rules", "version": 1})"));
     CHECK(goopt::fuzz::rule_json_input(R"({"format": "goopt.rules", "version": 1, "rules": []})"));
+    using goopt::fuzz::decisions_json_input;
+    CHECK(decisions_json_input(R"({"format": "goopt.decisions", "version": 1, "placement": [0,1,0,0,1,0,1,1,1]})"));
+    // a device the cluster lacks, a fusion group across the devices, a cycle through two groups:
+    // refused by the simulator, not by the reader
+    CHECK_FALSE(
+        decisions_json_input(R"({"format": "goopt.decisions", "version": 1, "placement": [0,0,0,0,0,0,0,0,2]})"));
+    CHECK_FALSE(decisions_json_input(
+        R"({"format": "goopt.decisions", "version": 1, "placement": [0,0,0,0,1,0,0,0,0], "fusion_groups": [-1,-1,-1,0,0,-1,-1,-1,-1]})"));
+    CHECK_FALSE(decisions_json_input(
+        R"({"format": "goopt.decisions", "version": 1, "placement": [0,0,0,0,0,0,0,0,0], "fusion_groups": [-1,-1,0,1,-1,0,-1,-1,-1]})"));
 }
