@@ -94,9 +94,10 @@ TEST_CASE("train_scheduling: rounds re-based on the best order reach the brute-f
 }
 
 TEST_CASE("train_scheduling: a last round of per-device sequences finds a schedule that waits") {
-    // device 0 holds a (5 s, ready at once) and b (1 s, after p, 1 s on device 1); c (10 s) on device
-    // 1 follows b. A list scheduler starts a at 0, the only op ready on device 0, whatever the
-    // priorities: b 5-6 s, c 6-16 s. Device 0 waiting for b gives b 1-2 s, c 2-12 s, a 2-7 s: 12 s.
+    // device 0 holds a (5 s, ready at once) and b (1 s, after p, which takes 1 s on device 1); c (10 s)
+    // on device 1 follows b. A list scheduler starts a at 0, the only op ready on device 0, whatever
+    // the priorities: b 5-6 s, c 6-16 s. Device 0 waiting for b gives b 1-2 s, c 2-12 s, a 2-7 s: 12 s.
+    // Ops: x 0, p 1, b 2, c 3, a 4.
     graph::computation_graph g("wait");
     const auto x = g.input("x", {4});
     const auto p_out = g.add1(op_kind::relu, {x});
