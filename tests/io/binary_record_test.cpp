@@ -143,6 +143,32 @@ TEST_CASE("binary record: reading other fields than were written names the field
                          "rec: w is stored as a float matrix: expected a double matrix", error);
 }
 
+TEST_CASE("binary record: a matrix shape no Eigen matrix can have is refused; an empty one is read at once") {
+    // a body signed as a writer would sign it, holding one double matrix of the given shape and no values
+    const auto record = [](std::uint64_t rows, std::uint64_t cols) {
+        std::string body(1, '\x07');
+        io::detail::append_le(body, rows, 8);
+        io::detail::append_le(body, cols, 8);
+        std::string out = "t";
+        io::detail::append_le(out, 1, 4);
+        io::detail::append_le(out, body.size(), 8);
+        out += body;
+        io::detail::append_le(out, io::detail::fnv1a(out), 8);
+        return out;
+    };
+    const std::uint64_t past = std::uint64_t{1} << 63;  // one past the largest std::ptrdiff_t
+    io::record_reader r1(record(past, 0), "rec", "t", 1);
+    CHECK_THROWS_WITH_AS(r1.matrix<nn::matrix<double>>("w"), doctest::Contains("(a corrupt shape)"), error);
+    io::record_reader r2(record(0, past), "rec", "t", 1);
+    CHECK_THROWS_WITH_AS(r2.matrix<nn::matrix<double>>("w"), doctest::Contains("each side at most"), error);
+    // 2^62 rows of nothing: read without a pass over the rows
+    io::record_reader r3(record(std::uint64_t{1} << 62, 0), "rec", "t", 1);
+    const auto empty = r3.matrix<nn::matrix<double>>("w");
+    CHECK(empty.rows() == (std::int64_t{1} << 62));
+    CHECK(empty.cols() == 0);
+    r3.finish();
+}
+
 TEST_CASE("binary record: written atomically and read back from a file") {
     const auto path = std::filesystem::temp_directory_path() / "goopt_binary_record_test.bin";
     io::record_writer("goopt-test", 1).f64(2.0).write(path);

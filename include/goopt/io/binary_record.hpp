@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -236,7 +237,14 @@ public:
         constexpr int size = sizeof(S);
         take_type(size == 4 ? detail::field_type::f32_matrix : detail::field_type::f64_matrix, field);
         const std::uint64_t rows = take(8, field), cols = take(8, field);
-        if (rows != 0 && cols > (end_ - at_) / size / rows)
+        // an empty matrix has no values to bound its other side: a side past what Eigen can index
+        // would wrap to a negative size, and a huge side beside a zero one would loop for nothing
+        constexpr auto most = static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max());
+        if (rows > most || cols > most)
+            throw error(where_, concat(field, " is ", rows, " x ", cols),
+                        concat("each side at most ", most, " (a corrupt shape)"));
+        if (rows == 0 || cols == 0) return M(static_cast<std::ptrdiff_t>(rows), static_cast<std::ptrdiff_t>(cols));
+        if (cols > (end_ - at_) / size / rows)
             throw error(where_, concat(field, " is ", rows, " x ", cols, ": the record ends at byte ", end_),
                         concat(rows * cols * size, " bytes of values (a corrupt shape)"));
         need(rows * cols * size, field);
