@@ -5,8 +5,8 @@
 /// clean rejection, by the reader or by the simulator (sim::decision_refused: a device the cluster
 /// lacks, illegal fusion groups); an accepted decision must reproduce itself through the writer, and
 /// its simulated step must respect what the simulator promises: every op once on its placed device,
-/// after its inputs (on its device, or copied there), one op at a time per device, a finite step that
-/// contains every event.
+/// after its inputs (on its device, or copied there), one kernel at a time per device, a finite step
+/// that contains every event.
 
 #include "fuzz_input.hpp"
 
