@@ -8,6 +8,7 @@
 /// after its inputs (on its device, or copied there), one kernel at a time per device, a finite step
 /// that contains every event.
 
+#include "../trace_check.hpp"
 #include "fuzz_input.hpp"
 
 #include <goopt/device/cluster_spec.hpp>
@@ -17,14 +18,8 @@
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulator.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace goopt::fuzz {
 
@@ -81,52 +76,9 @@ inline bool decisions_json_input(std::string_view bytes) {
     } catch (const error& x) {
         throw finding(std::string("the reader rejects what the writer wrote: ") + x.what());
     }
-    // the simulated step
-    if (!std::isfinite(r.step_time) || r.step_time < 0) throw finding("a step time that is not a finite time");
-    if (r.ops.size() != n) throw finding("the trace does not hold every op once");
-    std::vector<sim::op_event> at(n);
-    std::vector<int> seen(n, 0);
-    for (const auto& e : r.ops) {
-        if (e.op >= n || seen[e.op]++) throw finding("the trace holds an op twice or one the graph lacks");
-        if (e.device != d.placement[e.op]) throw finding("an op ran on a device other than its placement's");
-        if (!(e.start >= 0 && e.end >= e.start && e.end <= r.step_time * (1 + 1e-12)))
-            throw finding("an op's interval is outside the step");
-        at[e.op] = e;
-    }
-    const auto group = [&](graph::op_id o) { return d.fusion.empty() ? -1 : d.fusion[o]; };
-    constexpr double slack = 1e-15;
-    for (graph::op_id o = 0; o < n; ++o)
-        for (graph::tensor_id t : g.get_op(o).inputs) {
-            const graph::op_id p = g.producer(t);
-            if (group(o) >= 0 && group(o) == group(p)) continue;  // one kernel: no order inside it
-            if (d.placement[p] == d.placement[o]) {
-                if (at[o].start < at[p].end - slack) throw finding("an op started before its producer ended");
-                continue;
-            }
-            const auto copy = std::find_if(r.transfers.begin(), r.transfers.end(), [&](const sim::transfer_event& x) {
-                return x.tensor == t && x.to == d.placement[o];
-            });
-            if (copy == r.transfers.end()) throw finding("an input on another device was never copied");
-            if (copy->start < at[p].end - slack || at[o].start < copy->end - slack ||
-                copy->end > r.step_time * (1 + 1e-12))
-                throw finding("a copy out of order with its producer, its consumer or the step");
-        }
-    // one kernel at a time per device: an op alone, or a fused group spanning its members' events
-    std::map<std::pair<std::uint32_t, std::int64_t>, std::pair<double, double>> kernels;  // (device, unit)
-    for (const auto& e : r.ops) {
-        if (!(e.end > e.start)) continue;
-        const std::int64_t unit = group(e.op) >= 0 ? group(e.op) : -1 - static_cast<std::int64_t>(e.op);
-        const auto [it, fresh] = kernels.try_emplace({e.device, unit}, e.start, e.end);
-        if (!fresh) it->second = {std::min(it->second.first, e.start), std::max(it->second.second, e.end)};
-    }
-    std::vector<std::vector<std::pair<double, double>>> runs(cluster.num_devices());
-    for (const auto& [key, interval] : kernels) runs[key.first].push_back(interval);
-    for (auto& device_runs : runs) {
-        std::sort(device_runs.begin(), device_runs.end());
-        for (std::size_t i = 1; i < device_runs.size(); ++i)
-            if (device_runs[i].first < device_runs[i - 1].second - slack)
-                throw finding("two kernels overlap on one device");
-    }
+    // the simulated step (the promises tests/sim/'s property test checks too)
+    if (const auto problem = test::trace_problem(g, d.placement, d.fusion, cluster.num_devices(), r); !problem.empty())
+        throw finding(problem);
     return true;
 }
 

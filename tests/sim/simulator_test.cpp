@@ -1,4 +1,5 @@
 #include "../test_support.hpp"
+#include "../trace_check.hpp"
 #include "random_dag.hpp"
 
 #include <goopt/cost.hpp>
@@ -380,6 +381,30 @@ TEST_CASE("a transfer between devices without a link is an error") {
     CHECK_THROWS_WITH_AS(s.run(sim::placement{0, 1}), doctest::Contains("no link"), sim::decision_refused);
 }
 
+TEST_CASE("the trace check names a broken promise: an op before its producer, two ops at once, a wrong device") {
+    // without this, a check that passed everything would make the property test below vacuous
+    graph::computation_graph g;
+    const auto x = g.input("x", {64, 64});
+    const auto a = g.add1(op_kind::relu, {x});
+    g.mark_output(g.add1(op_kind::relu, {a}));
+    g.mark_output(g.add1(op_kind::sigmoid, {x}));
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    sim::simulator s(g, cl);
+    const sim::placement p{0, 0, 0, 0};
+    const auto r = s.run(p);
+    REQUIRE(test::trace_problem(g, p, {}, 2, r).empty());
+    auto early = r;  // the second relu starts before the first ends
+    for (auto& e : early.ops)
+        if (e.op == 2) e.start = 0;
+    CHECK(test::trace_problem(g, p, {}, 2, early) == "an op started before its producer ended");
+    // as one fused group the two relus have no order between them, but the group, now starting at 0,
+    // covers the sigmoid's run on the same device
+    CHECK(test::trace_problem(g, p, std::vector<std::int32_t>{-1, 0, 0, -1}, 2, early) ==
+          "two kernels overlap on one device");
+    CHECK(test::trace_problem(g, sim::placement{0, 0, 0, 1}, {}, 2, r) ==
+          "an op ran on a device other than its placement's");
+}
+
 TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") {
     std::mt19937_64 rng(42);
     const auto cl = device::parse_cluster("3xV100:pcie");
@@ -397,39 +422,15 @@ TEST_CASE("properties on random graphs: dependencies, streams, bounds, memory") 
             .transfers = trial % 4 == 3 ? sim::transfer_order::priority : sim::transfer_order::produced,
             .dispatch = trial % 4 == 1 ? sim::dispatch_order::sequence : sim::dispatch_order::ready};
         const auto r = s.run(p, options);
-        REQUIRE(r.ops.size() == n);
-        std::vector<sim::op_event> ev(n);
-        for (const auto& e : r.ops) ev[e.op] = e;
-        // dependencies: same device -> after the producer; other device -> after the copy arrives
-        for (op_id o = 0; o < n; ++o) {
-            CHECK(ev[o].device == p[o]);
-            CHECK(ev[o].end >= ev[o].start);
-            for (graph::tensor_id t : g.get_op(o).inputs) {
-                const op_id q = g.producer(t);
-                if (p[q] == p[o]) {
-                    CHECK(ev[o].start >= ev[q].end - 1e-15);
-                } else {
-                    const auto tr =
-                        std::find_if(r.transfers.begin(), r.transfers.end(),
-                                     [&](const sim::transfer_event& x) { return x.tensor == t && x.to == p[o]; });
-                    REQUIRE(tr != r.transfers.end());
-                    CHECK(tr->start >= ev[q].end - 1e-15);
-                    CHECK(ev[o].start >= tr->end - 1e-15);
-                }
-            }
-        }
+        // every op once on its device after its inputs (same device: after the producer; another: after
+        // the copy arrives), one op at a time per device stream, a finite step holding every event
+        const std::string problem = test::trace_problem(g, p, {}, 3, r);
+        CHECK_MESSAGE(problem.empty(), problem);
         // one transfer per tensor per destination
         for (std::size_t i = 0; i < r.transfers.size(); ++i)
             for (std::size_t j = i + 1; j < r.transfers.size(); ++j)
                 CHECK_FALSE((r.transfers[i].tensor == r.transfers[j].tensor && r.transfers[i].to == r.transfers[j].to));
-        // one op at a time per device stream, one transfer at a time on the shared bus
-        for (std::size_t d = 0; d < 3; ++d) {
-            std::vector<std::pair<double, double>> iv;
-            for (const auto& e : r.ops)
-                if (e.device == d && e.end > e.start) iv.emplace_back(e.start, e.end);
-            std::sort(iv.begin(), iv.end());
-            for (std::size_t i = 1; i < iv.size(); ++i) CHECK(iv[i].first >= iv[i - 1].second - 1e-15);
-        }
+        // one transfer at a time on the shared bus
         for (std::size_t i = 1; i < r.transfers.size(); ++i)
             CHECK(r.transfers[i].start >= r.transfers[i - 1].end - 1e-15);
         // bounds: critical path (devices are identical) and total work over devices
