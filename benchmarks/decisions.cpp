@@ -4,7 +4,7 @@
 //   decisions [--quick] [--out FILE] [--experiments placement,scheduling,fusion,joint] [--graphs a,b,...]
 //             [--devices 2,4,8] [--updates 100] [--samples 16] [--epochs 4] [--seeds 1,2,3] [--threads 2]
 //             [--temperature 1] [--independent] [--no-anchor] [--anchor-strength 2] [--anchor-strengths 2,5]
-//             [--no-joint-stages] [--joint-rounds 1] [--pipeline-bases]
+//             [--no-joint-stages] [--first-stage-share 0.5] [--joint-rounds 1] [--pipeline-bases] [--joint-only]
 //             [--schedule-samples 256] [--schedule-prior 4] [--schedule-stages 4] [--schedule-choice-points]
 //             [--schedule-features] [--schedule-step 0.1] [--schedule-spacing linear|geometric]
 //             [--transfer-order produced|priority] [--dispatch ready|sequence]
@@ -91,6 +91,8 @@ struct settings {
     std::vector<double> anchor_strengths;  ///< placement_task_config:: and joint_config::anchor_strengths
     std::vector<double> level_priors;      ///< joint rows: joint_config::level_priors
     bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
+    double first_stage_share = 0.5;        ///< learn_joint: joint_curriculum_config::first_stage_share
+    bool joint_only = false;               ///< joint rows: the joint policy alone, not each task and pair
     std::size_t joint_rounds = 1;          ///< learn_joint: joint_curriculum_config::rounds
     bool pipeline_bases = false;           ///< joint rows: the levels' bases chosen on the decoder's pipeline
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
@@ -277,7 +279,7 @@ seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<d
 /// --no-joint-stages; the row's figure is the best decision of the whole training.
 seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
                          const settings& st, const tasks::joint_config& config) {
-    const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? 0.5 : 0.0,
+    const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? st.first_stage_share : 0.0,
                                                     .rounds = st.joint_rounds};
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
@@ -381,6 +383,12 @@ int run(int argc, char** argv) {
                  "Joint rows: the levels depart from FIFO's order where it gives the decoder's pipeline a shorter "
                  "step than the heuristic's priorities, and from priority fusion's groups where they beat greedy "
                  "fusion's");
+    cli.add_option("--first-stage-share", st.first_stage_share,
+                   "Joint rows: the share of the updates spent on the levels at the anchor's placement before "
+                   "placement joins them (joint_curriculum_config::first_stage_share)")
+        ->capture_default_str();
+    cli.add_flag("--joint-only", st.joint_only,
+                 "Joint rows: train the joint policy alone, not each task and pair beside it (their fields are null)");
     cli.add_option("--joint-rounds", st.joint_rounds,
                    "Joint rows: the second stage in this many rounds, each a fresh policy anchored on the best "
                    "decision so far (1: the first stage's policy, widened, trains on)")
@@ -453,6 +461,8 @@ int run(int argc, char** argv) {
     for (double x : st.anchor_strengths)
         if (!(x > 0) || !std::isfinite(x)) throw error("flag --anchor-strengths", concat(x), "numbers > 0");
     if (!(st.anchor_strength > 0)) throw error("flag --anchor-strength", concat(st.anchor_strength), "a number > 0");
+    if (!(st.first_stage_share >= 0 && st.first_stage_share < 1))
+        throw error("flag --first-stage-share", concat(st.first_stage_share), "a share in [0, 1)");
     if (!(st.temperature > 0)) throw error("flag --temperature", concat(st.temperature), "a number > 0");
     if (!(st.schedule_step > 0)) throw error("flag --schedule-step", concat(st.schedule_step), "a number > 0");
     if (!(st.sequence_step > 0)) throw error("flag --sequence-step", concat(st.sequence_step), "a number > 0");
@@ -632,12 +642,17 @@ int run(int argc, char** argv) {
                         seconds += r.seconds;
                         return r.mean();
                     };
-                    row["placement_ms"] = learn(true, false, false);
-                    row["scheduling_ms"] = learn(false, true, false);
-                    row["fusion_ms"] = learn(false, false, true);
-                    row["pairs"] = {{"pl+sch", learn(true, true, false)},
-                                    {"pl+fu", learn(true, false, true)},
-                                    {"sch+fu", learn(false, true, true)}};
+                    if (st.joint_only) {
+                        row["placement_ms"] = row["scheduling_ms"] = row["fusion_ms"] = nullptr;
+                        row["pairs"] = {{"pl+sch", nullptr}, {"pl+fu", nullptr}, {"sch+fu", nullptr}};
+                    } else {
+                        row["placement_ms"] = learn(true, false, false);
+                        row["scheduling_ms"] = learn(false, true, false);
+                        row["fusion_ms"] = learn(false, false, true);
+                        row["pairs"] = {{"pl+sch", learn(true, true, false)},
+                                        {"pl+fu", learn(true, false, true)},
+                                        {"sch+fu", learn(false, true, true)}};
+                    }
                     learned = learn_joint(g, cl, st, with(true, true, true));
                     row["joint_ms"] = learned.mean();
                     learned.write(row, "learned");
