@@ -2,63 +2,18 @@
 // (tests/fuzz/<reader>_input.hpp): the seed corpora tests/data/fuzz/<reader>/ must be accepted (so
 // that fuzzing starts from meaningful documents), and every input that once made a reader crash, hang
 // or break a promise, kept in tests/data/fuzz/<reader>/regressions/, must now be read (accept_*) or
-// refused with a goopt::error (reject_*). ONNX inputs are replayed in tests/onnx/bad_input_test.cpp.
+// refused with a goopt::error (reject_*). ONNX inputs are replayed in tests/onnx/bad_input_test.cpp,
+// checkpoints in tests/tasks/checkpoint_fuzz_test.cpp (beside the trainer they resume).
 #include "../fuzz/cluster_json_input.hpp"
 #include "../fuzz/decisions_json_input.hpp"
 #include "../fuzz/graph_json_input.hpp"
 #include "../fuzz/rule_json_input.hpp"
 
+#include "../fuzz/replay.hpp"
+
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <string>
-#include <vector>
-
-namespace {
-
-namespace fs = std::filesystem;
-
-std::string bytes_of(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    REQUIRE_MESSAGE(in, "cannot open " << p);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// The regular files directly in `dir`, sorted (none when it does not exist).
-std::vector<fs::path> files_in(const fs::path& dir) {
-    std::vector<fs::path> out;
-    if (fs::is_directory(dir))
-        for (const auto& e : fs::directory_iterator(dir))
-            if (e.is_regular_file()) out.push_back(e.path());
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
-template <class Input> void replay(const std::string& reader, Input input) {
-    const fs::path dir = fs::path(GOOPT_TEST_DATA_DIR) / "fuzz" / reader;
-    const auto seeds = files_in(dir);
-    CHECK(seeds.size() >= 2);
-    for (const auto& p : seeds) {
-        CAPTURE(p.string());
-        bool accepted = false;
-        CHECK_NOTHROW(accepted = input(bytes_of(p)));
-        CHECK(accepted);
-    }
-    // reject_*: must be refused with a goopt::error; accept_*: must be read; either way nothing else
-    for (const auto& p : files_in(dir / "regressions")) {
-        CAPTURE(p.string());
-        const std::string name = p.filename().string();
-        bool accepted = false;
-        CHECK_NOTHROW(accepted = input(bytes_of(p)));
-        if (name.rfind("reject_", 0) == 0) CHECK_FALSE(accepted);
-        if (name.rfind("accept_", 0) == 0) CHECK(accepted);
-    }
-}
-
-}  // namespace
+using goopt::fuzz::replay;
 
 TEST_CASE("fuzz corpora: graph JSON seeds read, regressions replay cleanly") {
     replay("graph_json", goopt::fuzz::graph_json_input);

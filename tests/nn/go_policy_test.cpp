@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -159,6 +160,14 @@ TEST_CASE("go_policy: a seed reproduces parameters and samples; save/load round 
     nn::save_parameters(dbl.parameters(), file);
     CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains("scalars of 8 bytes"), goopt::error);
     CHECK_THROWS_AS(nn::load_parameters(ps1, dir / "missing.bin"), goopt::error);
+    // a well-formed, signed file that holds a NaN: refused, naming the parameter, nothing loaded
+    const float kept = ps1[1]->value(0, 0);
+    ps3[1]->value(0, 0) = std::numeric_limits<float>::quiet_NaN();
+    nn::save_parameters(ps3, file);
+    const std::string nan_found =
+        goopt::concat("the values of parameter '", ps1[1]->name, "' hold a non-finite number");
+    CHECK_THROWS_WITH_AS(nn::load_parameters(ps1, file), doctest::Contains(nan_found.c_str()), goopt::error);
+    CHECK(ps1[1]->value(0, 0) == kept);
     std::filesystem::remove_all(dir);
 }
 

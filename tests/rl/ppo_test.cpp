@@ -5,13 +5,16 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 
 using namespace goopt;
 
@@ -182,6 +185,31 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     std::string flipped = good;
     flipped[flipped.size() / 2] ^= 0x5a;
     refused(flipped, "checksum mismatch (the file is corrupt)");
+    // signed again after a change, as a crafted file would be: the values are checked, not only the checksum
+    auto resigned = [&](std::size_t at, const std::string& bytes) {
+        std::string out = good;
+        out.replace(at, bytes.size(), bytes);
+        io::detail::store_le(out.data() + out.size() - 8,
+                             io::detail::fnv1a(std::string_view(out).substr(0, out.size() - 8)), 8);
+        return out;
+    };
+    auto f64_bytes = [](double v) {
+        std::string b(8, '\0');
+        io::detail::store_le(b.data(), std::bit_cast<std::uint64_t>(v), 8);
+        return b;
+    };
+    // the body's sixth field is the baseline (5 counters of 9 bytes before it, each a type byte and a u64)
+    const std::size_t baseline = rl::checkpoint_tag.size() + 12 + 5 * 9 + 1;
+    refused(resigned(baseline, f64_bytes(std::numeric_limits<double>::quiet_NaN())), "a baseline of nan");
+    // the first parameter's name, then its values, first and second moments: rows, cols, then the numbers
+    const std::size_t name = good.find(net.parameters()[0]->name);
+    REQUIRE(name != std::string::npos);
+    const std::size_t values = name + net.parameters()[0]->name.size() + 1 + 16;
+    const std::size_t count = static_cast<std::size_t>(net.parameters()[0]->value.size());
+    refused(resigned(values, f64_bytes(std::numeric_limits<double>::infinity())),
+            "the values of parameter 'fc.w' hold a non-finite number");
+    refused(resigned(values + 2 * (8 * count + 17), f64_bytes(-1.0)),
+            "the second moments of parameter 'fc.w' hold a non-finite or negative number");
     struct fewer_arms : bandit {
         std::size_t num_choices() const { return 2; }
     } other;

@@ -31,7 +31,8 @@ template <std::floating_point S> void save_parameters(const parameter_list<S>& p
 
 /// @brief Reads parameters saved by save_parameters into `ps`, which must have the same names and
 /// shapes in the same order. Throws goopt::error naming the file and the first mismatch (wrong magic,
-/// version, scalar type, count, name, shape, checksum, or a file that is too short or too long); on
+/// version, scalar type, count, name, shape, a NaN or infinite value, checksum, or a file that is too
+/// short or too long); on
 /// error the parameters are left unchanged.
 template <std::floating_point S> void load_parameters(const parameter_list<S>& ps, const std::filesystem::path& path) {
     const std::string where = concat("nn::load_parameters '", path.string(), "'");
@@ -48,6 +49,9 @@ template <std::floating_point S> void load_parameters(const parameter_list<S>& p
         if (v.rows() != p->value.rows() || v.cols() != p->value.cols())
             throw error(where, concat("parameter '", name, "' is ", v.rows(), "x", v.cols()),
                         concat(p->value.rows(), "x", p->value.cols()));
+        if (!v.allFinite())  // a signed file that holds NaN or Inf (crafted, or written by another tool)
+            throw error(where, concat("the values of parameter '", name, "' hold a non-finite number"),
+                        "finite numbers");
         values.push_back(std::move(v));
     }
     in.finish();

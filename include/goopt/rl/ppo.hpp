@@ -1140,6 +1140,7 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
                         imitation = in.u64("the warm-start count");
     const double average = in.f64("the baseline");
     const bool average_set = in.u64("whether the baseline is set") != 0;
+    if (!std::isfinite(average)) throw error(where, concat("a baseline of ", average), "a finite number");
     const std::string rng_state = in.bytes("the generator state");
     const std::uint64_t steps = in.u64("the optimizer step count");
     if (const auto count = in.u64("the parameter count"); count != ps_.size())
@@ -1152,13 +1153,21 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
             throw error(where, concat("parameter '", name, "' found (another network shape)"),
                         concat("'", p->name, "'"));
         std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
-        for (auto* dst : parts) {
-            auto v = in.matrix<nn::matrix<scalar>>(concat("the values of '", name, "'"));
+        const char* what[] = {"values", "first moments", "second moments"};
+        for (int k = 0; k < 3; ++k) {
+            auto v = in.matrix<nn::matrix<scalar>>(concat("the ", what[k], " of '", name, "'"));
             if (v.rows() != p->value.rows() || v.cols() != p->value.cols())
                 throw error(where,
                             concat("parameter '", name, "' is ", v.rows(), "x", v.cols(), " (another network shape)"),
                             concat(p->value.rows(), "x", p->value.cols(), ", as this network's is"));
-            dst->push_back(std::move(v));
+            // a crafted or mis-signed file: NaN weights would decide silently wrong, a negative
+            // second moment would make Adam's step NaN
+            if (!v.allFinite() || (k == 2 && (v.array() < 0).any()))
+                throw error(where,
+                            concat("the ", what[k], " of parameter '", name, "' hold a non-finite",
+                                   k == 2 ? " or negative" : "", " number"),
+                            k == 2 ? "finite numbers >= 0" : "finite numbers");
+            parts[k]->push_back(std::move(v));
         }
     }
     std::string extra = in.bytes("the caller's state");

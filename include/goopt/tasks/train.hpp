@@ -15,6 +15,7 @@
 #include <goopt/tasks/concepts.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -211,8 +212,20 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
             throw error(where, concat("a best decision of source ", from, ", index ", index, " with ", len, " actions"),
                         concat("a sample's or mode's ", task.num_nodes(), " actions, or one of the ",
                                config.incumbents.size(), " incumbents this run is given"));
+        if (src != best_source::none && (!std::isfinite(o.reward) || !std::isfinite(o.step_time) || o.step_time < 0))
+            throw error(where, concat("a best decision of reward ", o.reward, " and step ", o.step_time, " s"),
+                        "a finite reward and a finite step >= 0");
+        if (!(a == -1 || (a >= 0 && a <= 1)))
+            throw error(where, concat("a warm-start agreement of ", a), "-1 (none) or a share in [0, 1]");
         std::vector<int> actions(static_cast<std::size_t>(len));
-        for (auto& x : actions) x = static_cast<int>(in.i64("an action of the best decision"));
+        for (auto& x : actions) {
+            const std::int64_t v = in.i64("an action of the best decision");
+            // checked here, not when the decision is made at the end of the training
+            if (v < 0 || static_cast<std::uint64_t>(v) >= task.num_choices())
+                throw error(where, concat("an action ", v, " of the best decision"),
+                            concat("a choice in [0, ", task.num_choices(), ")"));
+            x = static_cast<int>(v);
+        }
         in.finish();
         best_actions = std::move(actions);
         best = o;

@@ -1,0 +1,196 @@
+#pragma once
+/// @file
+/// @brief One fuzz input for a trainer's checkpoint, read back as `goopt optimize --resume` and a
+/// pre-trained policy are: rl::ppo::load_checkpoint (the network, Adam's moments, the counters, the
+/// generator) and tasks::train's own record in the checkpoint's extra bytes (the best decision so
+/// far), then training on to the configured updates.
+///
+/// Both records end in a checksum, which would stop a fuzzer at the first changed byte; so an input
+/// holds record bodies and the harness signs them (io::record_writer's layout). The input is the
+/// PPO record's body, or the fields of its body before the trainer's record, then `train_marker`,
+/// then the trainer's record's body: the harness closes that record and appends it to the PPO body as
+/// its last field (the caller's bytes), as tasks::train writes it.
+///
+/// A goopt::error is a clean rejection. An accepted checkpoint must train on and return a decision
+/// the task accepts, with a finite step, every parameter of the network finite.
+
+#include "fuzz_input.hpp"
+
+#include <goopt/device/cluster_spec.hpp>
+#include <goopt/error.hpp>
+#include <goopt/io/binary_record.hpp>
+#include <goopt/nn/go_policy.hpp>
+#include <goopt/rl/ppo.hpp>
+#include <goopt/tasks/placement.hpp>
+#include <goopt/tasks/train.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <string_view>
+
+namespace goopt::fuzz {
+
+/// Separates the PPO record's leading fields from the trainer's record's body in an input.
+inline constexpr std::string_view train_marker = "\n#goopt-train-record#\n";
+
+/// The graph of every fuzzed checkpoint: two branches of products that meet, 8 ops, large enough that
+/// a branch per device beats one device (the incumbent), so that the seeds' best decision is learned.
+inline const graph::computation_graph& checkpoint_fuzz_graph() {
+    static const graph::computation_graph g = [] {
+        using ops::op_kind;
+        graph::computation_graph h("checkpoint_fuzz");
+        const auto x = h.input("x", {1024, 4096});
+        const auto w = h.weight("w", {4096, 4096});
+        const auto v = h.weight("v", {4096, 4096});
+        const auto a = h.add1(op_kind::matmul, {x, w});
+        const auto b = h.add1(op_kind::matmul, {x, v});
+        const auto c = h.add1(op_kind::ewadd, {h.add1(op_kind::relu, {a}), h.add1(op_kind::tanh, {b})});
+        h.mark_output(c);
+        return h;
+    }();
+    return g;
+}
+
+/// A GO policy of the smallest useful shape for two devices; `seed` draws its fresh weights.
+inline nn::go_policy<float> checkpoint_fuzz_policy(std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    return nn::go_policy<float>(
+        {.hidden = 4, .sage_layers = 1, .shared_attention_layers = 1, .heads = 1, .segment = 4, .task_choices = {2}},
+        rng);
+}
+
+/// The training every fuzzed checkpoint resumes: 2 updates of 2 samples, the one-device placement
+/// as the incumbent (so that a record may name it).
+inline tasks::train_config checkpoint_fuzz_config(const std::filesystem::path& file, std::size_t updates) {
+    tasks::train_config c;
+    c.ppo.updates = updates;
+    c.ppo.samples_per_update = 2;
+    c.ppo.threads = 1;
+    c.incumbents = {sim::decision{
+        .placement = sim::placement(checkpoint_fuzz_graph().num_ops(), 0), .priorities = {}, .fusion = {}}};
+    c.checkpoint = file;
+    return c;
+}
+
+/// A file of this process's own for the harness's checkpoint.
+inline std::filesystem::path checkpoint_fuzz_file() {
+    return std::filesystem::temp_directory_path() / concat("goopt_fuzz_checkpoint_", ::getpid(), ".ckpt");
+}
+
+namespace detail {
+
+inline std::string signed_record(std::string_view tag, std::uint32_t version, std::string_view body) {
+    std::string out(tag);
+    io::detail::append_le(out, version, 4);
+    io::detail::append_le(out, body.size(), 8);
+    out += body;
+    io::detail::append_le(out, io::detail::fnv1a(out), 8);
+    return out;
+}
+
+inline std::string file_bytes(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace detail
+
+/// The checkpoint file an input stands for (see the file comment).
+inline std::string checkpoint_of(std::string_view input) {
+    const auto at = input.find(train_marker);
+    std::string body(input.substr(0, at));
+    if (at != std::string_view::npos) {
+        const std::string inner =
+            detail::signed_record(tasks::detail::train_record_tag, tasks::detail::train_record_version,
+                                  input.substr(at + train_marker.size()));
+        body.push_back(static_cast<char>(io::detail::field_type::bytes));
+        io::detail::append_le(body, inner.size(), 8);
+        body += inner;
+    }
+    return detail::signed_record(rl::checkpoint_tag, rl::checkpoint_format_version, body);
+}
+
+/// A seed input: the checkpoint of `updates` updates of the harness's training from seed `seed`, as
+/// an input (split at the trainer's record, or the PPO body whole with that record signed inside).
+inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed, bool split) {
+    const auto file = checkpoint_fuzz_file();
+    static const auto cluster = device::parse_cluster("2xV100:nvlink");
+    tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
+    auto net = checkpoint_fuzz_policy(seed);
+    std::mt19937_64 rng(seed);
+    tasks::train(task, net, checkpoint_fuzz_config(file, updates), rng);
+    const std::string bytes = detail::file_bytes(file);
+    std::filesystem::remove(file);
+    const std::size_t header = rl::checkpoint_tag.size() + 12;
+    const std::string body = bytes.substr(header, bytes.size() - header - 8);
+    if (!split) return body;
+    // the last field is the trainer's record: a type byte, 8 length bytes, the record to the end
+    const std::size_t at = body.rfind(tasks::detail::train_record_tag);
+    if (at == std::string::npos || at < 9 || body[at - 9] != static_cast<char>(io::detail::field_type::bytes) ||
+        io::detail::load_le(body.data() + at - 8, 8) != body.size() - at)
+        throw finding("the trainer's record is not the last field of the seed checkpoint");
+    const std::size_t inner_header = tasks::detail::train_record_tag.size() + 12;
+    std::string input = body.substr(0, at - 9);  // appended piece by piece: GCC 12 warns (-Wrestrict) on a chain of +
+    input += train_marker;
+    input += std::string_view(body).substr(at + inner_header, body.size() - at - inner_header - 8);
+    return input;
+}
+
+/// @return true when the checkpoint was accepted and training went on from it. @throws
+/// fuzz::finding for a broken promise; any exception other than goopt::error escapes (a finding too).
+inline bool checkpoint_input(std::string_view input) {
+    const auto file = checkpoint_fuzz_file();
+    static const auto cluster = device::parse_cluster("2xV100:nvlink");
+    const auto& g = checkpoint_fuzz_graph();
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        const std::string bytes = checkpoint_of(input);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    tasks::placement_task task(g, cluster);
+    auto config = checkpoint_fuzz_config(file, 2);
+    std::mt19937_64 rng(1);
+    // as a pre-trained policy is loaded (the weights alone, nothing trained after them)
+    auto loaded = checkpoint_fuzz_policy(1);
+    try {
+        rl::ppo<tasks::placement_task<device::device_spec>, nn::go_policy<float>> trainer(task, loaded, config.ppo);
+        (void)trainer.load_checkpoint(file, rng);
+    } catch (const error&) {
+        std::filesystem::remove(file);
+        return false;
+    }
+    for (const auto* prm : loaded.parameters())
+        if (!prm->value.allFinite()) throw finding(concat("parameter '", prm->name, "' is not finite as loaded"));
+    // as a training resumes
+    auto net = checkpoint_fuzz_policy(1);
+    config.resume = true;
+    rng.seed(1);
+    tasks::train_result r;
+    try {
+        r = tasks::train(task, net, config, rng);
+    } catch (const error&) {
+        std::filesystem::remove(file);
+        return false;
+    }
+    std::filesystem::remove(file);
+    if (r.best_from == tasks::best_source::none) throw finding("an accepted checkpoint returned no decision");
+    const auto& p = r.best.decision.placement;
+    if (p.size() != g.num_ops()) throw finding(concat("a placement of ", p.size(), " ops returned"));
+    for (auto d : p)
+        if (d >= cluster.num_devices()) throw finding(concat("device ", d, " returned on a cluster of 2"));
+    if (!std::isfinite(r.best.result.step_time) || !(r.best.result.step_time > 0))
+        throw finding(concat("the returned decision's step is ", r.best.result.step_time));
+    for (const auto* prm : net.parameters())
+        if (!prm->value.allFinite())
+            throw finding(concat("parameter '", prm->name, "' is not finite after the resume"));
+    return true;
+}
+
+}  // namespace goopt::fuzz

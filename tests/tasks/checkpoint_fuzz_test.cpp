@@ -1,0 +1,75 @@
+// The checkpoint fuzz harness's inputs (tests/fuzz/checkpoint_input.hpp) replayed with its checks:
+// the seeds tests/data/fuzz/checkpoint/ resume, the regressions are refused or read cleanly; and
+// the harness itself: fresh seeds of its own generator resume, and what it must refuse it refuses.
+// GOOPT_WRITE_FUZZ_SEEDS=DIR writes the seeds into DIR first (after a change of the network's shape
+// or of the checkpoint format: GOOPT_WRITE_FUZZ_SEEDS=tests/data/fuzz/checkpoint build/tests/goopt_tasks_tests
+// -tc='checkpoint fuzz*').
+#include "../fuzz/checkpoint_input.hpp"
+#include "../fuzz/replay.hpp"
+
+#include <goopt/io/atomic_write.hpp>
+
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
+
+TEST_CASE("checkpoint fuzz harness: its seeds resume, its regressions replay cleanly") {
+    using namespace goopt::fuzz;
+    const std::string seeds[] = {checkpoint_fuzz_seed(1, 1, true), checkpoint_fuzz_seed(2, 2, true),
+                                 checkpoint_fuzz_seed(1, 3, false)};
+    if (const char* dir = std::getenv("GOOPT_WRITE_FUZZ_SEEDS")) {
+        const char* names[] = {"one_update_split.bin", "two_updates_split.bin", "one_update_whole.bin"};
+        for (int i = 0; i < 3; ++i) goopt::io::atomic_write(std::filesystem::path(dir) / names[i], seeds[i]);
+    }
+    for (const auto& s : seeds) CHECK(checkpoint_input(s));
+    replay("checkpoint", checkpoint_input);
+}
+
+TEST_CASE("a resumed checkpoint's best decision is checked when it is read, not when training ends") {
+    using namespace goopt::fuzz;
+    CHECK_FALSE(checkpoint_input(""));
+    const std::string seed = checkpoint_fuzz_seed(1, 1, true);
+    CHECK_FALSE(checkpoint_input(seed.substr(0, seed.size() / 2)));  // cut short, signed again
+    // the trainer's record: source, index, reward, step, oom, valid, agreement, action count, the
+    // actions (each field a type byte and 8 bytes)
+    const std::size_t record = seed.find(train_marker) + train_marker.size();
+    REQUIRE(seed.size() == record + 16 * 9);
+    auto with = [&](std::size_t field, std::uint64_t bits) {
+        std::string s = seed;
+        goopt::io::detail::store_le(s.data() + record + 9 * field + 1, bits, 8);
+        return s;
+    };
+    auto refusal = [](const std::string& input) {
+        const auto file = checkpoint_fuzz_file();
+        goopt::io::atomic_write(file, checkpoint_of(input));
+        static const auto cluster = goopt::device::parse_cluster("2xV100:nvlink");
+        goopt::tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
+        auto net = checkpoint_fuzz_policy(1);
+        auto config = checkpoint_fuzz_config(file, 2);
+        config.resume = true;
+        std::mt19937_64 rng(1);
+        std::string what;
+        try {
+            goopt::tasks::train(task, net, config, rng);
+        } catch (const goopt::error& e) {
+            what = e.what();
+        }
+        std::filesystem::remove(file);
+        return what;
+    };
+    CHECK(refusal(seed).empty());
+    CHECK(refusal(with(15, 2)).find("an action 2 of the best decision: expected a choice in [0, 2)") !=
+          std::string::npos);
+    CHECK(refusal(with(15, std::uint64_t(-1))).find("an action -1 of the best decision") != std::string::npos);
+    CHECK(refusal(with(3, std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN())))
+              .find("a finite reward and a finite step >= 0") != std::string::npos);
+    CHECK(refusal(with(6, std::bit_cast<std::uint64_t>(2.0))).find("a warm-start agreement of 2") != std::string::npos);
+    for (const auto& input : {with(15, 2), with(3, std::bit_cast<std::uint64_t>(-1.0))})
+        CHECK_FALSE(checkpoint_input(input));
+}
