@@ -11,6 +11,9 @@
 /// then the trainer's record's body: the harness closes that record and appends it to the PPO body as
 /// its last field (the caller's bytes), as tasks::train writes it.
 ///
+/// The network is the per-choice head's, or the pair head's (any device count, as the shipped policy)
+/// where the input's checkpoint records 0 choices per node.
+///
 /// A goopt::error is a clean rejection. An accepted checkpoint must train on and return a decision
 /// the task accepts, with a finite step, every parameter of the network finite.
 
@@ -58,12 +61,25 @@ inline const graph::computation_graph& checkpoint_fuzz_graph() {
     return g;
 }
 
-/// A GO policy of the smallest useful shape for two devices; `seed` draws its fresh weights.
-inline nn::go_policy<float> checkpoint_fuzz_policy(std::uint64_t seed) {
+/// A GO policy of the smallest useful shape for two devices; `seed` draws its fresh weights. `pair`:
+/// the pair head (nn::first_head::pair, any device count, as the shipped policy has), whose
+/// checkpoint records 0 choices.
+inline nn::go_policy<float> checkpoint_fuzz_policy(std::uint64_t seed, bool pair = false) {
     std::mt19937_64 rng(seed);
-    return nn::go_policy<float>(
-        {.hidden = 4, .sage_layers = 1, .shared_attention_layers = 1, .heads = 1, .segment = 4, .task_choices = {2}},
-        rng);
+    return nn::go_policy<float>({.hidden = 4,
+                                 .sage_layers = 1,
+                                 .shared_attention_layers = 1,
+                                 .heads = 1,
+                                 .segment = 4,
+                                 .task_choices = {2},
+                                 .head = pair ? nn::first_head::pair : nn::first_head::per_choice,
+                                 .pair_width = 4},
+                                rng);
+}
+
+/// Whether an input's checkpoint is a pair head's: its second field (the choices per node) is 0.
+inline bool pair_head_input(std::string_view input) {
+    return input.size() >= 18 && io::detail::load_le(input.data() + 10, 8) == 0;
 }
 
 /// The training every fuzzed checkpoint resumes: 2 updates of 2 samples, the one-device placement
@@ -118,12 +134,13 @@ inline std::string checkpoint_of(std::string_view input) {
 }
 
 /// A seed input: the checkpoint of `updates` updates of the harness's training from seed `seed`, as
-/// an input (split at the trainer's record, or the PPO body whole with that record signed inside).
-inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed, bool split) {
+/// an input (split at the trainer's record, or the PPO body whole with that record signed inside),
+/// of the per-choice head or the pair head.
+inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed, bool split, bool pair = false) {
     const auto file = checkpoint_fuzz_file();
     static const auto cluster = device::parse_cluster("2xV100:nvlink");
     tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
-    auto net = checkpoint_fuzz_policy(seed);
+    auto net = checkpoint_fuzz_policy(seed, pair);
     std::mt19937_64 rng(seed);
     tasks::train(task, net, checkpoint_fuzz_config(file, updates), rng);
     const std::string bytes = detail::file_bytes(file);
@@ -158,7 +175,8 @@ inline bool checkpoint_input(std::string_view input) {
     auto config = checkpoint_fuzz_config(file, 2);
     std::mt19937_64 rng(1);
     // as a pre-trained policy is loaded (the weights alone, nothing trained after them)
-    auto loaded = checkpoint_fuzz_policy(1);
+    const bool pair = pair_head_input(input);
+    auto loaded = checkpoint_fuzz_policy(1, pair);
     try {
         rl::ppo<tasks::placement_task<device::device_spec>, nn::go_policy<float>> trainer(task, loaded, config.ppo);
         (void)trainer.load_checkpoint(file, rng);
@@ -169,7 +187,7 @@ inline bool checkpoint_input(std::string_view input) {
     for (const auto* prm : loaded.parameters())
         if (!prm->value.allFinite()) throw finding(concat("parameter '", prm->name, "' is not finite as loaded"));
     // as a training resumes
-    auto net = checkpoint_fuzz_policy(1);
+    auto net = checkpoint_fuzz_policy(1, pair);
     config.resume = true;
     rng.seed(1);
     tasks::train_result r;

@@ -22,12 +22,15 @@
 TEST_CASE("checkpoint fuzz harness: its seeds resume, its regressions replay cleanly") {
     using namespace goopt::fuzz;
     const std::string seeds[] = {checkpoint_fuzz_seed(1, 1, true), checkpoint_fuzz_seed(2, 2, true),
-                                 checkpoint_fuzz_seed(1, 3, false)};
+                                 checkpoint_fuzz_seed(1, 3, false), checkpoint_fuzz_seed(1, 4, true, true)};
     if (const char* dir = std::getenv("GOOPT_WRITE_FUZZ_SEEDS")) {
-        const char* names[] = {"one_update_split.bin", "two_updates_split.bin", "one_update_whole.bin"};
-        for (int i = 0; i < 3; ++i) goopt::io::atomic_write(std::filesystem::path(dir) / names[i], seeds[i]);
+        const char* names[] = {"one_update_split.bin", "two_updates_split.bin", "one_update_whole.bin",
+                               "pair_head_split.bin"};
+        for (int i = 0; i < 4; ++i) goopt::io::atomic_write(std::filesystem::path(dir) / names[i], seeds[i]);
     }
     for (const auto& s : seeds) CHECK(checkpoint_input(s));
+    CHECK(pair_head_input(seeds[3]));
+    CHECK_FALSE(pair_head_input(seeds[0]));
     replay("checkpoint", checkpoint_input);
 }
 
