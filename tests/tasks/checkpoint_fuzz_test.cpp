@@ -73,6 +73,15 @@ TEST_CASE("a resumed checkpoint's best decision is checked when it is read, not 
     CHECK(refusal(with(3, std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN())))
               .find("a finite reward and a finite step >= 0") != std::string::npos);
     CHECK(refusal(with(6, std::bit_cast<std::uint64_t>(2.0))).find("a warm-start agreement of 2") != std::string::npos);
+    // a record without a best decision, its training already done: the incumbent just scored is kept,
+    // not replaced by nothing (regressions/accept_no_best_after_last_update.bin)
+    const std::string two = checkpoint_fuzz_seed(2, 2, true);
+    const std::size_t at = two.find(train_marker) + train_marker.size();
+    std::string none = two.substr(0, at + 8 * 9);                     // the record's fields without its actions
+    goopt::io::detail::store_le(none.data() + at + 1, 0, 8);          // source: none
+    goopt::io::detail::store_le(none.data() + at + 7 * 9 + 1, 0, 8);  // no actions
+    CHECK(refusal(none).empty());
+    CHECK(checkpoint_input(none));
     for (const auto& input : {with(15, 2), with(3, std::bit_cast<std::uint64_t>(-1.0))})
         CHECK_FALSE(checkpoint_input(input));
 }

@@ -227,10 +227,14 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
             x = static_cast<int>(v);
         }
         in.finish();
-        best_actions = std::move(actions);
-        best = o;
-        best_index = static_cast<std::size_t>(index);
-        best_from = src;
+        // a record without a best decision (a run that saw none, or none of these incumbents)
+        // keeps the incumbents just scored: a resumed run never returns less than they give
+        if (src != best_source::none) {
+            best_actions = std::move(actions);
+            best = o;
+            best_index = static_cast<std::size_t>(index);
+            best_from = src;
+        }
         agreement = a;
     }
 
