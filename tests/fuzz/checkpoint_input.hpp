@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// @brief One fuzz input for a trainer's checkpoint, read back as a resumed training
-/// (tasks::train_config::resume) and a pre-trained policy are: rl::ppo::load_checkpoint (the network, Adam's moments, the counters, the
-/// generator) and tasks::train's own record in the checkpoint's extra bytes (the best decision so
+/// (tasks::train_config::resume) and a pre-trained policy are: rl::ppo::load_checkpoint (the network, Adam's moments,
+/// the counters, the generator) and tasks::train's own record in the checkpoint's extra bytes (the best decision so
 /// far), then training on to the configured updates.
 ///
 /// Both records end in a checksum, which would stop a fuzzer at the first changed byte; so an input
