@@ -32,8 +32,7 @@ template <std::floating_point S> void save_parameters(const parameter_list<S>& p
 /// @brief Reads parameters saved by save_parameters into `ps`, which must have the same names and
 /// shapes in the same order. Throws goopt::error naming the file and the first mismatch (wrong magic,
 /// version, scalar type, count, name, shape, a NaN or infinite value, checksum, or a file that is too
-/// short or too long); on
-/// error the parameters are left unchanged.
+/// short or too long); on error the parameters are left unchanged.
 template <std::floating_point S> void load_parameters(const parameter_list<S>& ps, const std::filesystem::path& path) {
     const std::string where = concat("nn::load_parameters '", path.string(), "'");
     auto in = io::record_reader::from_file(path, where, "goopt-nn", parameters_format_version);
