@@ -201,7 +201,8 @@ public:
     /// @return the caller's extra bytes.
     /// @throws goopt::error naming the file and the mismatch: missing or unreadable file, wrong magic,
     /// format version, scalar size, choices per node (devices), parameter count, name or shape
-    /// (another network), a bad checksum or truncation (corrupt). On error nothing is changed.
+    /// (another network), a non-finite weight, moment or baseline or a negative second moment (a
+    /// crafted file), a bad checksum or truncation (corrupt). On error nothing is changed.
     template <SerializableRng Rng> std::string load_checkpoint(const std::filesystem::path& path, Rng& rng);
 
     /// After the warm start: the share of active nodes whose action in the policy's mode (the most
