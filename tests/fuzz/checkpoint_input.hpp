@@ -21,7 +21,9 @@
 
 #include <goopt/device/cluster_spec.hpp>
 #include <goopt/error.hpp>
+#include <goopt/io/atomic_write.hpp>
 #include <goopt/io/binary_record.hpp>
+#include <goopt/io/json_reading.hpp>
 #include <goopt/nn/go_policy.hpp>
 #include <goopt/rl/ppo.hpp>
 #include <goopt/tasks/placement.hpp>
@@ -32,11 +34,10 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace goopt::fuzz {
 
@@ -111,11 +112,6 @@ inline std::string signed_record(std::string_view tag, std::uint32_t version, st
     return out;
 }
 
-inline std::string file_bytes(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace detail
 
 /// The checkpoint file an input stands for (see the file comment).
@@ -143,7 +139,7 @@ inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed,
     auto net = checkpoint_fuzz_policy(seed, pair);
     std::mt19937_64 rng(seed);
     tasks::train(task, net, checkpoint_fuzz_config(file, updates), rng);
-    const std::string bytes = detail::file_bytes(file);
+    const std::string bytes = io::detail::read_text_file(file, "checkpoint");
     std::filesystem::remove(file);
     const std::size_t header = rl::checkpoint_tag.size() + 12;
     const std::string body = bytes.substr(header, bytes.size() - header - 8);
@@ -160,44 +156,60 @@ inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed,
     return input;
 }
 
+/// Trains on from the checkpoint `input` stands for, as tasks::train resumes (the harness's task,
+/// network and configuration); what train throws propagates, and the file is removed either way.
+inline tasks::train_result resume_from(std::string_view input) {
+    const auto file = checkpoint_fuzz_file();
+    static const auto cluster = device::parse_cluster("2xV100:nvlink");
+    io::atomic_write(file, checkpoint_of(input));
+    tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
+    auto net = checkpoint_fuzz_policy(1, pair_head_input(input));
+    auto config = checkpoint_fuzz_config(file, 2);
+    config.resume = true;
+    std::mt19937_64 rng(1);
+    struct remove_at_exit {
+        std::filesystem::path p;
+        ~remove_at_exit() {
+            std::error_code ignored;  // never throws while another exception unwinds
+            std::filesystem::remove(p, ignored);
+        }
+    } cleanup{file};
+    auto r = tasks::train(task, net, config, rng);
+    for (const auto* prm : net.parameters())
+        if (!prm->value.allFinite())
+            throw finding(concat("parameter '", prm->name, "' is not finite after the resume"));
+    return r;
+}
+
 /// @return true when the checkpoint was accepted and training went on from it. @throws
 /// fuzz::finding for a broken promise; any exception other than goopt::error escapes (a finding too).
 inline bool checkpoint_input(std::string_view input) {
     const auto file = checkpoint_fuzz_file();
     static const auto cluster = device::parse_cluster("2xV100:nvlink");
     const auto& g = checkpoint_fuzz_graph();
-    {
-        std::ofstream out(file, std::ios::binary | std::ios::trunc);
-        const std::string bytes = checkpoint_of(input);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    }
-    tasks::placement_task task(g, cluster);
-    auto config = checkpoint_fuzz_config(file, 2);
-    std::mt19937_64 rng(1);
     // as a pre-trained policy is loaded (the weights alone, nothing trained after them)
-    const bool pair = pair_head_input(input);
-    auto loaded = checkpoint_fuzz_policy(1, pair);
+    io::atomic_write(file, checkpoint_of(input));
+    tasks::placement_task task(g, cluster);
+    auto loaded = checkpoint_fuzz_policy(1, pair_head_input(input));
     try {
-        rl::ppo<tasks::placement_task<device::device_spec>, nn::go_policy<float>> trainer(task, loaded, config.ppo);
+        std::mt19937_64 rng(1);
+        rl::ppo<tasks::placement_task<device::device_spec>, nn::go_policy<float>> trainer(
+            task, loaded, checkpoint_fuzz_config(file, 2).ppo);
         (void)trainer.load_checkpoint(file, rng);
     } catch (const error&) {
         std::filesystem::remove(file);
         return false;
     }
+    std::filesystem::remove(file);
     for (const auto* prm : loaded.parameters())
         if (!prm->value.allFinite()) throw finding(concat("parameter '", prm->name, "' is not finite as loaded"));
     // as a training resumes
-    auto net = checkpoint_fuzz_policy(1, pair);
-    config.resume = true;
-    rng.seed(1);
     tasks::train_result r;
     try {
-        r = tasks::train(task, net, config, rng);
+        r = resume_from(input);
     } catch (const error&) {
-        std::filesystem::remove(file);
         return false;
     }
-    std::filesystem::remove(file);
     if (r.best_from == tasks::best_source::none) throw finding("an accepted checkpoint returned no decision");
     const auto& p = r.best.decision.placement;
     if (p.size() != g.num_ops()) throw finding(concat("a placement of ", p.size(), " ops returned"));
@@ -205,9 +217,6 @@ inline bool checkpoint_input(std::string_view input) {
         if (d >= cluster.num_devices()) throw finding(concat("device ", d, " returned on a cluster of 2"));
     if (!std::isfinite(r.best.result.step_time) || !(r.best.result.step_time > 0))
         throw finding(concat("the returned decision's step is ", r.best.result.step_time));
-    for (const auto* prm : net.parameters())
-        if (!prm->value.allFinite())
-            throw finding(concat("parameter '", prm->name, "' is not finite after the resume"));
     return true;
 }
 
