@@ -101,32 +101,18 @@ inline std::filesystem::path checkpoint_fuzz_file() {
     return std::filesystem::temp_directory_path() / concat("goopt_fuzz_checkpoint_", ::getpid(), ".ckpt");
 }
 
-namespace detail {
-
-inline std::string signed_record(std::string_view tag, std::uint32_t version, std::string_view body) {
-    std::string out(tag);
-    io::detail::append_le(out, version, 4);
-    io::detail::append_le(out, body.size(), 8);
-    out += body;
-    io::detail::append_le(out, io::detail::fnv1a(out), 8);
-    return out;
-}
-
-}  // namespace detail
-
 /// The checkpoint file an input stands for (see the file comment).
 inline std::string checkpoint_of(std::string_view input) {
     const auto at = input.find(train_marker);
     std::string body(input.substr(0, at));
     if (at != std::string_view::npos) {
-        const std::string inner =
-            detail::signed_record(tasks::detail::train_record_tag, tasks::detail::train_record_version,
-                                  input.substr(at + train_marker.size()));
+        const std::string inner = io::record_bytes(tasks::detail::train_record_tag, tasks::detail::train_record_version,
+                                                   input.substr(at + train_marker.size()));
         body.push_back(static_cast<char>(io::detail::field_type::bytes));
         io::detail::append_le(body, inner.size(), 8);
         body += inner;
     }
-    return detail::signed_record(rl::checkpoint_tag, rl::checkpoint_format_version, body);
+    return io::record_bytes(rl::checkpoint_tag, rl::checkpoint_format_version, body);
 }
 
 /// A seed input: the checkpoint of `updates` updates of the harness's training from seed `seed`, as

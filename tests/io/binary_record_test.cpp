@@ -91,6 +91,18 @@ TEST_CASE("binary record: the bytes are little-endian whatever the host") {
               ((h >> (8 * i)) & 0xff));
 }
 
+TEST_CASE("binary record: record_bytes closes an edited body, and the reader sees the edit, not corruption") {
+    const std::string whole = io::record_writer("goopt-test", 3).u64(7).f64(0.5).bytes();
+    const std::size_t header = 10 + 12;
+    std::string body = whole.substr(header, whole.size() - header - 8);
+    CHECK(io::record_bytes("goopt-test", 3, body) == whole);
+    body[1] = 9;  // the unsigned field's low byte
+    io::record_reader r(io::record_bytes("goopt-test", 3, body), "edited", "goopt-test", 3);
+    CHECK(r.u64("n") == 9);
+    CHECK(r.f64("x") == 0.5);
+    r.finish();
+}
+
 TEST_CASE("binary record: cut at every byte, it is refused as truncated, never read") {
     const std::string whole = record_of_every_type();
     for (std::size_t n = 0; n < whole.size(); ++n) {

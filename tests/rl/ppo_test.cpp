@@ -189,9 +189,9 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     auto resigned = [&](std::size_t at, const std::string& bytes) {
         std::string out = good;
         out.replace(at, bytes.size(), bytes);
-        io::detail::store_le(out.data() + out.size() - 8,
-                             io::detail::fnv1a(std::string_view(out).substr(0, out.size() - 8)), 8);
-        return out;
+        const std::size_t header = rl::checkpoint_tag.size() + 12;
+        return io::record_bytes(rl::checkpoint_tag, rl::checkpoint_format_version,
+                                std::string_view(out).substr(header, out.size() - header - 8));
     };
     auto f64_bytes = [](double v) {
         std::string b(8, '\0');

@@ -88,6 +88,19 @@ concept readable_record_matrix = record_matrix<M> && std::constructible_from<M, 
 
 }  // namespace detail
 
+/// @brief The whole record around an encoded body: tag, version, body length, body, checksum (the
+/// layout above). record_writer closes its records with it; a test or fuzz harness that edits a
+/// body field by field closes its own the same way, so the reader checks the values, not only the
+/// checksum.
+inline std::string record_bytes(std::string_view tag, std::uint32_t version, std::string_view body) {
+    std::string out(tag);
+    detail::append_le(out, version, 4);
+    detail::append_le(out, body.size(), 8);
+    out += body;
+    detail::append_le(out, detail::fnv1a(out), 8);
+    return out;
+}
+
 /// @brief Builds one record field by field; `bytes()` or `write()` close it with the header and
 /// the checksum.
 class record_writer {
@@ -140,14 +153,7 @@ public:
     }
 
     /// The whole record: header, body, checksum.
-    std::string bytes() const {
-        std::string out = tag_;
-        detail::append_le(out, version_, 4);
-        detail::append_le(out, body_.size(), 8);
-        out += body_;
-        detail::append_le(out, detail::fnv1a(out), 8);
-        return out;
-    }
+    std::string bytes() const { return record_bytes(tag_, version_, body_); }
     /// Writes the record to `path` atomically (io::atomic_write).
     void write(const std::filesystem::path& path) const { atomic_write(path, bytes()); }
 
