@@ -6,6 +6,7 @@
 #include <goopt/cost/concepts.hpp>
 #include <goopt/cost/cost_table.hpp>
 #include <goopt/cost/measured_model.hpp>
+#include <goopt/cost/measured_time.hpp>
 #include <goopt/cost/measurement_environment.hpp>
 #include <goopt/cost/op_config.hpp>
 #include <goopt/cost/recording_model.hpp>

@@ -76,6 +76,8 @@ TEST_CASE("table model: measured times first, roofline for the rest") {
     m.set("V100", "b", 0);
     CHECK(m.group_time(g, grp, v100) == doctest::Approx(3e-5));
     CHECK_THROWS_WITH_AS(m.set("V100", "a", -1), doctest::Contains("time of op 'a' on device 'V100' is -1"), error);
+    CHECK_THROWS_WITH_AS(m.set("V100", "a", 1e300), doctest::Contains("expected a number of seconds in [0, 3600]"),
+                         error);
     // an unmeasured member sends the whole group to the fallback
     cost::table_model<> partial;
     partial.set("V100", "a", 1.0);

@@ -66,6 +66,7 @@ TEST_CASE("measured model: measured configurations first, the fallback for the r
     const cost::measured_model none(cost::cost_table{});
     CHECK(subst::inference_cost(g, none, cpu) == subst::inference_cost(g, roofline, cpu));
     CHECK_THROWS_AS(t.set("relu(x)", -1.0), error);
+    CHECK_THROWS_AS(t.set("relu(x)", cost::max_op_seconds * 2), error);  // a sum of such times could overflow
 }
 
 TEST_CASE("measured model: a fused group measured as one costs that, else its members' estimate") {

@@ -79,4 +79,10 @@ TEST_CASE("measured cost tables from JSON") {
         "times": [{"device": "V100", "op": "a", "seconds": -2}]})"),
                                                   "t.json"),
                          doctest::Contains("t.json: /times/0/seconds: is -2"), error);
+    CHECK_THROWS_WITH_AS(io::cost_table_from_json(nlohmann::json::parse(R"({"format": "goopt.cost_table", "version": 1,
+        "times": [{"device": "V100", "op": "a", "seconds": 1e300}]})"),
+                                                  "t.json"),
+                         doctest::Contains("t.json: /times/0/seconds: is 1e+300: expected a number of seconds in [0, "
+                                           "3600]"),
+                         error);
 }

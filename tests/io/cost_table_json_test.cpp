@@ -56,6 +56,17 @@ TEST_CASE("cost table JSON: bad input names the place and what was expected") {
     auto negative = j;
     negative["times"][0]["seconds"] = -1;
     CHECK(refused(negative).find("/times/0/seconds") != std::string::npos);
+    // two times near the largest double would sum to infinity in a group's cost: refused as read
+    auto huge = j;
+    huge["times"][0]["seconds"] = 1.7e308;
+    CHECK(refused(huge).find("t.json: /times/0/seconds: is the real number 1.7e+308: expected a number of seconds "
+                             "in [0, 3600]") == 0);
+    auto huge_dispatch = j;
+    huge_dispatch["dispatch_seconds"] = 1e9;
+    CHECK(refused(huge_dispatch).find("/dispatch_seconds") != std::string::npos);
+    auto hour = j;
+    hour["times"][0]["seconds"] = cost::max_op_seconds;
+    CHECK(refused(hour) == "accepted");
     auto repeated = j;
     repeated["times"][1]["config"] = repeated["times"][0]["config"];
     CHECK(refused(repeated).find("/times/1/config") != std::string::npos);

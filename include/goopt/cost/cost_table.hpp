@@ -3,6 +3,7 @@
 /// @brief A table of measured op times keyed by op configuration (cost/op_config.hpp), with the
 /// environment it was measured in, and how much of a graph it covers.
 
+#include <goopt/cost/measured_time.hpp>
 #include <goopt/cost/measurement_environment.hpp>
 #include <goopt/cost/op_config.hpp>
 #include <goopt/error.hpp>
@@ -32,10 +33,10 @@ struct cost_table {
     double dispatch_seconds = 0;
     std::map<std::string, double, std::less<>> seconds{};
 
-    /// Records a time; throws goopt::error for a negative, NaN or infinite one.
+    /// Records a time; throws goopt::error for one that cost::valid_op_seconds refuses.
     void set(std::string key, double s) {
-        if (!std::isfinite(s) || s < 0)
-            throw error("cost::cost_table", concat("time of '", key, "' is ", s), "a finite number of seconds >= 0");
+        if (!valid_op_seconds(s))
+            throw error("cost::cost_table", concat("time of '", key, "' is ", s), valid_op_seconds_text());
         seconds[std::move(key)] = s;
     }
     std::optional<double> find(std::string_view key) const {

@@ -4,6 +4,7 @@
 /// back to another model (the roofline by default) for ops that were not measured.
 
 #include <goopt/cost/fused_estimate.hpp>
+#include <goopt/cost/measured_time.hpp>
 #include <goopt/cost/roofline_model.hpp>
 #include <goopt/device/concepts.hpp>
 #include <goopt/error.hpp>
@@ -30,11 +31,11 @@ public:
     table_model() = default;
     explicit table_model(Fallback f) : fallback_(std::move(f)) {}
 
-    /// Records a measured time; throws goopt::error for a negative, NaN or infinite time.
+    /// Records a measured time; throws goopt::error for one that cost::valid_op_seconds refuses.
     void set(std::string_view device, std::string_view op, double seconds) {
-        if (!std::isfinite(seconds) || seconds < 0)
+        if (!valid_op_seconds(seconds))
             throw error("cost::table_model", concat("time of op '", op, "' on device '", device, "' is ", seconds),
-                        "a finite number of seconds >= 0");
+                        valid_op_seconds_text());
         times_[key(device, op)] = seconds;
     }
     std::optional<double> measured(std::string_view device, std::string_view op) const {

@@ -18,6 +18,7 @@
 /// goopt.cost_table: {"format": "goopt.cost_table", "version": 1,
 ///   "times": [{"device": "V100", "op": "matmul_3", "seconds": 1.2e-5}, ...]}
 
+#include <goopt/cost/measured_time.hpp>
 #include <goopt/cost/table_model.hpp>
 #include <goopt/device/cluster.hpp>
 #include <goopt/device/cluster_spec.hpp>
@@ -289,8 +290,10 @@ cost::table_model<Fallback> cost_table_from_json(const nlohmann::json& j, std::s
         for (const char* k : {"device", "op"})
             if (!e.contains(k) || !e[k].is_string()) throw error(source, concat(where, "/", k), "a string");
         if (!e.contains("seconds")) throw error(source, concat(where, ": missing \"seconds\""), "\"seconds\"");
-        m.set(e["device"].get<std::string>(), e["op"].get<std::string>(),
-              detail::positive_number(e["seconds"], source, concat(where, "/seconds"), true));
+        const double seconds = detail::positive_number(e["seconds"], source, concat(where, "/seconds"), true);
+        if (!cost::valid_op_seconds(seconds))
+            throw error(source, concat(where, "/seconds: is ", e["seconds"].dump()), cost::valid_op_seconds_text());
+        m.set(e["device"].get<std::string>(), e["op"].get<std::string>(), seconds);
     }
     return m;
 }

@@ -14,6 +14,7 @@
 /// @endcode
 
 #include <goopt/cost/cost_table.hpp>
+#include <goopt/cost/measured_time.hpp>
 #include <goopt/error.hpp>
 #include <goopt/io/atomic_write.hpp>
 #include <goopt/io/json_reading.hpp>
@@ -86,8 +87,8 @@ inline std::int64_t count_member(const nlohmann::json& j, std::string_view sourc
 inline double seconds_member(const nlohmann::json& j, std::string_view source, const std::string& pointer,
                              const char* key) {
     const auto& v = member(j, source, pointer, key);
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-        fail_at(source, concat(pointer, "/", key), concat("is ", describe(v)), "a number of seconds >= 0");
+    if (!v.is_number() || !cost::valid_op_seconds(v.get<double>()))
+        fail_at(source, concat(pointer, "/", key), concat("is ", describe(v)), cost::valid_op_seconds_text());
     return v.get<double>();
 }
 
