@@ -41,8 +41,8 @@ inline bool cost_table_input(std::string_view bytes) {
 
     const std::string text = io::measured_table_to_json(t).dump();
     try {
-        if (io::measured_table_to_json(io::measured_table_from_json(io::detail::parse_json_text(text, "<round trip>"),
-                                                                    "<round trip>"))
+        if (io::measured_table_to_json(
+                io::measured_table_from_json(io::detail::parse_json_text(text, "<round trip>"), "<round trip>"))
                 .dump() != text)
             throw finding("write/read/write changed the table: " + excerpt(text));
     } catch (const error& e) {
