@@ -95,6 +95,7 @@ struct settings {
     bool joint_only = false;               ///< joint rows: the joint policy alone, not each task and pair
     std::size_t joint_rounds = 1;          ///< learn_joint: joint_curriculum_config::rounds
     bool pipeline_bases = false;           ///< joint rows: the levels' bases chosen on the decoder's pipeline
+    bool progress = false;                 ///< joint rows: a line on stderr after every update (update_lines)
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
     std::size_t schedule_samples = 256;
@@ -273,6 +274,25 @@ seeds_result learn_schedule(Sim& s, const sim::placement& p, const std::vector<d
     return r;
 }
 
+/// --progress: after every PPO update of a joint row's training, one line on stderr with the best
+/// step time that training has found so far, so that a row's learning curve (a staged training's
+/// two stages each count as one training) can be read, e.g. to see when a stage stops improving.
+struct update_lines {
+    bool on = false;
+    std::string what;          ///< the row and the policy: "transformer_xl2 n=4 pl+sch+fu seed 1"
+    std::size_t training = 0;  ///< 1-based: the stage (or round) of a staged training
+    double best_ms = 0;        ///< of the current training
+    template <class Outcome> void on_sample(std::span<const int>, const Outcome&) {}
+    template <class Outcome> void on_best(const Outcome& o) { best_ms = o.step_time * 1e3; }
+    bool on_update(const rl::update_stats& u) {
+        if (u.update == 1) ++training;
+        if (on)
+            std::fprintf(stderr, "progress %s: training %zu, update %zu: best %.4f ms, mean reward %.5f\n",
+                         what.c_str(), training, u.update, best_ms, u.mean_reward);
+        return true;
+    }
+};
+
 /// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned by
 /// tasks::train_joint: in two stages where placement and another task are decided and an anchor is
 /// given (half the updates on the levels at the anchor, then the whole task from there), unless
@@ -284,10 +304,16 @@ seeds_result learn_joint(const graph::computation_graph& g, const device::cluste
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
+        std::string decided;  // "pl+sch+fu", as the rows' pairs are named
+        for (const auto& [on, name] : {std::pair{config.tasks.placement, "pl"},
+                                       std::pair{config.tasks.scheduling, "sch"}, std::pair{config.tasks.fusion, "fu"}})
+            if (on) decided += (decided.empty() ? "" : "+") + std::string(name);
+        update_lines lines{.on = st.progress,
+                           .what = concat(g.name(), " n=", cl.num_devices(), " ", decided, " seed ", seed)};
         const auto t = tasks::train_joint(
             g, cl, cost::roofline_model{}, config,
-            [](auto& task, std::mt19937_64& gen) { return fresh_policy(task, gen); }, {.ppo = ppo_of(st)}, rng,
-            rl::null_visitor{}, curriculum);
+            [](auto& task, std::mt19937_64& gen) { return fresh_policy(task, gen); }, {.ppo = ppo_of(st)}, rng, lines,
+            curriculum);
         r.add(t.best.result.step_time, t.best_from, t.best.result.oom, t.samples, t.updates, t.seconds);
     }
     return r;
@@ -389,6 +415,8 @@ int run(int argc, char** argv) {
         ->capture_default_str();
     cli.add_flag("--joint-only", st.joint_only,
                  "Joint rows: train the joint policy alone, not each task and pair beside it (their fields are null)");
+    cli.add_flag("--progress", st.progress,
+                 "Joint rows: after every PPO update, the best step time of that training so far on stderr");
     cli.add_option("--joint-rounds", st.joint_rounds,
                    "Joint rows: the second stage in this many rounds, each a fresh policy anchored on the best "
                    "decision so far (1: the first stage's policy, widened, trains on)")
