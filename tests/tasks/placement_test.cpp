@@ -45,7 +45,7 @@ graph::computation_graph branches() {
     for (int b = 0; b < 3; ++b) {
         auto t = x;
         for (int k = 0; k < 2; ++k) {
-            const auto w = g.weight("w" + std::to_string(b) + std::to_string(k), {256, 256});
+            const auto w = g.weight(concat("w", b, k), {256, 256});
             t = g.add1(op_kind::matmul, {t, w});
             g.set_colocation(g.producer(w), b * 2 + k);
             g.set_colocation(g.producer(t), b * 2 + k);

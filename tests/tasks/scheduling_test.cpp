@@ -29,8 +29,7 @@ graph::computation_graph uneven_chains() {
     graph::tensor_id sum = x;
     for (int b = 0; b < 4; ++b) {
         auto t = x;
-        for (int k = 0; k <= b; ++k)
-            t = g.add1(op_kind::matmul, {t, g.weight("w" + std::to_string(b) + std::to_string(k), {256, 256})});
+        for (int k = 0; k <= b; ++k) t = g.add1(op_kind::matmul, {t, g.weight(concat("w", b, k), {256, 256})});
         sum = b == 0 ? t : g.add1(op_kind::ewadd, {sum, t});
     }
     g.mark_output(sum);

@@ -99,7 +99,8 @@ struct taso_builder {
     graph::builder b{g};
     int weights = 0;
 
-    graph::tensor_id weight(const ops::shape& s) { return b.weight("w" + std::to_string(weights++), s); }
+    // concat, not "w" + std::to_string(): GCC 12 warns falsely (-Wrestrict) on a one-letter literal + string
+    graph::tensor_id weight(const ops::shape& s) { return b.weight(concat("w", weights++), s); }
 
     /// conv2d with `out` filters of k0 x k1 over `groups` groups of the input's channels.
     graph::tensor_id conv(graph::tensor_id x, std::int64_t out, std::array<std::int64_t, 2> k,
