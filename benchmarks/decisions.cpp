@@ -91,11 +91,11 @@ struct settings {
     std::vector<double> anchor_strengths;  ///< placement_task_config:: and joint_config::anchor_strengths
     std::vector<double> level_priors;      ///< joint rows: joint_config::level_priors
     bool joint_stages = true;              ///< learn_joint: the levels first on the anchor's placement, then all
-    double first_stage_share = 0.5;        ///< learn_joint: joint_curriculum_config::first_stage_share
-    bool joint_only = false;               ///< joint rows: the joint policy alone, not each task and pair
-    std::size_t joint_rounds = 1;          ///< learn_joint: joint_curriculum_config::rounds
-    bool pipeline_bases = false;           ///< joint rows: the levels' bases chosen on the decoder's pipeline
-    bool progress = false;                 ///< joint rows: a line on stderr after every update (update_lines)
+    double first_stage_share = tasks::joint_curriculum_config{}.first_stage_share;  ///< learn_joint's curriculum
+    bool joint_only = false;       ///< joint rows: the joint policy alone, not each task and pair
+    std::size_t joint_rounds = 1;  ///< learn_joint: joint_curriculum_config::rounds
+    bool pipeline_bases = false;   ///< joint rows: the levels' bases chosen on the decoder's pipeline
+    bool progress = false;         ///< joint rows: a line on stderr after every update (update_lines)
     // scheduling rows (learn_schedule): a simulation of a fixed placement costs little beside the
     // policy's passes, so many more samples per update (Jeon et al., ICLR'23, draw 1,000 per graph)
     std::size_t schedule_samples = 256;

@@ -357,9 +357,11 @@ TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names
     const auto fresh = fresh_small_policy{};
     const tasks::train_config tc{
         .ppo = {.updates = 30, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
-    REQUIRE(tasks::staged_curriculum(config, tc.ppo.updates, {}));
+    const tasks::joint_curriculum_config halves{.first_stage_share = 0.5};
+    REQUIRE(tasks::staged_curriculum(config, tc.ppo.updates, halves));
     std::mt19937_64 rng(3);
-    const auto r = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng);
+    const auto r =
+        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{}, halves);
     CHECK(r.updates == 30);
     CHECK(r.samples == 30 * 64);
     CHECK(r.best_from != tasks::best_source::incumbent);
@@ -489,8 +491,8 @@ TEST_CASE("joint curriculum: the second stage in rounds, each anchored on the be
     const tasks::train_config tc{
         .ppo = {.updates = 31, .samples_per_update = 64, .minibatch = 64, .epochs = 4, .learning_rate = 1e-2}};
     std::mt19937_64 rng(3);
-    const auto r =
-        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{}, {.rounds = 2});
+    const auto r = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, rng, rl::null_visitor{},
+                                      {.first_stage_share = 0.5, .rounds = 2});
     CHECK(r.updates == 31);
     CHECK(r.samples == 31 * 64);
     CHECK(r.best.result.step_time <= optimum * (1 + 1e-9));
@@ -514,8 +516,8 @@ TEST_CASE("joint curriculum: the second stage in rounds, each anchored on the be
 
     // determinism, and bad input
     std::mt19937_64 again(3);
-    const auto twice =
-        tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, again, rl::null_visitor{}, {.rounds = 2});
+    const auto twice = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, again, rl::null_visitor{},
+                                          {.first_stage_share = 0.5, .rounds = 2});
     CHECK(twice.best.decision.placement == r.best.decision.placement);
     CHECK(twice.best.decision.fusion == r.best.decision.fusion);
     CHECK(twice.best_index == r.best_index);

@@ -60,8 +60,8 @@ method_result optimize_joint(const optimize_context& ctx, const decisions& metf,
             incumbents.push_back(*d);
             incumbents.back().fusion = baselines::greedy_fusion(s.graph(), d->placement);
         }
-    // GO's joint task trained as a curriculum (tasks::train_joint): with placement decided, half the
-    // updates on the levels at the anchor's placement, then all three from there
+    // GO's joint task trained as a curriculum (tasks::train_joint): with placement decided, a quarter
+    // of the updates on the levels at the anchor's placement, then all three from there
     const auto r = train_with_curve(
         ctx, std::move(incumbents), out, t0,
         [&](const tasks::train_config& tc, std::mt19937_64& rng, training_curve& v) {
