@@ -295,8 +295,9 @@ struct update_lines {
 
 /// The joint task of `config` (tasks::joint_task: the heuristic pipeline as the decoder), learned by
 /// tasks::train_joint: in two stages where placement and another task are decided and an anchor is
-/// given (half the updates on the levels at the anchor, then the whole task from there), unless
-/// --no-joint-stages; the row's figure is the best decision of the whole training.
+/// given (--first-stage-share of the updates, a quarter by default, on the levels at the anchor, then
+/// the whole task from there), unless --no-joint-stages; the row's figure is the best decision of the
+/// whole training.
 seeds_result learn_joint(const graph::computation_graph& g, const device::cluster<device::device_spec>& cl,
                          const settings& st, const tasks::joint_config& config) {
     const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? st.first_stage_share : 0.0,
