@@ -366,6 +366,11 @@ TEST_CASE("joint curriculum: train_joint's two stages are the trainings it names
     CHECK(r.samples == 30 * 64);
     CHECK(r.best_from != tasks::best_source::incumbent);
     CHECK(r.best.result.step_time <= optimum * (1 + 1e-9));
+    // the default curriculum (a quarter of the updates on the levels) reaches it too
+    std::mt19937_64 quarter(3);
+    const auto d = tasks::train_joint(g, cl, cost::roofline_model{}, config, fresh, tc, quarter);
+    CHECK(d.best_from != tasks::best_source::incumbent);
+    CHECK(d.best.result.step_time <= optimum * (1 + 1e-9));
 
     // the same draws by hand: the levels at the anchor for 15 updates, widened, then the whole task for 15
     std::mt19937_64 by_hand(3);
