@@ -2,6 +2,7 @@
 // Random layered DAGs of small elementwise and matmul ops for property tests of the simulator and
 // the baselines (shared by tests/sim and tests/baselines).
 
+#include <goopt/error.hpp>
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/sim/placement.hpp>
 
@@ -19,7 +20,7 @@ inline goopt::graph::computation_graph random_dag(std::mt19937_64& rng, int laye
     using goopt::ops::op_kind;
     goopt::graph::computation_graph g("random");
     std::vector<goopt::graph::tensor_id> pool;
-    for (int i = 0; i < width; ++i) pool.push_back(g.input("x" + std::to_string(i), {16, 16}));
+    for (int i = 0; i < width; ++i) pool.push_back(g.input(goopt::concat("x", i), {16, 16}));
     std::int32_t coloc = 0;
     for (int l = 0; l < layers; ++l) {
         std::vector<goopt::graph::tensor_id> made;
