@@ -302,13 +302,13 @@ seeds_result learn_joint(const graph::computation_graph& g, const device::cluste
                          const settings& st, const tasks::joint_config& config) {
     const tasks::joint_curriculum_config curriculum{.first_stage_share = st.joint_stages ? st.first_stage_share : 0.0,
                                                     .rounds = st.joint_rounds};
+    std::string decided;  // "pl+sch+fu", as the rows' pairs are named
+    for (const auto& [on, name] : {std::pair{config.tasks.placement, "pl"}, std::pair{config.tasks.scheduling, "sch"},
+                                   std::pair{config.tasks.fusion, "fu"}})
+        if (on) decided += (decided.empty() ? "" : "+") + std::string(name);
     seeds_result r;
     for (std::uint64_t seed : st.seeds) {
         std::mt19937_64 rng(seed);
-        std::string decided;  // "pl+sch+fu", as the rows' pairs are named
-        for (const auto& [on, name] : {std::pair{config.tasks.placement, "pl"},
-                                       std::pair{config.tasks.scheduling, "sch"}, std::pair{config.tasks.fusion, "fu"}})
-            if (on) decided += (decided.empty() ? "" : "+") + std::string(name);
         update_lines lines{.on = st.progress,
                            .what = concat(g.name(), " n=", cl.num_devices(), " ", decided, " seed ", seed)};
         const auto t = tasks::train_joint(

@@ -62,6 +62,12 @@ inline const graph::computation_graph& checkpoint_fuzz_graph() {
     return g;
 }
 
+/// The cluster every fuzzed checkpoint places on: two V100s.
+inline const device::cluster<>& checkpoint_fuzz_cluster() {
+    static const auto c = device::parse_cluster("2xV100:nvlink");
+    return c;
+}
+
 /// A GO policy of the smallest useful shape for two devices; `seed` draws its fresh weights. `pair`:
 /// the pair head (nn::first_head::pair, any device count, as the shipped policy has), whose
 /// checkpoint records 0 choices.
@@ -120,8 +126,7 @@ inline std::string checkpoint_of(std::string_view input) {
 /// of the per-choice head or the pair head.
 inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed, bool split, bool pair = false) {
     const auto file = checkpoint_fuzz_file();
-    static const auto cluster = device::parse_cluster("2xV100:nvlink");
-    tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
+    tasks::placement_task task(checkpoint_fuzz_graph(), checkpoint_fuzz_cluster());
     auto net = checkpoint_fuzz_policy(seed, pair);
     std::mt19937_64 rng(seed);
     tasks::train(task, net, checkpoint_fuzz_config(file, updates), rng);
@@ -142,24 +147,25 @@ inline std::string checkpoint_fuzz_seed(std::size_t updates, std::uint64_t seed,
     return input;
 }
 
-/// Trains on from the checkpoint `input` stands for, as tasks::train resumes (the harness's task,
-/// network and configuration); what train throws propagates, and the file is removed either way.
-inline tasks::train_result resume_from(std::string_view input) {
-    const auto file = checkpoint_fuzz_file();
-    static const auto cluster = device::parse_cluster("2xV100:nvlink");
-    io::atomic_write(file, checkpoint_of(input));
-    tasks::placement_task task(checkpoint_fuzz_graph(), cluster);
-    auto net = checkpoint_fuzz_policy(1, pair_head_input(input));
+namespace detail {
+
+/// Removes a file when it goes out of scope; never throws, also while another exception unwinds.
+struct removed_at_exit {
+    std::filesystem::path p;
+    ~removed_at_exit() {
+        std::error_code ignored;
+        std::filesystem::remove(p, ignored);
+    }
+};
+
+/// Trains on from the checkpoint in `file` as tasks::train resumes (the harness's task, network and
+/// configuration); what train throws propagates.
+inline tasks::train_result resume_file(const std::filesystem::path& file, bool pair) {
+    tasks::placement_task task(checkpoint_fuzz_graph(), checkpoint_fuzz_cluster());
+    auto net = checkpoint_fuzz_policy(1, pair);
     auto config = checkpoint_fuzz_config(file, 2);
     config.resume = true;
     std::mt19937_64 rng(1);
-    struct remove_at_exit {
-        std::filesystem::path p;
-        ~remove_at_exit() {
-            std::error_code ignored;  // never throws while another exception unwinds
-            std::filesystem::remove(p, ignored);
-        }
-    } cleanup{file};
     auto r = tasks::train(task, net, config, rng);
     for (const auto* prm : net.parameters())
         if (!prm->value.allFinite())
@@ -167,32 +173,43 @@ inline tasks::train_result resume_from(std::string_view input) {
     return r;
 }
 
+}  // namespace detail
+
+/// Trains on from the checkpoint `input` stands for, as tasks::train resumes; what train throws
+/// propagates, and the file is removed either way.
+inline tasks::train_result resume_from(std::string_view input) {
+    const auto file = checkpoint_fuzz_file();
+    const detail::removed_at_exit cleanup{file};
+    io::atomic_write(file, checkpoint_of(input));
+    return detail::resume_file(file, pair_head_input(input));
+}
+
 /// @return true when the checkpoint was accepted and training went on from it. @throws
 /// fuzz::finding for a broken promise; any exception other than goopt::error escapes (a finding too).
 inline bool checkpoint_input(std::string_view input) {
     const auto file = checkpoint_fuzz_file();
-    static const auto cluster = device::parse_cluster("2xV100:nvlink");
+    const detail::removed_at_exit cleanup{file};
     const auto& g = checkpoint_fuzz_graph();
-    // as a pre-trained policy is loaded (the weights alone, nothing trained after them)
+    const auto& cluster = checkpoint_fuzz_cluster();
+    const bool pair = pair_head_input(input);
     io::atomic_write(file, checkpoint_of(input));
+    // as a pre-trained policy is loaded (the weights alone, nothing trained after them)
     tasks::placement_task task(g, cluster);
-    auto loaded = checkpoint_fuzz_policy(1, pair_head_input(input));
+    auto loaded = checkpoint_fuzz_policy(1, pair);
     try {
         std::mt19937_64 rng(1);
         rl::ppo<tasks::placement_task<device::device_spec>, nn::go_policy<float>> trainer(
             task, loaded, checkpoint_fuzz_config(file, 2).ppo);
         (void)trainer.load_checkpoint(file, rng);
     } catch (const error&) {
-        std::filesystem::remove(file);
         return false;
     }
-    std::filesystem::remove(file);
     for (const auto* prm : loaded.parameters())
         if (!prm->value.allFinite()) throw finding(concat("parameter '", prm->name, "' is not finite as loaded"));
-    // as a training resumes
+    // as a training resumes, from the same file
     tasks::train_result r;
     try {
-        r = resume_from(input);
+        r = detail::resume_file(file, pair);
     } catch (const error&) {
         return false;
     }
