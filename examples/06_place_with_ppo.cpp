@@ -25,8 +25,7 @@ graph::computation_graph branches() {
     graph::tensor_id sum = x;
     for (int b = 0; b < 4; ++b) {
         auto t = x;
-        for (int k = 0; k < 3; ++k)
-            t = g.add1(ops::op_kind::matmul, {t, g.weight("w" + std::to_string(b) + std::to_string(k), {1024, 1024})});
+        for (int k = 0; k < 3; ++k) t = g.add1(ops::op_kind::matmul, {t, g.weight(concat("w", b, k), {1024, 1024})});
         sum = b == 0 ? t : g.add1(ops::op_kind::ewadd, {sum, t});
     }
     g.mark_output(sum);

@@ -51,7 +51,7 @@ TEST_CASE("expert placements: layer i mod n, contiguous blocks, followers and co
     const auto x = g.input("x", {4, 4});
     std::vector<graph::tensor_id> t{x};
     for (int l = 0; l < 4; ++l) {
-        const auto w = g.weight("w" + std::to_string(l), {4, 4});
+        const auto w = g.weight(concat("w", l), {4, 4});
         const auto y = g.add1(op_kind::matmul, {t.back(), w});
         g.set_layer(g.producer(y), l);
         g.set_colocation(g.producer(w), l);  // no layer on the weight: it follows its group

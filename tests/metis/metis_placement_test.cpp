@@ -9,9 +9,9 @@ using ops::op_kind;
 TEST_CASE("METIS splits two independent heavy chains onto two devices, cutting nothing") {
     graph::computation_graph g;
     for (int chain = 0; chain < 2; ++chain) {
-        auto x = g.input("x" + std::to_string(chain), {512, 512});
+        auto x = g.input(concat("x", chain), {512, 512});
         for (int i = 0; i < 6; ++i) {
-            const auto w = g.weight("w" + std::to_string(chain) + "_" + std::to_string(i), {512, 512});
+            const auto w = g.weight(concat("w", chain, "_", i), {512, 512});
             x = g.add1(op_kind::matmul, {x, w});
             const std::int32_t grp = chain * 10 + i;
             g.set_colocation(g.producer(w), grp);

@@ -40,6 +40,13 @@ inline std::string dot_escape(std::string_view s) {
 /// Node ids are op ids, not names, so that any name (empty, with spaces, quotes) draws correctly.
 inline std::string dot_node(graph::op_id o) { return "op" + std::to_string(o); }
 
+/// An edge's label: the tensor's type, after `:k` where it is output k of an op with several.
+inline std::string edge_label(const graph::computation_graph& g, const graph::tensor& t) {
+    std::string label;  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "..." + std::string&&
+    if (g.get_op(t.producer).outputs.size() > 1) label.append(":").append(std::to_string(t.index)).append(" ");
+    return label += ops::to_string(t.type);
+}
+
 }  // namespace detail
 
 /// @brief Writes the graph in Graphviz DOT: one node per op labelled with its name, kind and output
@@ -68,20 +75,14 @@ inline void write_dot(std::ostream& out, const graph::computation_graph& g) {
         const graph::op& x = g.get_op(o);
         for (graph::tensor_id t : x.inputs) {
             const graph::tensor& in = g.get_tensor(t);
-            std::string label;  // (appended piece by piece: GCC 12 warns falsely on "..." + std::string&&)
-            if (g.get_op(in.producer).outputs.size() > 1)
-                label.append(":").append(std::to_string(in.index)).append(" ");
-            label += ops::to_string(in.type);
-            out << "  " << detail::dot_node(in.producer) << " -> " << detail::dot_node(o) << " [label=\"" << label
-                << "\"];\n";
+            out << "  " << detail::dot_node(in.producer) << " -> " << detail::dot_node(o) << " [label=\""
+                << detail::edge_label(g, in) << "\"];\n";
         }
     }
     for (std::size_t k = 0; k < g.outputs().size(); ++k) {
         const graph::tensor& t = g.get_tensor(g.outputs()[k]);
         out << "  output" << k << " [label=\"output " << k << "\", shape=house, fillcolor=\"#d9ead3\"];\n";
-        std::string label = ops::to_string(t.type);
-        if (g.get_op(t.producer).outputs.size() > 1) label = ":" + std::to_string(t.index) + " " + label;
-        out << "  " << detail::dot_node(t.producer) << " -> output" << k << " [label=\"" << label
+        out << "  " << detail::dot_node(t.producer) << " -> output" << k << " [label=\"" << detail::edge_label(g, t)
             << "\", penwidth=2];\n";
     }
     out << "}\n";

@@ -171,13 +171,13 @@ inline std::map<std::string, std::string> try_symbolic_dims(const onnx::ModelPro
                 }
                 for (std::size_t a = 0; a < was.rank(); ++a) {
                     if (now[a] == was[a]) {  // followed it at value + 1, not at value + 2
-                        if (follows[i][a] == name) follows[i][a] = "?";
+                        if (follows[i][a] == name) follows[i][a].assign(1, '?');
                         continue;
                     }
                     std::string& f = follows[i][a];
                     const bool with_it = was[a] == value && now[a] == value + delta;
                     if (with_it && (f.empty() || f == name)) f = name;
-                    else f = "?";
+                    else f.assign(1, '?');  // (not = "?": GCC 12 warns falsely, -Wrestrict)
                 }
             }
             if (!why.empty()) {
