@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
-#include <string>
 #include <vector>
 
 using namespace goopt;
@@ -24,14 +23,9 @@ graph::computation_graph hdp_branches() {
     graph::computation_graph g("hdp_branches");
     for (int b = 0; b < 3; ++b) {
         const std::int64_t size = 2048 - 256 * b;
-        std::string in = "x";
-        in += std::to_string(b);
-        auto t = g.input(in, {size, size});
+        auto t = g.input(concat("x", b), {size, size});
         for (int k = 0; k < 2; ++k) {
-            std::string name = "w";  // piece by piece: GCC 12's -Wrestrict false positive on a chain of +
-            name += std::to_string(b);
-            name += std::to_string(k);
-            const auto w = g.weight(name, {size, size});
+            const auto w = g.weight(concat("w", b, k), {size, size});
             t = g.add1(ops::op_kind::matmul, {t, w});
             g.set_colocation(g.producer(w), b * 2 + k);
             g.set_colocation(g.producer(t), b * 2 + k);
@@ -85,8 +79,9 @@ TEST_CASE("hdp_placement: grouper and placer trained by REINFORCE reach the exha
     const baselines::hdp_config c{.groups = 8, .grouper_hidden = 16, .placer_hidden = 16, .samples = 2000};
     // REINFORCE at that learning rate is unstable: of 30 seeds (session 26's machine), 17 runs end
     // with a policy within 10 % of the optimum and 13 between 1.17 and 1.49x it, and which seeds do
-    // moves with the machine's rounding (seed 1 did on an AVX2 machine, not on an AVX-512 one). So
-    // the claims are over 12 seeds; they fail only if 11 of 12 runs stick (about 1 in 1,400 at 17/30).
+    // moves with the machine's rounding (seed 1 did on an earlier session's AVX2 machine, not on
+    // this AVX-512 one). So the claims are over 12 seeds; they fail only if 11 of 12 runs stick
+    // (about 1 in 1,400 at 17/30).
     constexpr std::uint64_t seeds = 12;
     std::size_t near_optimum = 0;
     double first_sum = 0, last_sum = 0, best = single;
@@ -117,9 +112,7 @@ TEST_CASE("hdp_placement: grouper and placer trained by REINFORCE reach the exha
         CHECK(s.run(r.placement, {.record_trace = false}).step_time == doctest::Approx(r.result.step_time));
         best = std::min(best, r.result.step_time);
     }
-    MESSAGE(near_optimum, " of ", seeds,
-            " policies end within 10 % of the optimum; mean over the seeds: first 50 "
-            "updates ",
+    MESSAGE(near_optimum, " of ", seeds, " policies end within 10 % of the optimum; the seeds' mean: first 50 updates ",
             first_sum / seeds, " x the optimum, last 50 ", last_sum / seeds);
     CHECK(near_optimum >= 2);
     CHECK(first_sum / seeds > 1.3);
