@@ -6,7 +6,8 @@
 
 #include "../test_support.hpp"
 
-#include <regex>
+#include <cctype>
+#include <cstdlib>
 #include <string>
 
 using namespace goopt;
@@ -16,10 +17,13 @@ namespace {
 
 /// Sum of data-ops over the boxes of one class ("op", "agg", "transfer", "agg-transfer").
 std::size_t events_drawn(const std::string& svg, const std::string& cls) {
-    const std::regex box("<rect class=\"" + cls + "\" data-ops=\"([0-9]+)\"");
+    const std::string box = concat("<rect class=\"", cls, "\" data-ops=\"");
     std::size_t n = 0;
-    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator(); ++it)
-        n += std::stoul((*it)[1].str());
+    for (auto at = svg.find(box); at != std::string::npos; at = svg.find(box, at + box.size())) {
+        const char* digits = svg.c_str() + at + box.size();
+        REQUIRE(std::isdigit(static_cast<unsigned char>(*digits)));
+        n += std::strtoul(digits, nullptr, 10);
+    }
     return n;
 }
 
