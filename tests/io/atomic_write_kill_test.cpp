@@ -145,17 +145,8 @@ TEST_CASE("atomic_write under SIGKILL" * doctest::skip()) { MESSAGE("skipped: ne
 TEST_CASE(
     "atomic_write under SIGKILL: the target is always absent or one complete version, never older than a returned "
     "write") {
-    std::random_device rd;
-    struct temp_dir {  // removed however the test ends
-        fs::path path;
-        ~temp_dir() {
-            std::error_code ec;
-            fs::remove_all(path, ec);
-        }
-    } scratch{fs::temp_directory_path() /
-              ("goopt_atomic_kill_" + std::to_string(::getpid()) + "_" + std::to_string(rd()))};
+    const goopt::test::temp_dir scratch("goopt_atomic_kill_");  // removed however the test ends
     const fs::path& dir = scratch.path;
-    fs::create_directories(dir);
     const std::string name = "model.bin";
     const fs::path target = dir / name;
 

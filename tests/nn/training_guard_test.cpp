@@ -9,7 +9,6 @@
 
 #include "../test_support.hpp"
 
-#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -69,15 +68,6 @@ struct trainer {
     }
 };
 
-struct temp_dir {
-    fs::path path = fs::temp_directory_path() / ("goopt_training_guard_" + std::to_string(::getpid()));
-    temp_dir() { fs::create_directories(path); }
-    ~temp_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 std::string message_of(auto&& f) {
     try {
         f();
@@ -93,7 +83,7 @@ constexpr float infinity = std::numeric_limits<float>::infinity();
 }  // namespace
 
 TEST_CASE("training_guard: NaN loss at step 6 -> error names step 6, memory and file are step 5's") {
-    temp_dir dir;
+    const goopt::test::temp_dir dir("goopt_training_guard_");
     const fs::path ckpt = dir.path / "policy.bin", good_copy = dir.path / "step5.bin";
     trainer t;
     nn::training_guard guard(t.ps, t.opt, {.path = ckpt});
@@ -131,7 +121,7 @@ TEST_CASE("training_guard: NaN loss at step 6 -> error names step 6, memory and 
 }
 
 TEST_CASE("training_guard: an Inf gradient names the parameter tensor and the element") {
-    temp_dir dir;
+    const goopt::test::temp_dir dir("goopt_training_guard_");
     const fs::path ckpt = dir.path / "policy.bin", good_copy = dir.path / "step3.bin";
     trainer t;
     nn::training_guard guard(t.ps, t.opt, {.path = ckpt});
@@ -170,7 +160,7 @@ TEST_CASE("training_guard: parameters that become non-finite in the update are c
 }
 
 TEST_CASE("training_guard: with a checkpoint every 3 steps, a NaN at step 8 rolls back to step 6, Adam's state too") {
-    temp_dir dir;
+    const goopt::test::temp_dir dir("goopt_training_guard_");
     const fs::path ckpt = dir.path / "policy.bin", good_copy = dir.path / "step6.bin";
     trainer t;
     nn::training_guard guard(t.ps, t.opt, {.checkpoint_every = 3, .path = ckpt});
