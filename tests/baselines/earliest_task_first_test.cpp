@@ -33,6 +33,7 @@ sim::decision reference_etf(const S& s, const baselines::baechi_config& config, 
     const std::size_t n = g.num_ops();
     const auto nd = static_cast<sim::device_id>(c.num_devices());
     baechi_memory m(s, config, config.memory, scale);
+    m.pin_sources({}, "reference_etf");  // unread sources on device 0 from the start, as the scheduler has them
     constexpr double inf = std::numeric_limits<double>::infinity();
     std::vector<double> finish(n, 0), start(n, 0), free_at(nd, 0);
     std::vector<sim::device_id> dev(n, baechi_memory::unplaced);

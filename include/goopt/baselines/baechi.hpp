@@ -162,15 +162,18 @@ public:
         if (device_of(o) == unplaced) take(unit_[o], d);
     }
     /// Pins every source op to its device in `pinned` (empty: none; else one device per op, an
-    /// anchor placement; a device past the cluster's leaves that source to its first reader).
+    /// anchor placement; a device past the cluster's leaves that source to its first reader). A
+    /// source that no op reads (an unused input) has no reader to go with: unless pinned, it goes to
+    /// device 0 now, so that the estimate counts it while the ops are placed, not after.
     /// @throws goopt::error, naming `who`, when `pinned` has another length.
     void pin_sources(std::span<const sim::device_id> pinned, std::string_view who) {
-        if (pinned.empty()) return;
         const std::size_t n = source_.size();
-        if (pinned.size() != n)
+        if (!pinned.empty() && pinned.size() != n)
             throw error(who, concat(pinned.size(), " pinned devices"), concat("one per op (", n, ") or none"));
         for (graph::op_id o = 0; o < n; ++o)
-            if (is_source(o) && pinned[o] < capacity_.size()) pin(o, pinned[o]);
+            if (is_source(o) && !pinned.empty() && pinned[o] < capacity_.size()) pin(o, pinned[o]);
+        for (graph::op_id o = 0; o < n; ++o)
+            if (is_source(o) && g_->successors(o).empty()) pin(o, 0);
     }
     /// Moves the planning clock to `now`: tensors whose last consumer finishes by then are freed.
     void advance(double now) {
@@ -418,6 +421,7 @@ sim::decision m_topo_plan(const sim::simulator<D, Cost>& s, const baechi_config&
                           std::span<const double> scale) {
     const auto& g = s.graph();
     baechi_memory m(s, config, baechi_memory_model::whole_step, scale);
+    m.pin_sources({}, "baechi");
     const auto nd = static_cast<sim::device_id>(s.cluster().num_devices());
     const double share = m.total_bytes() / static_cast<double>(nd);
     sim::device_id d = 0;
