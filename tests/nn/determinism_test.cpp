@@ -17,7 +17,6 @@
 
 #include "../test_support.hpp"
 
-#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,8 +92,8 @@ TEST_CASE("go_policy: same seed -> bit-identical init, samples, training steps a
     std::mt19937_64 g(17);
     const auto graph = random_graph(37, g);  // 37 nodes: 5 segments of 8, the last one short
     const auto f = nn::node_features<float>(graph);
-    const auto dir = std::filesystem::temp_directory_path() / ("goopt_nn_determinism_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
+    const goopt::test::temp_dir scratch("goopt_nn_determinism_");
+    const auto& dir = scratch.path;
 
     const run_record a = seeded_run(123, f, 5, dir / "a.bin");
     const run_record b = seeded_run(123, f, 5, dir / "b.bin");
@@ -112,7 +111,6 @@ TEST_CASE("go_policy: same seed -> bit-identical init, samples, training steps a
     const run_record c = seeded_run(124, f, 5, dir / "c.bin");
     CHECK(c.initial != a.initial);
     CHECK(c.file != a.file);
-    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("go_policy: a forward pass depends only on its inputs, not on earlier passes") {

@@ -4,13 +4,13 @@
 // the files they need.
 #include <goopt/error.hpp>
 
+#include "../test_support.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <string>
-#include <system_error>
 
 namespace onnx_testing {
 
@@ -24,18 +24,9 @@ inline std::string slurp(const std::filesystem::path& p) {
     return s.str();
 }
 
-/// A directory of its own under the system's temporary directory, removed at the end.
-struct scratch_dir {
-    std::filesystem::path path;
-    scratch_dir() {
-        std::random_device rd;
-        path = std::filesystem::temp_directory_path() / concat("goopt_onnx_export_", rd(), rd());
-        std::filesystem::create_directories(path);
-    }
-    ~scratch_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
+/// A directory of its own under the system's temporary directory, removed however the test ends.
+struct scratch_dir : goopt::test::temp_dir {
+    scratch_dir() : temp_dir("goopt_onnx_export_") {}
 };
 
 /// A Python interpreter that imports onnx (Debian's python3-onnx), or empty.
