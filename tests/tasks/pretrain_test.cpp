@@ -200,7 +200,7 @@ TEST_CASE("pretrain_placement_policy, mixed updates: two graphs at once reach th
     }
     // Five seeds, one of which must reach each graph's optimum: in a seed sweep (offsets of 1,000 to
     // the seed, 40 of them) the independent decoder settled on a placement that spreads half of the
-    // second graph (1.2x its optimum) in 10 runs of 40, and as many at 120 or 240 updates
+    // second graph (1.2x its optimum) in 10 runs of 40, and in 6 to 8 at 60 to 240 updates
     std::size_t reached[2] = {0, 0};
     for (std::uint64_t seed : {9, 8, 7, 6, 5}) {  // seed 5 last: its checkpoint is `a` below
         CAPTURE(seed);
