@@ -23,23 +23,24 @@ device::cluster<device::device_spec> small_memory(std::size_t n, double capacity
     d.capacity = capacity;
     return device::cluster<device::device_spec>::all_to_all(d, n, bandwidth, 5e-6);
 }
+/// The bytes of o's outputs: what Baechi's whole-step estimate holds for o.
+double output_bytes(const graph::computation_graph& g, op_id o) {
+    double b = 0;
+    for (graph::tensor_id t : g.get_op(o).outputs) b += static_cast<double>(g.type_of(t).bytes());
+    return b;
+}
 /// Baechi's estimate summed per device: the bytes of every output placed there.
 std::vector<double> estimated_use(const graph::computation_graph& g, const sim::placement& p, std::size_t nd) {
     std::vector<double> use(nd, 0);
-    for (op_id o = 0; o < g.num_ops(); ++o)
-        for (graph::tensor_id t : g.get_op(o).outputs) use[p[o]] += static_cast<double>(g.type_of(t).bytes());
+    for (op_id o = 0; o < g.num_ops(); ++o) use[p[o]] += output_bytes(g, o);
     return use;
 }
 /// The most that placing `o` can add to a device under Baechi's whole-step estimate: its outputs
 /// and those of the sources it reads (placed with their first reader).
 double unit_bytes(const graph::computation_graph& g, op_id o) {
-    double b = 0;
-    for (graph::tensor_id t : g.get_op(o).outputs) b += static_cast<double>(g.type_of(t).bytes());
-    for (graph::tensor_id t : g.get_op(o).inputs) {
-        const op_id p = g.producer(t);
-        if (g.get_op(p).spec().has(ops::source))
-            for (graph::tensor_id u : g.get_op(p).outputs) b += static_cast<double>(g.type_of(u).bytes());
-    }
+    double b = output_bytes(g, o);
+    for (graph::tensor_id t : g.get_op(o).inputs)
+        if (const op_id p = g.producer(t); g.get_op(p).spec().has(ops::source)) b += output_bytes(g, p);
     return b;
 }
 }  // namespace
@@ -50,7 +51,7 @@ TEST_CASE("Baechi placers: colocation kept and every device within its memory wh
         const auto g = goopt_test::random_dag(rng, 8, 6);
         double total = 0, largest = 0;
         for (op_id o = 0; o < g.num_ops(); ++o) {
-            for (graph::tensor_id t : g.get_op(o).outputs) total += static_cast<double>(g.type_of(t).bytes());
+            total += output_bytes(g, o);
             largest = std::max(largest, unit_bytes(g, o));
         }
         const std::size_t nd = 4;
@@ -148,8 +149,7 @@ TEST_CASE("Baechi placers: a plan the simulator finds over memory is planned aga
     std::mt19937_64 rng(5);
     const auto g = goopt_test::random_dag(rng, 10, 6);
     double total = 0;
-    for (op_id o = 0; o < g.num_ops(); ++o)
-        for (graph::tensor_id t : g.get_op(o).outputs) total += static_cast<double>(g.type_of(t).bytes());
+    for (op_id o = 0; o < g.num_ops(); ++o) total += output_bytes(g, o);
     const auto cl = small_memory(3, total / 6);
     sim::simulator s(g, cl);
     for (std::size_t rounds : {0, 1, 3}) {
