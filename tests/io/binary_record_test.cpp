@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -182,7 +184,8 @@ TEST_CASE("binary record: a matrix shape no Eigen matrix can have is refused; an
 }
 
 TEST_CASE("binary record: written atomically and read back from a file") {
-    const auto path = std::filesystem::temp_directory_path() / "goopt_binary_record_test.bin";
+    const test::temp_dir dir("goopt_io_");
+    const auto path = dir.path / "record.bin";
     io::record_writer("goopt-test", 1).f64(2.0).write(path);
     auto r = io::record_reader::from_file(path, "rec", "goopt-test", 1);
     CHECK(r.f64("x") == 2.0);

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cmath>
 #include <filesystem>
 
@@ -34,10 +36,10 @@ TEST_CASE("clusters from JSON: spec strings, presets with overrides, custom devi
     CHECK(c.num_devices() == 3);
     CHECK(c.device(1).mem_bandwidth() == 1.2e12);
     CHECK(c.route(2, 1) == 0);
-    const auto path = std::filesystem::temp_directory_path() / "goopt_cluster_json_test.json";
+    const test::temp_dir dir("goopt_io_");
+    const auto path = dir.path / "cluster.json";
     io::write_cluster_file(path, device::parse_cluster("4xA100:nvlink"));
     CHECK(io::read_cluster_file(path).num_links() == 12);
-    std::filesystem::remove(path);
 }
 
 TEST_CASE("bad cluster files are clear errors naming the place") {

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -33,10 +35,10 @@ TEST_CASE("cost table JSON: a round trip keeps every field and time exactly") {
     CHECK(back.dispatch_seconds == t.dispatch_seconds);
     CHECK(back.seconds == t.seconds);
     // and through a file
-    const auto path = std::filesystem::temp_directory_path() / "goopt_cost_table_json_test.json";
+    const test::temp_dir dir("goopt_io_");
+    const auto path = dir.path / "table.json";
     io::write_measured_table_file(path, t);
     CHECK(io::read_measured_table_file(path).seconds == t.seconds);
-    std::filesystem::remove(path);
 }
 
 TEST_CASE("cost table JSON: bad input names the place and what was expected") {

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
+
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -129,7 +131,9 @@ TEST_CASE("PPO reaches the optimum of a contextual bandit from a fixed seed (bot
 }
 
 TEST_CASE("PPO: the same numbers on 1 and 3 worker threads; a resumed run equals an uninterrupted one") {
-    auto run = [](std::size_t threads, std::size_t stop_at, const std::filesystem::path& resume_from) {
+    const test::temp_dir dir("goopt_ppo_");
+    const auto ckpt = dir.path / "stopped.ckpt";
+    auto run = [&](std::size_t threads, std::size_t stop_at, const std::filesystem::path& resume_from) {
         std::mt19937_64 rng(8);
         bandit env;
         linear_net net(rng);
@@ -140,16 +144,13 @@ TEST_CASE("PPO: the same numbers on 1 and 3 worker threads; a resumed run equals
         if (!resume_from.empty()) CHECK(trainer.load_checkpoint(resume_from, rng) == "state");
         if (stop_at) trainer.set_updates(stop_at);
         trainer.train(rng);
-        const auto dir = std::filesystem::temp_directory_path();
-        if (stop_at) trainer.save_checkpoint(dir / "goopt_ppo_test.ckpt", rng, "state");
+        if (stop_at) trainer.save_checkpoint(ckpt, rng, "state");
         return flat(net);
     };
     const auto one = run(1, 0, {});
     CHECK(run(3, 0, {}) == one);
-    const auto ckpt = std::filesystem::temp_directory_path() / "goopt_ppo_test.ckpt";
     run(1, 4, {});
     CHECK(run(2, 0, ckpt) == one);
-    std::filesystem::remove(ckpt);
 }
 
 TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
@@ -164,7 +165,8 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     CHECK_THROWS_AS(trainer.set_imitation_target({0, 1, 7}), error);
 
     // checkpoints: every refusal names the file and what it found; a refused one changes nothing
-    const auto file = std::filesystem::temp_directory_path() / "goopt_ppo_refusals.ckpt";
+    const test::temp_dir dir("goopt_ppo_refusals_");
+    const auto file = dir.path / "state.ckpt";
     trainer.save_checkpoint(file, rng, "state");
     const std::string good = [&] {
         std::ifstream in(file, std::ios::binary);
@@ -218,7 +220,6 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     CHECK_THROWS_WITH_AS(elsewhere.load_checkpoint(file, rng),
                          doctest::Contains("made for 3 choices per node (devices): expected 2"), error);
     CHECK(trainer.load_checkpoint(file, rng) == "state");
-    std::filesystem::remove(file);
     // the warm start needs a target for every node
     rl::ppo<bandit, linear_net> warm(env, net, {.imitation_steps = 2});
     CHECK_THROWS_AS(warm.train(rng), error);

@@ -174,11 +174,11 @@ TEST_CASE("learned placement of a small graph reaches the brute-force optimum, t
 TEST_CASE("train_placement: warm start, resume bit for bit, and checkpoints refused with the reason") {
     const auto g = branches();
     const auto cl = device::parse_cluster("2xV100:nvlink");
-    const auto dir = std::filesystem::temp_directory_path();
-    const auto full = dir / "goopt_place_full.ckpt", part = dir / "goopt_place_part.ckpt";
+    const test::temp_dir dir("goopt_place_");
+    const auto full = dir.path / "full.ckpt", part = dir.path / "part.ckpt";
     auto cfg = small(6);
     cfg.checkpoint = full;
-    cfg.progress.metrics = dir / "goopt_place_metrics.jsonl";
+    cfg.progress.metrics = dir.path / "metrics.jsonl";
     std::mt19937_64 r1(9);
     const auto a = tasks::train_placement(g, cl, cost::roofline_model{}, cfg, r1);
     {  // one JSON object per update, with the best step time
@@ -328,8 +328,8 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
     CHECK(p.best.result.step_time <= task.score(task.decision_of(imitated.placement), 0).step_time);
 
     // the incumbent survives a resume: 1 + 1 updates end as 2 uninterrupted ones
-    const auto dir = std::filesystem::temp_directory_path();
-    const auto full = dir / "goopt_incumbent_full.ckpt", part = dir / "goopt_incumbent_part.ckpt";
+    const test::temp_dir dir("goopt_incumbent_");
+    const auto full = dir.path / "full.ckpt", part = dir.path / "part.ckpt";
     auto whole = cfg;
     whole.checkpoint = full;
     std::mt19937_64 r3(6);
@@ -350,8 +350,6 @@ TEST_CASE("warm start: the imitated decision is the first incumbent, never retur
     half.ppo.imitation_steps = 0;
     CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, half, r4),
                          doctest::Contains("incumbent"), error);
-    std::filesystem::remove(full);
-    std::filesystem::remove(part);
 }
 
 TEST_CASE("warm start through the guided decoder: its greedy decision becomes the imitated one, step and all") {

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_support.hpp"
 #include "small_policy.hpp"
 
 #include <algorithm>
@@ -174,8 +175,8 @@ TEST_CASE("tasks::train: the best of several incumbents is kept when nothing bea
     }
 
     // resume: 1 + 1 updates end as 2 uninterrupted ones, incumbents and all
-    const auto dir = std::filesystem::temp_directory_path();
-    const auto full = dir / "goopt_train_full.ckpt", part = dir / "goopt_train_part.ckpt";
+    const test::temp_dir dir("goopt_train_");
+    const auto full = dir.path / "full.ckpt", part = dir.path / "part.ckpt";
     auto whole = cfg;
     whole.checkpoint = full;
     std::mt19937_64 r1(7);
@@ -219,6 +220,4 @@ TEST_CASE("tasks::train: the best of several incumbents is kept when nothing bea
     bad = config(1);
     bad.resume = true;  // no checkpoint path
     CHECK_THROWS_WITH_AS(tasks::train(task, n2, bad, r2), doctest::Contains("checkpoint"), error);
-    std::filesystem::remove(full);
-    std::filesystem::remove(part);
 }
