@@ -282,13 +282,15 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              set_attribute(b.node("Resize", {"x", "", "scales"}, {"y"}), "mode", std::string("cubic"));
          },
          {"bad.onnx: node 'y' (Resize)", "mode 'cubic': expected nearest or linear"}},
-        {"Resize of a channel axis",
+        {"Resize whose index table passes the import's budget",
          [](model_builder& b) {
              b.input("x", {1, 1, 2, 2});
-             b.floats("scales", {4}, {1, 2, 1, 1});
+             b.floats("scales", {4}, {1, 1, 1, 4194304});
              b.node("Resize", {"x", "", "scales"}, {"y"});
          },
-         {"bad.onnx: node 'y' (Resize)", "resizing axis 1 of [1,1,2,2]: expected resizing of the last two axes only"}},
+         {"bad.onnx: node 'y' (Resize)",
+          "resizing axis 3 from 2 to 8388608 cells: expected index and weight tables "
+          "within the import's budget for computed constants"}},
         {"Resize to crop and resize",
          [](model_builder& b) {
              b.input("x", {1, 1, 2, 2});

@@ -38,11 +38,13 @@ using ops::op_kind;
 namespace export_test {
 
 using onnx_testing::max_rel_diff;
+using onnx_testing::model_builder;
 using onnx_testing::onnx_checker;
 using onnx_testing::onnxruntime_missing;
 using onnx_testing::ort_dir;
 using onnx_testing::python_with_onnx;
 using onnx_testing::scratch_dir;
+using onnx_testing::set_attribute;
 using onnx_testing::slurp;
 
 const std::filesystem::path onnx_dir = std::filesystem::path(GOOPT_TEST_DATA_DIR) / "onnx";
@@ -487,6 +489,18 @@ TEST_CASE("onnx.checker (full_check) accepts the exported files") {
     }
 }
 
+/// onnxruntime's outputs (tools/ort/run_model.js: a list of {"name", "shape", "data"}) for the model
+/// `<stem>.onnx` given `inputs` (by name: {"shape", "data"}); the files it writes are `<stem>.*`.
+nlohmann::json onnxruntime_outputs(const std::filesystem::path& stem, const nlohmann::json& inputs) {
+    const std::string s = stem.string();
+    std::ofstream(s + ".in.json") << inputs.dump();
+    const std::string cmd = concat("node '", (ort_dir / "run_model.js").string(), "' '", s, ".onnx' --inputs '", s,
+                                   ".in.json' --out '", s, ".out.json' 2>'", s, ".err'");
+    const int rc = std::system(cmd.c_str());
+    REQUIRE_MESSAGE(rc == 0, slurp(s + ".err"));
+    return nlohmann::json::parse(slurp(s + ".out.json")).at("outputs");
+}
+
 TEST_CASE("onnxruntime computes what the interpreter computes for every inference op kind") {
     const std::string missing = onnxruntime_missing();
     if (!missing.empty()) {
@@ -505,13 +519,7 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
             nlohmann::json in;
             for (const auto i : g.ops_of_kind(op_kind::input))
                 in[g.get_op(i).name] = value_json(feeds.at(g.get_op(i).name));
-            std::ofstream(stem.string() + ".in.json") << in.dump();
-            const std::string cmd =
-                concat("node '", (ort_dir / "run_model.js").string(), "' '", stem.string(), ".onnx' --inputs '",
-                       stem.string(), ".in.json' --out '", stem.string(), ".out.json' 2>'", stem.string(), ".err'");
-            const int rc = std::system(cmd.c_str());
-            REQUIRE_MESSAGE(rc == 0, slurp(stem.string() + ".err"));
-            const auto out = nlohmann::json::parse(slurp(stem.string() + ".out.json")).at("outputs");
+            const auto out = onnxruntime_outputs(stem, in);
             const auto want = interp::run<double>(g, feeds);
             REQUIRE(out.size() == want.size());
             double worst = 0;
@@ -530,6 +538,90 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
             MESSAGE(g.name(), " at opset ", opset, ": onnxruntime vs the interpreter, largest max |a - b| / max |b| ",
                     worst);
         }
+    }
+}
+
+TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize computes") {
+    const std::string missing = onnxruntime_missing();
+    if (!missing.empty()) {
+        MESSAGE("skipped: ", missing);
+        return;
+    }
+    struct resize_case {
+        const char* mode;
+        const char* coordinates;
+        const char* rounding;
+        std::vector<std::int64_t> dims;
+        std::vector<float> scales;  // given, or else sizes
+        std::vector<std::int64_t> sizes;
+    };
+    // every coordinate transformation and rounding, up and down, an extent of 1, a 5-D (trilinear)
+    // input and a channel axis
+    const std::vector<resize_case> cases{
+        {"nearest", "asymmetric", "floor", {1, 2, 3, 5}, {1, 1, 2, 2}, {}},
+        {"nearest", "half_pixel", "round_prefer_floor", {1, 2, 4, 6}, {}, {1, 2, 7, 3}},
+        {"nearest", "tf_half_pixel_for_nn", "round_prefer_ceil", {1, 2, 4, 6}, {1, 1, 1.5f, 0.5f}, {}},
+        {"nearest", "align_corners", "ceil", {1, 2, 3, 5}, {}, {1, 2, 5, 9}},
+        {"nearest", "pytorch_half_pixel", "round_prefer_floor", {1, 2, 3, 4}, {1, 2, 1, 1}, {}},
+        {"linear", "half_pixel", "", {1, 2, 3, 5}, {1, 1, 2, 2}, {}},
+        {"linear", "pytorch_half_pixel", "", {1, 2, 4, 6}, {}, {1, 2, 1, 11}},
+        {"linear", "align_corners", "", {1, 2, 3, 5}, {}, {1, 2, 7, 4}},
+        {"linear", "asymmetric", "", {1, 2, 4, 6}, {1, 1, 0.5f, 1.5f}, {}},
+        {"linear", "half_pixel", "", {1, 1, 3, 4, 5}, {1, 1, 2, 1.5f, 2}, {}},
+    };
+    scratch_dir dir;
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    int k = 0;
+    for (const auto& c : cases) {
+        CAPTURE(c.mode);
+        CAPTURE(c.coordinates);
+        CAPTURE(c.rounding);
+        CAPTURE(c.dims.size());
+        CAPTURE(c.dims.back());
+        model_builder b;
+        auto* in = b.g->add_input();
+        in->set_name("x");
+        auto* t = in->mutable_type()->mutable_tensor_type();
+        t->set_elem_type(1);
+        for (auto d : c.dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+        auto* scales = b.g->add_initializer();
+        scales->set_name("scales");
+        scales->set_data_type(1);
+        scales->add_dims(static_cast<std::int64_t>(c.scales.size()));
+        for (float v : c.scales) scales->add_float_data(v);
+        auto* sizes = b.g->add_initializer();
+        sizes->set_name("sizes");
+        sizes->set_data_type(7);
+        sizes->add_dims(static_cast<std::int64_t>(c.sizes.size()));
+        for (auto v : c.sizes) sizes->add_int64_data(v);
+        auto& node = c.sizes.empty() ? b.node("Resize", {"x", "", "scales"}, {"y"})
+                                     : b.node("Resize", {"x", "", "", "sizes"}, {"y"});
+        set_attribute(node, "mode", std::string(c.mode));
+        set_attribute(node, "coordinate_transformation_mode", std::string(c.coordinates));
+        if (*c.rounding) set_attribute(node, "nearest_mode", std::string(c.rounding));
+        b.output("y");
+        const auto stem = dir.path / concat("resize_", k++);
+        std::ofstream(stem.string() + ".onnx", std::ios::binary) << b.bytes();
+
+        const io::onnx_model m = io::import_onnx(stem.string() + ".onnx");
+        CHECK(m.graph.ops_of_kind(op_kind::matmul).empty());
+        ops::shape dims;
+        for (auto d : c.dims) dims.push_back(d);
+        auto x = interp::detail::filled(dims, 0.0);
+        for (auto& v : x.storage()) v = uniform(rng);
+        auto feeds = io::weight_feeds<double>(m);  // the lowering's index and weight tables
+        feeds.emplace("x", x);
+        const auto want = interp::run<double>(m.graph, feeds);
+        const auto out = onnxruntime_outputs(stem, {{"x", value_json(x)}});
+        REQUIRE(out.size() == 1);
+        const auto got = out[0].at("data").get<std::vector<double>>();
+        REQUIRE(got.size() == want[0].size());
+        const auto shape = out[0].at("shape").get<std::vector<std::size_t>>();
+        CHECK(std::equal(shape.begin(), shape.end(), want[0].shape().begin(), want[0].shape().end()));
+        double diff = 0;
+        for (std::size_t e = 0; e < got.size(); ++e) diff = std::max(diff, std::abs(got[e] - want[0].data()[e]));
+        CHECK(diff <= 1e-6);  // onnxruntime in float, the interpreter in double, inputs in [-1, 1]
     }
 }
 
