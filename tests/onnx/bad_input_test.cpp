@@ -291,6 +291,49 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
          {"bad.onnx: node 'y' (Resize)",
           "resizing axis 3 from 2 to 8388608 cells: expected index and weight tables "
           "within the import's budget for computed constants"}},
+        {"Slice with a step of 0",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 6});
+             b.int64s("s", {1}, {0}).int64s("e", {1}, {6}).int64s("a", {1}, {2}).int64s("st", {1}, {0});
+             b.node("Slice", {"x", "s", "e", "a", "st"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Slice)", "step 0: expected nonzero steps"}},
+        {"Slice by a step that keeps no cell",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 6});
+             b.int64s("s", {1}, {5}).int64s("e", {1}, {1}).int64s("a", {1}, {2}).int64s("st", {1}, {2});
+             b.node("Slice", {"x", "s", "e", "a", "st"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Slice)", "axis 2 sliced from 5 to 1 by 2 keeps no cell: expected at least one cell"}},
+        {"Slice of one axis twice",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 6});
+             b.int64s("s", {2}, {0, 1}).int64s("e", {2}, {6, 6}).int64s("a", {2}, {2, -1});
+             b.node("Slice", {"x", "s", "e", "a"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Slice)", "axis 2 is sliced twice (axes [2,-1]): expected each axis once"}},
+        {"Pad that crops an axis to nothing",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 3});
+             b.int64s("p", {6}, {0, 0, -2, 0, 0, -1});
+             set_attribute(b.node("Pad", {"x", "p"}, {"y"}), "mode", std::string("edge"));
+         },
+         {"bad.onnx: node 'y' (Pad)", "pads -2 and -1 leave axis 2 of 3 cells empty: expected at least one cell"}},
+        {"Pad in mode wrap (operator set 19)",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 3});
+             b.int64s("p", {6}, {0, 0, 1, 0, 0, 1});
+             set_attribute(b.node("Pad", {"x", "p"}, {"y"}), "mode", std::string("wrap"));
+         },
+         {"bad.onnx: node 'y' (Pad)", "mode 'wrap': expected constant, edge or reflect"}},
+        {"Conv on a 3-D window",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 4, 4, 4});
+             b.floats("w", {1, 2, 1, 1, 1}, {1, 1});
+             b.node("Conv", {"x", "w"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Conv)",
+          "input has shape [1,2,4,4,4]: expected a 1-D window on NCL (rank 3) or a 2-D one on NCHW (rank 4)"}},
         {"Resize to crop and resize",
          [](model_builder& b) {
              b.input("x", {1, 1, 2, 2});

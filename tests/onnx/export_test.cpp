@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -541,6 +542,64 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
     }
 }
 
+/// One node's model: input "x" (float, `dims`), the node, output "y"; `inputs` are the node's other
+/// inputs, given as initializers by `b` before the call.
+struct one_node {
+    model_builder b;
+    onnx::NodeProto* node = nullptr;
+    one_node(const std::vector<std::int64_t>& dims, const std::string& op, std::initializer_list<std::string> inputs) {
+        auto* in = b.g->add_input();
+        in->set_name("x");
+        auto* t = in->mutable_type()->mutable_tensor_type();
+        t->set_elem_type(1);
+        for (auto d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+        node = &b.node(op, inputs, {"y"});
+        b.output("y");
+    }
+    void floats(const std::string& name, const std::vector<float>& values, std::vector<std::int64_t> dims = {}) {
+        auto* t = b.g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(1);
+        if (dims.empty()) dims = {static_cast<std::int64_t>(values.size())};
+        for (auto d : dims) t->add_dims(d);
+        for (float v : values) t->add_float_data(v);
+    }
+    void int64s(const std::string& name, const std::vector<std::int64_t>& values) {
+        auto* t = b.g->add_initializer();
+        t->set_name(name);
+        t->set_data_type(7);
+        t->add_dims(static_cast<std::int64_t>(values.size()));
+        for (auto v : values) t->add_int64_data(v);
+    }
+};
+
+/// The model imported, and its output by the interpreter against onnxruntime's on random inputs in
+/// [-1, 1]: the largest difference, which must be at most 1e-5 (onnxruntime in float, the
+/// interpreter in double). @return the imported model, for its op counts.
+io::onnx_model check_against_onnxruntime(const one_node& m, const std::filesystem::path& stem) {
+    std::ofstream(stem.string() + ".onnx", std::ios::binary) << m.b.bytes();
+    io::onnx_model imported = io::import_onnx(stem.string() + ".onnx");
+    ops::shape dims;
+    for (const auto& d : m.b.g->input(0).type().tensor_type().shape().dim()) dims.push_back(d.dim_value());
+    auto x = interp::detail::filled(dims, 0.0);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (auto& v : x.storage()) v = uniform(rng);
+    auto feeds = io::weight_feeds<double>(imported);  // the lowerings' index and weight tables
+    feeds.emplace("x", x);
+    const auto want = interp::run<double>(imported.graph, feeds);
+    const auto out = onnxruntime_outputs(stem, {{"x", value_json(x)}});
+    REQUIRE(out.size() == 1);
+    const auto got = out[0].at("data").get<std::vector<double>>();
+    REQUIRE(got.size() == want[0].size());
+    const auto shape = out[0].at("shape").get<std::vector<std::size_t>>();
+    CHECK(std::equal(shape.begin(), shape.end(), want[0].shape().begin(), want[0].shape().end()));
+    double diff = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) diff = std::max(diff, std::abs(got[e] - want[0].data()[e]));
+    CHECK(diff <= 1e-5);
+    return imported;
+}
+
 TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize computes") {
     const std::string missing = onnxruntime_missing();
     if (!missing.empty()) {
@@ -570,58 +629,110 @@ TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize comp
         {"linear", "half_pixel", "", {1, 1, 3, 4, 5}, {1, 1, 2, 1.5f, 2}, {}},
     };
     scratch_dir dir;
-    std::mt19937_64 rng(11);
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     int k = 0;
     for (const auto& c : cases) {
-        CAPTURE(c.mode);
-        CAPTURE(c.coordinates);
-        CAPTURE(c.rounding);
-        CAPTURE(c.dims.size());
-        CAPTURE(c.dims.back());
-        model_builder b;
-        auto* in = b.g->add_input();
-        in->set_name("x");
-        auto* t = in->mutable_type()->mutable_tensor_type();
-        t->set_elem_type(1);
-        for (auto d : c.dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-        auto* scales = b.g->add_initializer();
-        scales->set_name("scales");
-        scales->set_data_type(1);
-        scales->add_dims(static_cast<std::int64_t>(c.scales.size()));
-        for (float v : c.scales) scales->add_float_data(v);
-        auto* sizes = b.g->add_initializer();
-        sizes->set_name("sizes");
-        sizes->set_data_type(7);
-        sizes->add_dims(static_cast<std::int64_t>(c.sizes.size()));
-        for (auto v : c.sizes) sizes->add_int64_data(v);
-        auto& node = c.sizes.empty() ? b.node("Resize", {"x", "", "scales"}, {"y"})
-                                     : b.node("Resize", {"x", "", "", "sizes"}, {"y"});
-        set_attribute(node, "mode", std::string(c.mode));
-        set_attribute(node, "coordinate_transformation_mode", std::string(c.coordinates));
-        if (*c.rounding) set_attribute(node, "nearest_mode", std::string(c.rounding));
-        b.output("y");
-        const auto stem = dir.path / concat("resize_", k++);
-        std::ofstream(stem.string() + ".onnx", std::ios::binary) << b.bytes();
+        CAPTURE(k);
+        one_node m(c.dims, "Resize",
+                   c.sizes.empty() ? std::initializer_list<std::string>{"x", "", "scales"}
+                                   : std::initializer_list<std::string>{"x", "", "", "sizes"});
+        if (c.sizes.empty()) m.floats("scales", c.scales);
+        else m.int64s("sizes", c.sizes);
+        set_attribute(*m.node, "mode", std::string(c.mode));
+        set_attribute(*m.node, "coordinate_transformation_mode", std::string(c.coordinates));
+        if (*c.rounding) set_attribute(*m.node, "nearest_mode", std::string(c.rounding));
+        const auto imported = check_against_onnxruntime(m, dir.path / concat("resize_", k++));
+        CHECK(imported.graph.ops_of_kind(op_kind::matmul).empty());
+        CHECK(!imported.graph.ops_of_kind(op_kind::gather).empty());
+    }
+}
 
-        const io::onnx_model m = io::import_onnx(stem.string() + ".onnx");
-        CHECK(m.graph.ops_of_kind(op_kind::matmul).empty());
-        ops::shape dims;
-        for (auto d : c.dims) dims.push_back(d);
-        auto x = interp::detail::filled(dims, 0.0);
-        for (auto& v : x.storage()) v = uniform(rng);
-        auto feeds = io::weight_feeds<double>(m);  // the lowering's index and weight tables
-        feeds.emplace("x", x);
-        const auto want = interp::run<double>(m.graph, feeds);
-        const auto out = onnxruntime_outputs(stem, {{"x", value_json(x)}});
-        REQUIRE(out.size() == 1);
-        const auto got = out[0].at("data").get<std::vector<double>>();
-        REQUIRE(got.size() == want[0].size());
-        const auto shape = out[0].at("shape").get<std::vector<std::size_t>>();
-        CHECK(std::equal(shape.begin(), shape.end(), want[0].shape().begin(), want[0].shape().end()));
-        double diff = 0;
-        for (std::size_t e = 0; e < got.size(); ++e) diff = std::max(diff, std::abs(got[e] - want[0].data()[e]));
-        CHECK(diff <= 1e-6);  // onnxruntime in float, the interpreter in double, inputs in [-1, 1]
+TEST_CASE("Slice with steps, Pad in every mode and 1-D windows compute what onnxruntime computes") {
+    const std::string missing = onnxruntime_missing();
+    if (!missing.empty()) {
+        MESSAGE("skipped: ", missing);
+        return;
+    }
+    scratch_dir dir;
+    int k = 0;
+    SUBCASE("Slice: steps up and down, from the end, beside a contiguous axis") {
+        struct slice_case {
+            std::vector<std::int64_t> starts, ends, axes, steps;
+        };
+        constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+        for (const auto& c : std::vector<slice_case>{
+                 {{0, 0}, {8, 8}, {2, 3}, {2, 2}},    // YOLOv5's space-to-depth
+                 {{1, 1}, {8, 8}, {2, 3}, {2, 3}},    // odd offsets, two strides
+                 {{-1}, {lowest}, {3}, {-1}},         // reversed
+                 {{6, 1}, {0, -1}, {2, 1}, {-2, 1}},  // down by 2, and a contiguous channel slice
+                 {{-2}, {-9}, {-1}, {-3}},            // negative start, end and axis
+                 {{0}, {100}, {2}, {5}},              // an end past the extent
+             }) {
+            CAPTURE(k);
+            one_node m({1, 3, 8, 7}, "Slice", {"x", "starts", "ends", "axes", "steps"});
+            m.int64s("starts", c.starts);
+            m.int64s("ends", c.ends);
+            m.int64s("axes", c.axes);
+            m.int64s("steps", c.steps);
+            check_against_onnxruntime(m, dir.path / concat("slice_", k++));
+        }
+    }
+    SUBCASE("Pad: constant, edge and reflect, growing and cropping") {
+        struct pad_case {
+            const char* mode;
+            std::vector<std::int64_t> pads;
+        };
+        for (const auto& c : std::vector<pad_case>{
+                 {"constant", {0, 0, 1, 2, 0, 0, 3, 1}},
+                 {"constant", {0, 0, -1, 2, 0, 0, 1, -2}},  // cropped and grown
+                 {"edge", {0, 0, 2, 3, 0, 0, 1, 0}},
+                 {"reflect", {0, 0, 1, 3, 0, 0, 3, 2}},
+                 {"reflect", {0, 1, 0, 0, 0, 1, 0, 0}},  // a channel axis
+                 {"edge", {0, 0, -1, 2, 0, 0, 2, -3}},
+                 {"reflect", {0, 0, 2, -1, 0, 0, -1, 3}},
+             }) {
+            CAPTURE(k);
+            CAPTURE(c.mode);
+            one_node m({1, 3, 5, 6}, "Pad", {"x", "pads"});
+            m.int64s("pads", c.pads);
+            set_attribute(*m.node, "mode", std::string(c.mode));
+            check_against_onnxruntime(m, dir.path / concat("pad_", k++));
+        }
+    }
+    SUBCASE("Conv, MaxPool and AveragePool on [N, C, L]") {
+        {
+            one_node m({2, 4, 17}, "Conv", {"x", "w", "b"});
+            std::vector<float> w(6 * 2 * 3);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::sin(1.0 + i));
+            m.floats("w", w, {6, 2, 3});
+            m.floats("b", {0.1f, -0.2f, 0.3f, 0.0f, 0.5f, -0.6f});
+            set_attribute(*m.node, "group", std::int64_t{2});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{2});
+            set_attribute(*m.node, "dilations", std::vector<std::int64_t>{2});
+            set_attribute(*m.node, "pads", std::vector<std::int64_t>{3, 1});
+            const auto imported = check_against_onnxruntime(m, dir.path / "conv1d");
+            CHECK(imported.graph.ops_of_kind(op_kind::conv2d).size() == 1);
+        }
+        {
+            one_node m({1, 3, 20}, "Conv", {"x", "w"});
+            std::vector<float> w(5 * 3 * 4);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::cos(2.0 + i));
+            m.floats("w", w, {5, 3, 4});
+            set_attribute(*m.node, "auto_pad", std::string("SAME_UPPER"));
+            check_against_onnxruntime(m, dir.path / "conv1d_same");
+        }
+        {
+            one_node m({1, 3, 16}, "MaxPool", {"x"});
+            set_attribute(*m.node, "kernel_shape", std::vector<std::int64_t>{3});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{2});
+            set_attribute(*m.node, "pads", std::vector<std::int64_t>{1, 1});
+            check_against_onnxruntime(m, dir.path / "maxpool1d");
+        }
+        {
+            one_node m({1, 3, 16}, "AveragePool", {"x"});
+            set_attribute(*m.node, "kernel_shape", std::vector<std::int64_t>{4});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{4});
+            check_against_onnxruntime(m, dir.path / "avgpool1d");
+        }
     }
 }
 

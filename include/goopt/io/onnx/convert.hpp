@@ -8,7 +8,11 @@
 
 #include <goopt/io/onnx/importer.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <map>
 #include <span>
 
 namespace goopt::io::detail {
@@ -226,24 +230,64 @@ inline void onnx_importer::convert_slice(const node_t& n, const onnx_handler&) {
     if (starts.size() != ends.size() || axes.size() != starts.size() ||
         (!steps.empty() && steps.size() != starts.size()))
         fail(n, "starts, ends, axes and steps differ in length", "one of each per sliced axis");
+    // step 1: a slice op; other steps: the cells picked along the axis, a gather after the slice
     ints begin(x.rank(), 0), end(x.begin(), x.end());
+    std::map<std::size_t, ints> picked;
+    std::vector<bool> sliced(x.rank(), false);
     for (std::size_t k = 0; k < axes.size(); ++k) {
-        if (!steps.empty() && steps[k] != 1) fail(n, concat("step ", steps[k]), "steps of 1");
+        const std::int64_t step = steps.empty() ? 1 : steps[k];
+        if (step == 0) fail(n, "step 0", "nonzero steps");
         const std::size_t a = x.axis(axes[k]);
+        if (sliced[a]) fail(n, concat("axis ", a, " is sliced twice (axes ", ints_string(axes), ")"), "each axis once");
+        sliced[a] = true;
         const std::int64_t d = x[a];
-        auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? std::max(v, -d) + d : v, 0, d); };
-        begin[a] = clamp(starts[k]);
-        end[a] = clamp(ends[k]);
+        if (step == 1) {
+            auto clamp = [&](std::int64_t v) {
+                return std::clamp<std::int64_t>(v < 0 ? std::max(v, -d) + d : v, 0, d);
+            };
+            begin[a] = clamp(starts[k]);
+            end[a] = clamp(ends[k]);
+            continue;
+        }
+        // ONNX: negative values count from the end; a positive step clamps both to [0, d], a
+        // negative one the start to [0, d - 1] and the end to [-1, d - 1]
+        auto from_end = [&](std::int64_t v) { return v < 0 ? std::max(v, -d - 1) + d : v; };
+        const std::int64_t first = step > 0 ? std::clamp<std::int64_t>(from_end(starts[k]), 0, d)
+                                            : std::clamp<std::int64_t>(from_end(starts[k]), 0, d - 1);
+        const std::int64_t last = step > 0 ? std::clamp<std::int64_t>(from_end(ends[k]), 0, d)
+                                           : std::clamp<std::int64_t>(from_end(ends[k]), -1, d - 1);
+        // cells first + step * m for m < count, counted before the table is built and charged
+        const std::int64_t span = step > 0 ? last - first : first - last;
+        const std::int64_t stride = step > 0                                           ? step
+                                    : step == std::numeric_limits<std::int64_t>::min() ? span + 1
+                                                                                       : -step;
+        const std::int64_t count = span <= 0 ? 0 : (span - 1) / stride + 1;
+        if (count == 0)
+            fail(n, concat("axis ", a, " sliced from ", starts[k], " to ", ends[k], " by ", step, " keeps no cell"),
+                 "at least one cell");
+        charge_tables(n, count, concat("slicing axis ", a, " to ", count, " cells"));
+        ints& cells = picked[a];
+        for (std::int64_t m = 0; m < count; ++m) cells.push_back(first + m * step);
     }
-    bind(n, 0,
-         add1(ops::op_kind::slice, {tensor_in(n, 0)}, {{ops::attr_id::begin, begin}, {ops::attr_id::end, end}},
-              node_name(n)));
+    const std::string name = node_name(n);
+    graph::tensor_id y = tensor_in(n, 0);
+    if (picked.empty() || begin != ints(x.rank(), 0) || end != ints(x.begin(), x.end()))
+        y = add1(ops::op_kind::slice, {y}, {{ops::attr_id::begin, begin}, {ops::attr_id::end, end}},
+                 picked.empty() ? name : name + "/contiguous");
+    for (const auto& [a, cells] : picked) y = gather_along(n, y, a, cells, concat(name, "/axis", a));
+    bind(n, 0, y);
 }
 
+/// Pad: mode constant onto the pad op (negative pads, which crop, onto a slice before it); modes
+/// edge and reflect, cropping or not, onto a gather per padded axis whose index maps each output
+/// cell to the input cell the mode copies (as ONNX defines it: pad by the positive pads, then crop
+/// by the negative ones). Mode wrap is operator set 19's, past what the importer reads.
 inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
     const ops::shape& x = dims_in(n, 0);
+    const std::size_t r = x.rank();
     const std::string mode = attr_string(n, "mode", "constant");
-    if (mode != "constant") fail(n, concat("mode '", mode, "'"), "mode 'constant'");
+    if (mode != "constant" && mode != "edge" && mode != "reflect")
+        fail(n, concat("mode '", mode, "'"), "constant, edge or reflect");
     ints pads = has_input(n, 1) ? const_in(n, 1, "pads").ints() : attr_ints(n, "pads").value_or(ints{});
     double value = attr_float(n, "value", 0.0);
     if (has_input(n, 2)) value = scalar_in(n, 2, "constant_value");
@@ -251,19 +295,64 @@ inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
         const auto axes = const_in(n, 3, "axes").ints();
         if (pads.size() != 2 * axes.size())
             fail(n, concat(pads.size(), " pads for ", axes.size(), " axes"), "two pads per axis");
-        ints full(2 * x.rank(), 0);
+        ints full(2 * r, 0);
         for (std::size_t k = 0; k < axes.size(); ++k) {
             const std::size_t a = x.axis(axes[k]);
             full[a] = pads[k];
-            full[a + x.rank()] = pads[k + axes.size()];
+            full[a + r] = pads[k + axes.size()];
         }
         pads = full;
     }
-    for (auto p : pads)
-        if (p < 0) fail(n, concat("negative pad ", p, " (cropping)"), "pads >= 0");
-    bind(n, 0,
-         add1(ops::op_kind::pad, {tensor_in(n, 0)}, {{ops::attr_id::pads, pads}, {ops::attr_id::value, value}},
-              node_name(n)));
+    if (pads.size() != 2 * r) fail(n, concat(pads.size(), " pads for rank ", r), concat(2 * r, " pads"));
+    constexpr std::int64_t big = std::int64_t{1} << 30;
+    for (std::size_t a = 0; a < r; ++a) {
+        if (std::abs(pads[a]) > big || std::abs(pads[a + r]) > big)
+            fail(n, concat("pads ", ints_string(pads)), "values in [-2^30, 2^30]");
+        if (x[a] + pads[a] + pads[a + r] < 1)
+            fail(n, concat("pads ", pads[a], " and ", pads[a + r], " leave axis ", a, " of ", x[a], " cells empty"),
+                 "at least one cell");
+    }
+    const std::string name = node_name(n);
+    graph::tensor_id y = tensor_in(n, 0);
+    if (mode == "constant") {
+        ints begin(r, 0), end(x.begin(), x.end()), grow(2 * r, 0);
+        for (std::size_t a = 0; a < r; ++a) {
+            begin[a] = std::max<std::int64_t>(-pads[a], 0);
+            end[a] = x[a] - std::max<std::int64_t>(-pads[a + r], 0);
+            grow[a] = std::max<std::int64_t>(pads[a], 0);
+            grow[a + r] = std::max<std::int64_t>(pads[a + r], 0);
+        }
+        const bool crops = begin != ints(r, 0) || end != ints(x.begin(), x.end());
+        if (crops)
+            y = add1(ops::op_kind::slice, {y}, {{ops::attr_id::begin, begin}, {ops::attr_id::end, end}},
+                     name + "/crop");
+        if (!crops || grow != ints(2 * r, 0))
+            y = add1(ops::op_kind::pad, {y}, {{ops::attr_id::pads, grow}, {ops::attr_id::value, value}}, name);
+        bind(n, 0, y);
+        return;
+    }
+    const bool edge = mode == "edge";
+    for (std::size_t a = 0; a < r; ++a) {
+        const std::int64_t e = x[a], before = pads[a], out = e + pads[a] + pads[a + r];
+        if (before == 0 && out == e) continue;
+        charge_tables(n, out, concat("padding axis ", a, " from ", e, " to ", out, " cells"));
+        ints index(static_cast<std::size_t>(out));
+        for (std::int64_t j = 0; j < out; ++j) {
+            const std::int64_t i = j - before;  // the cell's place along the input axis
+            std::int64_t at = i;
+            if (edge) {
+                at = std::clamp<std::int64_t>(i, 0, e - 1);
+            } else if (e == 1) {  // reflect: mirrored at the first and the last cell, repeatedly
+                at = 0;
+            } else {
+                const std::int64_t period = 2 * (e - 1), m = (i % period + period) % period;
+                at = m < e ? m : period - m;
+            }
+            index[static_cast<std::size_t>(j)] = at;
+        }
+        y = gather_along(n, y, a, index, concat(name, "/axis", a));
+    }
+    bind(n, 0, y);
 }
 
 inline void onnx_importer::convert_gather(const node_t& n, const onnx_handler&) {

@@ -1,8 +1,8 @@
 #pragma once
 // goopt: optional-edge (part of the ONNX importer, goopt::onnx: included through <goopt/io/onnx.hpp>)
 /// @file
-/// @brief Conv, MaxPool, AveragePool and ConvTranspose. ONNX's explicit pads become TensorFlow-style
-/// SAME or VALID where they coincide with it, and an explicit pad op followed by a VALID window
+/// @brief Conv, MaxPool, AveragePool (1-D and 2-D) and ConvTranspose (2-D). ONNX's explicit pads become
+/// TensorFlow-style SAME or VALID where they coincide with it, and an explicit pad op followed by a VALID window
 /// otherwise.
 ///
 /// ConvTranspose has no op kind of its own; it is lowered exactly onto existing ones: along each
@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 
 namespace goopt::io::detail {
 
@@ -35,27 +36,44 @@ inline void onnx_importer::convert_average_pool(const node_t& n, const onnx_hand
 inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) {
     using ops::attr_id;
     const std::string name = node_name(n);
-    const ops::shape& x = dims_in(n, 0);
-    if (x.rank() != 4) fail(n, concat("input has shape ", x.to_string()), "a 2-D window on NCHW (rank 4)");
+    const ops::shape& given = dims_in(n, 0);
+    // a 1-D window on [N, C, L] is the 2-D window of height 1 on [N, C, 1, L]
+    const bool one_d = given.rank() == 3;
+    if (given.rank() != 4 && !one_d)
+        fail(n, concat("input has shape ", given.to_string()),
+             "a 1-D window on NCL (rank 3) or a 2-D one on NCHW (rank 4)");
+    const ops::shape x = one_d ? ops::shape{given[0], given[1], 1, given[2]} : given;
+    const std::size_t spatial = one_d ? 1 : 2;
+    // a 1-D attribute [v] (or [begin, end] for pads) as the 2-D one with `unit` on the height
+    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) -> std::optional<ints> {
+        if (!one_d || !v) return v;
+        if (v->size() == 1) return ints{unit, (*v)[0]};
+        if (v->size() == 2) return ints{unit, (*v)[0], unit, (*v)[1]};
+        return v;  // the wrong length, refused below
+    };
     ints kernel;
     if (conv) {
         const ops::shape& w = dims_in(n, 1);
-        if (w.rank() != 4) fail(n, concat("weight has shape ", w.to_string()), "[O, C/group, kh, kw]");
-        kernel = {w[2], w[3]};
+        if (w.rank() != spatial + 2)
+            fail(n, concat("weight has shape ", w.to_string()), one_d ? "[O, C/group, k]" : "[O, C/group, kh, kw]");
+        kernel = one_d ? ints{1, w[2]} : ints{w[2], w[3]};
         const auto group = attr_int(n, "group", 1);
         std::int64_t channels = 0;
         if (group < 1 || __builtin_mul_overflow(w[1], group, &channels) || channels != x[1])
             fail(n, concat("group ", group, " does not match input channels ", x[1], " and weight ", w.to_string()),
                  "group x weight's C/group = input channels");
     } else {
-        kernel = attr_ints(n, "kernel_shape").value_or(ints{});
+        kernel = as_2d(attr_ints(n, "kernel_shape"), 1).value_or(ints{});
     }
-    if (kernel.size() != 2) fail(n, concat("kernel_shape ", ints_string(kernel)), "2 values (a 2-D window)");
-    const ints stride = attr_ints(n, "strides").value_or(ints{1, 1});
-    const ints dil = attr_ints(n, "dilations").value_or(ints{1, 1});
-    ints pads = attr_ints(n, "pads").value_or(ints{0, 0, 0, 0});
+    if (kernel.size() != 2)
+        fail(n, concat("kernel_shape ", ints_string(attr_ints(n, "kernel_shape").value_or(ints{}))),
+             concat(spatial, " values (a ", spatial, "-D window)"));
+    const ints stride = as_2d(attr_ints(n, "strides"), 1).value_or(ints{1, 1});
+    const ints dil = as_2d(attr_ints(n, "dilations"), 1).value_or(ints{1, 1});
+    ints pads = as_2d(attr_ints(n, "pads"), 0).value_or(ints{0, 0, 0, 0});
     if (stride.size() != 2 || dil.size() != 2 || pads.size() != 4)
-        fail(n, "strides / dilations / pads have the wrong length", "2 strides, 2 dilations and 4 pads");
+        fail(n, "strides / dilations / pads have the wrong length",
+             concat(spatial, " strides, ", spatial, " dilations and ", 2 * spatial, " pads"));
     constexpr std::int64_t big = std::int64_t{1} << 30;
     for (const ints* v : std::array<const ints*, 4>{&kernel, &stride, &dil, &pads})
         for (auto d : *v)
@@ -83,7 +101,8 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
         }
         const std::int64_t span = in + pads[a] + pads[a + 2] - k;
         if (span < 0)
-            fail(n, concat("the window does not fit the padded input along axis ", 2 + a), "a smaller window");
+            fail(n, concat("the window does not fit the padded input along axis ", one_d ? 2 : 2 + a),
+                 "a smaller window");
         std::int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
         if (ceil_mode && (o - 1) * s >= in + pads[a]) --o;  // the last window starts inside the input
         out[a] = o;
@@ -92,7 +111,7 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
     }
     // an average that counts padded cells cannot use SAME, whose average leaves them out
     if (!conv && !max_pool && include_pad && !all_valid) all_same = false;
-    graph::tensor_id in = tensor_in(n, 0);
+    graph::tensor_id in = one_d ? reshape(tensor_in(n, 0), x, name + "/as_2d") : tensor_in(n, 0);
     ops::padding_mode mode = all_valid ? ops::padding_mode::valid : ops::padding_mode::same;
     if (!all_valid && !all_same) {
         ints p(8, 0);
@@ -113,7 +132,8 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
     const auto padding = static_cast<std::int64_t>(mode);
     graph::tensor_id y;
     if (conv) {
-        const graph::tensor_id w = tensor_in(n, 1);
+        const ops::shape& wd = dims_in(n, 1);
+        const graph::tensor_id w = one_d ? tensor_as(n, 1, ops::shape{wd[0], wd[1], 1, wd[2]}) : tensor_in(n, 1);
         y = add1(ops::op_kind::conv2d, {in, w},
                  {{attr_id::stride, stride}, {attr_id::padding, padding}, {attr_id::dilation, dil}}, name);
         if (has_input(n, 2)) {
@@ -126,6 +146,7 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
     }
     [[maybe_unused]] const ops::shape& yd = g_.type_of(y).dims;  // read by the assertion only
     GOOPT_ASSERT(yd[2] == out[0] && yd[3] == out[1]);
+    if (one_d) y = reshape(y, ops::shape{yd[0], yd[1], yd[3]}, name + "/as_1d");
     bind(n, 0, y);
 }
 

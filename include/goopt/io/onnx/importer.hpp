@@ -14,6 +14,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -208,6 +209,9 @@ private:
         return add1(ops::op_kind::reshape, {t}, {{ops::attr_id::shape, ints(dims.begin(), dims.end())}}, name);
     }
     graph::tensor_id along_axis(graph::tensor_id t, std::size_t axis, const onnx_const& m, const std::string& name);
+    void charge_tables(const node_t& n, std::int64_t elements, const std::string& what);
+    graph::tensor_id gather_along(const node_t& n, graph::tensor_id t, std::size_t axis, const ints& index,
+                                  const std::string& name);
     graph::tensor_id concat_along(const std::vector<graph::tensor_id>& parts, std::int64_t axis,
                                   const std::string& name);
     const std::string& output(const node_t& n, int k) const {
@@ -662,6 +666,30 @@ inline graph::tensor_id onnx_importer::along_axis(graph::tensor_id t, std::size_
         for (std::int64_t c = 0; c < out; ++c)
             mt.f[static_cast<std::size_t>(c * in + r)] = m.f[static_cast<std::size_t>(r * out + c)];
     return add1(ops::op_kind::matmul, {constant(name + "/map", mt), t}, {}, name);
+}
+
+/// Charges `elements` of index or weight tables that a lowering computes (a resize's, a strided
+/// slice's, an edge pad's) to the folding budget, as folded constants are; `what` names the step
+/// that would pass it.
+inline void onnx_importer::charge_tables(const node_t& n, std::int64_t elements, const std::string& what) {
+    if ((fold_budget_ -= elements) < 0)
+        fail(n, what,
+             concat("index and weight tables within the import's budget for computed constants (",
+                    onnx_const::max_folded_elements, " elements plus ", onnx_const::fold_budget_per_file_element,
+                    " per element of the file's own constants)"));
+}
+
+/// t gathered along `axis` at the constant `index` (each in [0, extent)): the lowering of ops that
+/// only move cells along an axis (a resize, a strided slice, an edge or reflect pad), whose
+/// work and memory are the output's, as a native kernel's. The caller charges the table.
+inline graph::tensor_id onnx_importer::gather_along(const node_t&, graph::tensor_id t, std::size_t axis,
+                                                    const ints& index, const std::string& name) {
+    [[maybe_unused]] const std::int64_t extent = g_.type_of(t).dims[axis];
+    GOOPT_ASSERT(!index.empty() && std::ranges::all_of(index, [&](std::int64_t i) { return i >= 0 && i < extent; }));
+    onnx_const c = onnx_const::make(ops::dtype::i64, ops::shape{static_cast<std::int64_t>(index.size())});
+    c.i = index;
+    return add1(ops::op_kind::gather, {t, constant(name + "_index", c)},
+                {{ops::attr_id::axis, static_cast<std::int64_t>(axis)}}, name);
 }
 
 /// Concat of parts along axis; one part is itself.

@@ -47,6 +47,20 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
     if (const auto p = attr_string(n, "keep_aspect_ratio_policy", "stretch"); p != "stretch")
         fail(n, concat("keep_aspect_ratio_policy '", p, "'"), "stretch");
 
+    // the options as values, not strings compared once per output cell
+    const bool linear = mode == "linear";
+    enum class coordinates { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
+    const coordinates transform = coords == "pytorch_half_pixel"     ? coordinates::pytorch_half_pixel
+                                  : coords == "align_corners"        ? coordinates::align_corners
+                                  : coords == "asymmetric"           ? coordinates::asymmetric
+                                  : coords == "tf_half_pixel_for_nn" ? coordinates::tf_half_pixel_for_nn
+                                                                     : coordinates::half_pixel;
+    enum class nearest { prefer_floor, prefer_ceil, floor, ceil };
+    const nearest round = rounding == "round_prefer_ceil" ? nearest::prefer_ceil
+                          : rounding == "floor"           ? nearest::floor
+                          : rounding == "ceil"            ? nearest::ceil
+                                                          : nearest::prefer_floor;
+
     // output extents and the scale of each axis, from sizes or from scales
     std::vector<double> scale(r, 1.0);
     ints out(x.begin(), x.end());
@@ -78,8 +92,12 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
     graph::tensor_id y = x_in;
     for (std::size_t a = 0; a < r; ++a) {
         const std::int64_t in = x[a], o = out[a];
-        const bool changes = in != o || (scale[a] != 1.0 && coords != "align_corners");
+        const bool changes = in != o || (scale[a] != 1.0 && transform != coordinates::align_corners);
         if (!changes) continue;
+        // the tables, charged to the folding budget before they are built (a fuzzed 16 -> 16.8
+        // million cells is refused here): the index, and for linear a second index and the weights
+        const std::string what = concat("resizing axis ", a, " from ", in, " to ", o, " cells");
+        charge_tables(n, linear ? 3 * o : o, what);
         // per output cell j: the input cells lo[j] and hi[j] it reads and the weight t[j] of hi
         std::vector<std::int64_t> lo(static_cast<std::size_t>(o)), hi(lo.size());
         std::vector<double> t(lo.size(), 0.0);
@@ -87,15 +105,15 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
         for (std::int64_t j = 0; j < o; ++j) {
             // the output cell's coordinate in the input
             const double jd = static_cast<double>(j), s = scale[a];
-            double c = coords == "asymmetric" ? jd / s
-                       : coords == "align_corners"
+            double c = transform == coordinates::asymmetric ? jd / s
+                       : transform == coordinates::align_corners
                            ? (o == 1 ? 0.0 : jd * static_cast<double>(in - 1) / static_cast<double>(o - 1))
-                       : coords == "tf_half_pixel_for_nn"         ? (jd + 0.5) / s
-                       : coords == "pytorch_half_pixel" && o == 1 ? 0.0
-                                                                  : (jd + 0.5) / s - 0.5;
+                       : transform == coordinates::tf_half_pixel_for_nn         ? (jd + 0.5) / s
+                       : transform == coordinates::pytorch_half_pixel && o == 1 ? 0.0
+                                                                                : (jd + 0.5) / s - 0.5;
             const auto k = static_cast<std::size_t>(j);
             auto cell = [&](double i) { return std::clamp(static_cast<std::int64_t>(i), std::int64_t{0}, in - 1); };
-            if (mode == "linear") {
+            if (linear) {
                 c = std::clamp(c, 0.0, static_cast<double>(in - 1));
                 const double fl = std::floor(c);
                 lo[k] = cell(fl);
@@ -103,30 +121,20 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
                 t[k] = c - fl;
             } else {
                 const double fl = std::floor(c), frac = c - fl;
-                const double pick = rounding == "floor"  ? fl
-                                    : rounding == "ceil" ? std::ceil(c)
-                                    : frac == 0.5        ? (rounding == "round_prefer_floor" ? fl : fl + 1)
-                                    : frac < 0.5         ? fl
-                                                         : fl + 1;
+                const double pick = round == nearest::floor  ? fl
+                                    : round == nearest::ceil ? std::ceil(c)
+                                    : frac == 0.5            ? (round == nearest::prefer_floor ? fl : fl + 1)
+                                    : frac < 0.5             ? fl
+                                                             : fl + 1;
                 lo[k] = hi[k] = cell(std::clamp(pick, -1.0, static_cast<double>(in)));
             }
             blends = blends || t[k] != 0.0;
             identity = identity && !blends && lo[k] == j;
         }
         if (identity) continue;
-        // the tables, charged to the folding budget (a fuzzed 16 -> 16.8 million cells is refused here)
-        const std::int64_t elements = blends ? 3 * o : o;
-        if ((fold_budget_ -= elements) < 0)
-            fail(n, concat("resizing axis ", a, " from ", in, " to ", o, " cells"),
-                 concat("index and weight tables within the import's budget for computed constants (",
-                        onnx_const::max_folded_elements, " elements plus ", onnx_const::fold_budget_per_file_element,
-                        " per element of the file's own constants)"));
         const std::string step = concat(name, "/axis", a);
         auto gather = [&](const std::vector<std::int64_t>& index, const std::string& part) {
-            onnx_const c = onnx_const::make(ops::dtype::i64, ops::shape{o});
-            c.i = index;
-            return add1(ops::op_kind::gather, {y, constant(step + part + "_index", c)},
-                        {{ops::attr_id::axis, static_cast<std::int64_t>(a)}}, step + part);
+            return gather_along(n, y, a, index, step + part);
         };
         if (!blends) {
             y = gather(lo, "/nearest");
