@@ -646,7 +646,7 @@ TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize comp
     }
 }
 
-TEST_CASE("Slice with steps, Pad in every mode and 1-D windows compute what onnxruntime computes") {
+TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows compute what onnxruntime computes") {
     const std::string missing = onnxruntime_missing();
     if (!missing.empty()) {
         MESSAGE("skipped: ", missing);
@@ -696,6 +696,30 @@ TEST_CASE("Slice with steps, Pad in every mode and 1-D windows compute what onnx
             m.int64s("pads", c.pads);
             set_attribute(*m.node, "mode", std::string(c.mode));
             check_against_onnxruntime(m, dir.path / concat("pad_", k++));
+        }
+    }
+    SUBCASE("ConvTranspose: strides, dilations, pads that crop and output_padding") {
+        struct transposed_case {
+            std::vector<std::int64_t> strides, dilations, pads, output_padding;
+            std::int64_t group;
+        };
+        for (const auto& c : std::vector<transposed_case>{
+                 {{2, 2}, {1, 1}, {0, 0, 0, 0}, {0, 0}, 1},
+                 {{3, 2}, {1, 2}, {1, 2, 2, 0}, {2, 1}, 2},
+                 {{1, 1}, {1, 1}, {1, 1, 1, 1}, {0, 0}, 1},  // stride 1: no zero inserted, only a crop
+             }) {
+            CAPTURE(k);
+            one_node m({1, 4, 5, 6}, "ConvTranspose", {"x", "w"});
+            std::vector<float> w(4 * (6 / c.group) * 3 * 2);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::sin(0.5 + i));
+            m.floats("w", w, {4, 6 / c.group, 3, 2});
+            set_attribute(*m.node, "strides", c.strides);
+            set_attribute(*m.node, "dilations", c.dilations);
+            set_attribute(*m.node, "pads", c.pads);
+            set_attribute(*m.node, "output_padding", c.output_padding);
+            set_attribute(*m.node, "group", c.group);
+            const auto imported = check_against_onnxruntime(m, dir.path / concat("conv_transpose_", k++));
+            CHECK(imported.graph.ops_of_kind(op_kind::matmul).empty());
         }
     }
     SUBCASE("Conv, MaxPool and AveragePool on [N, C, L]") {

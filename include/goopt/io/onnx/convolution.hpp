@@ -6,14 +6,15 @@
 /// otherwise.
 ///
 /// ConvTranspose has no op kind of its own; it is lowered exactly onto existing ones: along each
-/// spatial axis a matmul with a constant 0/1 matrix [in, L] puts input cell i at i*stride + offset
-/// of a zero tensor (zero insertion, padding and cropping in one), and a stride-1 VALID conv2d with
-/// the weights flipped and transposed at import time then gives the transposed convolution
-/// (Dumoulin & Visin, "A guide to convolution arithmetic", 2016, §4). This costs more FLOPs than a
-/// native kernel: the matmuls cost in*L per row, and the conv multiplies the inserted zeros
-/// (stride^2 times the useful work for a 2-D stride s). It was chosen because it needs no new op
-/// kind (no shape rule, cost formula, kernel and gradient to add), and every existing piece
-/// (simulator, rewriting, training transform) handles it already.
+/// spatial axis a gather puts input cell i at i*stride + offset of a zero tensor (zero insertion,
+/// padding and cropping in one; the zeros are gathered from one zero cell padded onto the input),
+/// and a stride-1 VALID conv2d with the weights flipped and transposed at import time then gives the
+/// transposed convolution (Dumoulin & Visin, "A guide to convolution arithmetic", 2016, §4). The
+/// conv multiplies the inserted zeros, stride^2 times the useful work for a 2-D stride s, more FLOPs
+/// than a native kernel. It was chosen because it needs no new op kind (no shape rule, cost
+/// formula, kernel and gradient to add), and every existing piece (simulator, rewriting, training
+/// transform) handles it already. (Until session 28 the zero insertion was a product with a dense
+/// 0/1 matrix [in, L] per axis, in*L multiply-adds per row.)
 
 #include <goopt/io/onnx/importer.hpp>
 
@@ -200,11 +201,22 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
         const std::int64_t out = s * (in - 1) + out_pad[a] + k_eff - pads[a] - pads[a + 2];
         if (out < 1) fail(n, concat("the output along axis ", 2 + a, " has ", out, " cells"), "at least 1");
         const std::int64_t length = out + k_eff - 1, offset = k_eff - 1 - pads[a];
-        onnx_const m = onnx_const::make(type_in(n, 0).type, ops::shape{in, length});
+        // z along this axis: cell `at` takes input cell i where at = i * s + offset, the others a
+        // zero, gathered from one zero cell appended to the input (index `in`)
+        charge_tables(n, length, concat("inserting zeros along axis ", 2 + a, " to ", length, " cells"));
+        ints index(static_cast<std::size_t>(length), in);
         for (std::int64_t i = 0; i < in; ++i)
-            if (const std::int64_t at = i * s + offset; at >= 0 && at < length)
-                m.f[static_cast<std::size_t>(i * length + at)] = 1.0;
-        z = along_axis(z, 2 + a, m, concat(name, a == 0 ? "/insert_rows" : "/insert_columns"));
+            if (const std::int64_t at = i * s + offset; at >= 0 && at < length) index[static_cast<std::size_t>(at)] = i;
+        bool identity = length == in;
+        for (std::int64_t at = 0; identity && at < length; ++at) identity = index[static_cast<std::size_t>(at)] == at;
+        if (identity) continue;
+        const std::string step = concat(name, a == 0 ? "/insert_rows" : "/insert_columns");
+        if (std::ranges::find(index, in) != index.end()) {
+            ints zero_cell(8, 0);
+            zero_cell[4 + 2 + a] = 1;  // pads [begins..., ends...]: one cell at the end of this axis
+            z = add1(ops::op_kind::pad, {z}, {{attr_id::pads, zero_cell}, {attr_id::value, 0.0}}, step + "/zero");
+        }
+        z = gather_along(n, z, 2 + a, index, step);
     }
     // conv weight [O, C/group, kh, kw] from ONNX's [C, O/group, kh, kw], flipped in space
     const std::int64_t cg = x[1] / group, og = w.dims[1], kh = kernel[0], kw = kernel[1];

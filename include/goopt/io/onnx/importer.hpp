@@ -208,7 +208,6 @@ private:
         if (g_.type_of(t).dims == dims) return t;
         return add1(ops::op_kind::reshape, {t}, {{ops::attr_id::shape, ints(dims.begin(), dims.end())}}, name);
     }
-    graph::tensor_id along_axis(graph::tensor_id t, std::size_t axis, const onnx_const& m, const std::string& name);
     void charge_tables(const node_t& n, std::int64_t elements, const std::string& what);
     graph::tensor_id gather_along(const node_t& n, graph::tensor_id t, std::size_t axis, const ints& index,
                                   const std::string& name);
@@ -645,27 +644,6 @@ inline graph::tensor_id onnx_importer::scalar(const std::string& name, double v,
     onnx_const c = onnx_const::make(t, ops::shape{});
     c.set(0, v);
     return constant(name, c);
-}
-
-/// t mapped linearly along one of its last two axes by the constant matrix m [in, out] (zero
-/// insertion, interpolation): t @ m on the last axis, m^T @ t on the one before. An identity m
-/// adds nothing.
-inline graph::tensor_id onnx_importer::along_axis(graph::tensor_id t, std::size_t axis, const onnx_const& m,
-                                                  const std::string& name) {
-    const ops::shape& x = g_.type_of(t).dims;
-    const std::int64_t in = m.dims[0], out = m.dims[1];
-    GOOPT_ASSERT(x.rank() >= 2 && axis + 2 >= x.rank() && axis < x.rank() && x[axis] == in);
-    bool identity = in == out;
-    for (std::int64_t r = 0; identity && r < in; ++r)
-        for (std::int64_t c = 0; identity && c < out; ++c)
-            identity = m.f[static_cast<std::size_t>(r * out + c)] == (r == c ? 1.0 : 0.0);
-    if (identity) return t;
-    if (axis + 1 == x.rank()) return add1(ops::op_kind::matmul, {t, constant(name + "/map", m)}, {}, name);
-    onnx_const mt = onnx_const::make(m.type, ops::shape{out, in});
-    for (std::int64_t r = 0; r < in; ++r)
-        for (std::int64_t c = 0; c < out; ++c)
-            mt.f[static_cast<std::size_t>(c * in + r)] = m.f[static_cast<std::size_t>(r * out + c)];
-    return add1(ops::op_kind::matmul, {constant(name + "/map", mt), t}, {}, name);
 }
 
 /// Charges `elements` of index or weight tables that a lowering computes (a resize's, a strided
