@@ -547,7 +547,9 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
 struct one_node {
     model_builder b;
     onnx::NodeProto* node = nullptr;
-    one_node(const std::vector<std::int64_t>& dims, const std::string& op, std::initializer_list<std::string> inputs) {
+    one_node(const std::vector<std::int64_t>& dims, const std::string& op, std::initializer_list<std::string> inputs,
+             std::int64_t opset = 13)
+        : b(opset) {
         auto* in = b.g->add_input();
         in->set_name("x");
         auto* t = in->mutable_type()->mutable_tensor_type();
@@ -643,6 +645,21 @@ TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize comp
         const auto imported = check_against_onnxruntime(m, dir.path / concat("resize_", k++));
         CHECK(imported.graph.ops_of_kind(op_kind::matmul).empty());
         CHECK(!imported.graph.ops_of_kind(op_kind::gather).empty());
+    }
+    // Upsample, as older exporters write it: scales as an input (operator set 9) or an attribute (7)
+    for (const char* mode : {"nearest", "linear"}) {
+        CAPTURE(mode);
+        one_node nine({1, 2, 3, 5}, "Upsample", {"x", "scales"}, 9);
+        nine.floats("scales", {1, 1, 2, 1.5f});
+        set_attribute(*nine.node, "mode", std::string(mode));
+        check_against_onnxruntime(nine, dir.path / concat("upsample9_", mode));
+        one_node seven({1, 2, 3, 5}, "Upsample", {"x"}, 7);
+        set_attribute(*seven.node, "mode", std::string(mode));
+        auto* scales = seven.node->add_attribute();
+        scales->set_name("scales");
+        scales->set_type(onnx::AttributeProto::FLOATS);
+        for (float v : {1.0f, 1.0f, 3.0f, 2.0f}) scales->add_floats(v);
+        check_against_onnxruntime(seven, dir.path / concat("upsample7_", mode));
     }
 }
 

@@ -95,6 +95,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Tanh", .convert = &i::convert_unary, .kind = k::tanh},
         onnx_handler{.op = "Transpose", .convert = &i::convert_transpose},
         onnx_handler{.op = "Unsqueeze", .fold = &i::fold_unsqueeze, .convert = &i::convert_unsqueeze},
+        onnx_handler{.op = "Upsample", .convert = &i::convert_resize},
         onnx_handler{.op = "Where", .fold = &i::fold_elementwise, .convert = &i::convert_where, .math = &e::where},
     };
 }();

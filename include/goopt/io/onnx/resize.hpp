@@ -23,21 +23,26 @@
 
 namespace goopt::io::detail {
 
+/// Resize (operator set 11 on) and Upsample (operator sets 7-9, deprecated at 10), which is a
+/// Resize by `scales` with asymmetric coordinates and, when nearest, rounding down (as ONNX's
+/// version converter maps it).
 inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
-    if (opset_ < 11) fail(n, concat("Resize of operator set ", opset_), "operator set 11 or later");
+    const bool upsample = n.op_type() == "Upsample";
+    if (!upsample && opset_ < 11) fail(n, concat("Resize of operator set ", opset_), "operator set 11 or later");
     const ops::shape x = dims_in(n, 0);
     const std::size_t r = x.rank();
     if (!ops::is_floating(type_in(n, 0).type))
         fail(n, concat("element type ", ops::name(type_in(n, 0).type)), "a floating-point input");
     const std::string mode = attr_string(n, "mode", "nearest");
-    if (mode != "nearest" && mode != "linear") fail(n, concat("mode '", mode, "'"), "nearest or linear");
-    const std::string coords = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+    if (mode != "nearest" && mode != "linear" && !(upsample && mode == "bilinear"))
+        fail(n, concat("mode '", mode, "'"), "nearest or linear");
+    const std::string coords = upsample ? "asymmetric" : attr_string(n, "coordinate_transformation_mode", "half_pixel");
     if (coords != "half_pixel" && coords != "pytorch_half_pixel" && coords != "align_corners" &&
         coords != "asymmetric" && !(coords == "tf_half_pixel_for_nn" && mode == "nearest"))
         fail(n, concat("coordinate_transformation_mode '", coords, "' with mode ", mode),
              "half_pixel, pytorch_half_pixel, align_corners, asymmetric (or tf_half_pixel_for_nn when nearest)");
-    const std::string rounding = attr_string(n, "nearest_mode", "round_prefer_floor");
+    const std::string rounding = upsample ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
     if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" &&
         rounding != "ceil")
         fail(n, concat("nearest_mode '", rounding, "'"), "round_prefer_floor, round_prefer_ceil, floor or ceil");
@@ -48,7 +53,7 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
         fail(n, concat("keep_aspect_ratio_policy '", p, "'"), "stretch");
 
     // the options as values, not strings compared once per output cell
-    const bool linear = mode == "linear";
+    const bool linear = mode != "nearest";
     enum class coordinates { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
     const coordinates transform = coords == "pytorch_half_pixel"     ? coordinates::pytorch_half_pixel
                                   : coords == "align_corners"        ? coordinates::align_corners
@@ -73,11 +78,18 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
             out[a] = sizes[a];
             scale[a] = static_cast<double>(sizes[a]) / static_cast<double>(x[a]);
         }
-    } else if (has_input(n, 2) && const_in(n, 2, "scales").size() > 0) {
-        const onnx_const& s = const_in(n, 2, "scales");
-        if (s.size() != r) fail(n, concat(s.size(), " scales"), concat(r, " scales, one per axis"));
+    } else if (const int k = upsample ? 1 : 2;
+               (has_input(n, k) && const_in(n, k, "scales").size() > 0) || (upsample && attr(n, "scales"))) {
+        std::vector<double> given;  // Upsample of operator set 7 has them as an attribute
+        if (has_input(n, k)) {
+            const onnx_const& c = const_in(n, k, "scales");
+            for (std::size_t a = 0; a < c.size(); ++a) given.push_back(c.at(a));
+        } else {
+            given.assign(attr(n, "scales")->floats().begin(), attr(n, "scales")->floats().end());
+        }
+        if (given.size() != r) fail(n, concat(given.size(), " scales"), concat(r, " scales, one per axis"));
         for (std::size_t a = 0; a < r; ++a) {
-            scale[a] = s.at(a);
+            scale[a] = given[a];
             const double o = std::floor(static_cast<double>(x[a]) * scale[a]);
             if (!(scale[a] > 0) || !(o >= 1 && o <= static_cast<double>(std::int64_t{1} << 24)))
                 fail(n, concat("scale ", scale[a], " of axis ", a, " (extent ", x[a], ")"),
