@@ -882,6 +882,70 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     }
 }
 
+TEST_CASE("a cast of a computed tensor, a comparison on one and a select are kept opaque, and run in onnxruntime") {
+    // a BERT export's attention mask (integers cast to floats), a comparison on computed values and a
+    // GPT-2 export's causal mask (a select with a constant, mixed condition)
+    model_builder b;
+    b.input("x", {1, 8, 16}).input("mask", {1, 8}, 7);
+    std::vector<float> w(16 * 16);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::sin(0.3 * static_cast<double>(i)));
+    auto* wq = b.g->add_initializer();
+    wq->set_name("wq");
+    wq->set_data_type(1);
+    wq->add_dims(16);
+    wq->add_dims(16);
+    for (float v : w) wq->add_float_data(v);
+    auto* tri = b.g->add_initializer();  // the causal mask, lower triangular
+    tri->set_name("tri");
+    tri->set_data_type(9);
+    tri->add_dims(8);
+    tri->add_dims(8);
+    for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 8; ++c) tri->add_int32_data(c <= r ? 1 : 0);
+    b.int64s("one_axis", {1}, {1}).floats("one", {}, {1.0f}).floats("big", {}, {-10000.0f}).floats("zero", {}, {0.0f});
+    b.node("MatMul", {"x", "wq"}, {"q"});
+    set_attribute(b.node("Transpose", {"x"}, {"xt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+    b.node("MatMul", {"q", "xt"}, {"scores"});
+    b.node("Unsqueeze", {"mask", "one_axis"}, {"mask3"});
+    set_attribute(b.node("Cast", {"mask3"}, {"maskf"}), "to", std::int64_t{1});
+    b.node("Sub", {"one", "maskf"}, {"masked"});
+    b.node("Mul", {"masked", "big"}, {"bias"});
+    b.node("Add", {"scores", "bias"}, {"biased"});
+    b.node("Where", {"tri", "biased", "big"}, {"causal"});
+    set_attribute(b.node("Softmax", {"causal"}, {"p"}), "axis", std::int64_t{-1});
+    b.node("MatMul", {"p", "x"}, {"attended"});
+    b.node("Greater", {"attended", "zero"}, {"positive"});
+    b.node("Where", {"positive", "attended", "zero"}, {"y"});
+    b.output("y");
+    const io::onnx_model m = io::import_onnx_bytes(b.bytes(), "masks.onnx");
+    graph::validate(m.graph);
+    REQUIRE(m.warnings.size() == 1);
+    CHECK(m.warnings[0].find("4 nodes of operators goopt has no kind for kept as opaque ops") != std::string::npos);
+    CHECK(m.graph.ops_of_kind(op_kind::opaque).size() == 4);  // Cast, two Where and Greater
+    // refused, each naming what goopt lacks, where opaque ops are not kept
+    CHECK(error_of([&] {
+              (void)io::import_onnx_bytes(b.bytes(), "masks.onnx", {.keep_unknown_ops = false});
+          }).find("node 'maskf' (Cast): a cast between element types of a computed tensor") != std::string::npos);
+
+    const auto r = subst::optimize(m.graph, {}, cost::roofline_model{}, device::t4);
+    const auto exported = io::to_onnx(r.graph, {.source = &m});
+    scratch_dir dir;
+    const auto original = dir.path / "masks.onnx", out = dir.path / "masks_opt.onnx";
+    std::ofstream(original, std::ios::binary) << b.bytes();
+    std::ofstream(out, std::ios::binary) << bytes_of(exported.model);
+    if (const std::string python = python_with_onnx(); python.empty())
+        MESSAGE("onnx.checker skipped: no python3 with the onnx package");
+    else CHECK(onnx_checker(python, out) == "");
+    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
+        MESSAGE("onnxruntime skipped: ", missing);
+    } else {
+        const std::string cmd =
+            concat("node '", (ort_dir / "compare_models.js").string(), "' '", original.string(), "' '", out.string(),
+                   "' --seed 5 --tolerance 1e-4 >'", out.string(), ".log' 2>&1");
+        CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+    }
+}
+
 TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, else refused at the node") {
     // a batch bound at import reaches the opaque op's output types (the file's value_info is stale)
     onnx::ModelProto mp;

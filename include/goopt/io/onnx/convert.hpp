@@ -43,6 +43,8 @@ inline void onnx_importer::convert_neg(const node_t& n, const onnx_handler&) {
 inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
     const auto to = onnx_dtype(static_cast<int>(attr_int(n, "to", 0)));
     if (to && *to == type_in(n, 0).type) return alias(n, 0, 0);
+    // goopt has no kind for a cast between element types (an attention mask's integers to floats)
+    if (opt_.keep_unknown_ops) return convert_opaque(n);
     fail(n, "a cast between element types of a computed tensor",
          "a cast of a constant, or to the tensor's own element type");
 }
@@ -387,6 +389,7 @@ inline void onnx_importer::convert_where(const node_t& n, const onnx_handler&) {
         const int pick = all ? 1 : none ? 2 : 0;
         if (pick != 0 && dims_in(n, pick) == out) return alias(n, 0, pick);
     }
+    if (opt_.keep_unknown_ops) return convert_opaque(n);  // a select: a causal mask, a masked fill
     fail(n, "a computed or mixed condition (goopt has no select op)",
          "a constant condition that picks one operand everywhere");
 }

@@ -85,8 +85,12 @@ inline void onnx_importer::import_node(const node_t& n) {
         if (!found) return convert_opaque(n);  // check_supported refused it unless opaque ops are kept
         const onnx_handler& h = *found;
         if (try_fold(n, h)) return;
-        if (!h.convert)
+        if (!h.convert) {
+            // an operator goopt evaluates on constants only (a comparison, Equal, Range): on a
+            // computed tensor it is one goopt has no kind for
+            if (opt_.keep_unknown_ops) return convert_opaque(n);
             fail(n, "a computed input", "inputs known at import time (the operator is supported on constants only)");
+        }
         (this->*h.convert)(n, h);
     } catch (const error& e) {
         const std::string_view what = e.what();
