@@ -946,6 +946,47 @@ TEST_CASE("a cast of a computed tensor, a comparison on one and a select are kep
     }
 }
 
+TEST_CASE("Einsum is kept opaque with its output type from the equation") {
+    using io::detail::einsum_output_type;
+    auto f32 = [](std::initializer_list<std::int64_t> d) { return ops::tensor_type{ops::shape(d), ops::dtype::f32}; };
+    auto dims = [&](const std::string& eq, std::vector<ops::tensor_type> in) {
+        const auto t = einsum_output_type(eq, in);
+        return t ? t->dims.to_string() : std::string("none");
+    };
+    CHECK(dims("bij,bjk->bik", {f32({2, 3, 4}), f32({2, 4, 5})}) == "[2,3,5]");
+    CHECK(dims("bhqd, bhkd -> bhqk", {f32({1, 8, 7, 16}), f32({1, 8, 9, 16})}) == "[1,8,7,9]");
+    CHECK(dims("...ij,...jk", {f32({6, 2, 3, 4}), f32({2, 4, 5})}) == "[6,2,3,5]");  // implicit: ellipsis, i, k
+    CHECK(dims("ij->", {f32({3, 4})}) == "[]");
+    CHECK(dims("ji", {f32({3, 4})}) == "[4,3]");                              // implicit: alphabetical
+    CHECK(dims("bij,bjk->bik", {f32({2, 3, 4}), f32({2, 5, 5})}) == "none");  // j is 4 and 5
+    CHECK(dims("ij,jk->ik", {f32({2, 3})}) == "none");                        // two terms, one input
+    CHECK(dims("ij->iz", {f32({2, 3})}) == "none");                           // z in no input
+
+    // a model with one: imported, optimized around, exported and run in onnxruntime
+    model_builder b;
+    b.input("x", {2, 3, 4});
+    b.floats("w", {4, 5}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f,
+                           1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f, 1.8f, 1.9f, 2.0f});
+    set_attribute(b.node("Einsum", {"x", "w"}, {"e"}), "equation", std::string("bij,jk->bik"));
+    b.node("Relu", {"e"}, {"y"});
+    b.output("y");
+    const io::onnx_model m = io::import_onnx_bytes(b.bytes(), "einsum.onnx");
+    REQUIRE(m.graph.ops_of_kind(op_kind::opaque).size() == 1);
+    CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("e")).outputs[0]).dims == ops::shape{2, 3, 5});
+    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
+        MESSAGE("onnxruntime skipped: ", missing);
+        return;
+    }
+    scratch_dir dir;
+    const auto original = dir.path / "einsum.onnx", out = dir.path / "einsum_opt.onnx";
+    std::ofstream(original, std::ios::binary) << b.bytes();
+    const auto r = subst::optimize(m.graph, {}, cost::roofline_model{}, device::t4);
+    std::ofstream(out, std::ios::binary) << bytes_of(io::to_onnx(r.graph, {.source = &m}).model);
+    const std::string cmd = concat("node '", (ort_dir / "compare_models.js").string(), "' '", original.string(), "' '",
+                                   out.string(), "' --seed 2 --tolerance 1e-5 >'", out.string(), ".log' 2>&1");
+    CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+}
+
 TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, else refused at the node") {
     // a batch bound at import reaches the opaque op's output types (the file's value_info is stale)
     onnx::ModelProto mp;

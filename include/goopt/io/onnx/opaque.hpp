@@ -11,7 +11,10 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <cctype>
 #include <exception>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,6 +34,77 @@ inline std::optional<ops::tensor_type> static_type(const onnx::TypeProto& t) {
         r.dims.push_back(d.dim_value());
     }
     return r;
+}
+
+/// Einsum's output type from its equation, where ONNX 1.12's shape inference gives only the rank:
+/// each letter's extent from the inputs, an ellipsis's axes broadcast (right-aligned) across them,
+/// and the output's terms as written, or else (implicit mode) the ellipsis's axes and then every
+/// letter that occurs once, in alphabetical order. nullopt where the equation does not fit the inputs.
+inline std::optional<ops::tensor_type> einsum_output_type(const std::string& equation,
+                                                          const std::vector<ops::tensor_type>& in) {
+    std::string eq;
+    for (char c : equation)
+        if (c != ' ') eq += c;
+    const auto arrow = eq.find("->");
+    const std::string lhs = eq.substr(0, arrow);
+    std::vector<std::string> terms;
+    for (std::size_t at = 0;;) {
+        const auto comma = lhs.find(',', at);
+        terms.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    if (terms.size() != in.size() || in.empty()) return std::nullopt;
+    std::map<char, std::int64_t> extent, count;
+    ops::shape ellipsis;
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+        const std::string& t = terms[k];
+        const auto dots = t.find("...");
+        std::string letters = dots == std::string::npos ? t : t.substr(0, dots) + t.substr(dots + 3);
+        if (!std::ranges::all_of(letters, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
+            return std::nullopt;
+        const ops::shape& d = in[k].dims;
+        if (letters.size() > d.rank() || (dots == std::string::npos && letters.size() != d.rank())) return std::nullopt;
+        const std::size_t spread = d.rank() - letters.size();  // the ellipsis's axes in this input
+        for (std::size_t i = 0, axis = 0; i < letters.size(); ++i, ++axis) {
+            if (dots != std::string::npos && i == dots) axis += spread;
+            auto [it, fresh] = extent.emplace(letters[i], d[axis]);
+            if (!fresh && it->second != d[axis]) {
+                if (it->second == 1) it->second = d[axis];
+                else if (d[axis] != 1) return std::nullopt;
+            }
+            ++count[letters[i]];
+        }
+        if (dots == std::string::npos) continue;
+        ops::shape mine;
+        for (std::size_t axis = dots; axis < dots + spread; ++axis) mine.push_back(d[axis]);
+        try {
+            ellipsis = ops::shape_rules::broadcast(ellipsis, mine);
+        } catch (const std::exception&) {
+            return std::nullopt;
+        }
+    }
+    std::string rhs;
+    if (arrow != std::string::npos) {
+        rhs = eq.substr(arrow + 2);
+    } else {
+        rhs = "...";
+        for (const auto& [c, k] : count)
+            if (k == 1) rhs += c;
+    }
+    ops::tensor_type out{{}, in[0].type};
+    for (std::size_t i = 0; i < rhs.size(); ++i) {
+        if (rhs.compare(i, 3, "...") == 0) {
+            for (auto d : ellipsis) out.dims.push_back(d);
+            i += 2;
+        } else if (const auto it = extent.find(rhs[i]); it != extent.end()) {
+            out.dims.push_back(it->second);
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (out.dims.rank() > ops::max_rank) return std::nullopt;
+    return out;
 }
 
 inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const node_t& n) {
@@ -87,6 +161,11 @@ inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const no
         // the file's own value_info holds for the file's input shapes only
         if (!t && rebound_.empty()) t = typed(model_.graph().value_info(), o);
         if (!t && rebound_.empty()) t = typed(model_.graph().output(), o);
+        if (!t && n.op_type() == "Einsum") {
+            std::vector<ops::tensor_type> in;
+            for (int k = 0; k < n.input_size(); ++k) in.push_back(type_in(n, k));
+            t = einsum_output_type(attr_string(n, "equation", ""), in);
+        }
         if (!t)
             fail(n,
                  concat("operator '", n.op_type(), "' has no goopt kind, and the type of its output '", o,
