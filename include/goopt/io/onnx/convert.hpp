@@ -276,7 +276,7 @@ inline void onnx_importer::convert_slice(const node_t& n, const onnx_handler&) {
     if (picked.empty() || begin != ints(x.rank(), 0) || end != ints(x.begin(), x.end()))
         y = add1(ops::op_kind::slice, {y}, {{ops::attr_id::begin, begin}, {ops::attr_id::end, end}},
                  picked.empty() ? name : name + "/contiguous");
-    for (const auto& [a, cells] : picked) y = gather_along(n, y, a, cells, concat(name, "/axis", a));
+    for (const auto& [a, cells] : picked) y = gather_along(y, a, cells, concat(name, "/axis", a));
     bind(n, 0, y);
 }
 
@@ -352,7 +352,7 @@ inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
             }
             index[static_cast<std::size_t>(j)] = at;
         }
-        y = gather_along(n, y, a, index, concat(name, "/axis", a));
+        y = gather_along(y, a, index, concat(name, "/axis", a));
     }
     bind(n, 0, y);
 }

@@ -216,7 +216,7 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
             zero_cell[4 + 2 + a] = 1;  // pads [begins..., ends...]: one cell at the end of this axis
             z = add1(ops::op_kind::pad, {z}, {{attr_id::pads, zero_cell}, {attr_id::value, 0.0}}, step + "/zero");
         }
-        z = gather_along(n, z, 2 + a, index, step);
+        z = gather_along(z, 2 + a, index, step);
     }
     // conv weight [O, C/group, kh, kw] from ONNX's [C, O/group, kh, kw], flipped in space
     const std::int64_t cg = x[1] / group, og = w.dims[1], kh = kernel[0], kw = kernel[1];

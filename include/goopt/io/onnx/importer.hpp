@@ -209,8 +209,7 @@ private:
         return add1(ops::op_kind::reshape, {t}, {{ops::attr_id::shape, ints(dims.begin(), dims.end())}}, name);
     }
     void charge_tables(const node_t& n, std::int64_t elements, const std::string& what);
-    graph::tensor_id gather_along(const node_t& n, graph::tensor_id t, std::size_t axis, const ints& index,
-                                  const std::string& name);
+    graph::tensor_id gather_along(graph::tensor_id t, std::size_t axis, const ints& index, const std::string& name);
     graph::tensor_id concat_along(const std::vector<graph::tensor_id>& parts, std::int64_t axis,
                                   const std::string& name);
     const std::string& output(const node_t& n, int k) const {
@@ -660,8 +659,8 @@ inline void onnx_importer::charge_tables(const node_t& n, std::int64_t elements,
 /// t gathered along `axis` at the constant `index` (each in [0, extent)): the lowering of ops that
 /// only move cells along an axis (a resize, a strided slice, an edge or reflect pad), whose
 /// work and memory are the output's, as a native kernel's. The caller charges the table.
-inline graph::tensor_id onnx_importer::gather_along(const node_t&, graph::tensor_id t, std::size_t axis,
-                                                    const ints& index, const std::string& name) {
+inline graph::tensor_id onnx_importer::gather_along(graph::tensor_id t, std::size_t axis, const ints& index,
+                                                    const std::string& name) {
     [[maybe_unused]] const std::int64_t extent = g_.type_of(t).dims[axis];
     GOOPT_ASSERT(!index.empty() && std::ranges::all_of(index, [&](std::int64_t i) { return i >= 0 && i < extent; }));
     onnx_const c = onnx_const::make(ops::dtype::i64, ops::shape{static_cast<std::int64_t>(index.size())});

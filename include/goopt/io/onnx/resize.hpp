@@ -146,7 +146,7 @@ inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) 
         if (identity) continue;
         const std::string step = concat(name, "/axis", a);
         auto gather = [&](const std::vector<std::int64_t>& index, const std::string& part) {
-            return gather_along(n, y, a, index, step + part);
+            return gather_along(y, a, index, step + part);
         };
         if (!blends) {
             y = gather(lo, "/nearest");
