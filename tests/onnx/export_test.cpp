@@ -715,7 +715,7 @@ TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows co
             check_against_onnxruntime(m, dir.path / concat("pad_", k++));
         }
     }
-    SUBCASE("ConvTranspose: strides, dilations, pads that crop and output_padding") {
+    SUBCASE("ConvTranspose, 2-D and 1-D: strides, dilations, pads that crop and output_padding") {
         struct transposed_case {
             std::vector<std::int64_t> strides, dilations, pads, output_padding;
             std::int64_t group;
@@ -737,6 +737,29 @@ TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows co
             set_attribute(*m.node, "group", c.group);
             const auto imported = check_against_onnxruntime(m, dir.path / concat("conv_transpose_", k++));
             CHECK(imported.graph.ops_of_kind(op_kind::matmul).empty());
+        }
+        // 1-D, as a vocoder's upsampling layers: stride 4 with a bias, and stride 2 in groups with
+        // pads and output_padding
+        {
+            one_node m({1, 4, 9}, "ConvTranspose", {"x", "w", "b"});
+            std::vector<float> w(4 * 3 * 8);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::cos(0.7 * i));
+            m.floats("w", w, {4, 3, 8});
+            m.floats("b", {0.5f, -0.25f, 0.125f});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{4});
+            set_attribute(*m.node, "pads", std::vector<std::int64_t>{2, 2});
+            check_against_onnxruntime(m, dir.path / "conv_transpose_1d");
+        }
+        {
+            one_node m({2, 4, 7}, "ConvTranspose", {"x", "w"});
+            std::vector<float> w(4 * 1 * 3);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::sin(1.3 * i));
+            m.floats("w", w, {4, 1, 3});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{2});
+            set_attribute(*m.node, "pads", std::vector<std::int64_t>{1, 0});
+            set_attribute(*m.node, "output_padding", std::vector<std::int64_t>{1});
+            set_attribute(*m.node, "group", std::int64_t{2});
+            check_against_onnxruntime(m, dir.path / "conv_transpose_1d_groups");
         }
     }
     SUBCASE("Conv, MaxPool and AveragePool on [N, C, L]") {

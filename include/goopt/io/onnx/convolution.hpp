@@ -1,7 +1,7 @@
 #pragma once
 // goopt: optional-edge (part of the ONNX importer, goopt::onnx: included through <goopt/io/onnx.hpp>)
 /// @file
-/// @brief Conv, MaxPool, AveragePool (1-D and 2-D) and ConvTranspose (2-D). ONNX's explicit pads become
+/// @brief Conv, MaxPool, AveragePool and ConvTranspose, 1-D and 2-D. ONNX's explicit pads become
 /// TensorFlow-style SAME or VALID where they coincide with it, and an explicit pad op followed by a VALID window
 /// otherwise.
 ///
@@ -158,38 +158,54 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
 inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_handler&) {
     using ops::attr_id;
     const std::string name = node_name(n);
-    const ops::shape x = dims_in(n, 0);
-    if (x.rank() != 4) fail(n, concat("input has shape ", x.to_string()), "a 2-D transposed convolution on NCHW");
-    const onnx_const& w = const_in(n, 1, "W");
+    const ops::shape given = dims_in(n, 0);
+    // a 1-D transposed convolution on [N, C, L] is the 2-D one of height 1 on [N, C, 1, L]
+    const bool one_d = given.rank() == 3;
+    if (given.rank() != 4 && !one_d)
+        fail(n, concat("input has shape ", given.to_string()),
+             "a 1-D transposed convolution on NCL or a 2-D one on NCHW");
+    const ops::shape x = one_d ? ops::shape{given[0], given[1], 1, given[2]} : given;
+    onnx_const w = const_in(n, 1, "W");
     if (!ops::is_floating(w.type) || !ops::is_floating(type_in(n, 0).type))
         fail(n, concat("element types ", ops::name(type_in(n, 0).type), " and ", ops::name(w.type)),
              "a floating-point input and weight");
-    if (w.dims.rank() != 4) fail(n, concat("weight has shape ", w.dims.to_string()), "[C, O/group, kh, kw]");
+    if (w.dims.rank() != (one_d ? 3u : 4u))
+        fail(n, concat("weight has shape ", w.dims.to_string()), one_d ? "[C, O/group, k]" : "[C, O/group, kh, kw]");
+    if (one_d) w.dims = ops::shape{w.dims[0], w.dims[1], 1, w.dims[2]};  // the same values, row-major
     const std::int64_t group = attr_int(n, "group", 1);
     if (group < 1 || w.dims[0] != x[1] || x[1] % group != 0)
         fail(n, concat("group ", group, " with input channels ", x[1], " and weight ", w.dims.to_string()),
              "weight [C, O/group, kh, kw] with C the input channels, a multiple of group");
     const ints kernel{w.dims[2], w.dims[3]};
-    if (auto k = attr_ints(n, "kernel_shape"); k && *k != kernel)
+    // 1-D attributes [v] (pads [begin, end]) as the 2-D ones with `unit` on the height
+    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) -> std::optional<ints> {
+        if (!one_d || !v) return v;
+        if (v->size() == 1) return ints{unit, (*v)[0]};
+        if (v->size() == 2) return ints{unit, (*v)[0], unit, (*v)[1]};
+        return v;  // the wrong length, refused below
+    };
+    if (auto k = as_2d(attr_ints(n, "kernel_shape"), 1); k && *k != kernel)
         fail(n, concat("kernel_shape ", ints_string(*k), " differs from the weight's ", ints_string(kernel)),
              "the weight's spatial shape");
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
     if (auto_pad != "NOTSET" && auto_pad != "VALID") fail(n, concat("auto_pad '", auto_pad, "'"), "NOTSET or VALID");
     if (attr(n, "output_shape")) fail(n, "an output_shape attribute", "explicit pads (output_shape is not supported)");
-    const ints stride = attr_ints(n, "strides").value_or(ints{1, 1});
-    const ints dil = attr_ints(n, "dilations").value_or(ints{1, 1});
-    const ints out_pad = attr_ints(n, "output_padding").value_or(ints{0, 0});
-    ints pads = attr_ints(n, "pads").value_or(ints{0, 0, 0, 0});
+    const ints stride = as_2d(attr_ints(n, "strides"), 1).value_or(ints{1, 1});
+    const ints dil = as_2d(attr_ints(n, "dilations"), 1).value_or(ints{1, 1});
+    const ints out_pad = as_2d(attr_ints(n, "output_padding"), 0).value_or(ints{0, 0});
+    ints pads = as_2d(attr_ints(n, "pads"), 0).value_or(ints{0, 0, 0, 0});
     if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+    const std::size_t spatial = one_d ? 1 : 2;
     if (stride.size() != 2 || dil.size() != 2 || out_pad.size() != 2 || pads.size() != 4)
         fail(n, "strides / dilations / output_padding / pads have the wrong length",
-             "2 strides, 2 dilations, 2 output paddings and 4 pads");
+             concat(spatial, " strides, ", spatial, " dilations, ", spatial, " output paddings and ", 2 * spatial,
+                    " pads"));
     constexpr std::int64_t big = std::int64_t{1} << 20;
     for (const ints* v : std::array<const ints*, 4>{&stride, &dil, &out_pad, &pads})
         for (auto d : *v)
             if (d < 0 || d > big)
                 fail(n, concat("strides, dilations, output_padding or pads ", ints_string(*v)), "values in [0, 2^20]");
-    graph::tensor_id z = tensor_in(n, 0);
+    graph::tensor_id z = one_d ? reshape(tensor_in(n, 0), x, name + "/as_2d") : tensor_in(n, 0);
     for (std::size_t a = 0; a < 2; ++a) {
         const std::int64_t in = x[2 + a], s = stride[a], d = dil[a], k_eff = (kernel[a] - 1) * d + 1;
         if (s < 1 || d < 1) fail(n, "a stride or dilation of 0", "values >= 1");
@@ -236,6 +252,10 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
                               name);
     if (has_input(n, 2))
         y = add1(ops::op_kind::ewadd, {y, tensor_as(n, 2, ops::shape{og * group, 1, 1})}, {}, name + "/bias");
+    if (one_d) {
+        const ops::shape& yd = g_.type_of(y).dims;
+        y = reshape(y, ops::shape{yd[0], yd[1], yd[3]}, name + "/as_1d");
+    }
     bind(n, 0, y);
 }
 
