@@ -42,6 +42,7 @@ using onnx_testing::max_rel_diff;
 using onnx_testing::model_builder;
 using onnx_testing::onnx_checker;
 using onnx_testing::onnxruntime_missing;
+using onnx_testing::onnxruntime_skipped;
 using onnx_testing::ort_dir;
 using onnx_testing::python_with_onnx;
 using onnx_testing::scratch_dir;
@@ -503,11 +504,7 @@ nlohmann::json onnxruntime_outputs(const std::filesystem::path& stem, const nloh
 }
 
 TEST_CASE("onnxruntime computes what the interpreter computes for every inference op kind") {
-    const std::string missing = onnxruntime_missing();
-    if (!missing.empty()) {
-        MESSAGE("skipped: ", missing);
-        return;
-    }
+    if (onnxruntime_skipped()) return;
     scratch_dir dir;
     for (const auto& g : kind_graphs()) {
         for (const std::int64_t opset : {13, 17}) {
@@ -603,11 +600,7 @@ io::onnx_model check_against_onnxruntime(const one_node& m, const std::filesyste
 }
 
 TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize computes") {
-    const std::string missing = onnxruntime_missing();
-    if (!missing.empty()) {
-        MESSAGE("skipped: ", missing);
-        return;
-    }
+    if (onnxruntime_skipped()) return;
     struct resize_case {
         const char* mode;
         const char* coordinates;
@@ -664,11 +657,7 @@ TEST_CASE("Resize, lowered onto gathers, computes what onnxruntime's Resize comp
 }
 
 TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows compute what onnxruntime computes") {
-    const std::string missing = onnxruntime_missing();
-    if (!missing.empty()) {
-        MESSAGE("skipped: ", missing);
-        return;
-    }
+    if (onnxruntime_skipped()) return;
     scratch_dir dir;
     int k = 0;
     SUBCASE("Slice: steps up and down, from the end, beside a contiguous axis") {

@@ -59,4 +59,11 @@ inline std::string onnxruntime_missing() {
     return {};
 }
 
+/// Whether onnxruntime cannot run here; if so the running test case says why.
+inline bool onnxruntime_skipped() {
+    const std::string missing = onnxruntime_missing();
+    if (!missing.empty()) MESSAGE("skipped: ", missing);
+    return !missing.empty();
+}
+
 }  // namespace onnx_testing
