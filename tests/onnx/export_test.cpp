@@ -539,11 +539,13 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
     }
 }
 
-/// One node's model: input "x" (float, `dims`), the node, output "y"; `inputs` are the node's other
-/// inputs, given as initializers by `b` before the call.
+/// One node's model: input "x" (float, `dims`), the node reading `inputs`, output "y"; its inputs
+/// other than "x" are initializers, added with floats() and int64s().
 struct one_node {
     model_builder b;
-    onnx::NodeProto* node = nullptr;
+    onnx::NodeProto* node = nullptr;  // in b's graph: not copyable
+    one_node(const one_node&) = delete;
+    one_node& operator=(const one_node&) = delete;
     one_node(const std::vector<std::int64_t>& dims, const std::string& op, std::initializer_list<std::string> inputs,
              std::int64_t opset = 13)
         : b(opset) {
