@@ -22,8 +22,20 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <vector>
 
 namespace goopt::io::detail {
+
+/// A 1-D window's attribute as the 2-D one of height 1: [v] (kernel, stride, dilation, output
+/// padding) becomes [unit, v], and pads [begin, end] become [unit, begin, unit, end]; any other
+/// length is returned as it is, for the caller to refuse.
+inline std::optional<std::vector<std::int64_t>> height_one(std::optional<std::vector<std::int64_t>> v,
+                                                           std::int64_t unit) {
+    if (!v) return v;
+    if (v->size() == 1) return std::vector<std::int64_t>{unit, (*v)[0]};
+    if (v->size() == 2) return std::vector<std::int64_t>{unit, (*v)[0], unit, (*v)[1]};
+    return v;
+}
 
 inline void onnx_importer::convert_conv(const node_t& n, const onnx_handler&) { window_op(n, true, false); }
 
@@ -45,13 +57,7 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
              "a 1-D window on NCL (rank 3) or a 2-D one on NCHW (rank 4)");
     const ops::shape x = one_d ? ops::shape{given[0], given[1], 1, given[2]} : given;
     const std::size_t spatial = one_d ? 1 : 2;
-    // a 1-D attribute [v] (or [begin, end] for pads) as the 2-D one with `unit` on the height
-    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) -> std::optional<ints> {
-        if (!one_d || !v) return v;
-        if (v->size() == 1) return ints{unit, (*v)[0]};
-        if (v->size() == 2) return ints{unit, (*v)[0], unit, (*v)[1]};
-        return v;  // the wrong length, refused below
-    };
+    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) { return one_d ? height_one(std::move(v), unit) : v; };
     ints kernel;
     if (conv) {
         const ops::shape& w = dims_in(n, 1);
@@ -177,13 +183,7 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
         fail(n, concat("group ", group, " with input channels ", x[1], " and weight ", w.dims.to_string()),
              "weight [C, O/group, kh, kw] with C the input channels, a multiple of group");
     const ints kernel{w.dims[2], w.dims[3]};
-    // 1-D attributes [v] (pads [begin, end]) as the 2-D ones with `unit` on the height
-    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) -> std::optional<ints> {
-        if (!one_d || !v) return v;
-        if (v->size() == 1) return ints{unit, (*v)[0]};
-        if (v->size() == 2) return ints{unit, (*v)[0], unit, (*v)[1]};
-        return v;  // the wrong length, refused below
-    };
+    auto as_2d = [&](std::optional<ints> v, std::int64_t unit) { return one_d ? height_one(std::move(v), unit) : v; };
     if (auto k = as_2d(attr_ints(n, "kernel_shape"), 1); k && *k != kernel)
         fail(n, concat("kernel_shape ", ints_string(*k), " differs from the weight's ", ints_string(kernel)),
              "the weight's spatial shape");
