@@ -41,6 +41,7 @@ namespace export_test {
 using onnx_testing::max_rel_diff;
 using onnx_testing::model_builder;
 using onnx_testing::onnx_checker;
+using onnx_testing::onnxruntime_disagreement;
 using onnx_testing::onnxruntime_missing;
 using onnx_testing::onnxruntime_skipped;
 using onnx_testing::ort_dir;
@@ -890,9 +891,8 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
         MESSAGE("onnxruntime skipped: ", missing);
     } else {
         // onnxruntime runs the original file and goopt's optimized export on the same random inputs
-        const std::string cmd = concat("node '", (ort_dir / "compare_models.js").string(), "' '", file.string(), "' '",
-                                       out.string(), "' --seed 3 --tolerance 1e-4 >'", out.string(), ".log' 2>&1");
-        CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+        const std::string why = onnxruntime_disagreement(file, out, 3, 1e-4);
+        CHECK_MESSAGE(why.empty(), why);
     }
 }
 
@@ -953,10 +953,8 @@ TEST_CASE("a cast of a computed tensor, a comparison on one and a select are kep
     if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
         MESSAGE("onnxruntime skipped: ", missing);
     } else {
-        const std::string cmd =
-            concat("node '", (ort_dir / "compare_models.js").string(), "' '", original.string(), "' '", out.string(),
-                   "' --seed 5 --tolerance 1e-4 >'", out.string(), ".log' 2>&1");
-        CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+        const std::string why = onnxruntime_disagreement(original, out, 5, 1e-4);
+        CHECK_MESSAGE(why.empty(), why);
     }
 }
 
@@ -996,9 +994,8 @@ TEST_CASE("Einsum is kept opaque with its output type from the equation") {
     std::ofstream(original, std::ios::binary) << b.bytes();
     const auto r = subst::optimize(m.graph, {}, cost::roofline_model{}, device::t4);
     std::ofstream(out, std::ios::binary) << bytes_of(io::to_onnx(r.graph, {.source = &m}).model);
-    const std::string cmd = concat("node '", (ort_dir / "compare_models.js").string(), "' '", original.string(), "' '",
-                                   out.string(), "' --seed 2 --tolerance 1e-5 >'", out.string(), ".log' 2>&1");
-    CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+    const std::string why = onnxruntime_disagreement(original, out, 2, 1e-5);
+    CHECK_MESSAGE(why.empty(), why);
 }
 
 TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, else refused at the node") {
@@ -1111,10 +1108,8 @@ TEST_CASE("opaque LogSoftmax and Hardmax of operator set 11 keep their meaning w
         if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
             MESSAGE("onnxruntime skipped: ", missing);
         } else {
-            const std::string cmd =
-                concat("node '", (ort_dir / "compare_models.js").string(), "' '", in.string(), "' '", out.string(),
-                       "' --seed 2 --tolerance 1e-5 >'", out.string(), ".log' 2>&1");
-            CHECK_MESSAGE(std::system(cmd.c_str()) == 0, slurp(out.string() + ".log"));
+            const std::string why = onnxruntime_disagreement(in, out, 2, 1e-5);
+            CHECK_MESSAGE(why.empty(), why);
         }
     }
 }

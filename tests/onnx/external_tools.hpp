@@ -59,6 +59,20 @@ inline std::string onnxruntime_missing() {
     return {};
 }
 
+/// What is wrong when onnxruntime runs `reference` and `other` on the same random inputs (seeded
+/// `seed`; tools/ort/compare_models.js) and an output differs by more than `tolerance` (max |a - b|
+/// / max |b|): empty when every output agrees, else the comparison's report. Only where
+/// onnxruntime_missing() is empty.
+inline std::string onnxruntime_disagreement(const std::filesystem::path& reference, const std::filesystem::path& other,
+                                            int seed, double tolerance) {
+    const std::string log = other.string() + ".compare.log";
+    const std::string cmd = concat("node '", (ort_dir / "compare_models.js").string(), "' '", reference.string(), "' '",
+                                   other.string(), "' --seed ", seed, " --tolerance ", tolerance, " >'", log, "' 2>&1");
+    if (std::system(cmd.c_str()) == 0) return {};
+    const std::string text = slurp(log);
+    return text.empty() ? "compare_models.js failed" : text;
+}
+
 /// Whether onnxruntime cannot run here; if so the running test case says why.
 inline bool onnxruntime_skipped() {
     const std::string missing = onnxruntime_missing();
