@@ -804,6 +804,20 @@ template <class F> std::string error_of(F f) {
     return "";
 }
 
+/// An optimized export `out` of `original`: onnx.checker accepts it, and onnxruntime gives both the
+/// same outputs (within 1e-4) on random inputs seeded `seed`; each skipped, saying why, where missing.
+void check_export_with_tools(const std::filesystem::path& original, const std::filesystem::path& out, int seed) {
+    if (const std::string python = python_with_onnx(); python.empty())
+        MESSAGE("onnx.checker skipped: no python3 with the onnx package");
+    else CHECK(onnx_checker(python, out) == "");
+    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
+        MESSAGE("onnxruntime skipped: ", missing);
+        return;
+    }
+    const std::string why = onnxruntime_disagreement(original, out, seed, 1e-4);
+    CHECK_MESSAGE(why.empty(), why);
+}
+
 TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around and exported unchanged") {
     const auto file = onnx_dir / "opaque_ops.onnx";
     const io::onnx_model m = io::import_onnx(file);
@@ -884,16 +898,7 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     scratch_dir dir;
     const auto out = dir.path / "opaque_ops_opt.onnx";
     std::ofstream(out, std::ios::binary) << bytes_of(exported.model);
-    if (const std::string python = python_with_onnx(); python.empty())
-        MESSAGE("onnx.checker skipped: no python3 with the onnx package");
-    else CHECK(onnx_checker(python, out) == "");
-    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
-        MESSAGE("onnxruntime skipped: ", missing);
-    } else {
-        // onnxruntime runs the original file and goopt's optimized export on the same random inputs
-        const std::string why = onnxruntime_disagreement(file, out, 3, 1e-4);
-        CHECK_MESSAGE(why.empty(), why);
-    }
+    check_export_with_tools(file, out, 3);
 }
 
 TEST_CASE("a cast of a computed tensor, a comparison on one and a select are kept opaque, and run in onnxruntime") {
@@ -947,15 +952,7 @@ TEST_CASE("a cast of a computed tensor, a comparison on one and a select are kep
     const auto original = dir.path / "masks.onnx", out = dir.path / "masks_opt.onnx";
     std::ofstream(original, std::ios::binary) << b.bytes();
     std::ofstream(out, std::ios::binary) << bytes_of(exported.model);
-    if (const std::string python = python_with_onnx(); python.empty())
-        MESSAGE("onnx.checker skipped: no python3 with the onnx package");
-    else CHECK(onnx_checker(python, out) == "");
-    if (const std::string missing = onnxruntime_missing(); !missing.empty()) {
-        MESSAGE("onnxruntime skipped: ", missing);
-    } else {
-        const std::string why = onnxruntime_disagreement(original, out, 5, 1e-4);
-        CHECK_MESSAGE(why.empty(), why);
-    }
+    check_export_with_tools(original, out, 5);
 }
 
 TEST_CASE("Einsum is kept opaque with its output type from the equation") {
