@@ -29,8 +29,8 @@ inline void onnx_importer::convert_identity(const node_t& n, const onnx_handler&
 
 inline void onnx_importer::convert_dropout(const node_t& n, const onnx_handler&) {
     if (has_input(n, 2) && entry(n, 2).value && entry(n, 2).value->int_at(0) != 0)
-        fail(n, "training_mode = true", "an inference graph (training_mode = false)");
-    if (wants_output(n, 1)) fail(n, "the mask output is used", "no mask output (inference graphs)");
+        no_kind("training_mode = true", "an inference graph (training_mode = false)");
+    if (wants_output(n, 1)) no_kind("the mask output is used", "no mask output (inference graphs)");
     alias(n, 0, 0);
 }
 
@@ -43,10 +43,9 @@ inline void onnx_importer::convert_neg(const node_t& n, const onnx_handler&) {
 inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
     const auto to = onnx_dtype(static_cast<int>(attr_int(n, "to", 0)));
     if (to && *to == type_in(n, 0).type) return alias(n, 0, 0);
-    // goopt has no kind for a cast between element types (an attention mask's integers to floats)
-    if (opt_.keep_unknown_ops) return convert_opaque(n);
-    fail(n, "a cast between element types of a computed tensor",
-         "a cast of a constant, or to the tensor's own element type");
+    // an attention mask's integers to floats
+    no_kind("a cast between element types of a computed tensor",
+            "a cast of a constant, or to the tensor's own element type");
 }
 
 inline void onnx_importer::convert_global_max_pool(const node_t& n, const onnx_handler&) {
@@ -68,8 +67,8 @@ inline void onnx_importer::convert_clip(const node_t& n, const onnx_handler&) {
 }
 
 inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler&) {
-    if (attr_int(n, "training_mode", 0) != 0) fail(n, "training_mode = 1", "an inference graph (training_mode = 0)");
-    if (n.output_size() > 1) fail(n, "running mean / variance outputs (training)", "one output");
+    if (attr_int(n, "training_mode", 0) != 0) no_kind("training_mode = 1", "an inference graph (training_mode = 0)");
+    if (n.output_size() > 1) no_kind("running mean / variance outputs (training)", "one output");
     bind(n, 0,
          add1(ops::op_kind::batchnorm,
               {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2), tensor_in(n, 3), tensor_in(n, 4)},
@@ -78,7 +77,7 @@ inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler
 
 inline void onnx_importer::convert_layernorm(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
-    if (n.output_size() > 1) fail(n, "mean / inverse std outputs are used", "one output");
+    if (n.output_size() > 1) no_kind("mean / inverse std outputs are used", "one output");
     const ops::shape& x = dims_in(n, 0);
     const std::size_t ax = x.axis(attr_int(n, "axis", -1));
     const ops::shape norm{std::span<const std::int64_t>(x.begin() + ax, x.rank() - ax)};
@@ -289,7 +288,7 @@ inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
     const std::size_t r = x.rank();
     const std::string mode = attr_string(n, "mode", "constant");
     if (mode != "constant" && mode != "edge" && mode != "reflect")
-        fail(n, concat("mode '", mode, "'"), "constant, edge or reflect");
+        no_kind(concat("mode '", mode, "'"), "constant, edge or reflect");
     ints pads = has_input(n, 1) ? const_in(n, 1, "pads").ints() : attr_ints(n, "pads").value_or(ints{});
     double value = attr_float(n, "value", 0.0);
     if (has_input(n, 2)) value = scalar_in(n, 2, "constant_value");
@@ -389,9 +388,32 @@ inline void onnx_importer::convert_where(const node_t& n, const onnx_handler&) {
         const int pick = all ? 1 : none ? 2 : 0;
         if (pick != 0 && dims_in(n, pick) == out) return alias(n, 0, pick);
     }
-    if (opt_.keep_unknown_ops) return convert_opaque(n);  // a select: a causal mask, a masked fill
-    fail(n, "a computed or mixed condition (goopt has no select op)",
-         "a constant condition that picks one operand everywhere");
+    // a select: a causal mask, a masked fill
+    no_kind("a computed or mixed condition (goopt has no select op)",
+            "a constant condition that picks one operand everywhere");
+}
+
+/// 1 / x, as a division of a scalar one.
+inline void onnx_importer::convert_reciprocal(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    bind(n, 0, add1(ops::op_kind::div, {scalar(name + "/one", 1.0, type_in(n, 0).type), tensor_in(n, 0)}, {}, name));
+}
+
+/// Sum and Mean of any number of inputs (numpy broadcasting): a chain of additions, in input
+/// order; Mean then scales by 1 / inputs.
+inline void onnx_importer::convert_sum(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    if (n.input_size() == 0) fail(n, "has no inputs", "at least one");
+    const bool mean = n.op_type() == "Mean";
+    if (n.input_size() == 1) return alias(n, 0, 0);
+    graph::tensor_id s = tensor_in(n, 0);
+    for (int k = 1; k < n.input_size(); ++k)
+        s = add1(ops::op_kind::ewadd, {s, tensor_in(n, k)}, {},
+                 k + 1 == n.input_size() && !mean ? name : concat(name, "/sum", k));
+    if (mean)
+        s = add1(ops::op_kind::ewmul, {s, scalar(name + "/inverse_count", 1.0 / n.input_size(), g_.type_of(s).type)},
+                 {}, name);
+    bind(n, 0, s);
 }
 
 }  // namespace goopt::io::detail

@@ -40,7 +40,7 @@ inline std::optional<std::vector<std::int64_t>> height_one(std::optional<std::ve
 inline void onnx_importer::convert_conv(const node_t& n, const onnx_handler&) { window_op(n, true, false); }
 
 inline void onnx_importer::convert_max_pool(const node_t& n, const onnx_handler&) {
-    if (wants_output(n, 1)) fail(n, "the Indices output is used", "one output");
+    if (wants_output(n, 1)) no_kind("the Indices output is used", "one output");
     window_op(n, false, true);
 }
 
@@ -86,7 +86,7 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
         for (auto d : *v)
             if (d < 0 || d > big)
                 fail(n, concat("kernel, strides, dilations or pads ", ints_string(*v)), "values in [0, 2^30]");
-    if (!conv && (dil[0] != 1 || dil[1] != 1)) fail(n, "dilated pooling", "dilations of 1");
+    if (!conv && (dil[0] != 1 || dil[1] != 1)) no_kind("dilated pooling", "dilations of 1");
     const bool ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
     const bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
@@ -117,21 +117,40 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
         all_valid = all_valid && pads[a] == 0 && pads[a + 2] == 0 && o == (in - k) / s + 1;
     }
     // an average that counts padded cells cannot use SAME, whose average leaves them out
-    if (!conv && !max_pool && include_pad && !all_valid) all_same = false;
-    graph::tensor_id in = one_d ? reshape(tensor_in(n, 0), x, name + "/as_2d") : tensor_in(n, 0);
+    const bool average = !conv && !max_pool;
+    if (average && include_pad && !all_valid) all_same = false;
     ops::padding_mode mode = all_valid ? ops::padding_mode::valid : ops::padding_mode::same;
+    // Otherwise the input is padded explicitly (at the end as far as the last window reaches, which
+    // ceil_mode can put past the given pads) and the window runs unpadded. An average then divides
+    // by the whole window everywhere, as onnxruntime does with count_include_pad = 1 (even for a
+    // ceil_mode window past the pads); with 0 it divides by the window's cells inside the input,
+    // which a constant map of window / divisor corrects, per output cell the product of the two
+    // axes' ratios.
+    ints p;
+    std::array<std::vector<double>, 2> ratio;
+    bool corrected = false;
     if (!all_valid && !all_same) {
-        ints p(8, 0);
+        p.assign(8, 0);
         for (std::size_t a = 0; a < 2; ++a) {
-            const std::int64_t end = (out[a] - 1) * stride[a] + kernel_eff[a] - x[2 + a] - pads[a];
-            if (end < 0) fail(n, "pads leave input cells unused at the end", "pads that every window reaches");
-            if (!conv && !max_pool && end > pads[a + 2])
-                fail(n, "an average window beyond the padded input (ceil_mode)", "windows within the padded input");
-            if (!conv && !max_pool && !include_pad)
-                fail(n, "explicit pads with count_include_pad = 0", "SAME padding, or count_include_pad = 1");
+            const std::int64_t in_a = x[2 + a], k = kernel_eff[a];
             p[2 + a] = pads[a];
-            p[6 + a] = end;
+            p[6 + a] = std::max<std::int64_t>((out[a] - 1) * stride[a] + k - in_a - pads[a], 0);
+            if (!average || include_pad) continue;
+            ratio[a].resize(static_cast<std::size_t>(out[a]));
+            for (std::int64_t o = 0; o < out[a]; ++o) {
+                const std::int64_t start = o * stride[a] - pads[a];
+                const std::int64_t lo = std::max<std::int64_t>(start, 0), hi = std::min(start + k, in_a);
+                if (hi <= lo)
+                    no_kind(concat("an average window with no input cell along axis ", one_d ? 2 : 2 + a),
+                            "windows that overlap the input");
+                ratio[a][static_cast<std::size_t>(o)] = static_cast<double>(k) / static_cast<double>(hi - lo);
+                corrected = corrected || hi - lo != k;
+            }
         }
+        if (corrected) charge_tables(n, out[0] * out[1], "an average pool's divisor map");
+    }
+    graph::tensor_id in = one_d ? reshape(tensor_in(n, 0), x, name + "/as_2d") : tensor_in(n, 0);
+    if (!p.empty()) {
         const double fill = max_pool ? static_cast<double>(std::numeric_limits<float>::lowest()) : 0.0;
         in = add1(ops::op_kind::pad, {in}, {{attr_id::pads, p}, {attr_id::value, fill}}, name + "/pad");
         mode = ops::padding_mode::valid;
@@ -150,6 +169,14 @@ inline void onnx_importer::window_op(const node_t& n, bool conv, bool max_pool) 
     } else {
         y = add1(max_pool ? ops::op_kind::maxpool2d : ops::op_kind::avgpool2d, {in},
                  {{attr_id::kernel, kernel}, {attr_id::stride, stride}, {attr_id::padding, padding}}, name);
+        if (corrected) {
+            onnx_const c = onnx_const::make(type_in(n, 0).type, ops::shape{1, 1, out[0], out[1]});
+            for (std::int64_t i = 0; i < out[0]; ++i)
+                for (std::int64_t j = 0; j < out[1]; ++j)
+                    c.set(static_cast<std::size_t>(i * out[1] + j),
+                          ratio[0][static_cast<std::size_t>(i)] * ratio[1][static_cast<std::size_t>(j)]);
+            y = add1(ops::op_kind::ewmul, {y, constant(name + "/divisor", c)}, {}, name + "/divisor");
+        }
     }
     [[maybe_unused]] const ops::shape& yd = g_.type_of(y).dims;  // read by the assertion only
     GOOPT_ASSERT(yd[2] == out[0] && yd[3] == out[1]);
@@ -188,8 +215,8 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
         fail(n, concat("kernel_shape ", ints_string(*k), " differs from the weight's ", ints_string(kernel)),
              "the weight's spatial shape");
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-    if (auto_pad != "NOTSET" && auto_pad != "VALID") fail(n, concat("auto_pad '", auto_pad, "'"), "NOTSET or VALID");
-    if (attr(n, "output_shape")) fail(n, "an output_shape attribute", "explicit pads (output_shape is not supported)");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") no_kind(concat("auto_pad '", auto_pad, "'"), "NOTSET or VALID");
+    if (attr(n, "output_shape")) no_kind("an output_shape attribute", "explicit pads (output_shape is not supported)");
     const ints stride = as_2d(attr_ints(n, "strides"), 1).value_or(ints{1, 1});
     const ints dil = as_2d(attr_ints(n, "dilations"), 1).value_or(ints{1, 1});
     const ints out_pad = as_2d(attr_ints(n, "output_padding"), 0).value_or(ints{0, 0});

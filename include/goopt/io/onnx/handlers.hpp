@@ -9,6 +9,7 @@
 #include <goopt/io/onnx/convolution.hpp>
 #include <goopt/io/onnx/fold.hpp>
 #include <goopt/io/onnx/importer.hpp>
+#include <goopt/io/onnx/rearrange.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/resize.hpp>
 
@@ -43,6 +44,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "ConstantOfShape", .fold = &i::fold_constant_of_shape},
         onnx_handler{.op = "Conv", .convert = &i::convert_conv},
         onnx_handler{.op = "ConvTranspose", .convert = &i::convert_conv_transpose},
+        onnx_handler{.op = "DepthToSpace", .convert = &i::convert_depth_to_space},
         onnx_handler{
             .op = "Div", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::div, .math = &e::div},
         onnx_handler{.op = "Dropout", .fold = &i::fold_identity, .convert = &i::convert_dropout},
@@ -63,6 +65,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},
         onnx_handler{.op = "MaxPool", .convert = &i::convert_max_pool},
+        onnx_handler{.op = "Mean", .convert = &i::convert_sum},
         onnx_handler{.op = "Mul",
                      .fold = &i::fold_elementwise,
                      .convert = &i::convert_binary,
@@ -73,6 +76,10 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{
             .op = "Pow", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::pow, .math = &e::pow},
         onnx_handler{.op = "Range", .fold = &i::fold_range},
+        onnx_handler{.op = "Reciprocal",
+                     .fold = &i::fold_elementwise,
+                     .convert = &i::convert_reciprocal,
+                     .math = &e::reciprocal},
         onnx_handler{.op = "ReduceMax", .convert = &i::convert_reduce, .kind = k::reduce_max},
         onnx_handler{.op = "ReduceMean", .convert = &i::convert_reduce, .kind = k::reduce_mean},
         onnx_handler{.op = "ReduceSum", .convert = &i::convert_reduce, .kind = k::reduce_sum},
@@ -83,6 +90,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Sigmoid", .convert = &i::convert_unary, .kind = k::sigmoid},
         onnx_handler{.op = "Slice", .fold = &i::fold_slice, .convert = &i::convert_slice},
         onnx_handler{.op = "Softmax", .convert = &i::convert_softmax},
+        onnx_handler{.op = "SpaceToDepth", .convert = &i::convert_space_to_depth},
         onnx_handler{.op = "Split", .convert = &i::convert_split},
         onnx_handler{.op = "Sqrt",
                      .fold = &i::fold_elementwise,
@@ -92,7 +100,9 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Squeeze", .fold = &i::fold_squeeze, .convert = &i::convert_squeeze},
         onnx_handler{
             .op = "Sub", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::sub, .math = &e::sub},
+        onnx_handler{.op = "Sum", .convert = &i::convert_sum},
         onnx_handler{.op = "Tanh", .convert = &i::convert_unary, .kind = k::tanh},
+        onnx_handler{.op = "Tile", .convert = &i::convert_tile},
         onnx_handler{.op = "Transpose", .convert = &i::convert_transpose},
         onnx_handler{.op = "Unsqueeze", .fold = &i::fold_unsqueeze, .convert = &i::convert_unsqueeze},
         onnx_handler{.op = "Upsample", .convert = &i::convert_resize},

@@ -75,23 +75,14 @@ inline bool onnx_importer::try_fold(const node_t& n, const onnx_handler& h) {
     return true;
 }
 
-/// One node through its row; errors of the shared steps (shape rules, constants) get the node.
+/// One node through its row, or as an opaque op; errors of the shared steps (shape rules,
+/// constants) get the node.
 inline void onnx_importer::import_node(const node_t& n) {
     for (int k = 0; k < n.input_size(); ++k)
         if (!n.input(k).empty()) (void)entry(n, k);  // dangling inputs are errors
     if (n.output_size() == 0) fail(n, "has no outputs", "at least one output (every supported operator has one)");
-    const onnx_handler* found = handler_of(n);
     try {
-        if (!found) return convert_opaque(n);  // check_supported refused it unless opaque ops are kept
-        const onnx_handler& h = *found;
-        if (try_fold(n, h)) return;
-        if (!h.convert) {
-            // an operator goopt evaluates on constants only (a comparison, Equal, Range): on a
-            // computed tensor it is one goopt has no kind for
-            if (opt_.keep_unknown_ops) return convert_opaque(n);
-            fail(n, "a computed input", "inputs known at import time (the operator is supported on constants only)");
-        }
-        (this->*h.convert)(n, h);
+        if (!convert_known(n, handler_of(n))) convert_opaque(n);
     } catch (const error& e) {
         const std::string_view what = e.what();
         if (what.rfind(concat(source_, ": "), 0) == 0) throw;
@@ -99,6 +90,33 @@ inline void onnx_importer::import_node(const node_t& n) {
         constexpr std::string_view own = "onnx: ";
         fail(n, concat(what.rfind(own, 0) == 0 ? what.substr(own.size()) : what, rebinding_hint(n)));
     }
+}
+
+/// Folds or converts n through its row; false for an operator without one (check_supported
+/// refused those unless opaque ops are kept). A form the converter has no kind for (no_kind_for) is
+/// kept opaque where opaque ops are kept, and fails here otherwise, or where it cannot be kept
+/// opaque either (its output's type is unknown), naming both reasons.
+inline bool onnx_importer::convert_known(const node_t& n, const onnx_handler* h) {
+    if (!h) return false;
+    try {
+        if (try_fold(n, *h)) return true;
+        // an operator goopt evaluates on constants only (a comparison, Equal, Range): on a computed
+        // tensor it is one goopt has no kind for
+        if (!h->convert)
+            no_kind("a computed input", "inputs known at import time (the operator is supported on constants only)");
+        (this->*h->convert)(n, *h);
+    } catch (const no_kind_for& k) {
+        if (!opt_.keep_unknown_ops) fail(n, k.what, k.expected);
+        try {
+            convert_opaque(n);
+        } catch (const error& e) {
+            std::string_view why = e.what();
+            if (const std::string own = concat(source_, ": ", where(n)); why.rfind(own, 0) == 0)
+                why.remove_prefix(own.size());
+            fail(n, concat(k.what, " (and as an opaque op: ", why, ")"), k.expected);
+        }
+    }
+    return true;
 }
 
 /// Graph inputs that are parameters (onnx_options::param_inputs or every input but

@@ -107,11 +107,26 @@ public:
     void convert_lstm(const node_t& n, const onnx_handler&);
     void convert_gru(const node_t& n, const onnx_handler&);
     void convert_resize(const node_t& n, const onnx_handler&);
+    void convert_reciprocal(const node_t& n, const onnx_handler&);
+    void convert_sum(const node_t& n, const onnx_handler&);
+    void convert_tile(const node_t& n, const onnx_handler&);
+    void convert_depth_to_space(const node_t& n, const onnx_handler&);
+    void convert_space_to_depth(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, as an `opaque` op (opaque.hpp).
     void convert_opaque(const node_t& n);
 
 private:
     // ---- errors: `<file>: <what>: expected <expected>`, with the node where there is one
+    /// A valid form of a supported operator that goopt has no kind for (a cast between element
+    /// types, cubic resizing, a GRU with linear_before_reset = 0): import_node keeps such a node
+    /// opaque where opaque ops are kept and fails with `what` and `expected` otherwise. A converter
+    /// throws it before it adds anything to the graph, so that the opaque op replaces the node whole.
+    struct no_kind_for {
+        std::string what, expected;
+    };
+    [[noreturn]] static void no_kind(std::string what, std::string expected) {
+        throw no_kind_for{std::move(what), std::move(expected)};
+    }
     [[noreturn]] void fail(std::string_view what) const { throw error(source_, what); }
     [[noreturn]] void fail(std::string_view what, std::string_view expected) const {
         throw error(source_, what, expected);
@@ -240,6 +255,7 @@ private:
     void check_supported(const onnx::GraphProto& gp);
     bool try_fold(const node_t& n, const onnx_handler& h);
     void import_node(const node_t& n);
+    bool convert_known(const node_t& n, const onnx_handler* h);
     void window_op(const node_t& n, bool conv, bool max_pool);
     void recurrent(const node_t& n, bool lstm);
     void record_recurrent(const node_t& n, std::size_t first_op);

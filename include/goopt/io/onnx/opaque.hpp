@@ -128,7 +128,9 @@ inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const no
         tt.set_elem_type(onnx_data_type(e.type.type));
         tt.mutable_shape();  // a scalar has a shape too, of rank 0 (no shape: rank unknown)
         for (const auto d : e.type.dims) tt.mutable_shape()->add_dim()->set_dim_value(d);
-        if (!e.value || !ops::is_integral(e.type.type)) continue;
+        // and small float constants (a Resize's scales): shape inference reads their values
+        const bool floats = e.type.type == ops::dtype::f32 || e.type.type == ops::dtype::f64;
+        if (!e.value || !(ops::is_integral(e.type.type) || (floats && e.value->size() <= 64))) continue;
         auto& t = *g.add_initializer();
         t.set_name(name);
         t.set_data_type(onnx_data_type(e.type.type));
@@ -136,6 +138,10 @@ inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const no
         for (const auto v : e.value->i) {
             if (e.type.type == ops::dtype::i64) t.add_int64_data(v);
             else t.add_int32_data(static_cast<std::int32_t>(v));
+        }
+        for (const double v : e.value->f) {
+            if (e.type.type == ops::dtype::f32) t.add_float_data(static_cast<float>(v));
+            else t.add_double_data(v);
         }
     }
     *g.add_node() = n;

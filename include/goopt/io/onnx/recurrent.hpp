@@ -65,25 +65,25 @@ inline void onnx_importer::recurrent(const node_t& n, bool lstm) {
         const onnx_const& lens = const_in(n, 4, "sequence_lens");
         for (std::size_t k = 0; k < lens.size(); ++k)
             if (lens.int_at(k) != S)
-                fail(n, concat("sequence_lens holds ", lens.int_at(k)), concat("every sequence of length ", S));
+                no_kind(concat("sequence_lens holds ", lens.int_at(k)), concat("every sequence of length ", S));
     }
     if (lstm && has_input(n, 7)) {
         const onnx_const& p = const_in(n, 7, "P");
         for (std::size_t k = 0; k < p.size(); ++k)
-            if (p.at(k) != 0) fail(n, "peephole weights P", "no peepholes (or zero ones)");
+            if (p.at(k) != 0) no_kind("peephole weights P", "no peepholes (or zero ones)");
     }
     const std::vector<std::string> defaults =
         lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
     if (const auto acts = attr_strings(n, "activations")) {
         for (std::size_t k = 0; k < acts->size(); ++k)
             if ((*acts)[k] != defaults[k % defaults.size()])
-                fail(n, concat("activation '", (*acts)[k], "'"), concat("the default activations"));
+                no_kind(concat("activation '", (*acts)[k], "'"), concat("the default activations"));
     }
-    if (attr(n, "clip")) fail(n, "cell clipping (clip)", "no clip attribute");
-    if (lstm && attr_int(n, "input_forget", 0) != 0) fail(n, "input_forget = 1", "input_forget = 0");
+    if (attr(n, "clip")) no_kind("cell clipping (clip)", "no clip attribute");
+    if (lstm && attr_int(n, "input_forget", 0) != 0) no_kind("input_forget = 1", "input_forget = 0");
     if (!lstm && attr_int(n, "linear_before_reset", 0) != 1)
-        fail(n, "linear_before_reset = 0 (the reset gate before the recurrence matmul)",
-             "linear_before_reset = 1, as PyTorch exports (goopt's gru_cell computes r * (h u_n))");
+        no_kind("linear_before_reset = 0 (the reset gate before the recurrence matmul)",
+                "linear_before_reset = 1, as PyTorch exports (goopt's gru_cell computes r * (h u_n))");
     const ops::dtype type = W.type;
     // cell gate k takes ONNX's gate from[k]
     const std::array<std::int64_t, 4> from =

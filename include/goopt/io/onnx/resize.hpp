@@ -29,28 +29,28 @@ namespace goopt::io::detail {
 inline void onnx_importer::convert_resize(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
     const bool upsample = n.op_type() == "Upsample";
-    if (!upsample && opset_ < 11) fail(n, concat("Resize of operator set ", opset_), "operator set 11 or later");
+    if (!upsample && opset_ < 11) no_kind(concat("Resize of operator set ", opset_), "operator set 11 or later");
     const ops::shape x = dims_in(n, 0);
     const std::size_t r = x.rank();
     if (!ops::is_floating(type_in(n, 0).type))
-        fail(n, concat("element type ", ops::name(type_in(n, 0).type)), "a floating-point input");
+        no_kind(concat("element type ", ops::name(type_in(n, 0).type)), "a floating-point input");
     const std::string mode = attr_string(n, "mode", "nearest");
     if (mode != "nearest" && mode != "linear" && !(upsample && mode == "bilinear"))
-        fail(n, concat("mode '", mode, "'"), "nearest or linear");
+        no_kind(concat("mode '", mode, "'"), "nearest or linear");
     const std::string coords = upsample ? "asymmetric" : attr_string(n, "coordinate_transformation_mode", "half_pixel");
     if (coords != "half_pixel" && coords != "pytorch_half_pixel" && coords != "align_corners" &&
         coords != "asymmetric" && !(coords == "tf_half_pixel_for_nn" && mode == "nearest"))
-        fail(n, concat("coordinate_transformation_mode '", coords, "' with mode ", mode),
-             "half_pixel, pytorch_half_pixel, align_corners, asymmetric (or tf_half_pixel_for_nn when nearest)");
+        no_kind(concat("coordinate_transformation_mode '", coords, "' with mode ", mode),
+                "half_pixel, pytorch_half_pixel, align_corners, asymmetric (or tf_half_pixel_for_nn when nearest)");
     const std::string rounding = upsample ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
     if (rounding != "round_prefer_floor" && rounding != "round_prefer_ceil" && rounding != "floor" &&
         rounding != "ceil")
-        fail(n, concat("nearest_mode '", rounding, "'"), "round_prefer_floor, round_prefer_ceil, floor or ceil");
-    if (attr_int(n, "antialias", 0) != 0) fail(n, "antialias = 1", "antialias = 0");
-    if (attr(n, "axes")) fail(n, "an axes attribute", "scales or sizes for every axis");
-    if (attr_int(n, "exclude_outside", 0) != 0) fail(n, "exclude_outside = 1", "exclude_outside = 0");
+        no_kind(concat("nearest_mode '", rounding, "'"), "round_prefer_floor, round_prefer_ceil, floor or ceil");
+    if (attr_int(n, "antialias", 0) != 0) no_kind("antialias = 1", "antialias = 0");
+    if (attr(n, "axes")) no_kind("an axes attribute", "scales or sizes for every axis");
+    if (attr_int(n, "exclude_outside", 0) != 0) no_kind("exclude_outside = 1", "exclude_outside = 0");
     if (const auto p = attr_string(n, "keep_aspect_ratio_policy", "stretch"); p != "stretch")
-        fail(n, concat("keep_aspect_ratio_policy '", p, "'"), "stretch");
+        no_kind(concat("keep_aspect_ratio_policy '", p, "'"), "stretch");
 
     // the options as values, not strings compared once per output cell
     const bool linear = mode != "nearest";
