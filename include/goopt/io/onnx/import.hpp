@@ -108,7 +108,7 @@ inline bool onnx_importer::convert_known(const node_t& n, const onnx_handler* h)
     } catch (const no_kind_for& k) {
         if (!opt_.keep_unknown_ops) fail(n, k.what, k.expected);
         try {
-            convert_opaque(n);
+            convert_opaque(n, k.what);
         } catch (const error& e) {
             std::string_view why = e.what();
             if (const std::string own = concat(source_, ": ", where(n)); why.rfind(own, 0) == 0)

@@ -112,8 +112,9 @@ public:
     void convert_tile(const node_t& n, const onnx_handler&);
     void convert_depth_to_space(const node_t& n, const onnx_handler&);
     void convert_space_to_depth(const node_t& n, const onnx_handler&);
-    /// An operator goopt has no kind for, as an `opaque` op (opaque.hpp).
-    void convert_opaque(const node_t& n);
+    /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
+    /// `opaque` op (opaque.hpp).
+    void convert_opaque(const node_t& n, std::string_view form = {});
 
 private:
     // ---- errors: `<file>: <what>: expected <expected>`, with the node where there is one
@@ -191,7 +192,7 @@ private:
     }
     std::vector<ops::tensor_type> opaque_output_types(const node_t& n);
     graph::output_ids add_opaque(const node_t& n, const std::vector<graph::tensor_id>& in,
-                                 const std::vector<ops::tensor_type>& types);
+                                 const std::vector<ops::tensor_type>& types, std::string_view form);
     /// The handler of n's op type; null for an operator goopt has no kind for (another domain's too).
     static const onnx_handler* handler_of(const node_t& n);
     bool has_input(const node_t& n, int k) const { return n.input_size() > k && !n.input(k).empty(); }
@@ -276,7 +277,7 @@ private:
     /// The graph input dimensions a binding set to other values than the file's (`graph input 'x'
     /// axis 0 is 8, not 1 as in the file`), for the errors a baked-in shape then causes.
     std::string rebound_;
-    std::map<std::string, std::size_t> kept_opaque_;  // op type -> nodes kept as opaque ops
+    std::map<std::string, std::size_t> kept_opaque_;  // op type (and form) -> nodes kept as opaque ops
 };
 
 /// Folds a node whose inputs are known at import time; nullopt: this form becomes graph ops.

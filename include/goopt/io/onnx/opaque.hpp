@@ -185,7 +185,7 @@ inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const no
     return types;
 }
 
-inline void onnx_importer::convert_opaque(const node_t& n) {
+inline void onnx_importer::convert_opaque(const node_t& n, std::string_view form) {
     for (const auto& a : n.attribute())
         if (a.has_g() || a.graphs_size() > 0)
             fail(n,
@@ -212,7 +212,7 @@ inline void onnx_importer::convert_opaque(const node_t& n) {
             axis->set_name("axis");
             axis->set_type(onnx::AttributeProto::INT);
             axis->set_i(1);
-            const auto out = add_opaque(flat, {f}, {g_.type_of(f)});
+            const auto out = add_opaque(flat, {f}, {g_.type_of(f)}, form);
             bind(n, 0, reshape(out[0], x, name + "/unflatten"));
             return;
         }
@@ -220,7 +220,7 @@ inline void onnx_importer::convert_opaque(const node_t& n) {
     std::vector<graph::tensor_id> in;
     for (int k = 0; k < n.input_size(); ++k)
         if (has_input(n, k)) in.push_back(tensor_in(n, k));
-    const auto out = add_opaque(n, in, opaque_output_types(n));
+    const auto out = add_opaque(n, in, opaque_output_types(n), form);
     std::size_t j = 0;
     for (int k = 0; k < n.output_size(); ++k)
         if (!n.output(k).empty()) bind(n, k, out[j++]);
@@ -228,7 +228,7 @@ inline void onnx_importer::convert_opaque(const node_t& n) {
 
 /// The opaque op of node `n` (kept for the export) over `in`, writing tensors of `types`.
 inline graph::output_ids onnx_importer::add_opaque(const node_t& n, const std::vector<graph::tensor_id>& in,
-                                                   const std::vector<ops::tensor_type>& types) {
+                                                   const std::vector<ops::tensor_type>& types, std::string_view form) {
     std::vector<std::int64_t> shapes, dtypes;
     for (const auto& t : types) {
         shapes.push_back(static_cast<std::int64_t>(t.dims.rank()));
@@ -240,7 +240,9 @@ inline graph::output_ids onnx_importer::add_opaque(const node_t& n, const std::v
     auto out = g_.add(ops::op_kind::opaque, in,
                       {{ops::attr_id::node, index}, {ops::attr_id::shapes, shapes}, {ops::attr_id::dtypes, dtypes}},
                       unique(node_name(n)));
-    ++kept_opaque_[n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : concat(n.domain(), ".", n.op_type())];
+    const std::string type =
+        n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : concat(n.domain(), ".", n.op_type());
+    ++kept_opaque_[form.empty() ? type : concat(type, ": ", form)];
     return out;
 }
 
