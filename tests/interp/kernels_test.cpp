@@ -382,6 +382,16 @@ TEST_CASE("clip") {
     check_value(unary(op_kind::clip, {-2, 0.5, 3}, {{attr_id::min, -1.0}, {attr_id::max, 1.0}}), {3}, {-1, 0.5, 1});
 }
 
+TEST_CASE("leaky_relu, hard_sigmoid, hard_swish, exp") {
+    check_value(unary(op_kind::leaky_relu, {-2, 0, 3}, {{attr_id::alpha, 0.1}}), {3}, {-0.2, 0, 3});
+    check_value(unary(op_kind::leaky_relu, {-2, 3}), {2}, {-0.02, 3});  // ONNX's default slope
+    check_value(unary(op_kind::hard_sigmoid, {-3, 0, 1, 3}), {4}, {0, 0.5, 0.7, 1});
+    check_value(unary(op_kind::hard_sigmoid, {-1, 0, 1}, {{attr_id::alpha, 0.25}, {attr_id::beta, 0.25}}), {3},
+                {0, 0.25, 0.5});
+    check_value(unary(op_kind::hard_swish, {-4, -1.5, 0, 1.5, 4}), {5}, {0, -0.375, 0, 1.125, 4});
+    check_value(unary(op_kind::exp, {0, 1, -1}), {3}, {1, std::exp(1.0), std::exp(-1.0)});
+}
+
 TEST_CASE("identity") { check_value(unary(op_kind::identity, {-2, 7}), {2}, {-2, 7}); }
 
 // ---- data movement

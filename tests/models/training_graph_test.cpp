@@ -126,7 +126,9 @@ graph::computation_graph sequence_model() {
 }
 
 /// The kinds an ONNX import adds to a transformer or a MobileNet: pow (a decomposed LayerNorm's
-/// square, and a weight exponent), erf (exact GELU), clip (ReLU6), reduce_max, log, add_n.
+/// square, and a weight exponent), erf (exact GELU), clip (ReLU6), reduce_max, log, add_n, and
+/// YOLO's and MobileNetV3's activations: leaky_relu, hard_sigmoid, hard_swish (on 4h, so that
+/// some inputs lie outside its curved part), exp.
 graph::computation_graph imported_kinds_model() {
     graph::computation_graph g("imported");
     auto x = g.input("x", {3, 4});
@@ -138,7 +140,12 @@ graph::computation_graph imported_kinds_model() {
     auto er = g.add1(op_kind::erf, {h}, {}, "erf");
     auto cl = g.add1(op_kind::clip, {h}, {{attr_id::min, -0.3}, {attr_id::max, 0.4}}, "clip");
     auto lg = g.add1(op_kind::log, {base}, {}, "log");
-    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg}, {}, "sum")[0];
+    auto lk = g.add1(op_kind::leaky_relu, {h}, {{attr_id::alpha, 0.1}}, "leaky_relu");
+    auto hs = g.add1(op_kind::hard_sigmoid, {h}, {{attr_id::alpha, 0.7}, {attr_id::beta, 0.4}}, "hard_sigmoid");
+    auto four = g.add1(op_kind::const_fill, {}, {{attr_id::shape, ints{}}, {attr_id::value, 4.0}}, "four");
+    auto hw = g.add1(op_kind::hard_swish, {g.add1(op_kind::ewmul, {h, four}, {}, "h4")}, {}, "hard_swish");
+    auto ex = g.add1(op_kind::exp, {h}, {}, "exp");
+    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg, lk, hs, hw, ex}, {}, "sum")[0];
     auto mx =
         g.add1(op_kind::reduce_max, {sum}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "max");
     g.mark_output(mx);
@@ -212,7 +219,9 @@ TEST_CASE("gradients of an embedding / attention / LSTM / GRU model match finite
     check_gradients(sequence_model(), 4);
 }
 
-TEST_CASE("gradients of pow / erf / clip / reduce_max / log / add_n (ONNX imports) match finite differences") {
+TEST_CASE(
+    "gradients of pow / erf / clip / reduce_max / log / add_n / activations (ONNX imports) match finite "
+    "differences") {
     check_gradients(imported_kinds_model(), 5);
     check_gradients(imported_kinds_model(), 6);
     // pow's exponent gradient is 0 where the base is not positive (no derivative in e there)

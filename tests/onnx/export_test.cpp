@@ -189,7 +189,11 @@ graph::computation_graph transformer_graph() {
                            {g.add1(op_kind::tanh, {g.add1(op_kind::erf, {su}, {}, "erf")}, {}, "tanh")}, {}, "sigmoid");
     const auto gl = g.add1(op_kind::gelu, {su}, {}, "gelu");
     const auto id = g.add1(op_kind::identity, {g.add1(op_kind::relu, {su}, {}, "relu")}, {}, "identity");
-    const auto an = g.add1(op_kind::add_n, {sq, lg, sg, id, pw, gl}, {}, "add_n");
+    const auto lk = g.add1(op_kind::leaky_relu, {su}, {{attr_id::alpha, 0.1}}, "leaky_relu");
+    const auto hs = g.add1(op_kind::hard_sigmoid, {g.add1(op_kind::hard_swish, {su}, {}, "hard_swish")},
+                           {{attr_id::alpha, 0.3}, {attr_id::beta, 0.4}}, "hard_sigmoid");
+    const auto ex = g.add1(op_kind::exp, {cl}, {}, "exp");
+    const auto an = g.add1(op_kind::add_n, {sq, lg, sg, id, pw, gl, lk, hs, ex}, {}, "add_n");
     const auto ln2 = g.add1(op_kind::layernorm, {an, g.weight("ln2_g", {3, 8}), g.weight("ln2_b", {3, 8})},
                             {{attr_id::axis, 1}, {attr_id::epsilon, 1e-3}}, "ln2");
     const auto rs = g.add1(op_kind::reshape, {ln2}, {{attr_id::shape, ints{-1, 4}}}, "reshape");
@@ -290,9 +294,9 @@ TEST_CASE("every inference op kind exports at opset 13 and 17 and imports back t
         }
     }
     // every kind of an inference graph is covered: all but the gradients and optimizer updates (the
-    // imported constants come after them)
+    // imported constants, opaque ops and the later activations come after them)
     for (const auto k : ops::all_op_kinds) {
-        const bool training = k > op_kind::add_n && k != op_kind::constant;
+        const bool training = (k > op_kind::add_n && k < op_kind::constant) || k == op_kind::opaque;
         CHECK_MESSAGE(seen.count(k) != training, ops::name(k));
     }
 }
@@ -793,8 +797,8 @@ TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows co
 }
 
 TEST_CASE(
-    "DepthToSpace, SpaceToDepth, Tile, Reciprocal, Sum, Mean and padded averages compute what onnxruntime "
-    "computes") {
+    "DepthToSpace, SpaceToDepth, Tile, Reciprocal, Sum, Mean, activations and padded averages compute what "
+    "onnxruntime computes") {
     if (onnxruntime_skipped()) return;
     scratch_dir dir;
     SUBCASE("DepthToSpace (DCR and CRD) and SpaceToDepth: a reshape, a transpose and a reshape") {
@@ -831,6 +835,29 @@ TEST_CASE(
             m.floats("row", {0.5f, -1.0f, 2.0f, 0.25f}, {4});
             m.floats("column", {1.0f, -2.0f, 3.0f}, {3, 1});
             check_against_onnxruntime(m, dir.path / concat("variadic_", op));
+        }
+    }
+    SUBCASE("LeakyRelu, HardSigmoid, HardSwish and Exp: kinds of their own") {
+        struct activation_case {
+            const char* op;
+            std::int64_t opset;
+            std::vector<std::pair<const char*, float>> attributes;
+        };
+        for (const auto& c : std::vector<activation_case>{{"LeakyRelu", 13, {}},
+                                                          {"LeakyRelu", 13, {{"alpha", 0.2f}}},
+                                                          {"HardSigmoid", 13, {}},
+                                                          {"HardSigmoid", 13, {{"alpha", 0.5f}, {"beta", 0.6f}}},
+                                                          {"HardSwish", 14, {}},
+                                                          {"Exp", 13, {}}}) {
+            CAPTURE(c.op);
+            one_node m({2, 3, 5}, c.op, {"scaled"}, c.opset);
+            m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both sides of every bend
+            m.b.node("Mul", {"x", "four"}, {"scaled"});
+            m.b.g->mutable_node()->SwapElements(0, 1);
+            for (const auto& [name, value] : c.attributes) set_attribute(*m.node, name, value);
+            const auto imported =
+                check_against_onnxruntime(m, dir.path / concat("activation_", c.op, c.attributes.size()));
+            CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
         }
     }
     SUBCASE("AveragePool with explicit pads that leave padded cells out, and ceil_mode windows past the pads") {

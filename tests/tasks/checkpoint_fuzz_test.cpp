@@ -1,9 +1,9 @@
 // The checkpoint fuzz harness's inputs (tests/fuzz/checkpoint_input.hpp) replayed with its checks:
 // the seeds tests/data/fuzz/checkpoint/ resume, the regressions are refused or read cleanly; and
 // the harness itself: fresh seeds of its own generator resume, and what it must refuse it refuses.
-// GOOPT_WRITE_FUZZ_SEEDS=DIR writes the seeds into DIR first (after a change of the network's shape
-// or of the checkpoint format: GOOPT_WRITE_FUZZ_SEEDS=tests/data/fuzz/checkpoint build/tests/goopt_tasks_tests
-// -tc='checkpoint fuzz*').
+// GOOPT_WRITE_FUZZ_SEEDS=DIR writes the seeds, and the accept_ regression the second test makes, into
+// DIR first (after a change of the network's shape or of the checkpoint format:
+// GOOPT_WRITE_FUZZ_SEEDS=tests/data/fuzz/checkpoint build/tests/goopt_tasks_tests -tc='*checkpoint*').
 #include "../fuzz/checkpoint_input.hpp"
 #include "../fuzz/replay.hpp"
 
@@ -71,6 +71,9 @@ TEST_CASE("a resumed checkpoint's best decision is checked when it is read, not 
     goopt::io::detail::store_le(none.data() + at + 7 * 9 + 1, 0, 8);  // no actions
     CHECK(refusal(none).empty());
     CHECK(checkpoint_input(none));
+    if (const char* dir = std::getenv("GOOPT_WRITE_FUZZ_SEEDS"))
+        goopt::io::atomic_write(std::filesystem::path(dir) / "regressions" / "accept_no_best_after_last_update.bin",
+                                none);
     for (const auto& input : {with(15, 2), with(3, std::bit_cast<std::uint64_t>(-1.0))})
         CHECK_FALSE(checkpoint_input(input));
 }

@@ -359,6 +359,47 @@ inline void clip_rule(grad_site& s) {
     s.give(0, b.add1(op_kind::relu_grad, {below, b.add1(op_kind::relu_grad, {above, s.g()})}));
 }
 
+/// alpha dy + (1 - alpha) dy [x > 0].
+inline void leaky_relu_rule(grad_site& s) {
+    auto& b = s.b;
+    const ops::dtype t = s.dtype();
+    const double alpha = s.attrs().get_real(attr_id::alpha);
+    const tensor_id below = b.add1(op_kind::ewmul, {s.g(), b.scalar(alpha, t, "grad/const/leaky_alpha")});
+    const tensor_id above = b.add1(op_kind::ewmul, {b.add1(op_kind::relu_grad, {s.in(0), s.g()}),
+                                                    b.scalar(1 - alpha, t, "grad/const/leaky_rest")});
+    s.give(0, b.add1(op_kind::ewadd, {below, above}));
+}
+
+/// alpha dy where 0 < alpha x + beta < 1: clip_rule's two masks, on the line before it is clipped.
+inline void hard_sigmoid_rule(grad_site& s) {
+    auto& b = s.b;
+    const ops::dtype t = s.dtype();
+    const double alpha = s.attrs().get_real(attr_id::alpha), beta = s.attrs().get_real(attr_id::beta);
+    const tensor_id scale = b.scalar(alpha, t, "grad/const/hard_sigmoid_alpha");
+    const tensor_id line = b.add1(
+        op_kind::ewadd, {b.add1(op_kind::ewmul, {s.in(0), scale}), b.scalar(beta, t, "grad/const/hard_sigmoid_beta")});
+    const tensor_id room = b.add1(op_kind::sub, {b.scalar(1.0, t, "grad/const/one"), line});
+    const tensor_id inside = b.add1(op_kind::relu_grad, {room, b.add1(op_kind::relu_grad, {line, s.g()})});
+    s.give(0, b.add1(op_kind::ewmul, {inside, scale}));
+}
+
+/// dy hard_sigmoid(x) + dy x / 6 where -3 < x < 3 (the product rule on x hard_sigmoid(x)).
+inline void hard_swish_rule(grad_site& s) {
+    auto& b = s.b;
+    const ops::dtype t = s.dtype();
+    const tensor_id x = s.in(0);
+    const tensor_id gate = b.add1(op_kind::hard_sigmoid, {x}, {{attr_id::alpha, 1.0 / 6}, {attr_id::beta, 0.5}});
+    const tensor_id slope =
+        b.add1(op_kind::ewmul, {b.add1(op_kind::ewmul, {s.g(), x}), b.scalar(1.0 / 6, t, "grad/const/sixth")});
+    const tensor_id three = b.scalar(3.0, t, "grad/const/three");
+    const tensor_id above = b.add1(op_kind::ewadd, {x, three}), below = b.add1(op_kind::sub, {three, x});
+    const tensor_id inside = b.add1(op_kind::relu_grad, {below, b.add1(op_kind::relu_grad, {above, slope})});
+    s.give(0, b.add1(op_kind::ewadd, {b.add1(op_kind::ewmul, {s.g(), gate}), inside}));
+}
+
+/// dy e^x = dy y.
+inline void exp_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::ewmul, {s.g(), s.y()})); }
+
 inline void identity_rule(grad_site& s) { s.give(0, s.g()); }
 
 /// reshape and flatten: the gradient reshaped back.
@@ -536,6 +577,10 @@ inline constexpr std::array<gradient_rule, ops::num_op_kinds> gradient_table = o
     {op_kind::adam_update, no_gradient},
     {op_kind::constant, no_gradient},
     {op_kind::opaque, no_gradient},  // its semantics are unknown
+    {op_kind::leaky_relu, leaky_relu_rule},
+    {op_kind::hard_sigmoid, hard_sigmoid_rule},
+    {op_kind::hard_swish, hard_swish_rule},
+    {op_kind::exp, exp_rule},
 }});
 
 /// Whether input `slot` of an op of kind k carries a gradient at all.

@@ -91,8 +91,14 @@ enum class op_kind : std::uint8_t {
     // an operator of an imported model that goopt has no kind for, kept with its output types: no
     // rule matches it, the interpreter cannot run it, the ONNX export writes the original node
     opaque,
+    // activations of real models (YOLO's leaky relu, MobileNetV3's hard sigmoid and hard swish, exp),
+    // appended after the others for the same reason
+    leaky_relu,
+    hard_sigmoid,
+    hard_swish,
+    exp,
 };
 
-inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::opaque) + 1;
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::exp) + 1;
 
 }  // namespace goopt::ops

@@ -62,6 +62,9 @@ inline constexpr std::array maxpool_grad_attrs{attr_spec{A::kernel, T::ints, tru
                                                attr_spec{A::padding, T::integer}};
 inline constexpr std::array gather_grad_attrs{attr_spec{A::axis, T::integer}, attr_spec{A::shape, T::ints, true}};
 inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 1e-8}};
+inline constexpr std::array leaky_relu_attrs{attr_spec{A::alpha, T::real, false, 0, 0.01}};
+inline constexpr std::array hard_sigmoid_attrs{attr_spec{A::alpha, T::real, false, 0, 0.2},
+                                               attr_spec{A::beta, T::real, false, 0, 0.5}};
 inline constexpr std::array opaque_attrs{attr_spec{A::node, T::integer, true}, attr_spec{A::shapes, T::ints, true},
                                          attr_spec{A::dtypes, T::ints, true}};
 
@@ -531,6 +534,34 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
         {op_kind::opaque, "opaque", 0, variadic, 0, detail::opaque_attrs, detail::sr::opaque, detail::cf::per_output<1>,
          detail::cf::io_bytes, multi_output, 0,
          "an imported operator goopt has no kind for: output types from `shapes` and `dtypes`, semantics unknown"},
+        {op_kind::leaky_relu, "leaky_relu", 1, 1, 1, detail::leaky_relu_attrs, detail::sr::unary,
+         detail::cf::per_output<2>, detail::cf::io_bytes, elementwise, 0, "x if x >= 0, else alpha x"},
+        {op_kind::hard_sigmoid, "hard_sigmoid", 1, 1, 1, detail::hard_sigmoid_attrs, detail::sr::unary,
+         detail::cf::per_output<4>, detail::cf::io_bytes, elementwise, 0, "min(max(alpha x + beta, 0), 1)"},
+        {op_kind::hard_swish,
+         "hard_swish",
+         1,
+         1,
+         1,
+         {},
+         detail::sr::unary,
+         detail::cf::per_output<5>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "x min(max(x / 6 + 1/2, 0), 1)"},
+        {op_kind::exp,
+         "exp",
+         1,
+         1,
+         1,
+         {},
+         detail::sr::unary,
+         detail::cf::per_output<8>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "e^x"},
     }});
 
 /// The spec of an operator kind.

@@ -434,6 +434,10 @@ inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table 
     {ops::op_kind::adam_update, not_enumerated},
     {ops::op_kind::constant, not_enumerated},
     {ops::op_kind::opaque, not_enumerated},
+    {ops::op_kind::leaky_relu, not_enumerated},
+    {ops::op_kind::hard_sigmoid, not_enumerated},
+    {ops::op_kind::hard_swish, not_enumerated},
+    {ops::op_kind::exp, not_enumerated},
 }});
 }  // namespace detail
 

@@ -181,6 +181,22 @@ template <std::floating_point T> value<T> clip(const kernel_args<T>& a) {
     return unary(a, [lo, hi](T x) { return std::min(std::max(x, lo), hi); });
 }
 
+template <std::floating_point T> value<T> leaky_relu(const kernel_args<T>& a) {
+    const auto alpha = static_cast<T>(a.attrs().get_real(ops::attr_id::alpha));
+    return unary(a, [alpha](T x) { return x >= T(0) ? x : alpha * x; });
+}
+template <std::floating_point T> value<T> hard_sigmoid(const kernel_args<T>& a) {
+    const auto alpha = static_cast<T>(a.attrs().get_real(ops::attr_id::alpha));
+    const auto beta = static_cast<T>(a.attrs().get_real(ops::attr_id::beta));
+    return unary(a, [alpha, beta](T x) { return std::min(std::max(alpha * x + beta, T(0)), T(1)); });
+}
+template <std::floating_point T> value<T> hard_swish(const kernel_args<T>& a) {
+    return unary(a, [](T x) { return x * std::min(std::max(x / T(6) + T(0.5), T(0)), T(1)); });
+}
+template <std::floating_point T> value<T> exp(const kernel_args<T>& a) {
+    return unary(a, [](T x) { return std::exp(x); });
+}
+
 template <std::floating_point T> value<T> relu_grad(const kernel_args<T>& a) {
     return pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); });
 }

@@ -108,6 +108,10 @@ inline constexpr std::array<ops::required_fn<kernel_fn<T>>, ops::num_op_kinds> k
         {ops::op_kind::adam_update, adam_update<T>},
         {ops::op_kind::constant, single<T, fed_source<T>>},
         {ops::op_kind::opaque, opaque<T>},
+        {ops::op_kind::leaky_relu, single<T, leaky_relu<T>>},
+        {ops::op_kind::hard_sigmoid, single<T, hard_sigmoid<T>>},
+        {ops::op_kind::hard_swish, single<T, hard_swish<T>>},
+        {ops::op_kind::exp, single<T, exp<T>>},
     }});
 
 }  // namespace goopt::interp::detail

@@ -393,6 +393,19 @@ inline void onnx_importer::convert_where(const node_t& n, const onnx_handler&) {
             "a constant condition that picks one operand everywhere");
 }
 
+inline void onnx_importer::convert_leaky_relu(const node_t& n, const onnx_handler&) {
+    bind(n, 0,
+         add1(ops::op_kind::leaky_relu, {tensor_in(n, 0)}, {{ops::attr_id::alpha, attr_float(n, "alpha", 0.01)}},
+              node_name(n)));
+}
+
+inline void onnx_importer::convert_hard_sigmoid(const node_t& n, const onnx_handler&) {
+    bind(n, 0,
+         add1(ops::op_kind::hard_sigmoid, {tensor_in(n, 0)},
+              {{ops::attr_id::alpha, attr_float(n, "alpha", 0.2)}, {ops::attr_id::beta, attr_float(n, "beta", 0.5)}},
+              node_name(n)));
+}
+
 /// 1 / x, as a division of a scalar one.
 inline void onnx_importer::convert_reciprocal(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);

@@ -222,6 +222,8 @@ template <ops::op_kind K> constexpr const char* same_operator() {
             return "Erf";
         case ops::op_kind::log:
             return "Log";
+        case ops::op_kind::exp:
+            return "Exp";
         case ops::op_kind::identity:
             return "Identity";
         case ops::op_kind::global_avgpool:
@@ -292,6 +294,30 @@ inline void gelu_op(onnx_exporter& e, graph::op_id o) { gelu(e, o, e.in(o, 0), e
 /// Clip with its bounds as scalar inputs; an infinite bound, or on an integer tensor one beyond the
 /// type's range, is left out (Clip's bounds are optional). On an integer tensor the others are
 /// rounded inwards, which leaves every result as it was.
+inline void leaky_relu(onnx_exporter& e, graph::op_id o) {
+    set_float(e.main(o, "LeakyRelu", {e.in(o, 0)}, {e.out(o)}), "alpha", e.op(o).attrs.get_real(attr_id::alpha));
+}
+
+inline void hard_sigmoid_node(onnx::NodeProto& n, double alpha, double beta) {
+    set_float(n, "alpha", alpha);
+    set_float(n, "beta", beta);
+}
+inline void hard_sigmoid(onnx_exporter& e, graph::op_id o) {
+    hard_sigmoid_node(e.main(o, "HardSigmoid", {e.in(o, 0)}, {e.out(o)}), e.op(o).attrs.get_real(attr_id::alpha),
+                      e.op(o).attrs.get_real(attr_id::beta));
+}
+
+/// HardSwish from operator set 14 on; before it, x * HardSigmoid(x) with alpha 1/6, as defined.
+inline void hard_swish(onnx_exporter& e, graph::op_id o) {
+    if (e.opset() >= 14) {
+        e.main(o, "HardSwish", {e.in(o, 0)}, {e.out(o)});
+        return;
+    }
+    const std::string gate = e.temp(o, "hard_sigmoid");
+    hard_sigmoid_node(e.node(o, "HardSigmoid", {e.in(o, 0)}, {gate}), 1.0 / 6, 0.5);
+    e.main(o, "Mul", {e.in(o, 0), gate}, {e.out(o)});
+}
+
 inline void clip(onnx_exporter& e, graph::op_id o) {
     const auto t = e.out_type(o).type;
     double lo = e.op(o).attrs.get_real(attr_id::min), hi = e.op(o).attrs.get_real(attr_id::max);
@@ -669,6 +695,10 @@ inline constexpr std::array<ops::required_fn<onnx_lowering>, ops::num_op_kinds> 
         {ops::op_kind::adam_update, lower::training_op},
         {ops::op_kind::constant, lower::weight},
         {ops::op_kind::opaque, lower::opaque},
+        {ops::op_kind::leaky_relu, lower::leaky_relu},
+        {ops::op_kind::hard_sigmoid, lower::hard_sigmoid},
+        {ops::op_kind::hard_swish, lower::hard_swish},
+        {ops::op_kind::exp, lower::same<ops::op_kind::exp>},
     }});
 
 }  // namespace goopt::io::detail
