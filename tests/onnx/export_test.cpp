@@ -1100,6 +1100,17 @@ TEST_CASE("a form of a supported operator that goopt has no kind for is kept opa
         set_attribute(*m.node, "clip", 0.5f);
         kept_opaque(m, "lstm_clip", "cell clipping (clip)");
     }
+    {
+        // optional outputs left empty are not a form of their own: an inference BatchNormalization
+        one_node m({1, 2, 3, 3}, "BatchNormalization", {"x", "s", "b", "m", "v"});
+        for (const char* name : {"s", "b", "m"}) m.floats(name, {0.5f, 1.5f});
+        m.floats("v", {1.0f, 2.0f});
+        m.node->add_output("");
+        m.node->add_output("");
+        const io::onnx_model imported = io::import_onnx_bytes(m.b.bytes(), "batchnorm.onnx");
+        CHECK(imported.graph.ops_of_kind(op_kind::batchnorm).size() == 1);
+        CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+    }
 }
 
 TEST_CASE("Einsum is kept opaque with its output type from the equation") {

@@ -68,7 +68,7 @@ inline void onnx_importer::convert_clip(const node_t& n, const onnx_handler&) {
 
 inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler&) {
     if (attr_int(n, "training_mode", 0) != 0) no_kind("training_mode = 1", "an inference graph (training_mode = 0)");
-    if (n.output_size() > 1) no_kind("running mean / variance outputs (training)", "one output");
+    if (wants_output(n, 1) || wants_output(n, 2)) no_kind("running mean / variance outputs (training)", "one output");
     bind(n, 0,
          add1(ops::op_kind::batchnorm,
               {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2), tensor_in(n, 3), tensor_in(n, 4)},
@@ -77,7 +77,7 @@ inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler
 
 inline void onnx_importer::convert_layernorm(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
-    if (n.output_size() > 1) no_kind("mean / inverse std outputs are used", "one output");
+    if (wants_output(n, 1) || wants_output(n, 2)) no_kind("mean / inverse std outputs are used", "one output");
     const ops::shape& x = dims_in(n, 0);
     const std::size_t ax = x.axis(attr_int(n, "axis", -1));
     const ops::shape norm{std::span<const std::int64_t>(x.begin() + ax, x.rank() - ax)};

@@ -291,9 +291,6 @@ inline void smul(onnx_exporter& e, graph::op_id o) {
 
 inline void gelu_op(onnx_exporter& e, graph::op_id o) { gelu(e, o, e.in(o, 0), e.out(o)); }
 
-/// Clip with its bounds as scalar inputs; an infinite bound, or on an integer tensor one beyond the
-/// type's range, is left out (Clip's bounds are optional). On an integer tensor the others are
-/// rounded inwards, which leaves every result as it was.
 inline void leaky_relu(onnx_exporter& e, graph::op_id o) {
     set_float(e.main(o, "LeakyRelu", {e.in(o, 0)}, {e.out(o)}), "alpha", e.op(o).attrs.get_real(attr_id::alpha));
 }
@@ -318,6 +315,9 @@ inline void hard_swish(onnx_exporter& e, graph::op_id o) {
     e.main(o, "Mul", {e.in(o, 0), gate}, {e.out(o)});
 }
 
+/// Clip with its bounds as scalar inputs; an infinite bound, or on an integer tensor one beyond the
+/// type's range, is left out (Clip's bounds are optional). On an integer tensor the others are
+/// rounded inwards, which leaves every result as it was.
 inline void clip(onnx_exporter& e, graph::op_id o) {
     const auto t = e.out_type(o).type;
     double lo = e.op(o).attrs.get_real(attr_id::min), hi = e.op(o).attrs.get_real(attr_id::max);
