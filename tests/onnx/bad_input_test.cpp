@@ -334,6 +334,19 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
          },
          {"bad.onnx: node 'y' (Pad)", "mode 'wrap': expected constant, edge or reflect"},
          false},
+        {"DepthToSpace whose blocksize squared overflows",
+         [](model_builder& b) {
+             b.input("x", {1, 8, 2, 2});
+             set_attribute(b.node("DepthToSpace", {"x"}, {"y"}), "blocksize", std::int64_t{1} << 32);
+         },
+         {"bad.onnx: node 'y' (DepthToSpace)", "blocksize 4294967296 for 8 channels: expected a blocksize b >= 1"}},
+        {"Tile with a repeat of 0",
+         [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.int64s("r", {2}, {1, 0});
+             b.node("Tile", {"x", "r"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (Tile)", "repeats [1,0] for shape [2,3]: expected repeats >= 1"}},
         {"Conv on a 3-D window",
          [](model_builder& b) {
              b.input("x", {1, 2, 4, 4, 4});

@@ -20,12 +20,13 @@ inline void onnx_importer::convert_depth_to_space(const node_t& n, const onnx_ha
     const ops::shape x = dims_in(n, 0);
     if (x.rank() != 4) fail(n, concat("input has shape ", x.to_string()), "NCHW (rank 4)");
     const std::int64_t b = attr_int(n, "blocksize", 0);
-    if (b < 1 || b > x[1] || x[1] % (b * b) != 0)
+    std::int64_t square = 0;
+    if (b < 1 || __builtin_mul_overflow(b, b, &square) || x[1] % square != 0)
         fail(n, concat("blocksize ", b, " for ", x[1], " channels"), "a blocksize b >= 1 whose square divides them");
     const std::string mode = attr_string(n, "mode", "DCR");
     if (mode != "DCR" && mode != "CRD") fail(n, concat("mode '", mode, "'"), "DCR or CRD");
     if (b == 1) return alias(n, 0, 0);
-    const std::int64_t N = x[0], C = x[1] / (b * b), H = x[2], W = x[3];
+    const std::int64_t N = x[0], C = x[1] / square, H = x[2], W = x[3];
     const bool dcr = mode == "DCR";
     const graph::tensor_id split =
         reshape(tensor_in(n, 0), dcr ? ops::shape{N, b, b, C, H, W} : ops::shape{N, C, b, b, H, W}, name + "/blocks");
