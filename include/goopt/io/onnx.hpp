@@ -23,7 +23,7 @@
 ///
 /// The parts, under io/onnx/: model.hpp (options, result, entry points), constant.hpp (values known
 /// at import time), importer.hpp (state and shared steps), fold.hpp, convert.hpp, convolution.hpp,
-/// rearrange.hpp, recurrent.hpp, resize.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import);
+/// recurrent.hpp, resize.hpp, tile.hpp (the handlers), handlers.hpp (the op table), import.hpp (the import);
 /// exporter.hpp (the exporter's options, report, state and shared steps), lowering.hpp (one
 /// lowering per op kind), recurrent_write_back.hpp, symbolic_dims.hpp (symbolic dimensions named
 /// again), export.hpp (the export); external_data.hpp.
@@ -42,8 +42,8 @@
 #include <goopt/io/onnx/model.hpp>
 #include <goopt/io/onnx/opaque.hpp>
 #include <goopt/io/onnx/random_weights.hpp>
-#include <goopt/io/onnx/rearrange.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/recurrent_write_back.hpp>
 #include <goopt/io/onnx/resize.hpp>
 #include <goopt/io/onnx/symbolic_dims.hpp>
+#include <goopt/io/onnx/tile.hpp>

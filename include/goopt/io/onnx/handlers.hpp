@@ -9,9 +9,9 @@
 #include <goopt/io/onnx/convolution.hpp>
 #include <goopt/io/onnx/fold.hpp>
 #include <goopt/io/onnx/importer.hpp>
-#include <goopt/io/onnx/rearrange.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
 #include <goopt/io/onnx/resize.hpp>
+#include <goopt/io/onnx/tile.hpp>
 
 #include <algorithm>
 #include <array>
@@ -44,7 +44,6 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "ConstantOfShape", .fold = &i::fold_constant_of_shape},
         onnx_handler{.op = "Conv", .convert = &i::convert_conv},
         onnx_handler{.op = "ConvTranspose", .convert = &i::convert_conv_transpose},
-        onnx_handler{.op = "DepthToSpace", .convert = &i::convert_depth_to_space},
         onnx_handler{
             .op = "Div", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::div, .math = &e::div},
         onnx_handler{.op = "Dropout", .fold = &i::fold_identity, .convert = &i::convert_dropout},
@@ -95,7 +94,6 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Sigmoid", .convert = &i::convert_unary, .kind = k::sigmoid},
         onnx_handler{.op = "Slice", .fold = &i::fold_slice, .convert = &i::convert_slice},
         onnx_handler{.op = "Softmax", .convert = &i::convert_softmax},
-        onnx_handler{.op = "SpaceToDepth", .convert = &i::convert_space_to_depth},
         onnx_handler{.op = "Split", .convert = &i::convert_split},
         onnx_handler{.op = "Sqrt",
                      .fold = &i::fold_elementwise,

@@ -112,8 +112,6 @@ public:
     void convert_hard_sigmoid(const node_t& n, const onnx_handler&);
     void convert_sum(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
-    void convert_depth_to_space(const node_t& n, const onnx_handler&);
-    void convert_space_to_depth(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
     /// `opaque` op (opaque.hpp).
     void convert_opaque(const node_t& n, std::string_view form = {});
