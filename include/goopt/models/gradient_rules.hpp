@@ -349,14 +349,21 @@ inline void gelu_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::gelu_grad, {s.
 inline void erf_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::erf_grad, {s.in(0), s.g()})); }
 inline void log_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::div, {s.g(), s.in(0)})); }
 
-/// dy where min < x < max, else 0: two relu_grad masks, on x - min and on max - x.
+/// dy where both gaps are positive, else 0: two relu_grad masks. The gradient of every clipped
+/// line (clip, hard_sigmoid, hard_swish's slope) is its slope inside the interval and 0 outside, and
+/// the gaps are the distances to the interval's ends (x - low, high - x).
+inline tensor_id inside_mask(gradient_builder& b, tensor_id gap_to_low, tensor_id gap_to_high, tensor_id dy) {
+    return b.add1(op_kind::relu_grad, {gap_to_high, b.add1(op_kind::relu_grad, {gap_to_low, dy})});
+}
+
+/// dy where min < x < max, else 0.
 inline void clip_rule(grad_site& s) {
     auto& b = s.b;
     const ops::dtype t = s.dtype();
     const double lo = s.attrs().get_real(attr_id::min), hi = s.attrs().get_real(attr_id::max);
     const tensor_id above = b.add1(op_kind::sub, {s.in(0), b.scalar(lo, t, "grad/const/clip_min")});
     const tensor_id below = b.add1(op_kind::sub, {b.scalar(hi, t, "grad/const/clip_max"), s.in(0)});
-    s.give(0, b.add1(op_kind::relu_grad, {below, b.add1(op_kind::relu_grad, {above, s.g()})}));
+    s.give(0, inside_mask(b, above, below, s.g()));
 }
 
 /// alpha dy + (1 - alpha) dy [x > 0].
@@ -370,7 +377,7 @@ inline void leaky_relu_rule(grad_site& s) {
     s.give(0, b.add1(op_kind::ewadd, {below, above}));
 }
 
-/// alpha dy where 0 < alpha x + beta < 1: clip_rule's two masks, on the line before it is clipped.
+/// alpha dy where 0 < alpha x + beta < 1: the line before it is clipped, masked as clip's.
 inline void hard_sigmoid_rule(grad_site& s) {
     auto& b = s.b;
     const ops::dtype t = s.dtype();
@@ -379,11 +386,11 @@ inline void hard_sigmoid_rule(grad_site& s) {
     const tensor_id line = b.add1(
         op_kind::ewadd, {b.add1(op_kind::ewmul, {s.in(0), scale}), b.scalar(beta, t, "grad/const/hard_sigmoid_beta")});
     const tensor_id room = b.add1(op_kind::sub, {b.scalar(1.0, t, "grad/const/one"), line});
-    const tensor_id inside = b.add1(op_kind::relu_grad, {room, b.add1(op_kind::relu_grad, {line, s.g()})});
-    s.give(0, b.add1(op_kind::ewmul, {inside, scale}));
+    s.give(0, b.add1(op_kind::ewmul, {inside_mask(b, line, room, s.g()), scale}));
 }
 
-/// dy hard_sigmoid(x) + dy x / 6 where -3 < x < 3 (the product rule on x hard_sigmoid(x)).
+/// dy hard_sigmoid(x) + dy x / 6 where -3 < x < 3 (the product rule on x hard_sigmoid(x)). The gate
+/// is computed again: the forward op keeps only the product, and dividing it by x fails at 0.
 inline void hard_swish_rule(grad_site& s) {
     auto& b = s.b;
     const ops::dtype t = s.dtype();
@@ -393,8 +400,7 @@ inline void hard_swish_rule(grad_site& s) {
         b.add1(op_kind::ewmul, {b.add1(op_kind::ewmul, {s.g(), x}), b.scalar(1.0 / 6, t, "grad/const/sixth")});
     const tensor_id three = b.scalar(3.0, t, "grad/const/three");
     const tensor_id above = b.add1(op_kind::ewadd, {x, three}), below = b.add1(op_kind::sub, {three, x});
-    const tensor_id inside = b.add1(op_kind::relu_grad, {below, b.add1(op_kind::relu_grad, {above, slope})});
-    s.give(0, b.add1(op_kind::ewadd, {b.add1(op_kind::ewmul, {s.g(), gate}), inside}));
+    s.give(0, b.add1(op_kind::ewadd, {b.add1(op_kind::ewmul, {s.g(), gate}), inside_mask(b, above, below, slope)}));
 }
 
 /// dy e^x = dy y.
