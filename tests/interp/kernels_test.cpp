@@ -392,6 +392,18 @@ TEST_CASE("leaky_relu, hard_sigmoid, hard_swish, exp") {
     check_value(unary(op_kind::exp, {0, 1, -1}), {3}, {1, std::exp(1.0), std::exp(-1.0)});
 }
 
+TEST_CASE("prelu, softplus, elu, abs") {
+    check_value(binary(op_kind::prelu, tensor({2, 2}, {-2, 3, -4, 0}), tensor({2, 1}, {0.5, 0.25})), {2, 2},
+                {-1, 3, -1, 0});
+    check_value(binary(op_kind::prelu, tensor({2}, {-2, 3}), tensor({2, 1}, {0.5, 0.25})), {2, 2},
+                {-1, 3, -0.5, 3});  // a slope that widens x
+    check_value(unary(op_kind::softplus, {0, 1, -1, 100, -100}), {5},
+                {std::log(2.0), std::log1p(std::exp(1.0)), std::log1p(std::exp(-1.0)), 100, std::exp(-100.0)});
+    check_value(unary(op_kind::elu, {-1, 0, 2}), {3}, {std::expm1(-1.0), 0, 2});  // ONNX's default alpha 1
+    check_value(unary(op_kind::elu, {-2, 2}, {{attr_id::alpha, 0.5}}), {2}, {0.5 * std::expm1(-2.0), 2});
+    check_value(unary(op_kind::abs, {-2, 0, 3}), {3}, {2, 0, 3});
+}
+
 TEST_CASE("identity") { check_value(unary(op_kind::identity, {-2, 7}), {2}, {-2, 7}); }
 
 // ---- data movement

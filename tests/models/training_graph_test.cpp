@@ -128,7 +128,8 @@ graph::computation_graph sequence_model() {
 /// The kinds an ONNX import adds to a transformer or a MobileNet: pow (a decomposed LayerNorm's
 /// square, and a weight exponent), erf (exact GELU), clip (ReLU6), reduce_max, log, add_n, and
 /// YOLO's and MobileNetV3's activations: leaky_relu, hard_sigmoid, hard_swish (on 4h, so that
-/// some inputs lie outside its curved part), exp.
+/// some inputs lie outside its curved part), exp; prelu (a slope per column, and a slope that widens
+/// its input), softplus, elu and abs.
 graph::computation_graph imported_kinds_model() {
     graph::computation_graph g("imported");
     auto x = g.input("x", {3, 4});
@@ -145,7 +146,13 @@ graph::computation_graph imported_kinds_model() {
     auto four = g.add1(op_kind::const_fill, {}, {{attr_id::shape, ints{}}, {attr_id::value, 4.0}}, "four");
     auto hw = g.add1(op_kind::hard_swish, {g.add1(op_kind::ewmul, {h, four}, {}, "h4")}, {}, "hard_swish");
     auto ex = g.add1(op_kind::exp, {h}, {}, "exp");
-    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg, lk, hs, hw, ex}, {}, "sum")[0];
+    auto pr = g.add1(op_kind::prelu, {h, g.weight("slope", {4})}, {}, "prelu");
+    auto pw2 = g.add1(op_kind::prelu, {g.weight("narrow", {4}), h}, {}, "prelu_widened");
+    auto sp = g.add1(op_kind::softplus, {h}, {}, "softplus");
+    auto el = g.add1(op_kind::elu, {h}, {{attr_id::alpha, 0.7}}, "elu");
+    auto ab = g.add1(op_kind::abs, {h}, {}, "abs");
+    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg, lk, hs, hw, ex, pr, pw2, sp, el, ab},
+                     {}, "sum")[0];
     auto mx =
         g.add1(op_kind::reduce_max, {sum}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "max");
     g.mark_output(mx);

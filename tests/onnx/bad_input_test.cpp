@@ -341,6 +341,15 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("Tile", {"x", "r"}, {"y"});
          },
          {"bad.onnx: node 'y' (Tile)", "repeats [1,0] for shape [2,3]: expected repeats >= 1"}},
+        {"PRelu whose slope would widen its input",
+         [](model_builder& b) {
+             b.input("x", {2, 3});
+             b.floats("slope", {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+             b.node("PRelu", {"x", "slope"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (PRelu)",
+          "a slope of shape [4,3] for an input of shape [2,3]: expected a slope that "
+          "broadcasts to the input's shape (one per channel, or one)"}},
         {"Conv on a 3-D window",
          [](model_builder& b) {
              b.input("x", {1, 2, 4, 4, 4});

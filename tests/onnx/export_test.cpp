@@ -193,7 +193,12 @@ graph::computation_graph transformer_graph() {
     const auto hs = g.add1(op_kind::hard_sigmoid, {g.add1(op_kind::hard_swish, {su}, {}, "hard_swish")},
                            {{attr_id::alpha, 0.3}, {attr_id::beta, 0.4}}, "hard_sigmoid");
     const auto ex = g.add1(op_kind::exp, {cl}, {}, "exp");
-    const auto an = g.add1(op_kind::add_n, {sq, lg, sg, id, pw, gl, lk, hs, ex}, {}, "add_n");
+    const auto pr = g.add1(op_kind::prelu, {su, g.weight("prelu_slope", {3, 1})}, {}, "prelu");
+    const auto pn = g.add1(op_kind::prelu, {g.weight("narrow", {8}), su}, {}, "prelu_widened");  // an Expand first
+    const auto sp = g.add1(op_kind::softplus, {su}, {}, "softplus");
+    const auto el = g.add1(op_kind::elu, {su}, {{attr_id::alpha, 0.5}}, "elu");
+    const auto ab = g.add1(op_kind::abs, {su}, {}, "abs");
+    const auto an = g.add1(op_kind::add_n, {sq, lg, sg, id, pw, gl, lk, hs, ex, pr, pn, sp, el, ab}, {}, "add_n");
     const auto ln2 = g.add1(op_kind::layernorm, {an, g.weight("ln2_g", {3, 8}), g.weight("ln2_b", {3, 8})},
                             {{attr_id::axis, 1}, {attr_id::epsilon, 1e-3}}, "ln2");
     const auto rs = g.add1(op_kind::reshape, {ln2}, {{attr_id::shape, ints{-1, 4}}}, "reshape");
@@ -844,6 +849,35 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
             CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
         }
     }
+    SUBCASE("PRelu (a slope per channel, one slope, a slope per column), Elu, Softplus, Abs: kinds of their own") {
+        struct activation_case {
+            const char* op;
+            std::vector<float> slope;
+            std::vector<std::int64_t> slope_dims;
+            std::vector<std::pair<const char*, float>> attributes;
+        };
+        for (const auto& c : std::vector<activation_case>{{"PRelu", {0.1f, -0.5f, 2.0f}, {3, 1}, {}},
+                                                          {"PRelu", {0.25f}, {1}, {}},
+                                                          {"PRelu", {0.1f, 0.2f, 0.3f, 0.4f, 0.5f}, {5}, {}},
+                                                          {"Elu", {}, {}, {}},
+                                                          {"Elu", {}, {}, {{"alpha", 0.3f}}},
+                                                          {"Softplus", {}, {}, {}},
+                                                          {"Abs", {}, {}, {}}}) {
+            CAPTURE(c.op);
+            CAPTURE(c.slope.size());
+            one_node m({2, 3, 5}, c.op,
+                       c.slope.empty() ? std::initializer_list<std::string>{"scaled"}
+                                       : std::initializer_list<std::string>{"scaled", "slope"});
+            m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both sides of every bend
+            if (!c.slope.empty()) m.floats("slope", c.slope, c.slope_dims);
+            m.b.node("Mul", {"x", "four"}, {"scaled"});
+            m.b.g->mutable_node()->SwapElements(0, 1);
+            for (const auto& [name, value] : c.attributes) set_attribute(*m.node, name, value);
+            const auto imported = check_against_onnxruntime(
+                m, dir.path / concat("activation_", c.op, c.slope.size(), "_", c.attributes.size()));
+            CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+        }
+    }
     SUBCASE("AveragePool with explicit pads that leave padded cells out, and ceil_mode windows past the pads") {
         struct average_case {
             std::vector<std::int64_t> kernel, strides, pads;
@@ -1189,7 +1223,7 @@ TEST_CASE("an opaque op on a scalar gets its output type from shape inference") 
     onnx_testing::model_builder b;
     b.input("x", {2, 3});
     onnx_testing::set_attribute(b.node("ReduceSum", {"x"}, {"s"}), "keepdims", std::int64_t{0});
-    b.node("Elu", {"s"}, {"e"});  // no goopt kind: opaque, its input of rank 0
+    b.node("Softsign", {"s"}, {"e"});  // no goopt kind: opaque, its input of rank 0
     b.node("Neg", {"e"}, {"y"});
     b.output("y");
     const auto m = io::import_onnx_bytes(b.bytes(), "scalar.onnx");

@@ -406,6 +406,47 @@ inline void hard_swish_rule(grad_site& s) {
 /// dy e^x = dy y.
 inline void exp_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::ewmul, {s.g(), s.y()})); }
 
+/// dx = dy where x > 0, slope dy elsewhere; dslope = dy min(x, 0) = dy (x - relu(x)), summed over
+/// what the slope was broadcast to.
+inline void prelu_rule(grad_site& s) {
+    auto& b = s.b;
+    const ops::tensor_type& out = b.fwd.type_of(s.y());
+    tensor_id x = s.in(0);  // broadcast to the output's shape, which relu_grad's mask needs
+    if (!(s.in_dims(0) == out.dims)) x = b.add1(op_kind::ewadd, {x, b.fill(out.dims, 0.0, out.type)});
+    if (s.need[0]) {
+        const tensor_id above = b.add1(op_kind::relu_grad, {x, s.g()});
+        const tensor_id below = b.add1(op_kind::ewmul, {b.add1(op_kind::sub, {s.g(), above}), s.in(1)});
+        s.give(0, b.unbroadcast(b.add1(op_kind::ewadd, {above, below}), s.in_dims(0)));
+    }
+    if (s.need[1]) {
+        const tensor_id negative_part = b.add1(op_kind::sub, {x, b.add1(op_kind::relu, {x})});
+        s.give(1, b.unbroadcast(b.add1(op_kind::ewmul, {s.g(), negative_part}), s.in_dims(1)));
+    }
+}
+
+/// dy sigmoid(x).
+inline void softplus_rule(grad_site& s) {
+    s.give(0, s.b.add1(op_kind::ewmul, {s.g(), s.b.add1(op_kind::sigmoid, {s.in(0)})}));
+}
+
+/// dy where x > 0, dy (y + alpha) elsewhere (alpha e^x = y + alpha there).
+inline void elu_rule(grad_site& s) {
+    auto& b = s.b;
+    const double alpha = s.attrs().get_real(attr_id::alpha);
+    const tensor_id above = b.add1(op_kind::relu_grad, {s.in(0), s.g()});
+    const tensor_id slope_below = b.add1(op_kind::ewadd, {s.y(), b.scalar(alpha, s.dtype(), "grad/const/elu_alpha")});
+    const tensor_id below = b.add1(op_kind::ewmul, {b.add1(op_kind::sub, {s.g(), above}), slope_below});
+    s.give(0, b.add1(op_kind::ewadd, {above, below}));
+}
+
+/// dy sign(x): the mask of x > 0 minus the mask of -x > 0 (0 at x = 0).
+inline void abs_rule(grad_site& s) {
+    auto& b = s.b;
+    const tensor_id negated = b.add1(op_kind::smul, {s.in(0), s.minus_one()});
+    s.give(0, b.add1(op_kind::sub,
+                     {b.add1(op_kind::relu_grad, {s.in(0), s.g()}), b.add1(op_kind::relu_grad, {negated, s.g()})}));
+}
+
 inline void identity_rule(grad_site& s) { s.give(0, s.g()); }
 
 /// reshape and flatten: the gradient reshaped back.
@@ -587,6 +628,10 @@ inline constexpr std::array<gradient_rule, ops::num_op_kinds> gradient_table = o
     {op_kind::hard_sigmoid, hard_sigmoid_rule},
     {op_kind::hard_swish, hard_swish_rule},
     {op_kind::exp, exp_rule},
+    {op_kind::prelu, prelu_rule},
+    {op_kind::softplus, softplus_rule},
+    {op_kind::elu, elu_rule},
+    {op_kind::abs, abs_rule},
 }});
 
 /// Whether input `slot` of an op of kind k carries a gradient at all.

@@ -42,7 +42,7 @@ enum class attr_id : std::uint8_t {
     node,        ///< int: an opaque op's node in the model it was imported from (io::onnx_model::opaque_nodes)
     shapes,      ///< ints: an opaque op's output shapes, each as its rank and then its dimensions
     dtypes,      ///< ints: an opaque op's output element types (ops::dtype), one per output
-    alpha,       ///< real: leaky_relu's slope below 0, hard_sigmoid's slope
+    alpha,       ///< real: leaky_relu's slope below 0, hard_sigmoid's slope, elu's scale below 0
     beta,        ///< real: hard_sigmoid's offset
 };
 

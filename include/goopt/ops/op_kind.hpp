@@ -97,8 +97,14 @@ enum class op_kind : std::uint8_t {
     hard_sigmoid,
     hard_swish,
     exp,
+    // more activations of real models (PReLU of face and super-resolution networks, softplus of
+    // YOLOv4's mish, ELU, absolute value), appended for the same reason
+    prelu,
+    softplus,
+    elu,
+    abs,
 };
 
-inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::exp) + 1;
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::abs) + 1;
 
 }  // namespace goopt::ops

@@ -63,6 +63,7 @@ inline constexpr std::array maxpool_grad_attrs{attr_spec{A::kernel, T::ints, tru
 inline constexpr std::array gather_grad_attrs{attr_spec{A::axis, T::integer}, attr_spec{A::shape, T::ints, true}};
 inline constexpr std::array adam_attrs{attr_spec{A::epsilon, T::real, false, 0, 1e-8}};
 inline constexpr std::array leaky_relu_attrs{attr_spec{A::alpha, T::real, false, 0, 0.01}};
+inline constexpr std::array elu_attrs{attr_spec{A::alpha, T::real, false, 0, 1.0}};
 inline constexpr std::array hard_sigmoid_attrs{attr_spec{A::alpha, T::real, false, 0, 0.2},
                                                attr_spec{A::beta, T::real, false, 0, 0.5}};
 inline constexpr std::array opaque_attrs{attr_spec{A::node, T::integer, true}, attr_spec{A::shapes, T::ints, true},
@@ -562,6 +563,44 @@ inline constexpr std::array<op_spec, num_op_kinds> op_table =
          elementwise,
          0,
          "e^x"},
+        {op_kind::prelu,
+         "prelu",
+         2,
+         2,
+         1,
+         {},
+         detail::sr::binary,
+         detail::cf::per_output<2>,
+         detail::cf::io_bytes,
+         elementwise | broadcasts,
+         0,
+         "x if x >= 0, else slope x (the slope broadcast to x: one per channel, or one)"},
+        {op_kind::softplus,
+         "softplus",
+         1,
+         1,
+         1,
+         {},
+         detail::sr::unary,
+         detail::cf::per_output<8>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "log(1 + e^x)"},
+        {op_kind::elu, "elu", 1, 1, 1, detail::elu_attrs, detail::sr::unary, detail::cf::per_output<8>,
+         detail::cf::io_bytes, elementwise, 0, "x if x > 0, else alpha (e^x - 1)"},
+        {op_kind::abs,
+         "abs",
+         1,
+         1,
+         1,
+         {},
+         detail::sr::unary,
+         detail::cf::per_output<1>,
+         detail::cf::io_bytes,
+         elementwise,
+         0,
+         "absolute value"},
     }});
 
 /// The spec of an operator kind.

@@ -438,6 +438,10 @@ inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table 
     {ops::op_kind::hard_sigmoid, not_enumerated},
     {ops::op_kind::hard_swish, not_enumerated},
     {ops::op_kind::exp, not_enumerated},
+    {ops::op_kind::prelu, not_enumerated},
+    {ops::op_kind::softplus, not_enumerated},
+    {ops::op_kind::elu, not_enumerated},
+    {ops::op_kind::abs, not_enumerated},
 }});
 }  // namespace detail
 

@@ -197,6 +197,21 @@ template <std::floating_point T> value<T> exp(const kernel_args<T>& a) {
     return unary(a, [](T x) { return std::exp(x); });
 }
 
+template <std::floating_point T> value<T> prelu(const kernel_args<T>& a) {
+    return binary(a, [](T x, T slope) { return x >= T(0) ? x : slope * x; });
+}
+/// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): e^x overflows for x above 88 in float.
+template <std::floating_point T> value<T> softplus(const kernel_args<T>& a) {
+    return unary(a, [](T x) { return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x))); });
+}
+template <std::floating_point T> value<T> elu(const kernel_args<T>& a) {
+    const auto alpha = static_cast<T>(a.attrs().get_real(ops::attr_id::alpha));
+    return unary(a, [alpha](T x) { return x > T(0) ? x : alpha * std::expm1(x); });
+}
+template <std::floating_point T> value<T> abs(const kernel_args<T>& a) {
+    return unary(a, [](T x) { return std::abs(x); });
+}
+
 template <std::floating_point T> value<T> relu_grad(const kernel_args<T>& a) {
     return pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); });
 }

@@ -112,6 +112,10 @@ inline constexpr std::array<ops::required_fn<kernel_fn<T>>, ops::num_op_kinds> k
         {ops::op_kind::hard_sigmoid, single<T, hard_sigmoid<T>>},
         {ops::op_kind::hard_swish, single<T, hard_swish<T>>},
         {ops::op_kind::exp, single<T, exp<T>>},
+        {ops::op_kind::prelu, single<T, prelu<T>>},
+        {ops::op_kind::softplus, single<T, softplus<T>>},
+        {ops::op_kind::elu, single<T, elu<T>>},
+        {ops::op_kind::abs, single<T, abs<T>>},
     }});
 
 }  // namespace goopt::interp::detail

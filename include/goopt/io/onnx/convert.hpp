@@ -406,6 +406,26 @@ inline void onnx_importer::convert_hard_sigmoid(const node_t& n, const onnx_hand
               node_name(n)));
 }
 
+inline void onnx_importer::convert_elu(const node_t& n, const onnx_handler&) {
+    bind(
+        n, 0,
+        add1(ops::op_kind::elu, {tensor_in(n, 0)}, {{ops::attr_id::alpha, attr_float(n, "alpha", 1.0)}}, node_name(n)));
+}
+
+/// The slope broadcasts to x and never widens it (ONNX's unidirectional broadcasting).
+inline void onnx_importer::convert_prelu(const node_t& n, const onnx_handler&) {
+    const ops::shape x = dims_in(n, 0), slope = dims_in(n, 1);
+    bool fits = slope.rank() <= x.rank();
+    for (std::size_t k = 0; fits && k < slope.rank(); ++k) {
+        const std::int64_t s = slope[slope.rank() - 1 - k];
+        fits = s == 1 || s == x[x.rank() - 1 - k];
+    }
+    if (!fits)
+        fail(n, concat("a slope of shape ", slope.to_string(), " for an input of shape ", x.to_string()),
+             "a slope that broadcasts to the input's shape (one per channel, or one)");
+    bind(n, 0, add1(ops::op_kind::prelu, {tensor_in(n, 0), tensor_in(n, 1)}, {}, node_name(n)));
+}
+
 /// 1 / x, as a division of a scalar one.
 inline void onnx_importer::convert_reciprocal(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);

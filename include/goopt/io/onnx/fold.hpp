@@ -56,6 +56,7 @@ inline constexpr onnx_elementwise pow{
             return std::string_view{};
         }};
 inline constexpr onnx_elementwise sqrt{.arity = 1, .real = [](double a, double, double) { return std::sqrt(a); }};
+inline constexpr onnx_elementwise abs{.arity = 1, .real = [](double a, double, double) { return std::abs(a); }};
 inline constexpr onnx_elementwise exp{.arity = 1, .real = [](double a, double, double) { return std::exp(a); }};
 inline constexpr onnx_elementwise reciprocal{.arity = 1, .real = [](double a, double, double) { return 1 / a; }};
 inline constexpr onnx_elementwise neg{.arity = 1,

@@ -30,6 +30,8 @@ namespace e = elementwise;
 inline constexpr std::array onnx_handlers = [] {
     using namespace handle;
     return std::array{
+        onnx_handler{
+            .op = "Abs", .fold = &i::fold_elementwise, .convert = &i::convert_unary, .kind = k::abs, .math = &e::abs},
         onnx_handler{.op = "Add",
                      .fold = &i::fold_elementwise,
                      .convert = &i::convert_binary,
@@ -47,6 +49,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{
             .op = "Div", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::div, .math = &e::div},
         onnx_handler{.op = "Dropout", .fold = &i::fold_identity, .convert = &i::convert_dropout},
+        onnx_handler{.op = "Elu", .convert = &i::convert_elu},
         onnx_handler{.op = "Equal", .fold = &i::fold_elementwise, .math = &e::equal},
         onnx_handler{.op = "Erf", .convert = &i::convert_unary, .kind = k::erf},
         onnx_handler{
@@ -76,6 +79,7 @@ inline constexpr std::array onnx_handlers = [] {
                      .kind = k::ewmul,
                      .math = &e::mul},
         onnx_handler{.op = "Neg", .fold = &i::fold_elementwise, .convert = &i::convert_neg, .math = &e::neg},
+        onnx_handler{.op = "PRelu", .convert = &i::convert_prelu},
         onnx_handler{.op = "Pad", .convert = &i::convert_pad},
         onnx_handler{
             .op = "Pow", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::pow, .math = &e::pow},
@@ -94,6 +98,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Sigmoid", .convert = &i::convert_unary, .kind = k::sigmoid},
         onnx_handler{.op = "Slice", .fold = &i::fold_slice, .convert = &i::convert_slice},
         onnx_handler{.op = "Softmax", .convert = &i::convert_softmax},
+        onnx_handler{.op = "Softplus", .convert = &i::convert_unary, .kind = k::softplus},
         onnx_handler{.op = "Split", .convert = &i::convert_split},
         onnx_handler{.op = "Sqrt",
                      .fold = &i::fold_elementwise,

@@ -224,6 +224,10 @@ template <ops::op_kind K> constexpr const char* same_operator() {
             return "Log";
         case ops::op_kind::exp:
             return "Exp";
+        case ops::op_kind::softplus:
+            return "Softplus";
+        case ops::op_kind::abs:
+            return "Abs";
         case ops::op_kind::identity:
             return "Identity";
         case ops::op_kind::global_avgpool:
@@ -293,6 +297,22 @@ inline void gelu_op(onnx_exporter& e, graph::op_id o) { gelu(e, o, e.in(o, 0), e
 
 inline void leaky_relu(onnx_exporter& e, graph::op_id o) {
     set_float(e.main(o, "LeakyRelu", {e.in(o, 0)}, {e.out(o)}), "alpha", e.op(o).attrs.get_real(attr_id::alpha));
+}
+
+inline void elu(onnx_exporter& e, graph::op_id o) {
+    set_float(e.main(o, "Elu", {e.in(o, 0)}, {e.out(o)}), "alpha", e.op(o).attrs.get_real(attr_id::alpha));
+}
+
+/// ONNX's PRelu broadcasts only the slope to x; an x that the slope widens is expanded first.
+inline void prelu(onnx_exporter& e, graph::op_id o) {
+    std::string x = e.in(o, 0);
+    const ops::shape& out = e.out_type(o).dims;
+    if (!(e.in_type(o, 0).dims == out)) {
+        const std::string wide = e.temp(o, "expanded");
+        e.node(o, "Expand", {x, e.ints_constant(o, "shape", ints(out.begin(), out.end()))}, {wide});
+        x = wide;
+    }
+    e.main(o, "PRelu", {x, e.in(o, 1)}, {e.out(o)});
 }
 
 inline void hard_sigmoid_node(onnx::NodeProto& n, double alpha, double beta) {
@@ -699,6 +719,10 @@ inline constexpr std::array<ops::required_fn<onnx_lowering>, ops::num_op_kinds> 
         {ops::op_kind::hard_sigmoid, lower::hard_sigmoid},
         {ops::op_kind::hard_swish, lower::hard_swish},
         {ops::op_kind::exp, lower::same<ops::op_kind::exp>},
+        {ops::op_kind::prelu, lower::prelu},
+        {ops::op_kind::softplus, lower::same<ops::op_kind::softplus>},
+        {ops::op_kind::elu, lower::elu},
+        {ops::op_kind::abs, lower::same<ops::op_kind::abs>},
     }});
 
 }  // namespace goopt::io::detail
