@@ -826,55 +826,41 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
             check_against_onnxruntime(m, dir.path / concat("variadic_", op));
         }
     }
-    SUBCASE("LeakyRelu, HardSigmoid, HardSwish and Exp: kinds of their own") {
+    SUBCASE("LeakyRelu, HardSigmoid, HardSwish, Exp, PRelu, Elu, Softplus, Abs: kinds of their own") {
         struct activation_case {
             const char* op;
             std::int64_t opset;
             std::vector<std::pair<const char*, float>> attributes;
+            std::vector<float> slope = {};  // PRelu's second input
+            std::vector<std::int64_t> slope_dims = {};
         };
-        for (const auto& c : std::vector<activation_case>{{"LeakyRelu", 13, {}},
-                                                          {"LeakyRelu", 13, {{"alpha", 0.2f}}},
-                                                          {"HardSigmoid", 13, {}},
-                                                          {"HardSigmoid", 13, {{"alpha", 0.5f}, {"beta", 0.6f}}},
-                                                          {"HardSwish", 14, {}},
-                                                          {"Exp", 13, {}}}) {
-            CAPTURE(c.op);
-            one_node m({2, 3, 5}, c.op, {"scaled"}, c.opset);
-            m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both sides of every bend
-            m.b.node("Mul", {"x", "four"}, {"scaled"});
-            m.b.g->mutable_node()->SwapElements(0, 1);
-            for (const auto& [name, value] : c.attributes) set_attribute(*m.node, name, value);
-            const auto imported =
-                check_against_onnxruntime(m, dir.path / concat("activation_", c.op, c.attributes.size()));
-            CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
-        }
-    }
-    SUBCASE("PRelu (a slope per channel, one slope, a slope per column), Elu, Softplus, Abs: kinds of their own") {
-        struct activation_case {
-            const char* op;
-            std::vector<float> slope;
-            std::vector<std::int64_t> slope_dims;
-            std::vector<std::pair<const char*, float>> attributes;
-        };
-        for (const auto& c : std::vector<activation_case>{{"PRelu", {0.1f, -0.5f, 2.0f}, {3, 1}, {}},
-                                                          {"PRelu", {0.25f}, {1}, {}},
-                                                          {"PRelu", {0.1f, 0.2f, 0.3f, 0.4f, 0.5f}, {5}, {}},
-                                                          {"Elu", {}, {}, {}},
-                                                          {"Elu", {}, {}, {{"alpha", 0.3f}}},
-                                                          {"Softplus", {}, {}, {}},
-                                                          {"Abs", {}, {}, {}}}) {
+        for (const auto& c :
+             std::vector<activation_case>{{"LeakyRelu", 13, {}},
+                                          {"LeakyRelu", 13, {{"alpha", 0.2f}}},
+                                          {"HardSigmoid", 13, {}},
+                                          {"HardSigmoid", 13, {{"alpha", 0.5f}, {"beta", 0.6f}}},
+                                          {"HardSwish", 14, {}},
+                                          {"Exp", 13, {}},
+                                          {"PRelu", 13, {}, {0.1f, -0.5f, 2.0f}, {3, 1}},  // one per channel
+                                          {"PRelu", 13, {}, {0.25f}, {1}},
+                                          {"PRelu", 13, {}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f}, {5}},  // per column
+                                          {"Elu", 13, {}},
+                                          {"Elu", 13, {{"alpha", 0.3f}}},
+                                          {"Softplus", 13, {}},
+                                          {"Abs", 13, {}}}) {
             CAPTURE(c.op);
             CAPTURE(c.slope.size());
             one_node m({2, 3, 5}, c.op,
                        c.slope.empty() ? std::initializer_list<std::string>{"scaled"}
-                                       : std::initializer_list<std::string>{"scaled", "slope"});
+                                       : std::initializer_list<std::string>{"scaled", "slope"},
+                       c.opset);
             m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both sides of every bend
             if (!c.slope.empty()) m.floats("slope", c.slope, c.slope_dims);
             m.b.node("Mul", {"x", "four"}, {"scaled"});
             m.b.g->mutable_node()->SwapElements(0, 1);
             for (const auto& [name, value] : c.attributes) set_attribute(*m.node, name, value);
             const auto imported = check_against_onnxruntime(
-                m, dir.path / concat("activation_", c.op, c.slope.size(), "_", c.attributes.size()));
+                m, dir.path / concat("activation_", c.op, c.attributes.size(), "_", c.slope.size()));
             CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
         }
     }

@@ -155,6 +155,13 @@ struct grad_site {
         return b.fill(t.dims, 0.0, t.type);
     }
     tensor_id minus_one() { return b.scalar(-1.0, dtype(), "grad/const/minus_one"); }
+    /// Input i broadcast to the first output's shape (plus zeros where it is smaller): a relu_grad
+    /// mask on an input needs the gradient's shape.
+    tensor_id in_at_output_shape(std::size_t i) {
+        const ops::tensor_type& out = b.fwd.type_of(y());
+        if (in_dims(i) == out.dims) return in(i);
+        return b.add1(op_kind::ewadd, {in(i), b.fill(out.dims, 0.0, out.type)});
+    }
 };
 
 /// A gradient rule: appends the gradient ops of one forward op.
@@ -328,10 +335,8 @@ inline void pow_rule(grad_site& s) {
                                           {{attr_id::min, double(std::numeric_limits<float>::min())},
                                            {attr_id::max, std::numeric_limits<double>::max()}});
         const tensor_id ylog = b.add1(op_kind::ewmul, {s.y(), b.add1(op_kind::log, {positive})});
-        const ops::tensor_type& out = b.fwd.type_of(s.y());
-        tensor_id x = s.in(0);  // broadcast to the output's shape, which relu_grad's mask needs
-        if (!(s.in_dims(0) == out.dims)) x = b.add1(op_kind::ewadd, {x, b.fill(out.dims, 0.0, out.type)});
-        const tensor_id masked = b.add1(op_kind::relu_grad, {x, b.add1(op_kind::ewmul, {s.g(), ylog})});
+        const tensor_id masked =
+            b.add1(op_kind::relu_grad, {s.in_at_output_shape(0), b.add1(op_kind::ewmul, {s.g(), ylog})});
         s.give(1, b.unbroadcast(masked, s.in_dims(1)));
     }
 }
@@ -410,9 +415,7 @@ inline void exp_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::ewmul, {s.g(), 
 /// what the slope was broadcast to.
 inline void prelu_rule(grad_site& s) {
     auto& b = s.b;
-    const ops::tensor_type& out = b.fwd.type_of(s.y());
-    tensor_id x = s.in(0);  // broadcast to the output's shape, which relu_grad's mask needs
-    if (!(s.in_dims(0) == out.dims)) x = b.add1(op_kind::ewadd, {x, b.fill(out.dims, 0.0, out.type)});
+    const tensor_id x = s.in_at_output_shape(0);
     if (s.need[0]) {
         const tensor_id above = b.add1(op_kind::relu_grad, {x, s.g()});
         const tensor_id below = b.add1(op_kind::ewmul, {b.add1(op_kind::sub, {s.g(), above}), s.in(1)});

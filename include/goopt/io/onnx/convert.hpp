@@ -17,8 +17,13 @@
 
 namespace goopt::io::detail {
 
+/// The kind's real attributes (LeakyRelu's and Elu's alpha, HardSigmoid's alpha and beta) are read
+/// from the node's float attributes of the same names; the op table's defaults are ONNX's.
 inline void onnx_importer::convert_unary(const node_t& n, const onnx_handler& h) {
-    bind(n, 0, add1(h.kind, {tensor_in(n, 0)}, {}, node_name(n)));
+    ops::attribute_map a;
+    for (const ops::attr_spec& s : ops::spec(h.kind).attrs)
+        if (s.type == ops::attr_type::real) a.set(s.id, attr_float(n, ops::name(s.id), s.real_default));
+    bind(n, 0, add1(h.kind, {tensor_in(n, 0)}, std::move(a), node_name(n)));
 }
 
 inline void onnx_importer::convert_binary(const node_t& n, const onnx_handler& h) {
@@ -391,25 +396,6 @@ inline void onnx_importer::convert_where(const node_t& n, const onnx_handler&) {
     // a select: a causal mask, a masked fill
     no_kind("a computed or mixed condition (goopt has no select op)",
             "a constant condition that picks one operand everywhere");
-}
-
-inline void onnx_importer::convert_leaky_relu(const node_t& n, const onnx_handler&) {
-    bind(n, 0,
-         add1(ops::op_kind::leaky_relu, {tensor_in(n, 0)}, {{ops::attr_id::alpha, attr_float(n, "alpha", 0.01)}},
-              node_name(n)));
-}
-
-inline void onnx_importer::convert_hard_sigmoid(const node_t& n, const onnx_handler&) {
-    bind(n, 0,
-         add1(ops::op_kind::hard_sigmoid, {tensor_in(n, 0)},
-              {{ops::attr_id::alpha, attr_float(n, "alpha", 0.2)}, {ops::attr_id::beta, attr_float(n, "beta", 0.5)}},
-              node_name(n)));
-}
-
-inline void onnx_importer::convert_elu(const node_t& n, const onnx_handler&) {
-    bind(
-        n, 0,
-        add1(ops::op_kind::elu, {tensor_in(n, 0)}, {{ops::attr_id::alpha, attr_float(n, "alpha", 1.0)}}, node_name(n)));
 }
 
 /// The slope broadcasts to x and never widens it (ONNX's unidirectional broadcasting).

@@ -49,7 +49,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{
             .op = "Div", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::div, .math = &e::div},
         onnx_handler{.op = "Dropout", .fold = &i::fold_identity, .convert = &i::convert_dropout},
-        onnx_handler{.op = "Elu", .convert = &i::convert_elu},
+        onnx_handler{.op = "Elu", .convert = &i::convert_unary, .kind = k::elu},
         onnx_handler{.op = "Equal", .fold = &i::fold_elementwise, .math = &e::equal},
         onnx_handler{.op = "Erf", .convert = &i::convert_unary, .kind = k::erf},
         onnx_handler{
@@ -62,12 +62,12 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "GlobalAveragePool", .convert = &i::convert_unary, .kind = k::global_avgpool},
         onnx_handler{.op = "GlobalMaxPool", .convert = &i::convert_global_max_pool},
         onnx_handler{.op = "Greater", .fold = &i::fold_elementwise, .math = &e::greater},
-        onnx_handler{.op = "HardSigmoid", .convert = &i::convert_hard_sigmoid},
+        onnx_handler{.op = "HardSigmoid", .convert = &i::convert_unary, .kind = k::hard_sigmoid},
         onnx_handler{.op = "HardSwish", .convert = &i::convert_unary, .kind = k::hard_swish},
         onnx_handler{.op = "Identity", .fold = &i::fold_identity, .convert = &i::convert_identity},
         onnx_handler{.op = "LSTM", .convert = &i::convert_lstm},
         onnx_handler{.op = "LayerNormalization", .convert = &i::convert_layernorm},
-        onnx_handler{.op = "LeakyRelu", .convert = &i::convert_leaky_relu},
+        onnx_handler{.op = "LeakyRelu", .convert = &i::convert_unary, .kind = k::leaky_relu},
         onnx_handler{.op = "Less", .fold = &i::fold_elementwise, .math = &e::less},
         onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},

@@ -108,9 +108,6 @@ public:
     void convert_gru(const node_t& n, const onnx_handler&);
     void convert_resize(const node_t& n, const onnx_handler&);
     void convert_reciprocal(const node_t& n, const onnx_handler&);
-    void convert_leaky_relu(const node_t& n, const onnx_handler&);
-    void convert_hard_sigmoid(const node_t& n, const onnx_handler&);
-    void convert_elu(const node_t& n, const onnx_handler&);
     void convert_prelu(const node_t& n, const onnx_handler&);
     void convert_sum(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
