@@ -12,6 +12,7 @@
 #include <goopt/tasks/joint_curriculum.hpp>
 #include <goopt/tasks/ladder.hpp>
 #include <goopt/tasks/level_prior.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/placement_features.hpp>
 #include <goopt/tasks/pretrain.hpp>

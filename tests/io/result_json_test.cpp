@@ -250,3 +250,30 @@ TEST_CASE("goopt.result: the two pipelines of a run whose substitution rewrote t
     j["pipelines"][0]["best"] = "nobody";
     CHECK(result_error(j).find("/pipelines/0/best: 'nobody' is not a method of /methods") != std::string::npos);
 }
+
+TEST_CASE("goopt.result: the tasks a default run left out, each with its reason (optional key)") {
+    auto r = sample_result();
+    r.skipped = {{"fusion", "tasks::fusion_decider: graph 'g' has no producer/consumer pair that can fuse"},
+                 {"scheduling", "tasks::scheduling_decider: no device has two ops to order", "rewritten"}};
+    const std::string text = io::result_to_json(r).dump(1);
+    const auto back = io::result_from_json(nlohmann::json::parse(text), "r.json");
+    CHECK(io::result_to_json(back).dump(1) == text);
+    REQUIRE(back.skipped.size() == 2);
+    CHECK(back.skipped[0].task == "fusion");
+    CHECK(back.skipped[0].pipeline.empty());
+    CHECK(back.skipped[1].reason == r.skipped[1].reason);
+    CHECK(back.skipped[1].pipeline == "rewritten");
+    // a run that left nothing out writes no "skipped"
+    CHECK(io::result_to_json(sample_result()).dump(1).find("\"skipped\"") == std::string::npos);
+    // each entry is checked like the rest of the file
+    auto j = nlohmann::json::parse(text);
+    j["skipped"][0].erase("reason");
+    CHECK(result_error(j).find("r.json: /skipped/0/reason: missing") != std::string::npos);
+    j = nlohmann::json::parse(text);
+    j["skipped"][1]["pipeline"] = "third";
+    CHECK(result_error(j).find("r.json: /skipped/1/pipeline: is 'third': expected \"original\" or \"rewritten\"") !=
+          std::string::npos);
+    j = nlohmann::json::parse(text);
+    j["skipped"][0]["why"] = "typo";
+    CHECK(result_error(j).find("r.json: /skipped/0: unknown key 'why'") != std::string::npos);
+}

@@ -96,6 +96,11 @@ TEST_CASE("placement task: deciding ops, colocation groups on one device, source
     acts.assign(g.num_ops(), 5);
     CHECK_THROWS_AS(task.decide(acts), error);
     CHECK(task.evaluate(task.observe(rng), acts, 0).valid == false);
+    // a graph whose step takes no time (an input passed through) leaves nothing to place
+    graph::computation_graph idle("pass_through");
+    idle.mark_output(idle.input("x", {8, 8}));
+    CHECK_THROWS_WITH_AS(tasks::placement_task(idle, cl), doctest::Contains("step takes no time"),
+                         tasks::nothing_to_decide);
 }
 
 TEST_CASE("placement task: a refused decision gets the penalty reward; any other error propagates") {
@@ -452,6 +457,20 @@ TEST_CASE("pretrain_placement: one policy across graphs; train_placement starts 
     auto cfg = small(120);
     cfg.ppo.learning_rate = 1e-3;
     cfg.checkpoint = ckpt;
+    {  // a graph among them that does no work is named: of several, which one has nothing to place
+        graph::computation_graph idle("pass_through");
+        idle.mark_output(idle.input("x", {8, 8}));
+        const std::vector<graph::computation_graph> with_idle{g, idle};
+        std::mt19937_64 r0(1);
+        auto one = small(1);
+        one.checkpoint = dir.path / "never_written.ckpt";
+        CHECK_THROWS_WITH_AS(tasks::pretrain_placement(std::span<const graph::computation_graph>(with_idle), cl,
+                                                       cost::roofline_model{}, one, 1, r0),
+                             doctest::Contains("graph 'pass_through' on 2xV100:nvlink: tasks::placement_task: the "
+                                               "reference placement's step takes no time"),
+                             tasks::nothing_to_decide);
+        CHECK_FALSE(std::filesystem::exists(one.checkpoint));
+    }
     sim::simulator s(g, cl), sp(pair, cl);
     const double one_device = s.run(sim::placement(g.num_ops(), 0)).step_time,
                  pair_one_device = sp.run(sim::placement(pair.num_ops(), 0)).step_time;

@@ -7,6 +7,7 @@
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
 #include <goopt/subst/inference_cost.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -156,6 +157,7 @@ struct pipeline {
     std::size_t ops = 0;
     std::vector<method_result> methods = {};
     std::size_t first_learned = 0, best = 0, best_baseline = 0;
+    std::vector<io::skipped_task> skipped = {};  ///< default tasks the graph left nothing to decide
 };
 
 pipeline run_pipeline(std::string label, const loaded_graph& input, const cluster_type& cluster,
@@ -170,18 +172,36 @@ pipeline run_pipeline(std::string label, const loaded_graph& input, const cluste
         std::find_if(p.methods.begin(), p.methods.end(), [](const method_result& m) { return m.name == "m_etf"; });
     if (metf == p.methods.end()) throw error("goopt optimize", "no m_etf baseline", "run_baselines to include m_etf");
     const decisions metf_decision = metf->chosen;
+    // Run by default (no --tasks), a task the graph leaves nothing to decide (a graph with no pair that
+    // can fuse, a placement with no device holding two ops to order) is left out with its reason;
+    // asked for by name, that is the run's error (the user asked a question with no answer).
+    auto run = [&](std::string name, auto&& decide) {
+        try {
+            p.methods.push_back(decide());
+            return true;
+        } catch (const tasks::nothing_to_decide& e) {
+            if (!f.tasks.empty()) throw;
+            p.skipped.push_back({std::move(name), e.what(), p.label});
+            return false;
+        }
+    };
+    std::vector<std::string> decided;  // the deciding tasks that ran
     for (const auto& t : tasks)
-        if (const auto decide = task_named(t).decide) p.methods.push_back(decide(ctx, metf_decision));
+        if (const auto decide = task_named(t).decide)
+            if (run(t, [&] { return decide(ctx, metf_decision); })) decided.push_back(t);
     // two or more deciding tasks: also one policy deciding them together (GO's joint optimization)
-    auto asked = [&](std::string_view t) { return std::find(tasks.begin(), tasks.end(), t) != tasks.end(); };
-    if (asked("placement") + asked("scheduling") + asked("fusion") >= 2) {
+    auto ran = [&](std::string_view t) { return std::find(decided.begin(), decided.end(), t) != decided.end(); };
+    if (ran("placement") + ran("scheduling") + ran("fusion") >= 2) {
         // the best baseline's placement: the pairs' default placement and the placement decoder's anchor
         std::size_t best = 0;
         for (std::size_t i = 1; i < p.first_learned; ++i)
             if (better_method(p.methods[i], p.methods[best])) best = i;
         const auto anchor = p.methods[best];  // a copy: `methods` grows below
-        p.methods.push_back(
-            optimize_joint(ctx, metf_decision, anchor, asked("placement"), asked("scheduling"), asked("fusion")));
+        std::string joint = "go_";
+        for (const auto& t : decided) joint += (joint.size() > 3 ? "+" : "") + t;
+        run(joint, [&] {
+            return optimize_joint(ctx, metf_decision, anchor, ran("placement"), ran("scheduling"), ran("fusion"));
+        });
     }
     progress.clear();
     for (std::size_t i = 0; i < p.methods.size(); ++i)
@@ -315,6 +335,11 @@ int run_optimize(optimize_flags& f) {
     for (const auto& t : task_table)
         if (std::find(tasks.begin(), tasks.end(), t.name) == tasks.end() && !t.status().available)
             left_out.emplace_back(t.name);
+    for (const auto& p : pipelines)
+        for (const auto& t : p.skipped)
+            std::printf("left out (nothing to decide%s): %s: %s\n",
+                        t.pipeline.empty() ? "" : (" on the " + t.pipeline + " graph").c_str(), t.task.c_str(),
+                        t.reason.c_str());
     if (f.tasks.empty() && !left_out.empty()) {
         std::string names;
         for (const auto& t : left_out) names += (names.empty() ? "" : ", ") + t;
@@ -351,6 +376,7 @@ int run_optimize(optimize_flags& f) {
                 r.methods.push_back(summary_of(m, reference));
                 r.methods.back().pipeline = p.label;
             }
+        for (const auto& p : pipelines) r.skipped.insert(r.skipped.end(), p.skipped.begin(), p.skipped.end());
         if (runs > 1)
             for (const auto& p : pipelines)
                 r.pipelines.push_back({p.label, p.ops, p.methods[p.best].name, p.methods[p.best].result.step_time});

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -368,8 +369,11 @@ int run_superopt(const superopt_flags& f) {
     std::printf("%-8s %8zu %14s\n", "before", input.graph.num_ops(), format_seconds(s.cost_before).c_str());
     std::printf("%-8s %8zu %14s\n", "after", r.graph.num_ops(), format_seconds(s.cost_after).c_str());
     std::printf("gain %.3fx (cost before / after), %zu rewrites, %zu graphs costed, %.1f s, bound: %s\n",
-                s.cost_after > 0 ? s.cost_before / s.cost_after : 0.0, s.rules_applied, s.graphs_seen, s.seconds,
-                std::string(s.bound).c_str());
+                // a graph that costs nothing before and after (no op that runs) is unchanged: 1x
+                s.cost_after > 0    ? s.cost_before / s.cost_after
+                : s.cost_before > 0 ? std::numeric_limits<double>::infinity()
+                                    : 1.0,
+                s.rules_applied, s.graphs_seen, s.seconds, std::string(s.bound).c_str());
     if (s.refused > 0)  // a rule of the file that does not hold at a match is never applied there
         std::printf("%zu matches refused: the rule was not proven at the matched shapes\n", s.refused);
     if (table) {  // how much of the search's costs were measured, and what the roofline alone predicts

@@ -11,7 +11,8 @@
 ///  "cluster": {"description": "4xV100:nvlink",
 ///              "devices": [{"name": "V100", "mem_capacity_bytes": 17179869184}, ...]},
 ///  "seed": 1, "budget": {"steps": 200, "seconds": 0.0},
-///  "tasks": ["placement"],                     // the goopt tasks that ran
+///  "tasks": ["placement"],                     // the goopt tasks run (--tasks, or every one the build has)
+///  "skipped": [{"task": "fusion", "reason": "..."}], // optional: those of a default run with nothing to decide
 ///  "methods": [{"name": "heft", "description": "HEFT placement with upward-rank priorities",
 ///               "step_time_s": 0.2294, "speedup": 2.79,  // the first method's step time / this one's
 ///               "peak_memory_bytes": [...per device...], "oom": true,
@@ -82,6 +83,15 @@ struct pipeline_summary {
     double step_time = 0;  ///< seconds, its best method's
 };
 
+/// A deciding task that ran by default (no --tasks) and was left out because the graph left it
+/// nothing to decide (tasks::nothing_to_decide): its name, or the joint method's, and why.
+struct skipped_task {
+    std::string task;    ///< "fusion", or the joint method's name ("go_placement+scheduling")
+    std::string reason;  ///< the one-line message of tasks::nothing_to_decide
+    /// "original" or "rewritten" when the run had two pipelines; empty otherwise ("pipeline" absent).
+    std::string pipeline = {};
+};
+
 /// One point of an iterative method's curve.
 struct training_curve_point {
     std::size_t update = 0;   ///< rounds (PPO updates, search rounds) so far
@@ -120,6 +130,9 @@ struct optimize_result {
     /// Both pipelines when substitution rewrote the graph (the better one's `best` is the run's);
     /// empty otherwise ("pipelines" is then absent).
     std::vector<pipeline_summary> pipelines = {};
+    /// Tasks run by default that had nothing to decide on the graph; empty: none ("skipped" is then
+    /// absent).
+    std::vector<skipped_task> skipped = {};
 };
 
 /// @brief The goopt.result document of `r`, keys in the order above.
@@ -284,6 +297,15 @@ inline nlohmann::ordered_json result_to_json(const optimize_result& r) {
             pipelines.push_back({{"graph", p.graph}, {"ops", p.ops}, {"best", p.best}, {"step_time_s", p.step_time}});
         doc["pipelines"] = std::move(pipelines);
     }
+    if (!r.skipped.empty()) {
+        nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+        for (const auto& t : r.skipped) {
+            nlohmann::ordered_json one = {{"task", t.task}, {"reason", t.reason}};
+            if (!t.pipeline.empty()) one["pipeline"] = t.pipeline;
+            skipped.push_back(std::move(one));
+        }
+        doc["skipped"] = std::move(skipped);
+    }
     return doc;
 }
 
@@ -293,7 +315,7 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
     in.keys(j, "",
             {"format", "version", "model", "ops", "ops_before_substitution", "cluster", "seed", "budget", "tasks",
              "methods", "best", "best_baseline", "decisions", "graph", "training_curve"},
-            {"substitution", "pipelines"});
+            {"substitution", "pipelines", "skipped"});
     optimize_result r;
     r.model = in.text(j["model"], "/model");
     r.ops = static_cast<std::size_t>(in.count(j["ops"], "/ops"));
@@ -378,6 +400,16 @@ inline optimize_result result_from_json(const nlohmann::json& j, std::string_vie
                                in.number(ps[k]["step_time_s"], at + "/step_time_s")};
             in.method_name(r, p.best, at + "/best");
             r.pipelines.push_back(std::move(p));
+        }
+    }
+    if (j.contains("skipped")) {
+        const auto& ts = in.array(j["skipped"], "/skipped");
+        for (std::size_t k = 0; k < ts.size(); ++k) {
+            const std::string at = detail::at_index("/skipped", k);
+            in.keys(ts[k], at, {"task", "reason"}, {"pipeline"});
+            skipped_task t{in.text(ts[k]["task"], at + "/task"), in.text(ts[k]["reason"], at + "/reason")};
+            if (ts[k].contains("pipeline")) t.pipeline = in.pipeline(ts[k]["pipeline"], at + "/pipeline");
+            r.skipped.push_back(std::move(t));
         }
     }
     return r;

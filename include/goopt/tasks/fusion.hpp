@@ -18,6 +18,7 @@
 #include <goopt/error.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -130,7 +131,8 @@ template <device::DeviceModel D, cost::CostModel<D> Cost> class fusion_decider {
 public:
     /// @param priorities per op for the simulator's list scheduler (empty: FIFO).
     /// @throws goopt::error for a level count that is even or under 3, a step that is not positive,
-    /// a placement the simulator refuses, or one that leaves no producer/consumer pair that can fuse.
+    /// or a placement the simulator refuses; tasks::nothing_to_decide for one that leaves no
+    /// producer/consumer pair that can fuse, or a fused step that takes no time.
     fusion_decider(sim::simulator<D, Cost>& s, sim::placement placement, std::vector<double> priorities = {},
                    fusion_config c = {})
         : fuser_(s, std::move(placement)), priorities_(std::move(priorities)), config_(c) {
@@ -140,7 +142,7 @@ public:
             throw error("tasks::fusion_decider", concat("step ", c.step), "a finite step > 0");
         s.check_placement(fuser_.placement());
         if (fuser_.num_pairs() == 0)
-            throw error(
+            throw nothing_to_decide(
                 "tasks::fusion_decider",
                 concat("graph '", s.graph().name(), "' has no producer/consumer pair that can fuse on one device"),
                 "a graph and placement with at least one fusible pair (sim::can_fuse)");
@@ -150,7 +152,8 @@ public:
         heuristic_ = decide(heuristic_actions());
         reference_ = sim::run(s, heuristic_).step_time;
         if (!(reference_ > 0))
-            throw error("tasks::fusion_decider", "priority fusion's step takes no time", "a graph with work to fuse");
+            throw nothing_to_decide("tasks::fusion_decider", "priority fusion's step takes no time",
+                                    "a graph with work to fuse");
     }
 
     std::size_t num_choices() const { return config_.levels; }

@@ -39,6 +39,7 @@
 #include <goopt/tasks/fusion.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/ladder.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 #include <goopt/tasks/step_reward.hpp>
 
 #include <algorithm>
@@ -133,7 +134,8 @@ public:
 
     /// @throws goopt::error for no task to decide, an even level count (or a fusion count under 3), a
     /// step, prior, temperature or anchor strength that is not finite and positive, a fixed placement the simulator
-    /// refuses, or a fusion task on a graph with no pair that can fuse.
+    /// refuses; tasks::nothing_to_decide for a fusion task on a graph with no pair that can fuse, or
+    /// a heuristic pipeline whose step takes no time.
     joint_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
                joint_config config = {})
         : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)), features_(nn::node_features<float>(g)) {
@@ -178,12 +180,14 @@ public:
         }
         if (t.fusion && !t.placement &&
             baselines::priority_fuser<D, Cost>(*sims_[0], config_.placement).num_pairs() == 0)
-            throw error(who, concat("graph '", g.name(), "' has no producer/consumer pair that can fuse on one device"),
-                        "a graph and placement with at least one fusible pair (sim::can_fuse)");
+            throw nothing_to_decide(
+                who, concat("graph '", g.name(), "' has no producer/consumer pair that can fuse on one device"),
+                "a graph and placement with at least one fusible pair (sim::can_fuse)");
         if (t.fusion && t.placement) {  // the single-device placement has every pair there is
             if (baselines::priority_fuser<D, Cost>(*sims_[0], sim::placement(n, 0)).num_pairs() == 0)
-                throw error(who, concat("graph '", g.name(), "' has no producer/consumer pair that can fuse"),
-                            "a graph with at least one fusible pair (sim::can_fuse)");
+                throw nothing_to_decide(who,
+                                        concat("graph '", g.name(), "' has no producer/consumer pair that can fuse"),
+                                        "a graph with at least one fusible pair (sim::can_fuse)");
         }
         active_.assign(n, 0);
         for (graph::op_id o = 0; o < n; ++o) active_[o] = is_source(o) ? 0 : 1;
@@ -206,7 +210,8 @@ public:
             sims_[0]->run(heuristic_.placement,
                           {.priorities = heuristic_.priorities, .fusion = heuristic_.fusion, .record_trace = false});
         if (!(reference_.step_time > 0))
-            throw error(who, "the heuristic pipeline's step takes no time (nothing to improve)", "a step time > 0");
+            throw nothing_to_decide(who, "the heuristic pipeline's step takes no time (nothing to improve)",
+                                    "a step time > 0");
     }
     /// The task keeps references to its graph and cluster (as sim::simulator does): temporaries are refused.
     joint_task(graph::computation_graph&&, const device::cluster<D>&, Cost = Cost{}, joint_config = {}) = delete;

@@ -20,6 +20,7 @@
 #include <goopt/tasks/concepts.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
 #include <goopt/tasks/ladder.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 #include <goopt/tasks/placement_features.hpp>
 #include <goopt/tasks/ranked_decoding.hpp>
 #include <goopt/tasks/step_reward.hpp>
@@ -144,7 +145,8 @@ public:
     using observation = nn::placement_features<float>;
     using outcome = step_outcome;
 
-    /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length.
+    /// @throws goopt::error for a cyclic graph, an empty cluster, or a reference of the wrong length;
+    /// tasks::nothing_to_decide where the reference placement's step takes no time.
     placement_task(const graph::computation_graph& g, const device::cluster<D>& c, Cost cost = Cost{},
                    placement_task_config config = {})
         : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)) {
@@ -211,8 +213,9 @@ public:
         reference_ = sims_[0]->run(ref, {.record_trace = false});
         if (!ranked_.empty()) calibrate_budget();
         if (!(reference_.step_time > 0))
-            throw error("tasks::placement_task", "the reference placement's step takes no time (nothing to improve)",
-                        "a reference step time > 0");
+            throw nothing_to_decide("tasks::placement_task",
+                                    "the reference placement's step takes no time (nothing to improve)",
+                                    "a reference step time > 0");
     }
 
     // ---- rl::Environment

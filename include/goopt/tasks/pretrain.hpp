@@ -15,6 +15,7 @@
 #include <goopt/rl/sample_sharding.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/tasks/guided_decoding.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 #include <goopt/tasks/placement.hpp>
 #include <goopt/tasks/train.hpp>
 #include <goopt/tasks/train_placement.hpp>
@@ -204,10 +205,15 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
     };
     std::vector<std::unique_ptr<task_type>> tasks;  // graph-major
     for (const auto& g : graphs)
-        for (const auto& c : clusters)
-            tasks.push_back(owner[tasks.size()] == rank
-                                ? std::make_unique<task_type>(g, c, cost, task_config(tasks.size()))
-                                : nullptr);
+        for (const auto& c : clusters) {
+            try {
+                tasks.push_back(owner[tasks.size()] == rank
+                                    ? std::make_unique<task_type>(g, c, cost, task_config(tasks.size()))
+                                    : nullptr);
+            } catch (const nothing_to_decide& e) {  // of several graphs, say which one
+                throw nothing_to_decide(concat(who, ": graph '", g.name(), "' on ", c.description(), ": ", e.what()));
+            }
+        }
     std::vector<std::size_t> order(tasks.size());
     for (std::size_t i = 0; i < order.size(); ++i)
         order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();

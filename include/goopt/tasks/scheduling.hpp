@@ -13,6 +13,7 @@
 #include <goopt/error.hpp>
 #include <goopt/sim/decision.hpp>
 #include <goopt/sim/simulator.hpp>
+#include <goopt/tasks/nothing_to_decide.hpp>
 
 #include <Eigen/Core>
 
@@ -121,8 +122,9 @@ inline std::vector<std::uint8_t> ops_at_choice_points(const graph::computation_g
 class scheduling_decider {
 public:
     /// @throws goopt::error for an even or zero level count, a step that is not positive, a
-    /// placement the simulator refuses, one that leaves nothing to order (no device with two ops), or
-    /// base priorities that are not one finite number per op.
+    /// placement the simulator refuses, or base priorities that are not one finite number per op;
+    /// tasks::nothing_to_decide for a placement that leaves nothing to order (no device with two ops)
+    /// or a base schedule that takes no time.
     template <device::DeviceModel D, cost::CostModel<D> Cost>
     scheduling_decider(sim::simulator<D, Cost>& s, sim::placement placement, scheduling_config c = {},
                        std::vector<double> base = {})
@@ -145,8 +147,8 @@ public:
         for (graph::op_id o = 0; o < g.num_ops(); ++o)
             if (active_[o]) orders = ++per_device.at(placement_[o]) > 1 || orders;
         if (!orders)
-            throw error("tasks::scheduling_decider", "no device has two ops to order under this placement",
-                        "a graph and placement with at least two computing ops on one device");
+            throw nothing_to_decide("tasks::scheduling_decider", "no device has two ops to order under this placement",
+                                    "a graph and placement with at least two computing ops on one device");
         if (c.dispatch == sim::dispatch_order::sequence) {
             // the start order of the better of the base list-scheduled (a heuristic's priorities) and
             // the base run as a sequence (the order a round before learned): that schedule again
@@ -175,8 +177,8 @@ public:
             if (std::find(chosen.begin(), chosen.end(), std::uint8_t{1}) != chosen.end()) active_ = std::move(chosen);
         }
         if (!(reference_ > 0))
-            throw error("tasks::scheduling_decider", "the base schedule's step takes no time",
-                        "a graph with work to schedule");
+            throw nothing_to_decide("tasks::scheduling_decider", "the base schedule's step takes no time",
+                                    "a graph with work to schedule");
     }
 
     std::size_t num_choices() const { return config_.levels; }
