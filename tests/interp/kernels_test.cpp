@@ -404,6 +404,12 @@ TEST_CASE("prelu, softplus, elu, abs") {
     check_value(unary(op_kind::abs, {-2, 0, 3}), {3}, {2, 0, 3});
 }
 
+TEST_CASE("softsign, max, min") {
+    check_value(unary(op_kind::softsign, {-3, 0, 1}), {3}, {-0.75, 0, 0.5});
+    check_value(binary(op_kind::max, tensor({2, 2}, {-2, 3, -4, 0}), tensor({2}, {-1, 5})), {2, 2}, {-1, 5, -1, 5});
+    check_value(binary(op_kind::min, tensor({2}, {-2, 3}), tensor({2, 1}, {0, 1})), {2, 2}, {-2, 0, -2, 1});
+}
+
 TEST_CASE("identity") { check_value(unary(op_kind::identity, {-2, 7}), {2}, {-2, 7}); }
 
 // ---- data movement
@@ -482,6 +488,36 @@ TEST_CASE("batchnorm: inputs x, scale, bias, mean, var; channel axis 1") {
                       {"mean", tensor({2}, {1, 2})},
                       {"var", tensor({2}, {3, 0})}}),
                 {1, 2, 1, 2}, {0, 2, 1, 3});
+}
+
+TEST_CASE("instance_norm: per sample and channel over the other axes, then the channel's scale and bias") {
+    graph::computation_graph g;
+    auto x = g.input("x", {2, 2, 2});
+    auto y =
+        g.add1(op_kind::instance_norm, {x, g.weight("scale", {2}), g.weight("bias", {2})}, {{attr_id::epsilon, 0.0}});
+    // each pair (a, b) normalizes to (-1, 1) when a < b; channel 0 * 2 + 0, channel 1 * 1 + 1
+    check_value(eval(g, y,
+                     {{"x", tensor({2, 2, 2}, {1, 3, 5, 4, -2, 8, 0, 0.5})},
+                      {"scale", tensor({2}, {2, 1})},
+                      {"bias", tensor({2}, {0, 1})}}),
+                {2, 2, 2}, {-2, 2, 2, 0, -2, 2, 0, 2});
+}
+
+TEST_CASE("lrn: x / (bias + alpha / size * the window's sum of squares)^beta, ONNX's window") {
+    graph::computation_graph g;
+    auto x = g.input("x", {1, 3, 1, 1});
+    const ops::attribute_map odd{
+        {attr_id::size, std::int64_t{3}}, {attr_id::alpha, 3.0}, {attr_id::beta, 1.0}, {attr_id::bias, 1.0}};
+    auto even = odd;
+    even.set(attr_id::size, std::int64_t{2});
+    even.set(attr_id::alpha, 2.0);
+    auto y3 = g.add1(op_kind::lrn, {x}, odd);
+    auto y2 = g.add1(op_kind::lrn, {x}, even);
+    const feeds f{{"x", tensor({1, 3, 1, 1}, {1, 2, 3})}};
+    // size 3: windows {0,1}, {0,1,2}, {1,2}: sums 5, 14, 13; alpha / size = 1
+    check_value(eval(g, y3, f), {1, 3, 1, 1}, {1.0 / 6, 2.0 / 15, 3.0 / 14});
+    // size 2: one channel after, none before: {0,1}, {1,2}, {2}: sums 5, 13, 9
+    check_value(eval(g, y2, f), {1, 3, 1, 1}, {1.0 / 6, 2.0 / 14, 3.0 / 10});
 }
 
 TEST_CASE("softmax: along the axis, stable for large inputs") {

@@ -129,7 +129,8 @@ graph::computation_graph sequence_model() {
 /// square, and a weight exponent), erf (exact GELU), clip (ReLU6), reduce_max, log, add_n, and
 /// YOLO's and MobileNetV3's activations: leaky_relu, hard_sigmoid, hard_swish (on 4h, so that
 /// some inputs lie outside its curved part), exp; prelu (a slope per column, and a slope that widens
-/// its input), softplus, elu and abs.
+/// its input), softplus, elu and abs; lrn (h as 3 channels of 2 x 2), instance_norm (3 channels of 4),
+/// softsign, max and min (each with an operand broadcast).
 graph::computation_graph imported_kinds_model() {
     graph::computation_graph g("imported");
     auto x = g.input("x", {3, 4});
@@ -151,8 +152,23 @@ graph::computation_graph imported_kinds_model() {
     auto sp = g.add1(op_kind::softplus, {h}, {}, "softplus");
     auto el = g.add1(op_kind::elu, {h}, {{attr_id::alpha, 0.7}}, "elu");
     auto ab = g.add1(op_kind::abs, {h}, {}, "abs");
-    auto sum = g.add(op_kind::add_n, std::vector<tensor_id>{sq, pw, er, cl, lg, lk, hs, hw, ex, pr, pw2, sp, el, ab},
-                     {}, "sum")[0];
+    const auto as = [&](tensor_id t, ints s, const char* name) {
+        return g.add1(op_kind::reshape, {t}, {{attr_id::shape, std::move(s)}}, name);
+    };
+    auto ln = as(g.add1(op_kind::lrn, {as(h, {1, 3, 2, 2}, "h_image")},
+                        {{attr_id::size, std::int64_t{3}}, {attr_id::alpha, 0.5}, {attr_id::beta, 0.75}}, "lrn"),
+                 {3, 4}, "lrn_rows");
+    auto in = as(g.add1(op_kind::instance_norm,
+                        {as(h, {1, 3, 4}, "h_channels"), g.weight("in_scale", {3}), g.weight("in_bias", {3})},
+                        {{attr_id::epsilon, 1e-3}}, "instance_norm"),
+                 {3, 4}, "instance_norm_rows");
+    auto ss = g.add1(op_kind::softsign, {h}, {}, "softsign");
+    auto hi = g.add1(op_kind::max, {h, g.weight("floor", {4})}, {}, "elementwise_max");
+    auto lo = g.add1(op_kind::min, {g.weight("ceiling", {4}), h}, {}, "elementwise_min");
+    auto sum =
+        g.add(op_kind::add_n,
+              std::vector<tensor_id>{sq, pw, er, cl, lg, lk, hs, hw, ex, pr, pw2, sp, el, ab, ln, in, ss, hi, lo}, {},
+              "sum")[0];
     auto mx =
         g.add1(op_kind::reduce_max, {sum}, {{attr_id::axes, ints{1}}, {attr_id::keepdims, std::int64_t(0)}}, "max");
     g.mark_output(mx);

@@ -350,6 +350,20 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
          {"bad.onnx: node 'y' (PRelu)",
           "a slope of shape [4,3] for an input of shape [2,3]: expected a slope that "
           "broadcasts to the input's shape (one per channel, or one)"}},
+        {"LRN without its window size",
+         [](model_builder& b) {
+             b.input("x", {1, 3, 4, 4});
+             b.node("LRN", {"x"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (LRN)", "has no attribute 'size': expected the attribute ONNX requires"}},
+        {"InstanceNormalization with a scale that is not one per channel",
+         [](model_builder& b) {
+             b.input("x", {1, 3, 4, 4});
+             b.floats("scale", {2}, {1, 2});
+             b.floats("bias", {3}, {0, 0, 0});
+             b.node("InstanceNormalization", {"x", "scale", "bias"}, {"y"});
+         },
+         {"bad.onnx: node 'y' (InstanceNormalization)", "expected [3] (channels)"}},
         {"Conv on a 3-D window",
          [](model_builder& b) {
              b.input("x", {1, 2, 4, 4, 4});

@@ -155,7 +155,16 @@ graph::computation_graph vision_graph() {
         op_kind::batchnorm,
         {id, g.weight("bn_scale", {4}), g.weight("bn_bias", {4}), g.weight("bn_mean", {4}), g.weight("bn_var", {4})},
         {{attr_id::epsilon, 1e-3}}, "bn");
-    const auto fl = g.add1(op_kind::flatten, {g.add1(op_kind::global_avgpool, {bn}, {}, "gap")}, {}, "flatten");
+    // AlexNet's local response normalization, a style network's instance normalization, clamps
+    const auto lr = g.add1(
+        op_kind::lrn, {bn},
+        {{attr_id::size, std::int64_t{3}}, {attr_id::alpha, 0.1}, {attr_id::beta, 0.75}, {attr_id::bias, 2.0}}, "lrn");
+    const auto in = g.add1(op_kind::instance_norm, {lr, g.weight("in_scale", {4}), g.weight("in_bias", {4})},
+                           {{attr_id::epsilon, 1e-3}}, "instance_norm");
+    const auto ss = g.add1(op_kind::softsign, {in}, {}, "softsign");
+    const auto hi = g.add1(op_kind::max, {ss, g.weight("floor", {3})}, {}, "max");
+    const auto lo = g.add1(op_kind::min, {g.weight("ceiling", {4, 1, 1}), hi}, {}, "min");
+    const auto fl = g.add1(op_kind::flatten, {g.add1(op_kind::global_avgpool, {lo}, {}, "gap")}, {}, "flatten");
     g.mark_output(fl);
     g.mark_output(parts[1]);
     g.mark_output(x);
@@ -301,7 +310,8 @@ TEST_CASE("every inference op kind exports at opset 13 and 17 and imports back t
     // every kind of an inference graph is covered: all but the gradients and optimizer updates (the
     // imported constants, opaque ops and the later activations come after them)
     for (const auto k : ops::all_op_kinds) {
-        const bool training = (k > op_kind::add_n && k < op_kind::constant) || k == op_kind::opaque;
+        const bool training =
+            (k > op_kind::add_n && k < op_kind::constant) || k == op_kind::opaque || k == op_kind::lrn_grad;
         CHECK_MESSAGE(seen.count(k) != training, ops::name(k));
     }
 }
@@ -831,8 +841,11 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
             const char* op;
             std::int64_t opset;
             std::vector<std::pair<const char*, float>> attributes;
-            std::vector<float> slope = {};  // PRelu's second input
+            std::vector<float> slope = {};  // the second input: PRelu's slope, Max's and Min's other operand
             std::vector<std::int64_t> slope_dims = {};
+            std::vector<std::pair<const char*, std::int64_t>> int_attributes = {};
+            std::vector<float> third = {};               // InstanceNormalization's bias (its scale is `slope`)
+            std::vector<std::int64_t> dims = {2, 3, 5};  // x's
         };
         for (const auto& c :
              std::vector<activation_case>{{"LeakyRelu", 13, {}},
@@ -847,18 +860,41 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
                                           {"Elu", 13, {}},
                                           {"Elu", 13, {{"alpha", 0.3f}}},
                                           {"Softplus", 13, {}},
-                                          {"Abs", 13, {}}}) {
+                                          {"Abs", 13, {}},
+                                          {"Softsign", 13, {}},
+                                          {"Max", 13, {}, {0.5f, -1.0f, 2.0f, 0.0f, -3.0f}, {5}},
+                                          {"Min", 13, {}, {0.5f, -1.0f, 2.0f}, {3, 1}},
+                                          // onnxruntime's LRN runs 4-D inputs and odd windows only
+                                          {"LRN", 13, {}, {}, {}, {{"size", 3}}, {}, {2, 3, 5, 2}},
+                                          {"LRN",
+                                           13,
+                                           {{"alpha", 0.5f}, {"beta", 0.6f}, {"bias", 2.0f}},
+                                           {},
+                                           {},
+                                           {{"size", 5}},
+                                           {},
+                                           {2, 3, 5, 2}},
+                                          {"InstanceNormalization",
+                                           13,
+                                           {{"epsilon", 1e-3f}},
+                                           {0.5f, -1.0f, 2.0f},
+                                           {3},
+                                           {},
+                                           {0.1f, 0.2f, -0.3f}}}) {
             CAPTURE(c.op);
             CAPTURE(c.slope.size());
-            one_node m({2, 3, 5}, c.op,
-                       c.slope.empty() ? std::initializer_list<std::string>{"scaled"}
-                                       : std::initializer_list<std::string>{"scaled", "slope"},
+            one_node m(c.dims, c.op,
+                       c.slope.empty()   ? std::initializer_list<std::string>{"scaled"}
+                       : c.third.empty() ? std::initializer_list<std::string>{"scaled", "slope"}
+                                         : std::initializer_list<std::string>{"scaled", "slope", "third"},
                        c.opset);
             m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both sides of every bend
             if (!c.slope.empty()) m.floats("slope", c.slope, c.slope_dims);
+            if (!c.third.empty()) m.floats("third", c.third);
             m.b.node("Mul", {"x", "four"}, {"scaled"});
             m.b.g->mutable_node()->SwapElements(0, 1);
             for (const auto& [name, value] : c.attributes) set_attribute(*m.node, name, value);
+            for (const auto& [name, value] : c.int_attributes) set_attribute(*m.node, name, value);
             const auto imported = check_against_onnxruntime(
                 m, dir.path / concat("activation_", c.op, c.attributes.size(), "_", c.slope.size()));
             CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
@@ -930,28 +966,28 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     REQUIRE(m.warnings.size() == 1);
     CHECK(m.warnings[0] ==
           "3 nodes of operators goopt has no kind for kept as opaque ops (no rule rewrites them, the interpreter "
-          "cannot run them, an ONNX export writes them unchanged): CumSum, Hardmax, LRN");
+          "cannot run them, an ONNX export writes them unchanged): CumSum, Hardmax, Shrink");
     const auto opaque = g.ops_of_kind(op_kind::opaque);
     REQUIRE(opaque.size() == 3);
     REQUIRE(m.opaque_nodes.size() == 3);
-    const auto lrn = *g.find("lrn"), cumsum = *g.find("cumsum"), hardmax = *g.find("hardmax");
-    CHECK(g.type_of(g.get_op(lrn).outputs[0]).dims == ops::shape{1, 4, 8, 8});
+    const auto shrink = *g.find("shrink"), cumsum = *g.find("cumsum"), hardmax = *g.find("hardmax");
+    CHECK(g.type_of(g.get_op(shrink).outputs[0]).dims == ops::shape{1, 4, 8, 8});
     CHECK(g.get_op(g.producer(g.get_op(cumsum).inputs[1])).kind == op_kind::constant);  // the axis, with its value
     CHECK(m.weight_values.at("axis").values == std::vector<double>{1});
     CHECK(g.type_of(g.get_op(hardmax).outputs[0]).dims == ops::shape{1, 4});
     // memory-bound by the documented rule: inputs and outputs once, one FLOP per output element
-    CHECK(g.bytes_accessed(lrn) == 2 * 4 * 4 * 8 * 8);
-    CHECK(g.flops(lrn) == 4 * 8 * 8);
+    CHECK(g.bytes_accessed(shrink) == 2 * 4 * 4 * 8 * 8);
+    CHECK(g.flops(shrink) == 4 * 8 * 8);
 
     // refused where opaque ops are not kept, by the interpreter, and by training (no gradient)
     CHECK(error_of([&] {
               (void)io::import_onnx(file, {.keep_unknown_ops = false});
-          }).find("unsupported operators in this file: CumSum, Hardmax, LRN") != std::string::npos);
+          }).find("unsupported operators in this file: CumSum, Hardmax, Shrink") != std::string::npos);
     interp::feed_map<double> feeds = io::weight_feeds<double>(m);
     feeds.emplace("x", interp::detail::filled(ops::shape{1, 3, 8, 8}, 0.5));
     CHECK(error_of([&] {
               (void)interp::run<double>(g, feeds);
-          }).find("'lrn' (opaque): an opaque op (an imported operator goopt has no kind for) cannot be evaluated") !=
+          }).find("'shrink' (opaque): an opaque op (an imported operator goopt has no kind for) cannot be evaluated") !=
           std::string::npos);
     CHECK(error_of([&] {
               (void)models::make_training_graph(g);
@@ -995,7 +1031,7 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     CHECK(io::to_json_string(from_json) == text);
     CHECK(io::to_onnx(from_json, {.source = &m}).model.graph().node_size() == exported.model.graph().node_size());
     CHECK(error_of([&] { (void)io::to_onnx(from_json); })
-              .starts_with("onnx export: op 'lrn' (opaque): an opaque op stands for node 0 of the ONNX file it was "
+              .starts_with("onnx export: op 'shrink' (opaque): an opaque op stands for node 0 of the ONNX file it was "
                            "imported from, which is not given (onnx_export_options::source)"));
 
     scratch_dir dir;
@@ -1166,7 +1202,7 @@ TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, 
     d0->clear_dim_value();
     d0->set_dim_param("batch");
     const auto m = io::import_onnx_bytes(bytes_of(mp), "batch.onnx", {.dim_values = {{"batch", 2}}});
-    CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("lrn")).outputs[0]).dims == ops::shape{2, 4, 8, 8});
+    CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("shrink")).outputs[0]).dims == ops::shape{2, 4, 8, 8});
     CHECK(m.graph.type_of(m.graph.get_op(*m.graph.find("hardmax")).outputs[0]).dims == ops::shape{2, 4});
     // an operator no schema knows, with no value_info: refused naming the node and what would do
     auto* n = mp.mutable_graph()->mutable_node(2);
@@ -1178,9 +1214,9 @@ TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, 
     const std::string e = error_of([&] {
         (void)io::import_onnx_bytes(bytes_of(mp), "f.onnx", {.dim_values = {{"batch", 2}}});
     });
-    CHECK(
-        e.starts_with("f.onnx: node 'lrn' (Frobnicate): operator 'Frobnicate' has no goopt kind, and the type of its "
-                      "output 'n1' is unknown"));
+    CHECK(e.starts_with(
+        "f.onnx: node 'shrink' (Frobnicate): operator 'Frobnicate' has no goopt kind, and the type of its "
+        "output 'n1' is unknown"));
     // with the file's own shapes, a value_info for the output does
     mp.mutable_graph()
         ->mutable_input(0)
@@ -1209,7 +1245,7 @@ TEST_CASE("an opaque op on a scalar gets its output type from shape inference") 
     onnx_testing::model_builder b;
     b.input("x", {2, 3});
     onnx_testing::set_attribute(b.node("ReduceSum", {"x"}, {"s"}), "keepdims", std::int64_t{0});
-    b.node("Softsign", {"s"}, {"e"});  // no goopt kind: opaque, its input of rank 0
+    b.node("Selu", {"s"}, {"e"});  // no goopt kind: opaque, its input of rank 0
     b.node("Neg", {"e"}, {"y"});
     b.output("y");
     const auto m = io::import_onnx_bytes(b.bytes(), "scalar.onnx");

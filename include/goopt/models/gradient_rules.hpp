@@ -450,6 +450,56 @@ inline void abs_rule(grad_site& s) {
                      {b.add1(op_kind::relu_grad, {s.in(0), s.g()}), b.add1(op_kind::relu_grad, {negated, s.g()})}));
 }
 
+/// lrn's window sum has no other kind: its gradient is lrn_grad(x, dy), with lrn's attributes.
+inline void lrn_rule(grad_site& s) { s.give(0, s.b.add1(op_kind::lrn_grad, {s.in(0), s.g()}, s.attrs())); }
+
+/// Instance normalization is layer normalization over the axes after the channels with the per-channel
+/// scale and bias applied after: dx is layernorm_grad's dx for dy * scale (gamma 1), dscale the sum of
+/// dy * xhat and dbias the sum of dy over every axis but the channels.
+inline void instance_norm_rule(grad_site& s) {
+    auto& b = s.b;
+    const ops::shape& x = s.in_dims(0);
+    const ops::dtype t = s.dtype();
+    const ops::shape plane{std::span<const std::int64_t>(x.begin() + 2, x.rank() - 2)};
+    ops::shape per_channel{x[1]};  // [C, 1, ...]: scale and bias broadcast over x
+    while (per_channel.rank() + 1 < x.rank()) per_channel.push_back(1);
+    ints not_channels{0};
+    for (std::size_t i = 2; i < x.rank(); ++i) not_channels.push_back(static_cast<std::int64_t>(i));
+    const ops::attribute_map norm{{attr_id::axis, std::int64_t{2}},
+                                  {attr_id::epsilon, s.attrs().get(attr_id::epsilon)}};
+    const tensor_id ones = b.fill(plane, 1.0, t);
+    if (s.need[0]) {
+        const tensor_id scaled = b.add1(op_kind::ewmul, {s.g(), b.reshaped(s.in(1), per_channel)});
+        const tensor_id args[] = {s.in(0), ones, scaled};
+        s.give(0, b.add(op_kind::layernorm_grad, args, norm)[0]);
+    }
+    const ops::attribute_map sum{{attr_id::axes, not_channels}, {attr_id::keepdims, std::int64_t{0}}};
+    if (s.need[1]) {
+        const tensor_id xhat = b.add1(op_kind::layernorm, {s.in(0), ones, b.fill(plane, 0.0, t)}, norm);
+        s.give(1, b.add1(op_kind::reduce_sum, {b.add1(op_kind::ewmul, {s.g(), xhat})}, sum));
+    }
+    if (s.need[2]) s.give(2, b.add1(op_kind::reduce_sum, {s.g()}, sum));
+}
+
+/// dy / (1 + |x|)^2 = dy (1 - |y|)^2.
+inline void softsign_rule(grad_site& s) {
+    auto& b = s.b;
+    const tensor_id rest =
+        b.add1(op_kind::sub, {b.scalar(1.0, s.dtype(), "grad/const/one"), b.add1(op_kind::abs, {s.y()})});
+    s.give(0, b.add1(op_kind::ewmul, {s.g(), b.add1(op_kind::ewmul, {rest, rest})}));
+}
+
+/// max and min: dy to the operand that is strictly larger (smaller), ties to the second; each summed
+/// back to its broadcast shape.
+inline void max_min_rule(grad_site& s) {
+    auto& b = s.b;
+    const tensor_id x = s.in_at_output_shape(0), w = s.in_at_output_shape(1);
+    const tensor_id gap = s.op.kind == op_kind::max ? b.add1(op_kind::sub, {x, w}) : b.add1(op_kind::sub, {w, x});
+    const tensor_id first = b.add1(op_kind::relu_grad, {gap, s.g()});
+    if (s.need[0]) s.give(0, b.unbroadcast(first, s.in_dims(0)));
+    if (s.need[1]) s.give(1, b.unbroadcast(b.add1(op_kind::sub, {s.g(), first}), s.in_dims(1)));
+}
+
 inline void identity_rule(grad_site& s) { s.give(0, s.g()); }
 
 /// reshape and flatten: the gradient reshaped back.
@@ -635,6 +685,12 @@ inline constexpr std::array<gradient_rule, ops::num_op_kinds> gradient_table = o
     {op_kind::softplus, softplus_rule},
     {op_kind::elu, elu_rule},
     {op_kind::abs, abs_rule},
+    {op_kind::lrn, lrn_rule},
+    {op_kind::lrn_grad, no_gradient},
+    {op_kind::instance_norm, instance_norm_rule},
+    {op_kind::softsign, softsign_rule},
+    {op_kind::max, max_min_rule},
+    {op_kind::min, max_min_rule},
 }});
 
 /// Whether input `slot` of an op of kind k carries a gradient at all.

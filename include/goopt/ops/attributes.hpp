@@ -42,17 +42,19 @@ enum class attr_id : std::uint8_t {
     node,        ///< int: an opaque op's node in the model it was imported from (io::onnx_model::opaque_nodes)
     shapes,      ///< ints: an opaque op's output shapes, each as its rank and then its dimensions
     dtypes,      ///< ints: an opaque op's output element types (ops::dtype), one per output
-    alpha,       ///< real: leaky_relu's slope below 0, hard_sigmoid's slope, elu's scale below 0
-    beta,        ///< real: hard_sigmoid's offset
+    alpha,       ///< real: leaky_relu's slope below 0, hard_sigmoid's slope, elu's scale below 0, lrn's scale
+    beta,        ///< real: hard_sigmoid's offset, lrn's exponent
+    size,        ///< int: lrn's window of channels
+    bias,        ///< real: lrn's additive constant
 };
 
-inline constexpr std::size_t num_attr_ids = 24;
+inline constexpr std::size_t num_attr_ids = 26;
 
 constexpr std::string_view name(attr_id a) noexcept {
     constexpr std::string_view names[num_attr_ids] = {
-        "shape", "dtype", "stride",   "kernel", "padding", "activation", "axis",    "axes",
-        "perm",  "sizes", "pads",     "begin",  "end",     "keepdims",   "epsilon", "min",
-        "max",   "value", "dilation", "node",   "shapes",  "dtypes",     "alpha",   "beta"};
+        "shape",    "dtype", "stride", "kernel", "padding",  "activation", "axis", "axes", "perm",
+        "sizes",    "pads",  "begin",  "end",    "keepdims", "epsilon",    "min",  "max",  "value",
+        "dilation", "node",  "shapes", "dtypes", "alpha",    "beta",       "size", "bias"};
     return names[static_cast<std::size_t>(a)];
 }
 

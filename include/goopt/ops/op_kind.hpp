@@ -103,8 +103,17 @@ enum class op_kind : std::uint8_t {
     softplus,
     elu,
     abs,
+    // operators of classic and style-transfer models (AlexNet's and GoogLeNet's local response
+    // normalization, instance normalization, softsign, elementwise max and min), appended for the same
+    // reason; lrn_grad is lrn's gradient (its window sum has no other kind)
+    lrn,
+    lrn_grad,
+    instance_norm,
+    softsign,
+    max,
+    min,
 };
 
-inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::abs) + 1;
+inline constexpr std::size_t num_op_kinds = static_cast<std::size_t>(op_kind::min) + 1;
 
 }  // namespace goopt::ops

@@ -431,6 +431,25 @@ inline output_types batchnorm(std::span<const tensor_type> in, const attribute_m
     return {in[0]};
 }
 
+/// Instance normalization: x [N, C, ...] normalized per sample and channel over the rest; scale and
+/// bias [C].
+inline output_types instance_norm(std::span<const tensor_type> in, const attribute_map&) {
+    detail::same_dtype(in);
+    detail::expect(in[0].dims.rank() >= 3, "input has shape ", in[0].dims, detail::expecting, "[N,C,D1,...]");
+    for (std::size_t i = 1; i < 3; ++i)
+        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input ", i, " has shape ", in[i].dims, detail::expecting,
+                       "[", in[0].dims[1], "] (channels)");
+    return {in[0]};
+}
+
+/// Local response normalization across the channels of x [N, C, ...] in a window of `size`.
+inline output_types lrn(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::expect(in[0].dims.rank() >= 3, "input has shape ", in[0].dims, detail::expecting, "[N,C,D1,...]");
+    detail::expect(a.get_int(attr_id::size) >= 1, "attribute 'size' is ", a.get_int(attr_id::size), detail::expecting,
+                   "a window of at least 1 channel");
+    return {in[0]};
+}
+
 inline output_types softmax(std::span<const tensor_type> in, const attribute_map& a) {
     (void)in[0].dims.axis(a.get_int(attr_id::axis));
     return {in[0]};
@@ -610,6 +629,13 @@ inline output_types layernorm_grad(std::span<const tensor_type> in, const attrib
     const tensor_type fin[3] = {in[0], in[1], in[1]};
     detail::forward_gives(layernorm(fin, a), in[2]);
     return {in[0], in[1], in[1]};
+}
+
+/// lrn_grad(x, dy) -> dx.
+inline output_types lrn_grad(std::span<const tensor_type> in, const attribute_map& a) {
+    detail::same_dtype(in);
+    detail::forward_gives(lrn(in.first(1), a), in[1]);
+    return {in[0]};
 }
 
 /// batchnorm_grad(x, scale, mean, var, dy) -> dx, dscale, dbias, dmean, dvar.

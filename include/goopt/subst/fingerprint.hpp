@@ -442,6 +442,12 @@ inline constexpr std::array<modular_semantics, ops::num_op_kinds> modular_table 
     {ops::op_kind::softplus, not_enumerated},
     {ops::op_kind::elu, not_enumerated},
     {ops::op_kind::abs, not_enumerated},
+    {ops::op_kind::lrn, not_enumerated},
+    {ops::op_kind::lrn_grad, not_enumerated},
+    {ops::op_kind::instance_norm, not_enumerated},
+    {ops::op_kind::softsign, not_enumerated},
+    {ops::op_kind::max, not_enumerated},
+    {ops::op_kind::min, not_enumerated},
 }});
 }  // namespace detail
 

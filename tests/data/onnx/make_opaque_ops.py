@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Makes opaque_ops.onnx next to this script (committed; CI does not run this): a small CNN with its
-weights and three operators goopt has no kind for (LRN, CumSum with a constant axis input, Hardmax),
+weights and three operators goopt has no kind for (Shrink, CumSum with a constant axis input, Hardmax),
 which the import keeps as opaque ops while the substitution search still rewrites the rest (each
 Conv's bias Add into a fused conv2d_bias), so that the tests export and run a model with opaque ops.
 Needs Debian's python3-onnx and python3-numpy; run it with /usr/bin/python3. Weights come from a
@@ -8,8 +8,9 @@ fixed seed.
 
   tests/data/onnx/make_opaque_ops.py [OUT_DIR]     (default: this directory)
 
-x [1,3,8,8] -> Conv 3x3 (bias) -> Relu -> LRN (size 3) -> Conv 1x1 (bias) -> Relu -> ReduceMean over
-H, W -> CumSum along axis 1 -> y [1,4]; Hardmax of it -> z [1,4]
+x [1,3,8,8] -> Conv 3x3 (bias) -> Relu -> Shrink (lambd 0.1, bias 0.05) -> Conv 1x1 (bias) -> Relu ->
+ReduceMean over H, W -> CumSum along axis 1 -> y [1,4]; Hardmax of it -> z [1,4]
+(Until session 31 the third operator was LRN, which has a kind since.)
 """
 import os
 import sys
@@ -32,7 +33,7 @@ nodes = [
     helper.make_node("Conv", ["x", weight("conv1.w", 4, 3, 3, 3), weight("conv1.b", 4)], ["c1"], name="conv1",
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-    helper.make_node("LRN", ["r1"], ["n1"], name="lrn", size=3, alpha=1e-2, beta=0.75, bias=1.0),
+    helper.make_node("Shrink", ["r1"], ["n1"], name="shrink", lambd=0.1, bias=0.05),
     helper.make_node("Conv", ["n1", weight("conv2.w", 4, 4, 1, 1), weight("conv2.b", 4)], ["c2"], name="conv2",
                      kernel_shape=[1, 1]),
     helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),

@@ -211,6 +211,16 @@ template <std::floating_point T> value<T> elu(const kernel_args<T>& a) {
 template <std::floating_point T> value<T> abs(const kernel_args<T>& a) {
     return unary(a, [](T x) { return std::abs(x); });
 }
+template <std::floating_point T> value<T> softsign(const kernel_args<T>& a) {
+    return unary(a, [](T x) { return x / (T(1) + std::abs(x)); });
+}
+/// NaN in either operand gives NaN, as onnxruntime's Max and Min do.
+template <std::floating_point T> value<T> max(const kernel_args<T>& a) {
+    return binary(a, [](T x, T y) { return std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y); });
+}
+template <std::floating_point T> value<T> min(const kernel_args<T>& a) {
+    return binary(a, [](T x, T y) { return std::isnan(x) || std::isnan(y) ? x + y : std::min(x, y); });
+}
 
 template <std::floating_point T> value<T> relu_grad(const kernel_args<T>& a) {
     return pointwise_grad(a, [](T y) { return y > T(0) ? T(1) : T(0); });

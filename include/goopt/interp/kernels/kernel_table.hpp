@@ -116,6 +116,12 @@ inline constexpr std::array<ops::required_fn<kernel_fn<T>>, ops::num_op_kinds> k
         {ops::op_kind::softplus, single<T, softplus<T>>},
         {ops::op_kind::elu, single<T, elu<T>>},
         {ops::op_kind::abs, single<T, abs<T>>},
+        {ops::op_kind::lrn, single<T, lrn<T>>},
+        {ops::op_kind::lrn_grad, single<T, lrn_grad<T>>},
+        {ops::op_kind::instance_norm, single<T, instance_norm<T>>},
+        {ops::op_kind::softsign, single<T, softsign<T>>},
+        {ops::op_kind::max, single<T, max<T>>},
+        {ops::op_kind::min, single<T, min<T>>},
     }});
 
 }  // namespace goopt::interp::detail

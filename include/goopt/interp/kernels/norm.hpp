@@ -68,6 +68,92 @@ template <std::floating_point T> value<T> layernorm(const kernel_args<T>& a) {
     return r;
 }
 
+/// x [N, C, ...]: each (sample, channel) normalized over the other axes, then * scale[c] + bias[c].
+template <std::floating_point T> value<T> instance_norm(const kernel_args<T>& a) {
+    const auto& xd = a.in_dims(0);
+    const index planes = prod(xd, 0, 2), inner = prod(xd, 2, xd.rank()), channels = xd[1];
+    const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
+    const T *scale = a.data(1), *bias = a.data(2);
+    value<T> r = filled(a.out_dims(), T(0));
+    for (index p = 0; p < planes; ++p) {
+        const T* xp = a.data(0) + p * inner;
+        T* z = r.data() + p * inner;
+        T mean = 0, var = 0;
+        for (index i = 0; i < inner; ++i) mean += xp[i];
+        mean /= static_cast<T>(inner);
+        for (index i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
+        var /= static_cast<T>(inner);
+        const T den = std::sqrt(var + eps);
+        const index c = p % channels;
+        for (index i = 0; i < inner; ++i) z[i] = (xp[i] - mean) / den * scale[c] + bias[c];
+    }
+    return r;
+}
+
+/// LRN's window of channels around c, as ONNX defines it: [c - floor((size - 1) / 2),
+/// c + ceil((size - 1) / 2)], cut to [0, C).
+struct lrn_window {
+    index before, after;
+    explicit lrn_window(std::int64_t size) : before((size - 1) / 2), after(size / 2) {}
+};
+
+/// s = bias + alpha / size * (sum of x^2 over each element's window of channels), per element of x.
+template <std::floating_point T> std::vector<T> lrn_denominator_base(const kernel_args<T>& a) {
+    const axis_split x = around(a.in_dims(0), 1);
+    const auto& at = a.attrs();
+    const std::int64_t size = at.get_int(ops::attr_id::size);
+    const lrn_window w(size);
+    const auto scale = static_cast<T>(at.get_real(ops::attr_id::alpha) / static_cast<double>(size));
+    const auto bias = static_cast<T>(at.get_real(ops::attr_id::bias));
+    const T* xp = a.data(0);
+    std::vector<T> s(static_cast<std::size_t>(x.outer * x.extent * x.inner));
+    x.for_each_line([&](index start) {
+        for (index c = 0; c < x.extent; ++c) {
+            T sum = 0;
+            for (index k = std::max<index>(0, c - w.before); k <= std::min<index>(x.extent - 1, c + w.after); ++k)
+                sum += xp[start + k * x.inner] * xp[start + k * x.inner];
+            s[static_cast<std::size_t>(start + c * x.inner)] = bias + scale * sum;
+        }
+    });
+    return s;
+}
+
+/// y = x / s^beta (ONNX LRN across channels).
+template <std::floating_point T> value<T> lrn(const kernel_args<T>& a) {
+    const auto beta = static_cast<T>(a.attrs().get_real(ops::attr_id::beta));
+    const std::vector<T> s = lrn_denominator_base(a);
+    value<T> r = filled(a.out_dims(), T(0));
+    for (std::size_t i = 0; i < s.size(); ++i) r.data()[i] = a.data(0)[i] * std::pow(s[i], -beta);
+    return r;
+}
+
+/// (x, dy) -> dx of lrn: dx_j = dy_j s_j^-beta - 2 alpha beta / size x_j (sum over the outputs i whose
+/// window holds channel j of dy_i x_i s_i^(-beta - 1)); those i are [j - after, j + before].
+template <std::floating_point T> value<T> lrn_grad(const kernel_args<T>& a) {
+    const axis_split x = around(a.in_dims(0), 1);
+    const auto& at = a.attrs();
+    const std::int64_t size = at.get_int(ops::attr_id::size);
+    const lrn_window w(size);
+    const auto beta = static_cast<T>(at.get_real(ops::attr_id::beta));
+    const auto coef = static_cast<T>(2 * at.get_real(ops::attr_id::alpha) * at.get_real(ops::attr_id::beta) /
+                                     static_cast<double>(size));
+    const std::vector<T> s = lrn_denominator_base(a);
+    const T *xp = a.data(0), *dy = a.data(1);
+    std::vector<T> q(s.size());  // dy_i x_i s_i^(-beta - 1)
+    for (std::size_t i = 0; i < s.size(); ++i) q[i] = dy[i] * xp[i] * std::pow(s[i], -beta - T(1));
+    value<T> r = filled(a.out_dims(), T(0));
+    x.for_each_line([&](index start) {
+        for (index j = 0; j < x.extent; ++j) {
+            T sum = 0;
+            for (index i = std::max<index>(0, j - w.after); i <= std::min<index>(x.extent - 1, j + w.before); ++i)
+                sum += q[static_cast<std::size_t>(start + i * x.inner)];
+            const auto e = static_cast<std::size_t>(start + j * x.inner);
+            r.data()[e] = dy[e] * std::pow(s[e], -beta) - coef * xp[e] * sum;
+        }
+    });
+    return r;
+}
+
 enum class reduction { sum, mean, max };
 
 /// Strides that map an element of x (shape xd) to the element of its reduction over `axes` (empty:

@@ -21,8 +21,14 @@ namespace goopt::io::detail {
 /// from the node's float attributes of the same names; the op table's defaults are ONNX's.
 inline void onnx_importer::convert_unary(const node_t& n, const onnx_handler& h) {
     ops::attribute_map a;
-    for (const ops::attr_spec& s : ops::spec(h.kind).attrs)
-        if (s.type == ops::attr_type::real) a.set(s.id, attr_float(n, ops::name(s.id), s.real_default));
+    for (const ops::attr_spec& s : ops::spec(h.kind).attrs) {
+        const std::string_view name = ops::name(s.id);
+        if (s.type == ops::attr_type::real) a.set(s.id, attr_float(n, name, s.real_default));
+        if (s.type != ops::attr_type::integer) continue;
+        if (s.required && !attr(n, name))
+            fail(n, concat("has no attribute '", name, "'"), "the attribute ONNX requires");
+        a.set(s.id, attr_int(n, name, s.int_default));
+    }
     bind(n, 0, add1(h.kind, {tensor_in(n, 0)}, std::move(a), node_name(n)));
 }
 
@@ -69,6 +75,12 @@ inline void onnx_importer::convert_clip(const node_t& n, const onnx_handler&) {
     if (has_input(n, 2)) hi = scalar_in(n, 2, "max");
     bind(n, 0,
          add1(ops::op_kind::clip, {tensor_in(n, 0)}, {{ops::attr_id::min, lo}, {ops::attr_id::max, hi}}, node_name(n)));
+}
+
+inline void onnx_importer::convert_instance_norm(const node_t& n, const onnx_handler&) {
+    bind(n, 0,
+         add1(ops::op_kind::instance_norm, {tensor_in(n, 0), tensor_in(n, 1), tensor_in(n, 2)},
+              {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, node_name(n)));
 }
 
 inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler&) {
@@ -432,6 +444,17 @@ inline void onnx_importer::convert_sum(const node_t& n, const onnx_handler&) {
     if (mean)
         s = add1(ops::op_kind::ewmul, {s, scalar(name + "/inverse_count", 1.0 / n.input_size(), g_.type_of(s).type)},
                  {}, name);
+    bind(n, 0, s);
+}
+
+/// Max and Min of any number of inputs (numpy broadcasting): a chain of the binary kind.
+inline void onnx_importer::convert_chain(const node_t& n, const onnx_handler& h) {
+    const std::string name = node_name(n);
+    if (n.input_size() == 0) fail(n, "has no inputs", "at least one");
+    if (n.input_size() == 1) return alias(n, 0, 0);
+    graph::tensor_id s = tensor_in(n, 0);
+    for (int k = 1; k < n.input_size(); ++k)
+        s = add1(h.kind, {s, tensor_in(n, k)}, {}, k + 1 == n.input_size() ? name : concat(name, "/", k));
     bind(n, 0, s);
 }
 

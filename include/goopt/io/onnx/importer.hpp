@@ -110,6 +110,8 @@ public:
     void convert_reciprocal(const node_t& n, const onnx_handler&);
     void convert_prelu(const node_t& n, const onnx_handler&);
     void convert_sum(const node_t& n, const onnx_handler&);
+    void convert_chain(const node_t& n, const onnx_handler&);
+    void convert_instance_norm(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
     /// `opaque` op (opaque.hpp).

@@ -228,6 +228,12 @@ template <ops::op_kind K> constexpr const char* same_operator() {
             return "Softplus";
         case ops::op_kind::abs:
             return "Abs";
+        case ops::op_kind::softsign:
+            return "Softsign";
+        case ops::op_kind::max:
+            return "Max";
+        case ops::op_kind::min:
+            return "Min";
         case ops::op_kind::identity:
             return "Identity";
         case ops::op_kind::global_avgpool:
@@ -496,6 +502,20 @@ inline void batchnorm(onnx_exporter& e, graph::op_id o) {
     set_float(e.main(o, "BatchNormalization", in, {e.out(o)}), "epsilon", e.op(o).attrs.get_real(attr_id::epsilon));
 }
 
+inline void instance_norm(onnx_exporter& e, graph::op_id o) {
+    set_float(e.main(o, "InstanceNormalization", {e.in(o, 0), e.in(o, 1), e.in(o, 2)}, {e.out(o)}), "epsilon",
+              e.op(o).attrs.get_real(attr_id::epsilon));
+}
+
+inline void lrn(onnx_exporter& e, graph::op_id o) {
+    const auto& a = e.op(o).attrs;
+    auto& n = e.main(o, "LRN", {e.in(o, 0)}, {e.out(o)});
+    set(n, "size", a.get_int(attr_id::size));
+    set_float(n, "alpha", a.get_real(attr_id::alpha));
+    set_float(n, "beta", a.get_real(attr_id::beta));
+    set_float(n, "bias", a.get_real(attr_id::bias));
+}
+
 inline void softmax(onnx_exporter& e, graph::op_id o) {
     set(e.main(o, "Softmax", {e.in(o, 0)}, {e.out(o)}), "axis", e.op(o).attrs.get_int(attr_id::axis));
 }
@@ -723,6 +743,12 @@ inline constexpr std::array<ops::required_fn<onnx_lowering>, ops::num_op_kinds> 
         {ops::op_kind::softplus, lower::same<ops::op_kind::softplus>},
         {ops::op_kind::elu, lower::elu},
         {ops::op_kind::abs, lower::same<ops::op_kind::abs>},
+        {ops::op_kind::lrn, lower::lrn},
+        {ops::op_kind::lrn_grad, lower::training_op},
+        {ops::op_kind::instance_norm, lower::instance_norm},
+        {ops::op_kind::softsign, lower::same<ops::op_kind::softsign>},
+        {ops::op_kind::max, lower::same<ops::op_kind::max>},
+        {ops::op_kind::min, lower::same<ops::op_kind::min>},
     }});
 
 }  // namespace goopt::io::detail
