@@ -1310,3 +1310,26 @@ TEST_CASE("opaque LogSoftmax and Hardmax of operator set 11 keep their meaning w
 }
 
 }  // namespace export_test
+
+TEST_CASE("Max and Min of constants fold at import, any number of inputs, integers and reals") {
+    // a shape computed from Shape(x) through a three-input Max and a Min, as exporters clamp sizes
+    onnx_testing::model_builder b;
+    b.input("x", {2, 3});
+    b.int64s("low", {2}, {1, 1}).int64s("wide", {2}, {3, 0}).int64s("cap", {2}, {3, 2});
+    b.floats("a", {2}, {1.5f, -2.0f}).floats("c", {1}, {0.5f});
+    b.node("Shape", {"x"}, {"s"});
+    b.node("Max", {"s", "low", "wide"}, {"m"});  // [3, 3]
+    b.node("Min", {"m", "cap"}, {"target"});     // [3, 2]
+    b.node("Reshape", {"x", "target"}, {"r"});
+    b.node("Max", {"a", "c"}, {"bound"});  // [1.5, 0.5], folded to a constant
+    b.node("Mul", {"r", "bound"}, {"y"});
+    b.output("y");
+    const auto m = io::import_onnx_bytes(b.bytes(), "clamp.onnx");
+    CHECK(m.graph.ops_of_kind(op_kind::max).empty());
+    CHECK(m.graph.ops_of_kind(op_kind::min).empty());
+    CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{3, 2});
+    bool found = false;
+    for (const auto& [name, v] : m.weight_values)
+        if (v.values == std::vector<double>{1.5, 0.5}) found = true;
+    CHECK(found);
+}

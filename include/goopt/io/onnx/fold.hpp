@@ -17,10 +17,12 @@ namespace goopt::io::detail {
 
 /// How an elementwise ONNX op computes on constants: `real` on doubles; `integer` on int64s, giving
 /// what went wrong ("overflows 64 bits") or an empty view. `compare` ops give booleans; `Where`
-/// (arity 3) takes its type from its second operand.
+/// (arity 3) takes its type from its second operand; a `variadic` op (Max, Min) takes any number of
+/// inputs, folded from the left with its binary function.
 struct onnx_elementwise {
     int arity = 2;
     bool compare = false;
+    bool variadic = false;
     double (*real)(double, double, double) = nullptr;
     std::string_view (*integer)(std::int64_t, std::int64_t, std::int64_t, std::int64_t&) = nullptr;
 };
@@ -55,6 +57,17 @@ inline constexpr onnx_elementwise pow{
             r = onnx_const::to_int(std::pow(static_cast<double>(a), static_cast<double>(b)));
             return std::string_view{};
         }};
+/// Max and Min as the interpreter's kernels compute them: NaN in either operand gives NaN.
+inline constexpr onnx_elementwise max{
+    .variadic = true,
+    .real = [](double a, double b, double) { return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b); },
+    .integer = [](std::int64_t a, std::int64_t b, std::int64_t,
+                  std::int64_t& r) { return r = std::max(a, b), std::string_view{}; }};
+inline constexpr onnx_elementwise min{
+    .variadic = true,
+    .real = [](double a, double b, double) { return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b); },
+    .integer = [](std::int64_t a, std::int64_t b, std::int64_t,
+                  std::int64_t& r) { return r = std::min(a, b), std::string_view{}; }};
 inline constexpr onnx_elementwise sqrt{.arity = 1, .real = [](double a, double, double) { return std::sqrt(a); }};
 inline constexpr onnx_elementwise abs{.arity = 1, .real = [](double a, double, double) { return std::abs(a); }};
 inline constexpr onnx_elementwise exp{.arity = 1, .real = [](double a, double, double) { return std::exp(a); }};
@@ -266,8 +279,10 @@ inline std::optional<onnx_const> onnx_importer::fold_expand(const node_t& n, con
 /// Elementwise ops on broadcast operands, as the row's `math` computes them.
 inline std::optional<onnx_const> onnx_importer::fold_elementwise(const node_t& n, const onnx_handler& h) {
     const onnx_elementwise& m = *h.math;
+    const int count = m.variadic ? n.input_size() : m.arity;
+    if (count == 0) fail(n, "has no inputs", "at least one");
     std::vector<const onnx_const*> in;
-    for (int k = 0; k < m.arity; ++k) in.push_back(entry(n, k).value.get());
+    for (int k = 0; k < count; ++k) in.push_back(entry(n, k).value.get());
     ops::shape out = in[0]->dims;
     for (std::size_t k = 1; k < in.size(); ++k) out = ops::shape_rules::broadcast(out, in[k]->dims);
     const ops::dtype type = m.compare ? ops::dtype::boolean : m.arity == 3 ? in[1]->type : in[0]->type;
@@ -278,7 +293,15 @@ inline std::optional<onnx_const> onnx_importer::fold_elementwise(const node_t& n
     std::array<double, 3> v{};
     std::array<std::int64_t, 3> iv{};
     for (std::size_t e = 0; e < c.size(); ++e) {
-        if (int_math) {
+        if (m.variadic && int_math) {
+            std::int64_t r = in[0]->int_at(offs[0][e]);
+            for (std::size_t k = 1; k < in.size(); ++k) (void)m.integer(r, in[k]->int_at(offs[k][e]), 0, r);
+            c.i[e] = r;
+        } else if (m.variadic) {
+            double r = in[0]->at(offs[0][e]);
+            for (std::size_t k = 1; k < in.size(); ++k) r = m.real(r, in[k]->at(offs[k][e]), 0);
+            c.set(e, r);
+        } else if (int_math) {
             for (std::size_t k = 0; k < in.size(); ++k) iv[k] = in[k]->int_at(offs[k][e]);
             std::int64_t r = 0;
             if (const auto problem = m.integer(iv[0], iv[1], iv[2], r); !problem.empty())

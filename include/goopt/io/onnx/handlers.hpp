@@ -73,10 +73,12 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Less", .fold = &i::fold_elementwise, .math = &e::less},
         onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},
-        onnx_handler{.op = "Max", .convert = &i::convert_chain, .kind = k::max},
+        onnx_handler{
+            .op = "Max", .fold = &i::fold_elementwise, .convert = &i::convert_chain, .kind = k::max, .math = &e::max},
         onnx_handler{.op = "MaxPool", .convert = &i::convert_max_pool},
         onnx_handler{.op = "Mean", .convert = &i::convert_sum},
-        onnx_handler{.op = "Min", .convert = &i::convert_chain, .kind = k::min},
+        onnx_handler{
+            .op = "Min", .fold = &i::fold_elementwise, .convert = &i::convert_chain, .kind = k::min, .math = &e::min},
         onnx_handler{.op = "Mul",
                      .fold = &i::fold_elementwise,
                      .convert = &i::convert_binary,
