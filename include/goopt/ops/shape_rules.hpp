@@ -421,25 +421,29 @@ inline output_types gather(std::span<const tensor_type> in, const attribute_map&
     return {tensor_type{out, in[0].type}};
 }
 
+namespace detail {
+/// x [N, C, ...] of at least `rank` dimensions (`form` says which) and one value per channel in each
+/// of the other inputs, as batchnorm and instance_norm take them.
+inline output_types per_channel_normalization(std::span<const tensor_type> in, std::size_t rank,
+                                              std::string_view form) {
+    same_dtype(in);
+    expect(in[0].dims.rank() >= rank, "input has shape ", in[0].dims, expecting, form);
+    for (std::size_t i = 1; i < in.size(); ++i)
+        expect(in[i].dims == shape{in[0].dims[1]}, "input ", i, " has shape ", in[i].dims, expecting, "[",
+               in[0].dims[1], "] (channels)");
+    return {in[0]};
+}
+}  // namespace detail
+
 /// Inference-mode batch normalization: x [N, C, ...], scale/bias/mean/var [C].
 inline output_types batchnorm(std::span<const tensor_type> in, const attribute_map&) {
-    detail::same_dtype(in);
-    detail::expect(in[0].dims.rank() >= 2, "input has shape ", in[0].dims, detail::expecting, "[N,C,...]");
-    for (std::size_t i = 1; i < 5; ++i)
-        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input ", i, " has shape ", in[i].dims, detail::expecting,
-                       "[", in[0].dims[1], "] (channels)");
-    return {in[0]};
+    return detail::per_channel_normalization(in, 2, "[N,C,...]");
 }
 
 /// Instance normalization: x [N, C, ...] normalized per sample and channel over the rest; scale and
 /// bias [C].
 inline output_types instance_norm(std::span<const tensor_type> in, const attribute_map&) {
-    detail::same_dtype(in);
-    detail::expect(in[0].dims.rank() >= 3, "input has shape ", in[0].dims, detail::expecting, "[N,C,D1,...]");
-    for (std::size_t i = 1; i < 3; ++i)
-        detail::expect(in[i].dims == shape{in[0].dims[1]}, "input ", i, " has shape ", in[i].dims, detail::expecting,
-                       "[", in[0].dims[1], "] (channels)");
-    return {in[0]};
+    return detail::per_channel_normalization(in, 3, "[N,C,D1,...]");
 }
 
 /// Local response normalization across the channels of x [N, C, ...] in a window of `size`.

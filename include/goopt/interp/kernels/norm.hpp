@@ -47,14 +47,13 @@ template <std::floating_point T> value<T> softmax(const kernel_args<T>& a) {
     return r;
 }
 
-template <std::floating_point T> value<T> layernorm(const kernel_args<T>& a) {
-    const auto& xd = a.in_dims(0);
-    const std::size_t ax = xd.axis(a.attrs().get_int(ops::attr_id::axis));
-    const index outer = prod(xd, 0, ax), inner = prod(xd, ax, xd.rank());
+/// Each of `runs` consecutive runs of `inner` values of x normalized by its own mean and biased
+/// variance, then `affine(run, i, normalized)`: layernorm and instance_norm differ only in that.
+template <std::floating_point T, class Affine>
+value<T> normalize_runs(const kernel_args<T>& a, index runs, index inner, Affine affine) {
     const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
-    const T *gamma = a.data(1), *beta = a.data(2);
     value<T> r = filled(a.out_dims(), T(0));
-    for (index p = 0; p < outer; ++p) {
+    for (index p = 0; p < runs; ++p) {
         const T* xp = a.data(0) + p * inner;
         T* z = r.data() + p * inner;
         T mean = 0, var = 0;
@@ -63,31 +62,26 @@ template <std::floating_point T> value<T> layernorm(const kernel_args<T>& a) {
         for (index i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
         var /= static_cast<T>(inner);
         const T den = std::sqrt(var + eps);
-        for (index i = 0; i < inner; ++i) z[i] = (xp[i] - mean) / den * gamma[i] + beta[i];
+        for (index i = 0; i < inner; ++i) z[i] = affine(p, i, (xp[i] - mean) / den);
     }
     return r;
+}
+
+template <std::floating_point T> value<T> layernorm(const kernel_args<T>& a) {
+    const auto& xd = a.in_dims(0);
+    const std::size_t ax = xd.axis(a.attrs().get_int(ops::attr_id::axis));
+    const T *gamma = a.data(1), *beta = a.data(2);
+    return normalize_runs(a, prod(xd, 0, ax), prod(xd, ax, xd.rank()),
+                          [&](index, index i, T v) { return v * gamma[i] + beta[i]; });
 }
 
 /// x [N, C, ...]: each (sample, channel) normalized over the other axes, then * scale[c] + bias[c].
 template <std::floating_point T> value<T> instance_norm(const kernel_args<T>& a) {
     const auto& xd = a.in_dims(0);
-    const index planes = prod(xd, 0, 2), inner = prod(xd, 2, xd.rank()), channels = xd[1];
-    const auto eps = static_cast<T>(a.attrs().get_real(ops::attr_id::epsilon));
+    const index channels = xd[1];
     const T *scale = a.data(1), *bias = a.data(2);
-    value<T> r = filled(a.out_dims(), T(0));
-    for (index p = 0; p < planes; ++p) {
-        const T* xp = a.data(0) + p * inner;
-        T* z = r.data() + p * inner;
-        T mean = 0, var = 0;
-        for (index i = 0; i < inner; ++i) mean += xp[i];
-        mean /= static_cast<T>(inner);
-        for (index i = 0; i < inner; ++i) var += (xp[i] - mean) * (xp[i] - mean);
-        var /= static_cast<T>(inner);
-        const T den = std::sqrt(var + eps);
-        const index c = p % channels;
-        for (index i = 0; i < inner; ++i) z[i] = (xp[i] - mean) / den * scale[c] + bias[c];
-    }
-    return r;
+    return normalize_runs(a, prod(xd, 0, 2), prod(xd, 2, xd.rank()),
+                          [&](index p, index, T v) { return v * scale[p % channels] + bias[p % channels]; });
 }
 
 /// LRN's window of channels around c, as ONNX defines it: [c - floor((size - 1) / 2),
