@@ -7,6 +7,7 @@
 #include <goopt/io/svg_timeline.hpp>
 #include <goopt/io/svg_training_curve.hpp>
 #include <goopt/subst/inference_cost.hpp>
+#include <goopt/tasks/joint.hpp>
 #include <goopt/tasks/nothing_to_decide.hpp>
 
 #include <algorithm>
@@ -197,9 +198,8 @@ pipeline run_pipeline(std::string label, const loaded_graph& input, const cluste
         for (std::size_t i = 1; i < p.first_learned; ++i)
             if (better_method(p.methods[i], p.methods[best])) best = i;
         const auto anchor = p.methods[best];  // a copy: `methods` grows below
-        std::string joint = "go_";
-        for (const auto& t : decided) joint += (joint.size() > 3 ? "+" : "") + t;
-        run(joint, [&] {
+        const tasks::joint_tasks joint{ran("placement"), ran("scheduling"), ran("fusion")};
+        run("go_" + joint.name(), [&] {
             return optimize_joint(ctx, metf_decision, anchor, ran("placement"), ran("scheduling"), ran("fusion"));
         });
     }

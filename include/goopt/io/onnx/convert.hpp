@@ -432,30 +432,37 @@ inline void onnx_importer::convert_reciprocal(const node_t& n, const onnx_handle
 
 /// Sum and Mean of any number of inputs (numpy broadcasting): a chain of additions, in input
 /// order; Mean then scales by 1 / inputs.
-inline void onnx_importer::convert_sum(const node_t& n, const onnx_handler&) {
-    const std::string name = node_name(n);
+/// Sum, Mean, Max and Min of any number of inputs: refused with none; with one, the node's output is
+/// its input (and nothing is returned); else `kind` applied from the left, numpy broadcasting at each
+/// step, the intermediate results named `<node><part><k>` and the last `last`.
+inline std::optional<graph::tensor_id> onnx_importer::chain_inputs(const node_t& n, ops::op_kind kind,
+                                                                   std::string_view part, const std::string& last) {
     if (n.input_size() == 0) fail(n, "has no inputs", "at least one");
-    const bool mean = n.op_type() == "Mean";
-    if (n.input_size() == 1) return alias(n, 0, 0);
+    if (n.input_size() == 1) {
+        alias(n, 0, 0);
+        return std::nullopt;
+    }
+    const std::string name = node_name(n);
     graph::tensor_id s = tensor_in(n, 0);
     for (int k = 1; k < n.input_size(); ++k)
-        s = add1(ops::op_kind::ewadd, {s, tensor_in(n, k)}, {},
-                 k + 1 == n.input_size() && !mean ? name : concat(name, "/sum", k));
-    if (mean)
-        s = add1(ops::op_kind::ewmul, {s, scalar(name + "/inverse_count", 1.0 / n.input_size(), g_.type_of(s).type)},
-                 {}, name);
-    bind(n, 0, s);
+        s = add1(kind, {s, tensor_in(n, k)}, {}, k + 1 == n.input_size() ? last : concat(name, part, k));
+    return s;
 }
 
-/// Max and Min of any number of inputs (numpy broadcasting): a chain of the binary kind.
-inline void onnx_importer::convert_chain(const node_t& n, const onnx_handler& h) {
+inline void onnx_importer::convert_sum(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
-    if (n.input_size() == 0) fail(n, "has no inputs", "at least one");
-    if (n.input_size() == 1) return alias(n, 0, 0);
-    graph::tensor_id s = tensor_in(n, 0);
-    for (int k = 1; k < n.input_size(); ++k)
-        s = add1(h.kind, {s, tensor_in(n, k)}, {}, k + 1 == n.input_size() ? name : concat(name, "/", k));
-    bind(n, 0, s);
+    const bool mean = n.op_type() == "Mean";
+    const auto s = chain_inputs(n, ops::op_kind::ewadd, "/sum", mean ? concat(name, "/sum", n.input_size() - 1) : name);
+    if (!s) return;
+    if (!mean) return bind(n, 0, *s);
+    bind(n, 0,
+         add1(ops::op_kind::ewmul, {*s, scalar(name + "/inverse_count", 1.0 / n.input_size(), g_.type_of(*s).type)}, {},
+              name));
+}
+
+/// Max and Min: their binary kind applied from the left.
+inline void onnx_importer::convert_chain(const node_t& n, const onnx_handler& h) {
+    if (const auto s = chain_inputs(n, h.kind, "/", node_name(n))) bind(n, 0, *s);
 }
 
 }  // namespace goopt::io::detail

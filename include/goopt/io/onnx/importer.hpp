@@ -111,6 +111,8 @@ public:
     void convert_prelu(const node_t& n, const onnx_handler&);
     void convert_sum(const node_t& n, const onnx_handler&);
     void convert_chain(const node_t& n, const onnx_handler&);
+    std::optional<graph::tensor_id> chain_inputs(const node_t& n, ops::op_kind kind, std::string_view part,
+                                                 const std::string& last);
     void convert_instance_norm(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
