@@ -110,3 +110,17 @@ TEST_CASE("a ViT-style classifier exported at opset 13 trains: its gradients mat
     CHECK(check_imported_training("vit_tiny.onnx", "image", [](std::size_t i) { return std::sin(0.37 * double(i)); }) ==
           15);
 }
+
+TEST_CASE(
+    "an attention block written with Einsum, Selu and LogSoftmax trains: its gradients match finite "
+    "differences") {
+    // tests/data/onnx/make_einsum_attention.py: each of the three is lowered onto existing kinds
+    const io::onnx_model m = io::import_onnx(exports_dir / "einsum_attention.onnx");
+    CHECK(m.graph.ops_of_kind(op_kind::opaque).empty());
+    CHECK(m.graph.ops_of_kind(op_kind::matmul).size() == 7);  // one per Einsum
+    CHECK(m.graph.ops_of_kind(op_kind::elu).size() == 1);
+    CHECK(m.graph.ops_of_kind(op_kind::log).size() == 1);
+    // q, k, v, the feed-forward matrix and the head
+    CHECK(check_imported_training("einsum_attention.onnx", "x",
+                                  [](std::size_t i) { return std::sin(0.53 * double(i)); }) == 5);
+}

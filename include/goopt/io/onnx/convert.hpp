@@ -180,17 +180,56 @@ inline void onnx_importer::convert_transpose(const node_t& n, const onnx_handler
     bind(n, 0, add1(ops::op_kind::transpose, {tensor_in(n, 0)}, {{ops::attr_id::perm, perm}}, node_name(n)));
 }
 
+/// Softmax, and LogSoftmax as (x - max) - log(sum(exp(x - max))): the max subtracted first, so that
+/// no exp overflows, and a log-probability far below zero stays finite where log(softmax(x)) would
+/// round it to -inf. Before operator set 13 both flatten the input to 2-D at `axis` and normalize
+/// the whole trailing block.
 inline void onnx_importer::convert_softmax(const node_t& n, const onnx_handler&) {
     using ops::attr_id;
+    using ops::op_kind;
     const std::string name = node_name(n);
     const ops::shape& x = dims_in(n, 0);
     const auto ax = static_cast<std::int64_t>(x.axis(attr_int(n, "axis", opset_ >= 13 ? -1 : 1)));
-    if (opset_ >= 13 || ax + 1 == static_cast<std::int64_t>(x.rank()))
-        return bind(n, 0, add1(ops::op_kind::softmax, {tensor_in(n, 0)}, {{attr_id::axis, ax}}, name));
-    // before opset 13 Softmax flattens to 2-D at axis and normalizes the whole trailing block
-    const graph::tensor_id f = add1(ops::op_kind::flatten, {tensor_in(n, 0)}, {{attr_id::axis, ax}}, name + "/flatten");
-    const graph::tensor_id s = add1(ops::op_kind::softmax, {f}, {{attr_id::axis, std::int64_t{1}}}, name);
-    bind(n, 0, reshape(s, x, name + "/unflatten"));
+    const bool flat = opset_ < 13 && ax + 1 != static_cast<std::int64_t>(x.rank());
+    graph::tensor_id in = tensor_in(n, 0);
+    if (flat) in = add1(op_kind::flatten, {in}, {{attr_id::axis, ax}}, name + "/flatten");
+    const std::int64_t axis = flat ? 1 : ax;
+    graph::tensor_id y;
+    if (n.op_type() != "LogSoftmax") {
+        y = add1(op_kind::softmax, {in}, {{attr_id::axis, axis}}, name);
+    } else {
+        const ops::attribute_map over{{attr_id::axes, ints{axis}}, {attr_id::keepdims, std::int64_t{1}}};
+        const auto shifted =
+            add1(op_kind::sub, {in, add1(op_kind::reduce_max, {in}, over, name + "/max")}, {}, name + "/shifted");
+        const auto total =
+            add1(op_kind::reduce_sum, {add1(op_kind::exp, {shifted}, {}, name + "/exp")}, over, name + "/sum");
+        y = add1(op_kind::sub, {shifted, add1(op_kind::log, {total}, {}, name + "/log")}, {}, name);
+    }
+    bind(n, 0, flat ? reshape(y, x, name + "/unflatten") : y);
+}
+
+/// Selu as gamma * elu(x; alpha), Mish as x * tanh(softplus(x)): their definitions, on the kinds
+/// that have them.
+inline void onnx_importer::convert_selu(const node_t& n, const onnx_handler&) {
+    using ops::attr_id;
+    using ops::op_kind;
+    const std::string name = node_name(n);
+    const graph::tensor_id elu =
+        add1(op_kind::elu, {tensor_in(n, 0)}, {{attr_id::alpha, attr_float(n, "alpha", 1.67326319217681884765625)}},
+             name + "/elu");
+    bind(n, 0,
+         add1(op_kind::smul,
+              {elu, scalar(name + "/gamma", attr_float(n, "gamma", 1.05070102214813232421875), type_in(n, 0).type)}, {},
+              name));
+}
+
+inline void onnx_importer::convert_mish(const node_t& n, const onnx_handler&) {
+    using ops::op_kind;
+    const std::string name = node_name(n);
+    const graph::tensor_id x = tensor_in(n, 0);
+    const graph::tensor_id t =
+        add1(op_kind::tanh, {add1(op_kind::softplus, {x}, {}, name + "/softplus")}, {}, name + "/tanh");
+    bind(n, 0, add1(op_kind::ewmul, {x, t}, {}, name));
 }
 
 inline void onnx_importer::convert_reduce(const node_t& n, const onnx_handler& h) {

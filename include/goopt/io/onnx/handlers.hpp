@@ -7,6 +7,7 @@
 
 #include <goopt/io/onnx/convert.hpp>
 #include <goopt/io/onnx/convolution.hpp>
+#include <goopt/io/onnx/einsum.hpp>
 #include <goopt/io/onnx/fold.hpp>
 #include <goopt/io/onnx/importer.hpp>
 #include <goopt/io/onnx/recurrent.hpp>
@@ -49,6 +50,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{
             .op = "Div", .fold = &i::fold_elementwise, .convert = &i::convert_binary, .kind = k::div, .math = &e::div},
         onnx_handler{.op = "Dropout", .fold = &i::fold_identity, .convert = &i::convert_dropout},
+        onnx_handler{.op = "Einsum", .convert = &i::convert_einsum},
         onnx_handler{.op = "Elu", .convert = &i::convert_unary, .kind = k::elu},
         onnx_handler{.op = "Equal", .fold = &i::fold_elementwise, .math = &e::equal},
         onnx_handler{.op = "Erf", .convert = &i::convert_unary, .kind = k::erf},
@@ -72,6 +74,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "LeakyRelu", .convert = &i::convert_unary, .kind = k::leaky_relu},
         onnx_handler{.op = "Less", .fold = &i::fold_elementwise, .math = &e::less},
         onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
+        onnx_handler{.op = "LogSoftmax", .convert = &i::convert_softmax},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},
         onnx_handler{
             .op = "Max", .fold = &i::fold_elementwise, .convert = &i::convert_chain, .kind = k::max, .math = &e::max},
@@ -79,6 +82,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Mean", .convert = &i::convert_sum},
         onnx_handler{
             .op = "Min", .fold = &i::fold_elementwise, .convert = &i::convert_chain, .kind = k::min, .math = &e::min},
+        onnx_handler{.op = "Mish", .convert = &i::convert_mish},
         onnx_handler{.op = "Mul",
                      .fold = &i::fold_elementwise,
                      .convert = &i::convert_binary,
@@ -100,6 +104,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Relu", .convert = &i::convert_unary, .kind = k::relu},
         onnx_handler{.op = "Reshape", .fold = &i::fold_reshape, .convert = &i::convert_reshape},
         onnx_handler{.op = "Resize", .convert = &i::convert_resize},
+        onnx_handler{.op = "Selu", .convert = &i::convert_selu},
         onnx_handler{.op = "Shape", .fold = &i::fold_shape, .folds_without_values = true},
         onnx_handler{.op = "Sigmoid", .convert = &i::convert_unary, .kind = k::sigmoid},
         onnx_handler{.op = "Slice", .fold = &i::fold_slice, .convert = &i::convert_slice},

@@ -92,6 +92,8 @@ public:
     void convert_squeeze(const node_t& n, const onnx_handler&);
     void convert_transpose(const node_t& n, const onnx_handler&);
     void convert_softmax(const node_t& n, const onnx_handler&);
+    void convert_selu(const node_t& n, const onnx_handler&);
+    void convert_mish(const node_t& n, const onnx_handler&);
     void convert_reduce(const node_t& n, const onnx_handler& h);
     void convert_concat(const node_t& n, const onnx_handler&);
     void convert_split(const node_t& n, const onnx_handler&);
@@ -115,6 +117,7 @@ public:
                                                  const std::string& last);
     void convert_instance_norm(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
+    void convert_einsum(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
     /// `opaque` op (opaque.hpp).
     void convert_opaque(const node_t& n, std::string_view form = {});

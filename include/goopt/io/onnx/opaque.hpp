@@ -5,6 +5,7 @@
 /// own shape inference (libonnx) run on the node alone with goopt's input types, else from the
 /// file's value_info; the node itself is kept (io::onnx_model::opaque_nodes) for the export.
 
+#include <goopt/io/onnx/einsum.hpp>
 #include <goopt/io/onnx/exporter.hpp>
 #include <goopt/io/onnx/importer.hpp>
 
@@ -12,9 +13,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <cctype>
 #include <exception>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -34,77 +33,6 @@ inline std::optional<ops::tensor_type> static_type(const onnx::TypeProto& t) {
         r.dims.push_back(d.dim_value());
     }
     return r;
-}
-
-/// Einsum's output type from its equation, where ONNX 1.12's shape inference gives only the rank:
-/// each letter's extent from the inputs, an ellipsis's axes broadcast (right-aligned) across them,
-/// and the output's terms as written, or else (implicit mode) the ellipsis's axes and then every
-/// letter that occurs once, in alphabetical order. nullopt where the equation does not fit the inputs.
-inline std::optional<ops::tensor_type> einsum_output_type(const std::string& equation,
-                                                          const std::vector<ops::tensor_type>& in) {
-    std::string eq;
-    for (char c : equation)
-        if (c != ' ') eq += c;
-    const auto arrow = eq.find("->");
-    const std::string lhs = eq.substr(0, arrow);
-    std::vector<std::string> terms;
-    for (std::size_t at = 0;;) {
-        const auto comma = lhs.find(',', at);
-        terms.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
-    }
-    if (terms.size() != in.size() || in.empty()) return std::nullopt;
-    std::map<char, std::int64_t> extent, count;
-    ops::shape ellipsis;
-    for (std::size_t k = 0; k < terms.size(); ++k) {
-        const std::string& t = terms[k];
-        const auto dots = t.find("...");
-        std::string letters = dots == std::string::npos ? t : t.substr(0, dots) + t.substr(dots + 3);
-        if (!std::ranges::all_of(letters, [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
-            return std::nullopt;
-        const ops::shape& d = in[k].dims;
-        if (letters.size() > d.rank() || (dots == std::string::npos && letters.size() != d.rank())) return std::nullopt;
-        const std::size_t spread = d.rank() - letters.size();  // the ellipsis's axes in this input
-        for (std::size_t i = 0, axis = 0; i < letters.size(); ++i, ++axis) {
-            if (dots != std::string::npos && i == dots) axis += spread;
-            auto [it, fresh] = extent.emplace(letters[i], d[axis]);
-            if (!fresh && it->second != d[axis]) {
-                if (it->second == 1) it->second = d[axis];
-                else if (d[axis] != 1) return std::nullopt;
-            }
-            ++count[letters[i]];
-        }
-        if (dots == std::string::npos) continue;
-        ops::shape mine;
-        for (std::size_t axis = dots; axis < dots + spread; ++axis) mine.push_back(d[axis]);
-        try {
-            ellipsis = ops::shape_rules::broadcast(ellipsis, mine);
-        } catch (const std::exception&) {
-            return std::nullopt;
-        }
-    }
-    std::string rhs;
-    if (arrow != std::string::npos) {
-        rhs = eq.substr(arrow + 2);
-    } else {
-        rhs = "...";
-        for (const auto& [c, k] : count)
-            if (k == 1) rhs += c;
-    }
-    ops::tensor_type out{{}, in[0].type};
-    for (std::size_t i = 0; i < rhs.size(); ++i) {
-        if (rhs.compare(i, 3, "...") == 0) {
-            for (auto d : ellipsis) out.dims.push_back(d);
-            i += 2;
-        } else if (const auto it = extent.find(rhs[i]); it != extent.end()) {
-            out.dims.push_back(it->second);
-        } else {
-            return std::nullopt;
-        }
-    }
-    if (out.dims.rank() > ops::max_rank) return std::nullopt;
-    return out;
 }
 
 inline std::vector<ops::tensor_type> onnx_importer::opaque_output_types(const node_t& n) {
@@ -192,12 +120,12 @@ inline void onnx_importer::convert_opaque(const node_t& n, std::string_view form
                  concat("operator '", n.op_type(), "' has no goopt kind and holds a subgraph (attribute '", a.name(),
                         "')"),
                  "no subgraph (control flow is not kept opaque)");
-    // Before operator set 13, LogSoftmax and Hardmax (as Softmax: convert_softmax) flatten their input
+    // Before operator set 13, Hardmax (as Softmax and LogSoftmax: convert_softmax) flattens its input
     // to 2-D at `axis` and work on the whole trailing block; from 13 on they work on that one axis.
     // goopt writes operator set 13 or later, so such a node is kept on the flattened tensor with axis
     // 1, where both meanings agree, between a flatten and a reshape back.
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (default_domain && opset_ < 13 && (n.op_type() == "LogSoftmax" || n.op_type() == "Hardmax") && has_input(n, 0)) {
+    if (default_domain && opset_ < 13 && n.op_type() == "Hardmax" && has_input(n, 0)) {
         const ops::shape& x = dims_in(n, 0);
         const auto ax = static_cast<std::int64_t>(x.axis(attr_int(n, "axis", 1)));
         if (ax + 1 != static_cast<std::int64_t>(x.rank())) {
