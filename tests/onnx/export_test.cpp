@@ -1233,6 +1233,44 @@ TEST_CASE("Einsum is lowered onto matmuls, transposes and sums, and computes wha
     }
 }
 
+TEST_CASE(
+    "ReduceL1, ReduceL2, ReduceSumSquare, ReduceMin and ReduceLogSumExp, lowered, compute what onnxruntime "
+    "computes") {
+    struct reduce_case {
+        const char* op;
+        std::int64_t opset;
+        std::vector<std::int64_t> axes;  // as an attribute below operator set 18, an input from 18
+        std::int64_t keepdims;
+    };
+    const std::vector<reduce_case> cases{
+        {"ReduceL1", 13, {1}, 1},           {"ReduceL2", 13, {-1}, 0},          {"ReduceL2", 13, {}, 1},
+        {"ReduceSumSquare", 13, {0, 2}, 0}, {"ReduceMin", 13, {1}, 0},          {"ReduceMin", 18, {2}, 1},
+        {"ReduceLogSumExp", 13, {1}, 0},    {"ReduceLogSumExp", 13, {0, 2}, 1}, {"ReduceL2", 18, {1}, 0},
+    };
+    scratch_dir dir;
+    std::size_t k = 0;
+    for (const auto& c : cases) {
+        CAPTURE(c.op);
+        CAPTURE(c.opset);
+        CAPTURE(k);
+        const bool as_input = c.opset >= 18 && !c.axes.empty();
+        one_node m({2, 3, 4}, c.op,
+                   as_input ? std::initializer_list<std::string>{"x", "axes"} : std::initializer_list<std::string>{"x"},
+                   c.opset);
+        if (as_input) m.int64s("axes", c.axes);
+        else if (!c.axes.empty()) set_attribute(*m.node, "axes", c.axes);
+        set_attribute(*m.node, "keepdims", c.keepdims);
+        const io::onnx_model imported = io::import_onnx_bytes(m.b.bytes(), "reduce.onnx");
+        CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+        if (onnxruntime_skipped()) continue;
+        check_against_onnxruntime(m, dir.path / concat("reduce_", k++));
+    }
+    // empty axes that ask for no reduction have no definition to lower: kept opaque
+    one_node m({2, 3}, "ReduceL2", {"x"}, 13);
+    set_attribute(*m.node, "noop_with_empty_axes", std::int64_t{1});
+    CHECK(io::import_onnx_bytes(m.b.bytes(), "noop.onnx").graph.ops_of_kind(op_kind::opaque).size() == 1);
+}
+
 TEST_CASE("LogSoftmax stays finite far below zero, where log(softmax(x)) would be -inf") {
     model_builder b;
     b.input("x", {1, 3});

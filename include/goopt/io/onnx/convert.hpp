@@ -240,6 +240,46 @@ inline void onnx_importer::convert_reduce(const node_t& n, const onnx_handler& h
          add1(h.kind, {tensor_in(n, 0)}, {{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, keep}}, node_name(n)));
 }
 
+/// The reductions with no kind of their own, on their definitions: ReduceL1 = sum |x|, ReduceL2 =
+/// sqrt(sum x^2) (a normalization layer's norm), ReduceSumSquare = sum x^2, ReduceMin = -max(-x),
+/// ReduceLogSumExp = max + log(sum(exp(x - max))), the max subtracted first as in LogSoftmax. Empty
+/// axes with noop_with_empty_axes (an input "not reduced", where onnxruntime still applies the
+/// square or the absolute value) has no such definition: kept opaque.
+inline void onnx_importer::convert_reduce_lowered(const node_t& n, const onnx_handler&) {
+    using ops::attr_id;
+    using ops::op_kind;
+    const std::string name = node_name(n), op = n.op_type();
+    const auto axes = axes_of(n, 1, "axes", false);
+    const std::int64_t keep = attr_int(n, "keepdims", 1);
+    if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0)
+        no_kind("empty axes with noop_with_empty_axes = 1", "axes to reduce, or noop_with_empty_axes = 0");
+    const graph::tensor_id x = tensor_in(n, 0);
+    const auto type = type_in(n, 0).type;
+    auto reduce = [&](op_kind k, graph::tensor_id t, std::int64_t keepdims, const std::string& part) {
+        return add1(k, {t}, {{attr_id::axes, axes}, {attr_id::keepdims, keepdims}}, name + part);
+    };
+    graph::tensor_id y;
+    if (op == "ReduceL1") {
+        y = reduce(op_kind::reduce_sum, add1(op_kind::abs, {x}, {}, name + "/abs"), keep, "");
+    } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
+        const graph::tensor_id sum = reduce(op_kind::reduce_sum, add1(op_kind::ewmul, {x, x}, {}, name + "/square"),
+                                            keep, op == "ReduceL2" ? "/sum" : "");
+        y = op == "ReduceL2" ? add1(op_kind::sqrt, {sum}, {}, name) : sum;
+    } else if (op == "ReduceMin") {
+        const graph::tensor_id minus_one = scalar(name + "/minus_one", -1.0, type);
+        const graph::tensor_id negated = add1(op_kind::ewmul, {x, minus_one}, {}, name + "/negate");
+        y = add1(op_kind::ewmul, {reduce(op_kind::reduce_max, negated, keep, "/max"), minus_one}, {}, name);
+    } else {  // ReduceLogSumExp
+        const graph::tensor_id top = reduce(op_kind::reduce_max, x, 1, "/max");
+        const graph::tensor_id shifted = add1(op_kind::sub, {x, top}, {}, name + "/shifted");
+        const graph::tensor_id sum =
+            reduce(op_kind::reduce_sum, add1(op_kind::exp, {shifted}, {}, name + "/exp"), keep, "/sum");
+        const graph::tensor_id log = add1(op_kind::log, {sum}, {}, name + "/log");
+        y = add1(op_kind::ewadd, {log, reshape(top, g_.type_of(log).dims, name + "/max_reshaped")}, {}, name);
+    }
+    bind(n, 0, y);
+}
+
 inline void onnx_importer::convert_concat(const node_t& n, const onnx_handler&) {
     std::vector<graph::tensor_id> in;
     for (int k = 0; k < n.input_size(); ++k) in.push_back(tensor_in(n, k));

@@ -95,6 +95,7 @@ public:
     void convert_selu(const node_t& n, const onnx_handler&);
     void convert_mish(const node_t& n, const onnx_handler&);
     void convert_reduce(const node_t& n, const onnx_handler& h);
+    void convert_reduce_lowered(const node_t& n, const onnx_handler&);
     void convert_concat(const node_t& n, const onnx_handler&);
     void convert_split(const node_t& n, const onnx_handler&);
     void convert_slice(const node_t& n, const onnx_handler&);
