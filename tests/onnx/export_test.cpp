@@ -1289,6 +1289,18 @@ TEST_CASE("LogSoftmax stays finite far below zero, where log(softmax(x)) would b
     CHECK(y.data()[2] == doctest::Approx(2.0 - lse).epsilon(1e-14));
 }
 
+TEST_CASE("three Einsums of one input share its reshape, so that the greedy search merges them") {
+    // tests/data/onnx/make_einsum_attention.py: q, k and v are Einsum("bsd,de->bse", x, w)
+    const io::onnx_model m = io::import_onnx(onnx_dir / "einsum_attention.onnx");
+    const auto x = m.graph.get_op(m.graph.ops_of_kind(op_kind::input).at(0)).outputs[0];
+    REQUIRE(m.graph.get_tensor(x).uses.size() == 1);  // one reshape to [10, 8] for the three products
+    const auto flat = m.graph.get_op(m.graph.get_tensor(x).uses[0].op).outputs[0];
+    CHECK(m.graph.get_tensor(flat).uses.size() == 3);
+    const auto r = subst::optimize(m.graph, {}, cost::roofline_model{}, device::v100);  // greedy
+    CHECK(r.graph.ops_of_kind(op_kind::matmul).size() == 5);                            // q, k, v as one
+    CHECK(m.graph.ops_of_kind(op_kind::matmul).size() == 7);
+}
+
 TEST_CASE(
     "an Einsum with a diagonal is kept opaque, typed from its equation, optimized around and run in "
     "onnxruntime") {

@@ -183,7 +183,12 @@ inline void onnx_importer::convert_einsum(const node_t& n, const onnx_handler&) 
         if (x.labels == order) return x;
         ints perm;
         for (const int l : order) perm.push_back(std::ranges::find(x.labels, l) - x.labels.begin());
-        return operand{add1(ops::op_kind::transpose, {x.t}, {{ops::attr_id::perm, perm}}, name + part), order};
+        return operand{view(ops::op_kind::transpose, x.t, {{ops::attr_id::perm, perm}}, name + part), order};
+    };
+    // the operands' reshapes are shared views (onnx_importer::view): Q, K and V of one input stay mergeable
+    auto reshaped = [&](graph::tensor_id t, const ops::shape& dims, const std::string& part) {
+        if (g_.type_of(t).dims == dims) return t;
+        return view(ops::op_kind::reshape, t, {{ops::attr_id::shape, ints(dims.begin(), dims.end())}}, name + part);
     };
     auto product = [](const ops::shape& s, std::size_t from, std::size_t to) {
         std::int64_t p = 1;
@@ -202,7 +207,7 @@ inline void onnx_importer::convert_einsum(const node_t& n, const onnx_handler&) 
             x.labels.push_back(l);
             kept.push_back(d[a]);
         }
-        x.t = reshape(x.t, kept, concat(name, "/input", k, "_broadcast"));
+        x.t = reshaped(x.t, kept, concat("/input", k, "_broadcast"));
         in.push_back(std::move(x));
     }
     operand acc = in[0];
@@ -246,8 +251,8 @@ inline void onnx_importer::convert_einsum(const node_t& n, const onnx_handler&) 
         sb.push_back(kk);
         sb.push_back(nn);
         const graph::tensor_id mm =
-            add1(ops::op_kind::matmul, {reshape(a.t, sa, name + part + "/lhs"), reshape(b.t, sb, name + part + "/rhs")},
-                 {}, name + part);
+            add1(ops::op_kind::matmul, {reshaped(a.t, sa, part + "/lhs"), reshaped(b.t, sb, part + "/rhs")}, {},
+                 name + part);
         const std::vector<int> result = cat({&batch, &free_a, &free_b});
         acc = operand{reshape(mm, extents(result), name + part + "/unflatten"), result};
     }

@@ -231,6 +231,17 @@ private:
         if (g_.type_of(t).dims == dims) return t;
         return add1(ops::op_kind::reshape, {t}, {{ops::attr_id::shape, ints(dims.begin(), dims.end())}}, name);
     }
+    /// A reshape or transpose (kind k, attributes a) of `t` that a lowering asked for before is that
+    /// op's output again: three Einsums reading one input share its reshape, as a search with
+    /// hash-consing (equality saturation) would find, so that one without it (greedy, TASO's) sees
+    /// one input and can merge the three products.
+    graph::tensor_id view(ops::op_kind k, graph::tensor_id t, ops::attribute_map a, const std::string& name) {
+        for (const auto& v : views_)
+            if (v.kind == k && v.from == t && v.attrs == a) return v.to;
+        const graph::tensor_id r = add1(k, {t}, a, name);
+        views_.push_back({k, t, std::move(a), r});
+        return r;
+    }
     void charge_tables(const node_t& n, std::int64_t elements, const std::string& what);
     graph::tensor_id gather_along(graph::tensor_id t, std::size_t axis, const ints& index, const std::string& name);
     graph::tensor_id concat_along(const std::vector<graph::tensor_id>& parts, std::int64_t axis,
@@ -281,6 +292,13 @@ private:
     /// (try_fold) and the limit of every result that can outgrow its inputs (before it is computed).
     std::int64_t fold_budget_ = onnx_const::max_folded_elements;
     std::map<std::string, graph::tensor_id> reshaped_weights_;
+    struct shared_view {
+        ops::op_kind kind;
+        graph::tensor_id from;
+        ops::attribute_map attrs;
+        graph::tensor_id to;
+    };
+    std::vector<shared_view> views_;  // view()'s ops
     /// The graph input dimensions a binding set to other values than the file's (`graph input 'x'
     /// axis 0 is 8, not 1 as in the file`), for the errors a baked-in shape then causes.
     std::string rebound_;
