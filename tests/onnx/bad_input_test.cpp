@@ -364,6 +364,24 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("InstanceNormalization", {"x", "scale", "bias"}, {"y"});
          },
          {"bad.onnx: node 'y' (InstanceNormalization)", "expected [3] (channels)"}},
+        {"GroupNormalization with groups that do not divide the channels",
+         [](model_builder& b) {
+             b.input("x", {1, 4, 2, 2});
+             b.floats("scale", {3}, {1, 2, 3});
+             b.floats("bias", {3}, {0, 0, 0});
+             set_attribute(b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}), "num_groups", std::int64_t{3});
+         },
+         {"bad.onnx: node 'y' (GroupNormalization)",
+          "num_groups 3 for input [1,4,2,2]: expected an input of rank >= 2 whose channels (axis 1) num_groups >= 1 "
+          "divides"}},
+        {"GroupNormalization with a scale that is not one per group",
+         [](model_builder& b) {
+             b.input("x", {1, 4, 2, 2});
+             b.floats("scale", {4}, {1, 2, 3, 4});
+             b.floats("bias", {2}, {0, 0});
+             set_attribute(b.node("GroupNormalization", {"x", "scale", "bias"}, {"y"}), "num_groups", std::int64_t{2});
+         },
+         {"bad.onnx: node 'y' (GroupNormalization)", "input 'scale' has shape [4]: expected 2 elements"}},
         {"Conv on a 3-D window",
          [](model_builder& b) {
              b.input("x", {1, 2, 4, 4, 4});

@@ -83,6 +83,25 @@ inline void onnx_importer::convert_instance_norm(const node_t& n, const onnx_han
               {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, node_name(n)));
 }
 
+/// GroupNormalization (operator set 18: one scale and bias per group) is the instance
+/// normalization of x viewed as [N, groups, the rest]: each sample's group normalized over its
+/// channels and positions, then scaled per group.
+inline void onnx_importer::convert_group_norm(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    const ops::shape& x = dims_in(n, 0);
+    const std::int64_t groups = attr_int(n, "num_groups", 0);
+    if (!attr(n, "num_groups")) fail(n, "has no attribute 'num_groups'", "the attribute ONNX requires");
+    if (x.rank() < 2 || groups < 1 || x[1] % groups != 0)
+        fail(n, concat("num_groups ", groups, " for input ", x.to_string()),
+             "an input of rank >= 2 whose channels (axis 1) num_groups >= 1 divides");
+    const ops::shape grouped{x[0], groups, x.num_elements() / (x[0] * groups)};
+    const graph::tensor_id y = add1(ops::op_kind::instance_norm,
+                                    {reshape(tensor_in(n, 0), grouped, name + "/grouped"),
+                                     tensor_as(n, 1, ops::shape{groups}), tensor_as(n, 2, ops::shape{groups})},
+                                    {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, name);
+    bind(n, 0, reshape(y, x, name + "/ungrouped"));
+}
+
 inline void onnx_importer::convert_batchnorm(const node_t& n, const onnx_handler&) {
     if (attr_int(n, "training_mode", 0) != 0) no_kind("training_mode = 1", "an inference graph (training_mode = 0)");
     if (wants_output(n, 1) || wants_output(n, 2)) no_kind("running mean / variance outputs (training)", "one output");

@@ -64,6 +64,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "GlobalAveragePool", .convert = &i::convert_unary, .kind = k::global_avgpool},
         onnx_handler{.op = "GlobalMaxPool", .convert = &i::convert_global_max_pool},
         onnx_handler{.op = "Greater", .fold = &i::fold_elementwise, .math = &e::greater},
+        onnx_handler{.op = "GroupNormalization", .convert = &i::convert_group_norm},
         onnx_handler{.op = "HardSigmoid", .convert = &i::convert_unary, .kind = k::hard_sigmoid},
         onnx_handler{.op = "HardSwish", .convert = &i::convert_unary, .kind = k::hard_swish},
         onnx_handler{.op = "Identity", .fold = &i::fold_identity, .convert = &i::convert_identity},

@@ -117,6 +117,7 @@ public:
     std::optional<graph::tensor_id> chain_inputs(const node_t& n, ops::op_kind kind, std::string_view part,
                                                  const std::string& last);
     void convert_instance_norm(const node_t& n, const onnx_handler&);
+    void convert_group_norm(const node_t& n, const onnx_handler&);
     void convert_tile(const node_t& n, const onnx_handler&);
     void convert_einsum(const node_t& n, const onnx_handler&);
     /// An operator goopt has no kind for, or a `form` of one it has (no_kind_for's what), as an
