@@ -364,6 +364,14 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("InstanceNormalization", {"x", "scale", "bias"}, {"y"});
          },
          {"bad.onnx: node 'y' (InstanceNormalization)", "expected [3] (channels)"}},
+        {"BatchNormalization with a negative epsilon",
+         [](model_builder& b) {
+             b.input("x", {1, 2, 2, 2});
+             for (const char* name : {"scale", "bias", "mean", "var"}) b.floats(name, {2}, {1, 1});
+             set_attribute(b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}), "epsilon",
+                           -1.0f);
+         },
+         {"bad.onnx: node 'y' (BatchNormalization)", "epsilon is -1, expected a finite number >= 0"}},
         {"GroupNormalization with groups that do not divide the channels",
          [](model_builder& b) {
              b.input("x", {1, 4, 2, 2});

@@ -5,6 +5,7 @@
 /// through its row of the op table (folded when its inputs are known, converted otherwise), then
 /// the graph outputs.
 
+#include <goopt/graph/validate.hpp>
 #include <goopt/io/onnx/external_data.hpp>
 #include <goopt/io/onnx/handlers.hpp>
 #include <goopt/io/onnx/importer.hpp>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace goopt::io {
@@ -104,7 +106,14 @@ inline bool onnx_importer::convert_known(const node_t& n, const onnx_handler* h)
         // tensor it is one goopt has no kind for
         if (!h->convert)
             no_kind("a computed input", "inputs known at import time (the operator is supported on constants only)");
+        const std::size_t first = g_.ops().size();
         (this->*h->convert)(n, *h);
+        // an attribute no model means (a negative or NaN epsilon, a NaN clip bound) is refused at
+        // the node, as the graph's validation would refuse the op
+        for (std::size_t v = first; v < g_.ops().size(); ++v)
+            for (const auto& [id, value] : g_.ops()[v].attrs)
+                if (const double* r = std::get_if<double>(&value))
+                    if (auto p = graph::real_attribute_problem(id, *r); !p.empty()) fail(n, p);
     } catch (const no_kind_for& k) {
         if (!opt_.keep_unknown_ops) fail(n, k.what, k.expected);
         try {
