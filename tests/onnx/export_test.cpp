@@ -1279,6 +1279,37 @@ TEST_CASE(
     CHECK(io::import_onnx_bytes(m.b.bytes(), "noop.onnx").graph.ops_of_kind(op_kind::opaque).size() == 1);
 }
 
+TEST_CASE("Split of operator set 18 by num_outputs: the last chunk smaller where they do not divide the extent") {
+    for (const std::int64_t extent : {6, 7, 8}) {
+        CAPTURE(extent);
+        one_node m({2, extent}, "Split", {"x"}, 18);
+        m.node->clear_output();
+        m.node->set_name("split");
+        for (const char* o : {"a", "b", "c"}) m.node->add_output(o);
+        set_attribute(*m.node, "axis", std::int64_t{1});
+        set_attribute(*m.node, "num_outputs", std::int64_t{3});
+        set_attribute(m.b.node("Concat", {"c", "a", "b"}, {"y"}), "axis", std::int64_t{1});  // reordered
+        const io::onnx_model imported = io::import_onnx_bytes(m.b.bytes(), "split.onnx");
+        const auto split = imported.graph.ops_of_kind(op_kind::split);
+        REQUIRE(split.size() == 1);
+        const std::int64_t chunk = (extent + 2) / 3;
+        CHECK(imported.graph.get_op(split[0]).attrs.get_ints(ops::attr_id::sizes) ==
+              std::vector<std::int64_t>{chunk, chunk, extent - 2 * chunk});
+        if (onnxruntime_skipped()) continue;
+        scratch_dir dir;
+        check_against_onnxruntime(m, dir.path / "split");
+    }
+    // 4 chunks of 2 would need an extent above 6: refused, naming the extent and the chunks
+    one_node m({2, 5}, "Split", {"x"}, 18);
+    m.node->clear_output();
+    for (const char* o : {"a", "b", "c", "y"}) m.node->add_output(o);
+    set_attribute(*m.node, "axis", std::int64_t{1});
+    set_attribute(*m.node, "num_outputs", std::int64_t{4});
+    CHECK(error_of([&] {
+              (void)io::import_onnx_bytes(m.b.bytes(), "split.onnx");
+          }).find("axis extent 5 in 4 chunks of 2 leaves the last one empty") != std::string::npos);
+}
+
 TEST_CASE("LogSoftmax stays finite far below zero, where log(softmax(x)) would be -inf") {
     model_builder b;
     b.input("x", {1, 3});

@@ -312,11 +312,24 @@ inline void onnx_importer::convert_split(const node_t& n, const onnx_handler&) {
     ints sizes;
     if (auto s = attr_ints(n, "split")) sizes = *s;
     else if (has_input(n, 1)) sizes = const_in(n, 1, "split").ints();
-    else {
+    else if (const auto* k = attr(n, "num_outputs")) {
+        // operator set 18: chunks of ceil(extent / num_outputs), the last one smaller where they do
+        // not divide the extent
+        const std::int64_t parts = k->i();
+        if (parts < 1 || parts != n.output_size())
+            fail(n, concat("num_outputs ", parts, " for ", n.output_size(), " outputs"),
+                 "one output per chunk, at least one");
+        const std::int64_t chunk = (x[a] + parts - 1) / parts, last = x[a] - chunk * (parts - 1);
+        if (last < 1)
+            fail(n, concat("axis extent ", x[a], " in ", parts, " chunks of ", chunk, " leaves the last one empty"),
+                 "an extent that num_outputs - 1 chunks of ceil(extent / num_outputs) do not cover");
+        sizes.assign(static_cast<std::size_t>(parts - 1), chunk);
+        sizes.push_back(last);
+    } else {
         const auto parts = static_cast<std::int64_t>(n.output_size());
         if (x[a] % parts != 0)
             fail(n, concat("axis extent ", x[a], " does not split into ", parts, " equal parts"),
-                 "an extent divisible by the number of outputs, or split sizes");
+                 "an extent divisible by the number of outputs, split sizes, or num_outputs (operator set 18)");
         sizes.assign(static_cast<std::size_t>(parts), x[a] / parts);
     }
     if (sizes.size() != static_cast<std::size_t>(n.output_size()))
