@@ -414,14 +414,16 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.node("Resize", {"x", "", "scales"}, {"y"});
          },
          {"bad.onnx: node 'y' (Resize)", "scale 0.25 of axis 2 (extent 2): expected a positive scale"}},
-        {"ConvTranspose with an output_shape",
+        {"ConvTranspose with an output_shape of three extents on a 2-D window",
          [](model_builder& b) {
              b.input("x", {1, 1, 2, 2});
              b.floats("w", {1, 1, 1, 1}, {1});
-             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "output_shape", std::vector<std::int64_t>{4, 4});
+             set_attribute(b.node("ConvTranspose", {"x", "w"}, {"y"}), "output_shape",
+                           std::vector<std::int64_t>{4, 4, 4});
          },
-         {"bad.onnx: node 'y' (ConvTranspose)", "an output_shape attribute: expected explicit pads"},
-         false},
+         {"bad.onnx: node 'y' (ConvTranspose)",
+          "output extents [4,4,4]: expected 2 spatial extents in [1, 2^20] (output_shape: those, or the whole "
+          "output shape)"}},
         {"ConvTranspose whose weight does not match the input channels",
          [](model_builder& b) {
              b.input("x", {1, 2, 2, 2});

@@ -749,6 +749,37 @@ TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows co
             const auto imported = check_against_onnxruntime(m, dir.path / concat("conv_transpose_", k++));
             CHECK(imported.graph.ops_of_kind(op_kind::matmul).empty());
         }
+        // the pads from an output_shape (ONNX: the odd cell of the total at the start, or at the end
+        // for SAME_UPPER; a target above the natural extent widens it), or from SAME_* alone (the
+        // input's extents times the strides); the natural extents here are 11 and 12
+        struct target_case {
+            std::vector<std::int64_t> output_shape;
+            const char* auto_pad;
+        };
+        for (const auto& c : std::vector<target_case>{{{10, 13}, "NOTSET"},
+                                                      {{1, 3, 9, 11}, "SAME_UPPER"},  // the whole shape
+                                                      {{}, "SAME_UPPER"},
+                                                      {{}, "SAME_LOWER"},
+                                                      {{12, 13}, "SAME_LOWER"}}) {  // wider on both axes
+            CAPTURE(c.auto_pad);
+            CAPTURE(c.output_shape.size());
+            one_node m({1, 4, 5, 6}, "ConvTranspose", {"x", "w"});
+            std::vector<float> w(4 * 3 * 3 * 2);
+            for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(std::sin(0.3 + i));
+            m.floats("w", w, {4, 3, 3, 2});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{2, 2});
+            if (!c.output_shape.empty()) set_attribute(*m.node, "output_shape", c.output_shape);
+            set_attribute(*m.node, "auto_pad", std::string(c.auto_pad));
+            const auto imported = check_against_onnxruntime(m, dir.path / concat("conv_transpose_target_", k++));
+            CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+        }
+        {
+            one_node m({1, 2, 7}, "ConvTranspose", {"x", "w"});
+            m.floats("w", {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, -0.5f}, {2, 1, 3});
+            set_attribute(*m.node, "strides", std::vector<std::int64_t>{3});
+            set_attribute(*m.node, "output_shape", std::vector<std::int64_t>{1, 1, 20});  // natural: 21
+            check_against_onnxruntime(m, dir.path / "conv_transpose_1d_target");
+        }
         // 1-D, as a vocoder's upsampling layers: stride 4 with a bias, and stride 2 in groups with
         // pads and output_padding
         {

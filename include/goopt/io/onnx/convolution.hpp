@@ -215,8 +215,8 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
         fail(n, concat("kernel_shape ", ints_string(*k), " differs from the weight's ", ints_string(kernel)),
              "the weight's spatial shape");
     const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
-    if (auto_pad != "NOTSET" && auto_pad != "VALID") no_kind(concat("auto_pad '", auto_pad, "'"), "NOTSET or VALID");
-    if (attr(n, "output_shape")) no_kind("an output_shape attribute", "explicit pads (output_shape is not supported)");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+        fail(n, concat("auto_pad '", auto_pad, "'"), "NOTSET, VALID, SAME_UPPER or SAME_LOWER");
     const ints stride = as_2d(attr_ints(n, "strides"), 1).value_or(ints{1, 1});
     const ints dil = as_2d(attr_ints(n, "dilations"), 1).value_or(ints{1, 1});
     const ints out_pad = as_2d(attr_ints(n, "output_padding"), 0).value_or(ints{0, 0});
@@ -232,6 +232,27 @@ inline void onnx_importer::convert_conv_transpose(const node_t& n, const onnx_ha
         for (auto d : *v)
             if (d < 0 || d > big)
                 fail(n, concat("strides, dilations, output_padding or pads ", ints_string(*v)), "values in [0, 2^20]");
+    // an output_shape (its spatial extents, or the whole shape), or SAME_UPPER / SAME_LOWER (the input's
+    // extents times the strides), sets the pads as ONNX defines them: the total the natural extent
+    // exceeds the target by, its odd cell at the end for SAME_UPPER, at the start otherwise. A target
+    // above the natural extent widens the output at the end with zeros, as onnxruntime does (it
+    // clamps the total at 0); the gathers below insert them like any other
+    std::optional<ints> target = attr_ints(n, "output_shape");
+    if (target && target->size() == spatial + 2) target = ints(target->end() - spatial, target->end());
+    target = as_2d(std::move(target), 1);
+    if (!target && auto_pad.starts_with("SAME")) target = ints{x[2] * stride[0], x[3] * stride[1]};
+    if (target) {
+        if (target->size() != 2 || (*target)[0] < 1 || (*target)[1] < 1 || (*target)[0] > big || (*target)[1] > big)
+            fail(n, concat("output extents ", ints_string(*target)),
+                 concat(spatial, " spatial extents in [1, 2^20] (output_shape: those, or the whole output shape)"));
+        for (std::size_t a = 0; a < 2; ++a) {
+            const std::int64_t total =
+                stride[a] * (x[2 + a] - 1) + out_pad[a] + (kernel[a] - 1) * dil[a] + 1 - (*target)[a];
+            const std::int64_t half = std::max<std::int64_t>(total, 0) / 2, rest = total - half;
+            pads[a] = auto_pad == "SAME_UPPER" || total < 0 ? half : rest;
+            pads[a + 2] = auto_pad == "SAME_UPPER" || total < 0 ? rest : half;
+        }
+    }
     graph::tensor_id z = one_d ? reshape(tensor_in(n, 0), x, name + "/as_2d") : tensor_in(n, 0);
     for (std::size_t a = 0; a < 2; ++a) {
         const std::int64_t in = x[2 + a], s = stride[a], d = dil[a], k_eff = (kernel[a] - 1) * d + 1;
