@@ -1522,6 +1522,49 @@ TEST_CASE("LogSoftmax (lowered) and Hardmax (opaque) of operator set 11 keep the
 
 }  // namespace export_test
 
+TEST_CASE("Floor, Ceil, Round, Sign, Mod and the logical operators fold at import, as shape arithmetic uses them") {
+    // a target shape [3, 4] for x's 12 elements, computed from Shape(x) = [2, 6] through each of them
+    onnx_testing::model_builder b;
+    b.input("x", {2, 6});
+    b.floats("scale", {2}, {1.25f, 0.7f}).floats("one", {2}, {0.0f, 1.0f}).floats("signs", {2}, {-1.0f, 2.0f});
+    b.int64s("five", {2}, {5, 0}).int64s("modulus", {2}, {5, 7}).int64s("neg", {2}, {-7, 7});
+    b.int64s("low", {2}, {1, 1}).int64s("high", {2}, {2, 0}).int64s("zero", {2}, {0, 0});
+    b.node("Shape", {"x"}, {"s"});
+    onnx_testing::set_attribute(b.node("Cast", {"s"}, {"f"}), "to", std::int64_t{1});
+    b.node("Mul", {"f", "scale"}, {"m"});  // [2.5, 4.2]
+    b.node("Round", {"m"}, {"r"});         // [2, 4]: the half to the even neighbour
+    b.node("Ceil", {"m"}, {"c"});          // [3, 5]
+    b.node("Floor", {"m"}, {"fl"});        // [2, 4]
+    b.node("Sub", {"c", "one"}, {"t"});    // [3, 4]
+    b.node("Sub", {"t", "fl"}, {"t1"});
+    b.node("Add", {"t1", "r"}, {"t2"});  // [3, 4]
+    onnx_testing::set_attribute(b.node("Cast", {"t2"}, {"ti"}), "to", std::int64_t{7});
+    b.node("Sub", {"ti", "five"}, {"u"});      // [-2, 4]
+    b.node("Mod", {"u", "modulus"}, {"v"});    // [3, 4]: the divisor's sign
+    b.node("Sign", {"signs"}, {"sg"});         // [-1, 1]
+    b.node("Mod", {"neg", "modulus"}, {"w"});  // [3, 0]
+    onnx_testing::set_attribute(b.node("Mod", {"neg", "modulus"}, {"wf"}), "fmod", std::int64_t{1});  // [-2, 0]
+    b.node("Greater", {"low", "high"}, {"g"});                                                        // [false, true]
+    b.node("Not", {"g"}, {"ng"});                                                                     // [true, false]
+    b.node("Or", {"ng", "g"}, {"all"});                                                               // [true, true]
+    b.node("And", {"all", "ng"}, {"first"});                                                          // [true, false]
+    b.node("Xor", {"first", "g"}, {"both"});                                                          // [true, true]
+    b.node("Where", {"both", "v", "zero"}, {"target"});
+    b.node("Reshape", {"x", "target"}, {"y"});
+    b.output("y").output("sg").output("w").output("wf");
+    const auto m = io::import_onnx_bytes(b.bytes(), "arithmetic.onnx");
+    CHECK(m.graph.ops_of_kind(op_kind::opaque).empty());
+    CHECK(m.graph.type_of(m.graph.outputs()[0]).dims == ops::shape{3, 4});
+    auto folded = [&](const std::string& name) {
+        for (const auto& [n, v] : m.weight_values)
+            if (n == name) return v.values;
+        return std::vector<double>{};
+    };
+    CHECK(folded("sg") == std::vector<double>{-1, 1});
+    CHECK(folded("w") == std::vector<double>{3, 0});
+    CHECK(folded("wf") == std::vector<double>{-2, 0});
+}
+
 TEST_CASE("Max and Min of constants fold at import, any number of inputs, integers and reals") {
     // a shape computed from Shape(x) through a three-input Max and a Min, as exporters clamp sizes
     onnx_testing::model_builder b;

@@ -80,6 +80,48 @@ inline constexpr onnx_elementwise neg{.arity = 1,
                                               r = -a;
                                               return std::string_view{};
                                           }};
+// rounding and the sign, for the shape arithmetic exporters write (an output size floor(h * scale));
+// Round is ONNX's: halves to the even neighbour (nearbyint in the default rounding mode)
+inline constexpr onnx_elementwise floor{.arity = 1, .real = [](double a, double, double) { return std::floor(a); }};
+inline constexpr onnx_elementwise ceil{.arity = 1, .real = [](double a, double, double) { return std::ceil(a); }};
+inline constexpr onnx_elementwise round{.arity = 1, .real = [](double a, double, double) { return std::nearbyint(a); }};
+inline constexpr onnx_elementwise sign{.arity = 1,
+                                       .real = [](double a, double, double) { return double((a > 0) - (a < 0)); },
+                                       .integer =
+                                           [](std::int64_t a, std::int64_t, std::int64_t, std::int64_t& r) {
+                                               r = (a > 0) - (a < 0);
+                                               return std::string_view{};
+                                           }};
+/// Mod with fmod = 0 (integers): the remainder takes the divisor's sign, as Python's %.
+inline constexpr onnx_elementwise mod{.real =
+                                          [](double a, double b, double) {
+                                              const double r = std::fmod(a, b);
+                                              return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+                                          },
+                                      .integer =
+                                          [](std::int64_t a, std::int64_t b, std::int64_t, std::int64_t& r) {
+                                              if (b == 0) return std::string_view{"divides by zero"};
+                                              if (b == -1) return r = 0, std::string_view{};  // INT64_MIN % -1
+                                              r = a % b;
+                                              if (r != 0 && ((r < 0) != (b < 0))) r += b;
+                                              return std::string_view{};
+                                          }};
+/// Mod with fmod = 1: the remainder takes the dividend's sign, as C's fmod.
+inline constexpr onnx_elementwise fmod{.real = [](double a, double b, double) { return std::fmod(a, b); },
+                                       .integer =
+                                           [](std::int64_t a, std::int64_t b, std::int64_t, std::int64_t& r) {
+                                               if (b == 0) return std::string_view{"divides by zero"};
+                                               r = b == -1 ? 0 : a % b;
+                                               return std::string_view{};
+                                           }};
+inline constexpr onnx_elementwise logical_not{
+    .arity = 1, .compare = true, .real = [](double a, double, double) { return double(a == 0); }};
+inline constexpr onnx_elementwise logical_and{
+    .compare = true, .real = [](double a, double b, double) { return double(a != 0 && b != 0); }};
+inline constexpr onnx_elementwise logical_or{
+    .compare = true, .real = [](double a, double b, double) { return double(a != 0 || b != 0); }};
+inline constexpr onnx_elementwise logical_xor{
+    .compare = true, .real = [](double a, double b, double) { return double((a != 0) != (b != 0)); }};
 inline constexpr onnx_elementwise equal{.compare = true,
                                         .real = [](double a, double b, double) { return double(a == b); }};
 inline constexpr onnx_elementwise greater{.compare = true,
@@ -277,6 +319,13 @@ inline std::optional<onnx_const> onnx_importer::fold_expand(const node_t& n, con
 }
 
 /// Elementwise ops on broadcast operands, as the row's `math` computes them.
+/// Mod's fmod attribute picks whose sign the remainder takes.
+inline std::optional<onnx_const> onnx_importer::fold_mod(const node_t& n, const onnx_handler& h) {
+    onnx_handler with = h;
+    with.math = attr_int(n, "fmod", 0) != 0 ? &elementwise::fmod : &elementwise::mod;
+    return fold_elementwise(n, with);
+}
+
 inline std::optional<onnx_const> onnx_importer::fold_elementwise(const node_t& n, const onnx_handler& h) {
     const onnx_elementwise& m = *h.math;
     const int count = m.variadic ? n.input_size() : m.arity;

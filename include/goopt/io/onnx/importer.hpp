@@ -72,6 +72,7 @@ public:
     std::optional<onnx_const> fold_range(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_expand(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_elementwise(const node_t& n, const onnx_handler& h);
+    std::optional<onnx_const> fold_mod(const node_t& n, const onnx_handler& h);
 
     // ---- conversion into graph ops (convert.hpp, convolution.hpp, recurrent.hpp, resize.hpp)
     void convert_unary(const node_t& n, const onnx_handler& h);
