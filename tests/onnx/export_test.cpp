@@ -901,6 +901,8 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
                                            {{"num_groups", 2}},
                                            {0.1f, -0.2f},
                                            {2, 4, 3, 2}},
+                                          {"Celu", 13, {}},
+                                          {"Celu", 13, {{"alpha", 0.5f}}},
                                           {"Selu", 13, {}},
                                           {"Selu", 13, {{"alpha", 1.5f}, {"gamma", 2.0f}}},
                                           {"Mish", 18, {}},
@@ -1563,6 +1565,22 @@ TEST_CASE("Floor, Ceil, Round, Sign, Mod and the logical operators fold at impor
     CHECK(folded("sg") == std::vector<double>{-1, 1});
     CHECK(folded("w") == std::vector<double>{3, 0});
     CHECK(folded("wf") == std::vector<double>{-2, 0});
+}
+
+TEST_CASE("Trilu of a constant folds at import: a causal mask built in the graph") {
+    onnx_testing::model_builder b(14);
+    b.input("x", {3, 4});
+    b.floats("m", {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}).int64s("k", {}, {-1});
+    b.node("Trilu", {"m"}, {"upper"});  // upper, diagonal 0
+    onnx_testing::set_attribute(b.node("Trilu", {"m", "k"}, {"lower"}), "upper", std::int64_t{0});
+    b.node("Mul", {"x", "upper"}, {"y"});
+    b.output("y").output("lower");
+    const auto m = io::import_onnx_bytes(b.bytes(), "trilu.onnx");
+    CHECK(m.graph.ops_of_kind(op_kind::opaque).empty());
+    std::map<std::string, std::vector<double>> folded;
+    for (const auto& [name, v] : m.weight_values) folded[name] = v.values;
+    CHECK(folded["upper"] == std::vector<double>{1, 2, 3, 4, 0, 6, 7, 8, 0, 0, 11, 12});
+    CHECK(folded["lower"] == std::vector<double>{0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0});
 }
 
 TEST_CASE("Max and Min of constants fold at import, any number of inputs, integers and reals") {

@@ -9,6 +9,7 @@
 #include <goopt/io/onnx/importer.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -240,6 +241,19 @@ inline void onnx_importer::convert_selu(const node_t& n, const onnx_handler&) {
          add1(op_kind::smul,
               {elu, scalar(name + "/gamma", attr_float(n, "gamma", 1.05070102214813232421875), type_in(n, 0).type)}, {},
               name));
+}
+
+/// Celu as alpha * elu(x / alpha; 1): max(0, x) + min(0, alpha (e^(x / alpha) - 1)) by definition.
+inline void onnx_importer::convert_celu(const node_t& n, const onnx_handler&) {
+    using ops::op_kind;
+    const std::string name = node_name(n);
+    const double alpha = attr_float(n, "alpha", 1.0);
+    if (!(std::isfinite(alpha) && alpha != 0)) fail(n, concat("alpha ", alpha), "a finite nonzero alpha");
+    const auto type = type_in(n, 0).type;
+    const graph::tensor_id scaled =
+        add1(op_kind::smul, {tensor_in(n, 0), scalar(name + "/inverse_alpha", 1 / alpha, type)}, {}, name + "/scaled");
+    const graph::tensor_id elu = add1(op_kind::elu, {scaled}, {{ops::attr_id::alpha, 1.0}}, name + "/elu");
+    bind(n, 0, add1(op_kind::smul, {elu, scalar(name + "/alpha", alpha, type)}, {}, name));
 }
 
 inline void onnx_importer::convert_mish(const node_t& n, const onnx_handler&) {

@@ -318,7 +318,6 @@ inline std::optional<onnx_const> onnx_importer::fold_expand(const node_t& n, con
     return c;
 }
 
-/// Elementwise ops on broadcast operands, as the row's `math` computes them.
 /// Mod's fmod attribute picks whose sign the remainder takes.
 inline std::optional<onnx_const> onnx_importer::fold_mod(const node_t& n, const onnx_handler& h) {
     onnx_handler with = h;
@@ -326,6 +325,25 @@ inline std::optional<onnx_const> onnx_importer::fold_mod(const node_t& n, const 
     return fold_elementwise(n, with);
 }
 
+/// Trilu keeps a matrix's upper (or lower) triangle from diagonal k, over the last two axes: a
+/// causal mask built in the graph from a constant.
+inline std::optional<onnx_const> onnx_importer::fold_trilu(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    if (x.dims.rank() < 2) fail(n, concat("input of shape ", x.dims.to_string()), "rank >= 2");
+    const std::int64_t k = has_input(n, 1) ? const_in(n, 1, "k").int_at(0) : 0;
+    const bool upper = attr_int(n, "upper", 1) != 0;
+    const std::int64_t rows = x.dims[x.dims.rank() - 2], cols = x.dims.back();
+    onnx_const c = x;
+    for (std::size_t e = 0; e < c.size(); ++e) {
+        const auto at = static_cast<std::int64_t>(e) % (rows * cols), i = at / cols, j = at % cols;
+        if (upper ? j - i >= k : j - i <= k) continue;
+        if (c.integral()) c.i[e] = 0;
+        else c.f[e] = 0;
+    }
+    return c;
+}
+
+/// Elementwise ops on broadcast operands, as the row's `math` computes them.
 inline std::optional<onnx_const> onnx_importer::fold_elementwise(const node_t& n, const onnx_handler& h) {
     const onnx_elementwise& m = *h.math;
     const int count = m.variadic ? n.input_size() : m.arity;

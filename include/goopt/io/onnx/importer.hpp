@@ -73,6 +73,7 @@ public:
     std::optional<onnx_const> fold_expand(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_elementwise(const node_t& n, const onnx_handler& h);
     std::optional<onnx_const> fold_mod(const node_t& n, const onnx_handler& h);
+    std::optional<onnx_const> fold_trilu(const node_t& n, const onnx_handler&);
 
     // ---- conversion into graph ops (convert.hpp, convolution.hpp, recurrent.hpp, resize.hpp)
     void convert_unary(const node_t& n, const onnx_handler& h);
@@ -95,6 +96,7 @@ public:
     void convert_softmax(const node_t& n, const onnx_handler&);
     void convert_selu(const node_t& n, const onnx_handler&);
     void convert_mish(const node_t& n, const onnx_handler&);
+    void convert_celu(const node_t& n, const onnx_handler&);
     void convert_reduce(const node_t& n, const onnx_handler& h);
     void convert_reduce_lowered(const node_t& n, const onnx_handler&);
     void convert_concat(const node_t& n, const onnx_handler&);
