@@ -273,6 +273,46 @@ inline void onnx_importer::convert_reduce(const node_t& n, const onnx_handler& h
          add1(h.kind, {tensor_in(n, 0)}, {{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, keep}}, node_name(n)));
 }
 
+/// The p-norm of x over `axes`, (sum |x|^p)^(1/p): sum |x| for p = 1, sqrt(sum x^2) for p = 2,
+/// through pow otherwise. The last op is named `name`.
+inline graph::tensor_id onnx_importer::lp_norm(graph::tensor_id x, const ints& axes, double p, std::int64_t keepdims,
+                                               const std::string& name) {
+    using ops::attr_id;
+    using ops::op_kind;
+    const ops::attribute_map over{{attr_id::axes, axes}, {attr_id::keepdims, keepdims}};
+    const auto type = g_.type_of(x).type;
+    if (p == 1) return add1(op_kind::reduce_sum, {add1(op_kind::abs, {x}, {}, name + "/abs")}, over, name);
+    if (p == 2)
+        return add1(
+            op_kind::sqrt,
+            {add1(op_kind::reduce_sum, {add1(op_kind::ewmul, {x, x}, {}, name + "/square")}, over, name + "/sum")}, {},
+            name);
+    const graph::tensor_id powered = add1(
+        op_kind::pow, {add1(op_kind::abs, {x}, {}, name + "/abs"), scalar(name + "/p", p, type)}, {}, name + "/pow");
+    return add1(op_kind::pow,
+                {add1(op_kind::reduce_sum, {powered}, over, name + "/sum"), scalar(name + "/inverse_p", 1 / p, type)},
+                {}, name);
+}
+
+/// LpNormalization: x divided by its p-norm along `axis` (p 1 or 2, as ONNX allows; no epsilon, as
+/// ONNX has none). GlobalLpPool: the p-norm over the spatial axes, kept as extents of 1.
+inline void onnx_importer::convert_lp(const node_t& n, const onnx_handler&) {
+    const std::string name = node_name(n);
+    const ops::shape& x = dims_in(n, 0);
+    const std::int64_t p = attr_int(n, "p", 2);
+    if (n.op_type() == "LpNormalization") {
+        if (p != 1 && p != 2) fail(n, concat("p ", p), "1 or 2");
+        const auto axis = static_cast<std::int64_t>(x.axis(attr_int(n, "axis", -1)));
+        const graph::tensor_id norm = lp_norm(tensor_in(n, 0), ints{axis}, static_cast<double>(p), 1, name + "/norm");
+        return bind(n, 0, add1(ops::op_kind::div, {tensor_in(n, 0), norm}, {}, name));
+    }
+    if (p < 1) fail(n, concat("p ", p), "p >= 1");
+    if (x.rank() < 3) fail(n, concat("input of shape ", x.to_string()), "[N, C, spatial...] (rank >= 3)");
+    ints spatial;
+    for (std::size_t a = 2; a < x.rank(); ++a) spatial.push_back(static_cast<std::int64_t>(a));
+    bind(n, 0, lp_norm(tensor_in(n, 0), spatial, static_cast<double>(p), 1, name));
+}
+
 /// The reductions with no kind of their own, on their definitions: ReduceL1 = sum |x|, ReduceL2 =
 /// sqrt(sum x^2) (a normalization layer's norm), ReduceSumSquare = sum x^2, ReduceMin = -max(-x),
 /// ReduceLogSumExp = max + log(sum(exp(x - max))), the max subtracted first as in LogSoftmax. Empty
@@ -292,12 +332,10 @@ inline void onnx_importer::convert_reduce_lowered(const node_t& n, const onnx_ha
         return add1(k, {t}, {{attr_id::axes, axes}, {attr_id::keepdims, keepdims}}, name + part);
     };
     graph::tensor_id y;
-    if (op == "ReduceL1") {
-        y = reduce(op_kind::reduce_sum, add1(op_kind::abs, {x}, {}, name + "/abs"), keep, "");
-    } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
-        const graph::tensor_id sum = reduce(op_kind::reduce_sum, add1(op_kind::ewmul, {x, x}, {}, name + "/square"),
-                                            keep, op == "ReduceL2" ? "/sum" : "");
-        y = op == "ReduceL2" ? add1(op_kind::sqrt, {sum}, {}, name) : sum;
+    if (op == "ReduceL1" || op == "ReduceL2") {
+        y = lp_norm(x, axes, op == "ReduceL1" ? 1 : 2, keep, name);
+    } else if (op == "ReduceSumSquare") {
+        y = reduce(op_kind::reduce_sum, add1(op_kind::ewmul, {x, x}, {}, name + "/square"), keep, "");
     } else if (op == "ReduceMin") {
         const graph::tensor_id minus_one = scalar(name + "/minus_one", -1.0, type);
         const graph::tensor_id negated = add1(op_kind::ewmul, {x, minus_one}, {}, name + "/negate");

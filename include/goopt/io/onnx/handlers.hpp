@@ -66,6 +66,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Gather", .fold = &i::fold_gather, .convert = &i::convert_gather},
         onnx_handler{.op = "Gemm", .convert = &i::convert_gemm},
         onnx_handler{.op = "GlobalAveragePool", .convert = &i::convert_unary, .kind = k::global_avgpool},
+        onnx_handler{.op = "GlobalLpPool", .convert = &i::convert_lp},
         onnx_handler{.op = "GlobalMaxPool", .convert = &i::convert_global_max_pool},
         onnx_handler{.op = "Greater", .fold = &i::fold_elementwise, .math = &e::greater},
         onnx_handler{.op = "GroupNormalization", .convert = &i::convert_group_norm},
@@ -80,6 +81,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "Less", .fold = &i::fold_elementwise, .math = &e::less},
         onnx_handler{.op = "Log", .convert = &i::convert_unary, .kind = k::log},
         onnx_handler{.op = "LogSoftmax", .convert = &i::convert_softmax},
+        onnx_handler{.op = "LpNormalization", .convert = &i::convert_lp},
         onnx_handler{.op = "MatMul", .convert = &i::convert_matmul},
         onnx_handler{
             .op = "Max", .fold = &i::fold_elementwise, .convert = &i::convert_chain, .kind = k::max, .math = &e::max},

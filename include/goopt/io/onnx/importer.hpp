@@ -99,6 +99,9 @@ public:
     void convert_celu(const node_t& n, const onnx_handler&);
     void convert_reduce(const node_t& n, const onnx_handler& h);
     void convert_reduce_lowered(const node_t& n, const onnx_handler&);
+    void convert_lp(const node_t& n, const onnx_handler&);
+    graph::tensor_id lp_norm(graph::tensor_id x, const ints& axes, double p, std::int64_t keepdims,
+                             const std::string& name);
     void convert_concat(const node_t& n, const onnx_handler&);
     void convert_split(const node_t& n, const onnx_handler&);
     void convert_slice(const node_t& n, const onnx_handler&);
