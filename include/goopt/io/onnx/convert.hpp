@@ -200,6 +200,19 @@ inline void onnx_importer::convert_transpose(const node_t& n, const onnx_handler
     bind(n, 0, add1(ops::op_kind::transpose, {tensor_in(n, 0)}, {{ops::attr_id::perm, perm}}, node_name(n)));
 }
 
+/// log(sum(exp(x))) over `axes` as max + log(sum(exp(x - max))), the max subtracted first so that
+/// no exp overflows; the parts kept as extents of 1, for LogSoftmax and ReduceLogSumExp to finish.
+inline onnx_importer::shifted_log_sum onnx_importer::log_sum_exp(graph::tensor_id x, const ints& axes,
+                                                                 const std::string& name) {
+    using ops::op_kind;
+    const ops::attribute_map over{{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, std::int64_t{1}}};
+    const graph::tensor_id max = add1(op_kind::reduce_max, {x}, over, name + "/max");
+    const graph::tensor_id shifted = add1(op_kind::sub, {x, max}, {}, name + "/shifted");
+    const graph::tensor_id sum =
+        add1(op_kind::reduce_sum, {add1(op_kind::exp, {shifted}, {}, name + "/exp")}, over, name + "/sum");
+    return {shifted, max, add1(op_kind::log, {sum}, {}, name + "/log")};
+}
+
 /// Softmax, and LogSoftmax as (x - max) - log(sum(exp(x - max))): the max subtracted first, so that
 /// no exp overflows, and a log-probability far below zero stays finite where log(softmax(x)) would
 /// round it to -inf. Before operator set 13 both flatten the input to 2-D at `axis` and normalize
@@ -218,12 +231,8 @@ inline void onnx_importer::convert_softmax(const node_t& n, const onnx_handler&)
     if (n.op_type() != "LogSoftmax") {
         y = add1(op_kind::softmax, {in}, {{attr_id::axis, axis}}, name);
     } else {
-        const ops::attribute_map over{{attr_id::axes, ints{axis}}, {attr_id::keepdims, std::int64_t{1}}};
-        const auto shifted =
-            add1(op_kind::sub, {in, add1(op_kind::reduce_max, {in}, over, name + "/max")}, {}, name + "/shifted");
-        const auto total =
-            add1(op_kind::reduce_sum, {add1(op_kind::exp, {shifted}, {}, name + "/exp")}, over, name + "/sum");
-        y = add1(op_kind::sub, {shifted, add1(op_kind::log, {total}, {}, name + "/log")}, {}, name);
+        const shifted_log_sum l = log_sum_exp(in, ints{axis}, name);
+        y = add1(op_kind::sub, {l.shifted, l.log_sum}, {}, name);
     }
     bind(n, 0, flat ? reshape(y, x, name + "/unflatten") : y);
 }
@@ -341,12 +350,16 @@ inline void onnx_importer::convert_reduce_lowered(const node_t& n, const onnx_ha
         const graph::tensor_id negated = add1(op_kind::ewmul, {x, minus_one}, {}, name + "/negate");
         y = add1(op_kind::ewmul, {reduce(op_kind::reduce_max, negated, keep, "/max"), minus_one}, {}, name);
     } else {  // ReduceLogSumExp
-        const graph::tensor_id top = reduce(op_kind::reduce_max, x, 1, "/max");
-        const graph::tensor_id shifted = add1(op_kind::sub, {x, top}, {}, name + "/shifted");
-        const graph::tensor_id sum =
-            reduce(op_kind::reduce_sum, add1(op_kind::exp, {shifted}, {}, name + "/exp"), keep, "/sum");
-        const graph::tensor_id log = add1(op_kind::log, {sum}, {}, name + "/log");
-        y = add1(op_kind::ewadd, {log, reshape(top, g_.type_of(log).dims, name + "/max_reshaped")}, {}, name);
+        const shifted_log_sum l = log_sum_exp(x, axes, name);
+        y = add1(op_kind::ewadd, {l.log_sum, l.max}, {}, keep ? name : name + "/kept");
+        if (!keep) {  // the kept extents of 1 dropped, as the reduction without keepdims would
+            const ops::tensor_type& t = g_.type_of(x);
+            y = reshape(y,
+                        ops::shape_rules::reduce(std::span(&t, 1),
+                                                 {{attr_id::axes, axes}, {attr_id::keepdims, std::int64_t{0}}})[0]
+                            .dims,
+                        name);
+        }
     }
     bind(n, 0, y);
 }

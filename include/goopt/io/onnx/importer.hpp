@@ -100,6 +100,10 @@ public:
     void convert_reduce(const node_t& n, const onnx_handler& h);
     void convert_reduce_lowered(const node_t& n, const onnx_handler&);
     void convert_lp(const node_t& n, const onnx_handler&);
+    struct shifted_log_sum {
+        graph::tensor_id shifted, max, log_sum;  ///< x - max, max, log(sum(exp(x - max)))
+    };
+    shifted_log_sum log_sum_exp(graph::tensor_id x, const ints& axes, const std::string& name);
     graph::tensor_id lp_norm(graph::tensor_id x, const ints& axes, double p, std::int64_t keepdims,
                              const std::string& name);
     void convert_concat(const node_t& n, const onnx_handler&);
