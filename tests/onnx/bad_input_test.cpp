@@ -72,7 +72,7 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.input("x", {2});
              b.node("Relu", {"x"}, {"r"});
          },
-         {"bad.onnx", "operator set version 99 is not supported: expected 7-18"}},
+         {"bad.onnx", "operator set version 99 is not supported: expected 7-22"}},
         {"unknown op",
          [](model_builder& b) {
              b.input("x", {2});
@@ -326,13 +326,14 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              set_attribute(b.node("Pad", {"x", "p"}, {"y"}), "mode", std::string("edge"));
          },
          {"bad.onnx: node 'y' (Pad)", "pads -2 and -1 leave axis 2 of 3 cells empty: expected at least one cell"}},
-        {"Pad in mode wrap (operator set 19)",
+        {"Pad in mode wrap (operator set 19) with a pad that crops",
          [](model_builder& b) {
              b.input("x", {1, 2, 3});
-             b.int64s("p", {6}, {0, 0, 1, 0, 0, 1});
+             b.int64s("p", {6}, {0, 0, 1, 0, 0, -1});
              set_attribute(b.node("Pad", {"x", "p"}, {"y"}), "mode", std::string("wrap"));
          },
-         {"bad.onnx: node 'y' (Pad)", "mode 'wrap': expected constant, edge or reflect"},
+         {"bad.onnx: node 'y' (Pad)",
+          "mode 'wrap' with negative pads [0,0,1,0,0,-1]: expected pads >= 0 for mode wrap"},
          false},
         {"Tile with a repeat of 0",
          [](model_builder& b) {

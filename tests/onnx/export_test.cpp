@@ -257,15 +257,15 @@ TEST_CASE("the test models with their weights export and import back to what the
         CAPTURE(stem);
         const io::onnx_model m = io::import_onnx(onnx_dir / (stem + ".onnx"));
         const auto r = io::to_onnx(m.graph, {.source = &m});
-        // the file's operator set where it is 13-17, else 13 with a warning that says so
-        if (m.opset >= 13 && m.opset <= 17) {
+        // the file's operator set where it is 13-22, else 13 with a warning that says so
+        if (m.opset >= 13 && m.opset <= 22) {
             CHECK(r.report.opset == m.opset);
             CHECK(r.report.warnings.empty());
         } else {
             CHECK(r.report.opset == 13);
             REQUIRE(r.report.warnings.size() == 1);
             CHECK(r.report.warnings[0] ==
-                  concat("the source file's operator set ", m.opset, " is outside 13-17: writing operator set 13"));
+                  concat("the source file's operator set ", m.opset, " is outside 13-22: writing operator set 13"));
         }
         CHECK(r.report.weight_inputs == 0);
         // every weight with a value is an initializer, but those of the LSTM and GRU nodes written back,
@@ -294,17 +294,17 @@ TEST_CASE("the test models with their weights export and import back to what the
     }
 }
 
-TEST_CASE("every inference op kind exports at opset 13 and 17 and imports back to what it computed") {
+TEST_CASE("every inference op kind exports at opsets 13, 17, 18 and 22 and imports back to what it computed") {
     std::map<op_kind, int> seen;
     for (const auto& g : kind_graphs()) {
         for (const auto& o : g.ops()) ++seen[o.kind];
-        for (const std::int64_t opset : {13, 17}) {
+        for (const std::int64_t opset : {13, 17, 18, 22}) {
             const auto r = round_trip(g, opset);
             std::map<std::string, int> types;
             for (const auto& n : r.model.graph().node()) ++types[n.op_type()];
             // LayerNormalization is an operator from 17 on, its arithmetic below
             if (!g.ops_of_kind(op_kind::layernorm).empty())
-                CHECK((types.count("LayerNormalization") > 0) == (opset == 17));
+                CHECK((types.count("LayerNormalization") > 0) == (opset >= 17));
         }
     }
     // every kind of an inference graph is covered: all but the gradients and optimizer updates (the
@@ -463,7 +463,7 @@ TEST_CASE("what has no ONNX form is refused with one line naming the op and its 
           "lowering: expected an inference graph (the forward ops only)");
     // an opset out of range, and values that do not fit the weight they are given for
     const auto v = vision_graph();
-    CHECK_THROWS_WITH_AS((void)io::to_onnx(v, {.opset = 18}), "onnx export: operator set 18 asked for: expected 13-17",
+    CHECK_THROWS_WITH_AS((void)io::to_onnx(v, {.opset = 23}), "onnx export: operator set 23 asked for: expected 13-22",
                          error);
     io::onnx_model wrong;
     wrong.weight_values["w1"] = io::onnx_tensor{{ops::shape{2}, ops::dtype::f32}, {1, 2}};
@@ -527,7 +527,8 @@ TEST_CASE("onnxruntime computes what the interpreter computes for every inferenc
     if (onnxruntime_skipped()) return;
     scratch_dir dir;
     for (const auto& g : kind_graphs()) {
-        for (const std::int64_t opset : {13, 17}) {
+        // 18 and 22: the reductions' axes as inputs, IR versions 8 and 10
+        for (const std::int64_t opset : {13, 17, 18, 22}) {
             CAPTURE(g.name());
             CAPTURE(opset);
             const auto feeds = float_feeds(g, 5);
@@ -717,10 +718,12 @@ TEST_CASE("Slice with steps, Pad in every mode, ConvTranspose and 1-D windows co
                  {"reflect", {0, 1, 0, 0, 0, 1, 0, 0}},  // a channel axis
                  {"edge", {0, 0, -1, 2, 0, 0, 2, -3}},
                  {"reflect", {0, 0, 2, -1, 0, 0, -1, 3}},
+                 {"wrap", {0, 0, 2, 3, 0, 0, 1, 4}},  // operator set 19
+                 {"wrap", {0, 1, 0, 6, 0, 2, 5, 0}},  // a whole period and more, a channel axis
              }) {
             CAPTURE(k);
             CAPTURE(c.mode);
-            one_node m({1, 3, 5, 6}, "Pad", {"x", "pads"});
+            one_node m({1, 3, 5, 6}, "Pad", {"x", "pads"}, std::string_view(c.mode) == "wrap" ? 19 : 13);
             m.int64s("pads", c.pads);
             set_attribute(*m.node, "mode", std::string(c.mode));
             check_against_onnxruntime(m, dir.path / concat("pad_", k++));
@@ -893,6 +896,15 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
                                           {"Softplus", 13, {}},
                                           {"Abs", 13, {}},
                                           {"Softsign", 13, {}},
+                                          // operator set 21: a scale and a bias per channel
+                                          {"GroupNormalization",
+                                           21,
+                                           {{"epsilon", 1e-3f}},
+                                           {0.5f, -1.5f, 2.0f, 0.25f},
+                                           {4},
+                                           {{"num_groups", 2}},
+                                           {0.1f, -0.2f, 0.3f, 0.0f},
+                                           {2, 4, 3, 2}},
                                           {"GroupNormalization",
                                            18,
                                            {{"epsilon", 1e-3f}},
@@ -1018,7 +1030,8 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     REQUIRE(m.warnings.size() == 1);
     CHECK(m.warnings[0] ==
           "3 nodes of operators goopt has no kind for kept as opaque ops (no rule rewrites them, the interpreter "
-          "cannot run them, an ONNX export writes them unchanged): CumSum, Hardmax, Shrink");
+          "cannot run them, an ONNX export writes them unchanged): CumSum: a computed input, Hardmax, Shrink: lambd "
+          "0.1 and bias 0.05 (a step at +-lambd)");
     const auto opaque = g.ops_of_kind(op_kind::opaque);
     REQUIRE(opaque.size() == 3);
     REQUIRE(m.opaque_nodes.size() == 3);
@@ -1034,7 +1047,7 @@ TEST_CASE("an operator goopt has no kind for is kept opaque, optimized around an
     // refused where opaque ops are not kept, by the interpreter, and by training (no gradient)
     CHECK(error_of([&] {
               (void)io::import_onnx(file, {.keep_unknown_ops = false});
-          }).find("unsupported operators in this file: CumSum, Hardmax, Shrink") != std::string::npos);
+          }).find("unsupported operators in this file: Hardmax") != std::string::npos);
     interp::feed_map<double> feeds = io::weight_feeds<double>(m);
     feeds.emplace("x", interp::detail::filled(ops::shape{1, 3, 8, 8}, 0.5));
     CHECK(error_of([&] {
@@ -1446,7 +1459,7 @@ TEST_CASE("an opaque op's output types: from shape inference on goopt's shapes, 
     for (const std::int64_t d : {1, 4, 8, 8}) tt->mutable_shape()->add_dim()->set_dim_value(d);
     const auto custom = io::import_onnx_bytes(bytes_of(mp), "f.onnx");
     REQUIRE(custom.graph.ops_of_kind(op_kind::opaque).size() == 3);
-    CHECK(custom.warnings.at(0).ends_with(": CumSum, Hardmax, example.com.Frobnicate"));
+    CHECK(custom.warnings.at(0).ends_with(": CumSum: a computed input, Hardmax, example.com.Frobnicate"));
     // and the export imports its domain's operator set
     const auto r = io::to_onnx(custom.graph, {.source = &custom});
     bool imported = false;
@@ -1608,4 +1621,131 @@ TEST_CASE("Max and Min of constants fold at import, any number of inputs, intege
     for (const auto& [name, v] : m.weight_values)
         if (v.values == std::vector<double>{1.5, 0.5}) found = true;
     CHECK(found);
+}
+
+TEST_CASE("Gelu of operator set 20, the erf and the tanh forms, computes what onnxruntime's Gelu computes") {
+    if (onnx_testing::onnxruntime_skipped()) return;
+    onnx_testing::scratch_dir dir;
+    for (const std::string approximate : {"", "none", "tanh"}) {
+        CAPTURE(approximate);
+        export_test::one_node m({2, 3, 5}, "Gelu", {"scaled"}, 20);
+        m.floats("four", {4.0f}, {1});  // inputs in [-4, 4]: both tails and the bend
+        m.b.node("Mul", {"x", "four"}, {"scaled"});
+        m.b.g->mutable_node()->SwapElements(0, 1);
+        if (!approximate.empty()) onnx_testing::set_attribute(*m.b.g->mutable_node(1), "approximate", approximate);
+        const auto imported = export_test::check_against_onnxruntime(m, dir.path / concat("gelu_", approximate));
+        CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+        CHECK(imported.graph.ops_of_kind(op_kind::gelu).size() == (approximate == "tanh" ? 0U : 1U));
+    }
+    export_test::one_node bad({2, 3}, "Gelu", {"x"}, 20);
+    onnx_testing::set_attribute(*bad.node, "approximate", std::string("sigmoid"));
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bad.b.bytes(), "gelu.onnx"),
+                         doctest::Contains("approximate 'sigmoid': expected 'none' or 'tanh'"), goopt::error);
+}
+
+namespace folding_test {
+
+/// An 8-bit integer initializer (ONNX keeps them in int32_data): INT8 is 3, UINT8 is 2.
+void bytes(onnx_testing::model_builder& b, const std::string& name, int type, std::initializer_list<std::int64_t> dims,
+           std::initializer_list<std::int32_t> values) {
+    auto* t = b.g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (auto d : dims) t->add_dims(d);
+    for (auto v : values) t->add_int32_data(v);
+}
+
+/// Moves the graph's first node (one_node's own) after every node added since, so that the nodes
+/// stay in topological order as ONNX requires.
+void first_node_last(onnx_testing::model_builder& b) {
+    for (int k = 0; k + 1 < b.g->node_size(); ++k) b.g->mutable_node()->SwapElements(k, k + 1);
+}
+
+}  // namespace folding_test
+
+TEST_CASE(
+    "quantized weights, trigonometry, comparisons, Size, CumSum, Shrink and reductions of constants fold as "
+    "onnxruntime computes them") {
+    if (onnx_testing::onnxruntime_skipped()) return;
+    onnx_testing::scratch_dir dir;
+    // y = x + the sum of 13 folded terms, each of x's shape [2, 3] or broadcast to it
+    export_test::one_node m({2, 3}, "Sum",
+                            {"x", "dq_tensor", "dq_axis", "qdq", "sin", "cos", "cumsum", "shrink", "ge", "le", "size",
+                             "prod", "row_sum", "col_max"},
+                            18);
+    auto& b = m.b;
+    using folding_test::bytes;
+    bytes(b, "q8", 3, {2, 3}, {-128, -5, 0, 3, 77, 127});
+    bytes(b, "u8", 2, {2, 3}, {0, 10, 255, 128, 7, 200});
+    bytes(b, "zero8", 3, {}, {-3});
+    bytes(b, "zero_u8", 2, {3}, {128, 0, 10});
+    m.floats("scale", {0.05f}, {});
+    m.floats("scales", {0.01f, 0.02f, 0.5f}, {3});
+    m.floats("c", {-1.5f, -0.3f, 0.0f, 0.4f, 0.6f, 2.0f}, {2, 3});
+    m.floats("d", {-1.5f, 0.0f, 1.0f, 0.4f, 0.5f, 3.0f}, {2, 3});
+    m.int64s("axis1", {1});
+    m.int64s("axes1", {1});
+    b.node("DequantizeLinear", {"q8", "scale", "zero8"}, {"dq_tensor"});
+    onnx_testing::set_attribute(b.node("DequantizeLinear", {"u8", "scales", "zero_u8"}, {"dq_axis"}), "axis",
+                                std::int64_t{1});
+    b.node("QuantizeLinear", {"c", "scale", "zero8"}, {"quantized"});  // 2.0 / 0.05 - 3 = 37, -1.5 / 0.05 - 3 = -33
+    b.node("DequantizeLinear", {"quantized", "scale", "zero8"}, {"qdq"});
+    b.node("Sin", {"c"}, {"sin"});
+    b.node("Cos", {"d"}, {"cos"});
+    auto& cumsum = b.node("CumSum", {"c", "axis1"}, {"cumsum"});
+    onnx_testing::set_attribute(cumsum, "exclusive", std::int64_t{1});
+    onnx_testing::set_attribute(cumsum, "reverse", std::int64_t{1});
+    auto& shrink = b.node("Shrink", {"d"}, {"shrink"});
+    onnx_testing::set_attribute(shrink, "lambd", 0.45f);  // bias 0: hard shrinkage
+    b.node("GreaterOrEqual", {"c", "d"}, {"ge_b"});
+    onnx_testing::set_attribute(b.node("Cast", {"ge_b"}, {"ge"}), "to", std::int64_t{1});
+    b.node("LessOrEqual", {"c", "d"}, {"le_b"});
+    onnx_testing::set_attribute(b.node("Cast", {"le_b"}, {"le"}), "to", std::int64_t{1});
+    b.node("Size", {"x"}, {"size_i"});
+    onnx_testing::set_attribute(b.node("Cast", {"size_i"}, {"size"}), "to", std::int64_t{1});
+    b.node("Shape", {"x"}, {"shape"});
+    b.node("ReduceProd", {"shape"}, {"prod_i"});  // 6, kept as [1]
+    onnx_testing::set_attribute(b.node("Cast", {"prod_i"}, {"prod"}), "to", std::int64_t{1});
+    b.node("ReduceSum", {"c", "axes1"}, {"row_sum"});     // [2, 1]
+    auto& max = b.node("ReduceMax", {"d"}, {"col_max"});  // every axis, kept: [1, 1]
+    onnx_testing::set_attribute(max, "keepdims", std::int64_t{1});
+    folding_test::first_node_last(b);
+    const auto imported = export_test::check_against_onnxruntime(m, dir.path / "folds");
+    CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+}
+
+TEST_CASE(
+    "DequantizeLinear folds per block (operator set 21), QuantizeLinear saturates, and a scale that fits no "
+    "axis is refused at its node") {
+    onnx_testing::model_builder b(21);
+    b.input("x", {2, 4});
+    folding_test::bytes(b, "q", 3, {2, 4}, {1, 2, 3, 4, -1, -2, -3, -4});
+    b.floats("scale", {2, 2}, {1.0f, 10.0f, 100.0f, 1000.0f})
+        .floats("big", {2, 4}, {100, -100, 1.25f, 1.75f, -1.25f, 0, 0, 0});
+    b.floats("step", {1}, {0.5f});
+    onnx_testing::set_attribute(b.node("DequantizeLinear", {"q", "scale"}, {"w"}), "block_size", std::int64_t{2});
+    auto& quantize = b.node("QuantizeLinear", {"big", "step"}, {"saturated"});  // no zero point: output_dtype's
+    onnx_testing::set_attribute(quantize, "output_dtype", std::int64_t{3});     // int8
+    b.node("Mul", {"x", "w"}, {"y"});
+    b.output("y").output("saturated");
+    const auto m = io::import_onnx_bytes(b.bytes(), "blocks.onnx");
+    CHECK(m.graph.ops_of_kind(op_kind::opaque).empty());
+    std::map<std::string, std::vector<double>> folded;
+    for (const auto& [name, v] : m.weight_values) folded[name] = v.values;
+    // blocks of 2 along axis 1: row 0 scales 1 and 10, row 1 scales 100 and 1000
+    CHECK(folded["w"] == std::vector<double>{1, 2, 30, 40, -100, -200, -3000, -4000});
+    // 100 / 0.5 = 200 and -200 saturate to int8; 2.5, 3.5 and -2.5 round to the even neighbour
+    CHECK(folded["saturated"] == std::vector<double>{127, -128, 2, 4, -2, 0, 0, 0});
+
+    onnx_testing::model_builder bad(13);
+    bad.input("x", {2, 4});
+    folding_test::bytes(bad, "q", 3, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    bad.floats("scale", {3}, {1.0f, 2.0f, 3.0f});
+    bad.node("DequantizeLinear", {"q", "scale"}, {"w"});  // axis 1 has 4 indices
+    bad.node("Mul", {"x", "w"}, {"y"});
+    bad.output("y");
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bad.bytes(), "bad.onnx"),
+                         "bad.onnx: node 'w' (DequantizeLinear): a scale of shape [3] for an input of shape [2,4]: "
+                         "expected one scale, or one per index of axis 1 ([4])",
+                         goopt::error);
 }

@@ -477,7 +477,10 @@ runtime_comparison compare_in_runtime(const graph::computation_graph& before, co
 
 std::int64_t onnx_opset(const graph_with_origin& origin) {
 #if defined(GOOPT_PROGRAM_HAS_ONNX)
-    return origin.onnx && origin.onnx->opset >= 13 && origin.onnx->opset <= 17 ? origin.onnx->opset : 13;
+    return origin.onnx && origin.onnx->opset >= io::onnx_export_min_opset &&
+                   origin.onnx->opset <= io::onnx_export_max_opset
+               ? origin.onnx->opset
+               : io::onnx_export_min_opset;
 #else
     (void)origin;
     return 13;

@@ -164,7 +164,7 @@ struct graph_with_origin {
     std::shared_ptr<const io::onnx_model> onnx = nullptr;
 };
 graph_with_origin load_graph_with_origin(const graph_source& source);
-/// The operator set to write a graph's parts at: its ONNX file's where that is 13-17, else 13
+/// The operator set to write a graph's parts at: its ONNX file's where that is 13-22, else 13
 /// (calibrate_command.cpp).
 std::int64_t onnx_opset(const graph_with_origin& origin);
 

@@ -122,9 +122,9 @@ command add_export_command(CLI::App& root) {
         ->required();
     add_format_flag(*app, flags->format);
     app->add_option("--opset", flags->opset,
-                    "The ONNX operator set to write, 13-17 (default: the --onnx file's where it is 13-17, else 13)")
-        ->check(CLI::Range(13, 17))
-        ->type_name("13-17");
+                    "The ONNX operator set to write, 13-22 (default: the --onnx file's where it is 13-22, else 13)")
+        ->check(CLI::Range(13, 22))
+        ->type_name("13-22");
     app->add_option("--random-weights", flags->random_weights,
                     "Give every weight without values (a built-in model's, a stripped file's) seeded random values, "
                     "uniform in +-1/sqrt(fan-in), written as initializers: a model a runtime can time")

@@ -17,7 +17,7 @@
 /// too, since no op kind holds a constant with arbitrary values.
 ///
 /// ONNX export (io::write_onnx, io::to_onnx) writes any inference graph back as standard ONNX
-/// operators, opset 13-17, with the import's weight values as initializers (export.hpp), an LSTM or
+/// operators, opset 13-22, with the import's weight values as initializers (export.hpp), an LSTM or
 /// GRU that no rewrite touched as the file's node (recurrent_write_back.hpp), and initializers in a
 /// side file where the model would pass 2 GiB or the caller asks (external_data.hpp).
 ///

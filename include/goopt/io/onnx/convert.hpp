@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <span>
 
 namespace goopt::io::detail {
@@ -84,9 +85,9 @@ inline void onnx_importer::convert_instance_norm(const node_t& n, const onnx_han
               {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, node_name(n)));
 }
 
-/// GroupNormalization (operator set 18: one scale and bias per group) is the instance
-/// normalization of x viewed as [N, groups, the rest]: each sample's group normalized over its
-/// channels and positions, then scaled per group.
+/// GroupNormalization is the instance normalization of x viewed as [N, groups, the rest]: each
+/// sample's group normalized over its channels and positions, then scaled and shifted per group
+/// (operator set 18) or, from operator set 21, per channel (x's axis 1, as PyTorch's GroupNorm).
 inline void onnx_importer::convert_group_norm(const node_t& n, const onnx_handler&) {
     const std::string name = node_name(n);
     const ops::shape& x = dims_in(n, 0);
@@ -96,6 +97,22 @@ inline void onnx_importer::convert_group_norm(const node_t& n, const onnx_handle
         fail(n, concat("num_groups ", groups, " for input ", x.to_string()),
              "an input of rank >= 2 whose channels (axis 1) num_groups >= 1 divides");
     const ops::shape grouped{x[0], groups, x.num_elements() / (x[0] * groups)};
+    if (opset_ >= 21) {
+        const auto type = type_in(n, 0).type;
+        onnx_const ones = onnx_const::make(type, ops::shape{groups});
+        for (auto& v : ones.f) v = 1.0;
+        const graph::tensor_id normalized =
+            add1(ops::op_kind::instance_norm,
+                 {reshape(tensor_in(n, 0), grouped, name + "/grouped"), constant(name + "/ones", ones),
+                  constant(name + "/zeros", onnx_const::make(type, ops::shape{groups}))},
+                 {{ops::attr_id::epsilon, attr_float(n, "epsilon", 1e-5)}}, name + "/normalized");
+        ops::shape per_channel{x[1]};  // [C, 1, ...]: broadcast over the positions
+        for (std::size_t a = 2; a < x.rank(); ++a) per_channel.push_back(1);
+        const graph::tensor_id scaled =
+            add1(ops::op_kind::ewmul, {reshape(normalized, x, name + "/ungrouped"), tensor_as(n, 1, per_channel)}, {},
+                 name + "/scaled");
+        return bind(n, 0, add1(ops::op_kind::ewadd, {scaled, tensor_as(n, 2, per_channel)}, {}, name));
+    }
     const graph::tensor_id y = add1(ops::op_kind::instance_norm,
                                     {reshape(tensor_in(n, 0), grouped, name + "/grouped"),
                                      tensor_as(n, 1, ops::shape{groups}), tensor_as(n, 2, ops::shape{groups})},
@@ -272,6 +289,52 @@ inline void onnx_importer::convert_mish(const node_t& n, const onnx_handler&) {
     const graph::tensor_id t =
         add1(op_kind::tanh, {add1(op_kind::softplus, {x}, {}, name + "/softplus")}, {}, name + "/tanh");
     bind(n, 0, add1(op_kind::ewmul, {x, t}, {}, name));
+}
+
+/// Gelu (operator set 20): the erf form is goopt's gelu kind; approximate = "tanh" is
+/// 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), its definition, on the kinds that have it.
+inline void onnx_importer::convert_gelu(const node_t& n, const onnx_handler&) {
+    using ops::op_kind;
+    const std::string name = node_name(n), approximate = attr_string(n, "approximate", "none");
+    const graph::tensor_id x = tensor_in(n, 0);
+    if (approximate == "none") return bind(n, 0, add1(op_kind::gelu, {x}, {}, name));
+    if (approximate != "tanh") fail(n, concat("approximate '", approximate, "'"), "'none' or 'tanh'");
+    const auto type = type_in(n, 0).type;
+    const graph::tensor_id one = scalar(name + "/one", 1.0, type);
+    const graph::tensor_id square = add1(op_kind::ewmul, {x, x}, {}, name + "/square");
+    const graph::tensor_id cubic = add1(
+        op_kind::ewadd, {add1(op_kind::smul, {square, scalar(name + "/c", 0.044715, type)}, {}, name + "/cx2"), one},
+        {}, name + "/poly");
+    const graph::tensor_id inner = add1(op_kind::smul,
+                                        {add1(op_kind::ewmul, {x, cubic}, {}, name + "/xpoly"),
+                                         scalar(name + "/k", std::sqrt(2.0 / std::numbers::pi), type)},
+                                        {}, name + "/inner");
+    const graph::tensor_id t = add1(op_kind::tanh, {inner}, {}, name + "/tanh");
+    const graph::tensor_id half = add1(op_kind::smul, {x, scalar(name + "/half", 0.5, type)}, {}, name + "/half_x");
+    bind(n, 0, add1(op_kind::ewmul, {half, add1(op_kind::ewadd, {t, one}, {}, name + "/one_plus")}, {}, name));
+}
+
+/// Shrink with bias = lambd >= 0 (soft shrinkage) is relu(x - lambd) - relu(-(x + lambd)); any other
+/// bias steps at +-lambd (hard shrinkage), which no kind expresses.
+inline void onnx_importer::convert_shrink(const node_t& n, const onnx_handler&) {
+    using ops::op_kind;
+    const double lambd = attr_float(n, "lambd", 0.5), bias = attr_float(n, "bias", 0.0);
+    const auto type = type_in(n, 0).type;
+    if (!ops::is_floating(type)) no_kind("Shrink of integers", "a floating-point input");
+    if (!(lambd >= 0 && std::isfinite(lambd) && bias == lambd))
+        no_kind(concat("lambd ", lambd, " and bias ", bias, " (a step at +-lambd)"),
+                "bias equal to a finite lambd >= 0 (soft shrinkage)");
+    const std::string name = node_name(n);
+    const graph::tensor_id x = tensor_in(n, 0), l = scalar(name + "/lambd", lambd, type);
+    const graph::tensor_id above =
+        add1(op_kind::relu, {add1(op_kind::sub, {x, l}, {}, name + "/sub")}, {}, name + "/above");
+    const graph::tensor_id below =
+        add1(op_kind::relu,
+             {add1(op_kind::ewmul,
+                   {add1(op_kind::ewadd, {x, l}, {}, name + "/add"), scalar(name + "/minus_one", -1.0, type)}, {},
+                   name + "/negate")},
+             {}, name + "/below");
+    bind(n, 0, add1(op_kind::sub, {above, below}, {}, name));
 }
 
 inline void onnx_importer::convert_reduce(const node_t& n, const onnx_handler& h) {
@@ -475,13 +538,14 @@ inline void onnx_importer::convert_slice(const node_t& n, const onnx_handler&) {
 /// Pad: mode constant onto the pad op (negative pads, which crop, onto a slice before it); modes
 /// edge and reflect, cropping or not, onto a gather per padded axis whose index maps each output
 /// cell to the input cell the mode copies (as ONNX defines it: pad by the positive pads, then crop
-/// by the negative ones). Mode wrap is operator set 19's, past what the importer reads.
+/// by the negative ones). Mode wrap (operator set 19) copies the cell a period away, onto the same
+/// gathers, where no pad is negative.
 inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
     const ops::shape& x = dims_in(n, 0);
     const std::size_t r = x.rank();
     const std::string mode = attr_string(n, "mode", "constant");
-    if (mode != "constant" && mode != "edge" && mode != "reflect")
-        no_kind(concat("mode '", mode, "'"), "constant, edge or reflect");
+    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+        no_kind(concat("mode '", mode, "'"), "constant, edge, reflect or wrap");
     ints pads = has_input(n, 1) ? const_in(n, 1, "pads").ints() : attr_ints(n, "pads").value_or(ints{});
     double value = attr_float(n, "value", 0.0);
     if (has_input(n, 2)) value = scalar_in(n, 2, "constant_value");
@@ -525,7 +589,9 @@ inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
         bind(n, 0, y);
         return;
     }
-    const bool edge = mode == "edge";
+    const bool edge = mode == "edge", wrap = mode == "wrap";
+    if (wrap && std::any_of(pads.begin(), pads.end(), [](std::int64_t p) { return p < 0; }))
+        no_kind(concat("mode 'wrap' with negative pads ", ints_string(pads)), "pads >= 0 for mode wrap");
     for (std::size_t a = 0; a < r; ++a) {
         const std::int64_t e = x[a], before = pads[a], out = e + pads[a] + pads[a + r];
         if (before == 0 && out == e) continue;
@@ -536,6 +602,8 @@ inline void onnx_importer::convert_pad(const node_t& n, const onnx_handler&) {
             std::int64_t at = i;
             if (edge) {
                 at = std::clamp<std::int64_t>(i, 0, e - 1);
+            } else if (wrap) {
+                at = (i % e + e) % e;
             } else if (e == 1) {  // reflect: mirrored at the first and the last cell, repeatedly
                 at = 0;
             } else {

@@ -2,7 +2,7 @@
 // goopt: optional-edge (needs Debian's libonnx-dev and libprotobuf-dev: CMake target goopt::onnx)
 /// @file
 /// @brief ONNX export: an inference graph, as imported or as substitution search rewrote it, as an
-/// ONNX model (opset 13-17) that onnx.checker accepts and onnxruntime runs. Every op kind of an
+/// ONNX model (opset 13-22) that onnx.checker accepts and onnxruntime runs. Every op kind of an
 /// inference graph is written as standard ONNX operators (lowering.hpp); graph input names are
 /// the input ops' names, graph output names the source file's. Weights with values (the import's
 /// weight_values) are initializers; ops over weights only, which a rewrite introduced (a folded
@@ -57,7 +57,8 @@ namespace detail {
 inline onnx::ModelProto onnx_exporter::run(onnx_export_report& report) {
     onnx::ModelProto m;
     opset_ = choose_opset(report.warnings);
-    m.set_ir_version(opset_ >= 15 ? 8 : 7);  // the IR version that came with the operator set
+    // the IR version that came with the operator set
+    m.set_ir_version(opset_ >= 21 ? 10 : opset_ >= 19 ? 9 : opset_ >= 15 ? 8 : 7);
     m.set_producer_name("goopt");
     m.set_producer_version(version_string);
     auto& set = *m.add_opset_import();

@@ -32,18 +32,20 @@
 namespace goopt::io {
 
 /// Operator set versions the exporter writes: from 13 (Split's sizes and ReduceSum's axes are
-/// inputs) to 17 (LayerNormalization is an operator; below it, it is written as its arithmetic).
+/// inputs; LayerNormalization is an operator from 17, below it is written as its arithmetic) to 22,
+/// so that a file of any operator set the importer reads from 13 on is written at its own, and the
+/// nodes kept opaque keep the meaning they had there (a Resize with axes, a Pad with mode wrap).
 inline constexpr std::int64_t onnx_export_min_opset = 13;
-inline constexpr std::int64_t onnx_export_max_opset = 17;
+inline constexpr std::int64_t onnx_export_max_opset = 22;
 
 /// Knobs of the exporter.
 struct onnx_export_options {
     /// The import the graph came from, as it is or rewritten (rewrites keep the names of graph inputs
     /// and weights): its weights' values become initializers, its operator set is kept where it is
-    /// 13-17, and the graph outputs get its output names again. Null: a graph with no file behind it
+    /// 13-22, and the graph outputs get its output names again. Null: a graph with no file behind it
     /// (a zoo model, a JSON graph), whose weights are then written as graph inputs.
     const onnx_model* source = nullptr;
-    /// Operator set to write, 13-17; 0: the source's where it is in that range, else 13.
+    /// Operator set to write, 13-22; 0: the source's where it is in that range, else 13.
     std::int64_t opset = 0;
     /// Names of the graph outputs, one per output in order, over the source's: for a graph with no
     /// source that a search rewrote, the names its outputs had before (onnx_output_names() of the

@@ -128,6 +128,23 @@ inline constexpr onnx_elementwise greater{.compare = true,
                                           .real = [](double a, double b, double) { return double(a > b); }};
 inline constexpr onnx_elementwise less{.compare = true,
                                        .real = [](double a, double b, double) { return double(a < b); }};
+inline constexpr onnx_elementwise greater_or_equal{.compare = true,
+                                                   .real = [](double a, double b, double) { return double(a >= b); }};
+inline constexpr onnx_elementwise less_or_equal{.compare = true,
+                                                .real = [](double a, double b, double) { return double(a <= b); }};
+// The trigonometric and hyperbolic functions (ONNX defines them on floats only): sinusoidal position
+// tables and rotary embeddings computed in the graph from constant positions.
+inline constexpr onnx_elementwise sin{.arity = 1, .real = [](double a, double, double) { return std::sin(a); }};
+inline constexpr onnx_elementwise cos{.arity = 1, .real = [](double a, double, double) { return std::cos(a); }};
+inline constexpr onnx_elementwise tan{.arity = 1, .real = [](double a, double, double) { return std::tan(a); }};
+inline constexpr onnx_elementwise asin{.arity = 1, .real = [](double a, double, double) { return std::asin(a); }};
+inline constexpr onnx_elementwise acos{.arity = 1, .real = [](double a, double, double) { return std::acos(a); }};
+inline constexpr onnx_elementwise atan{.arity = 1, .real = [](double a, double, double) { return std::atan(a); }};
+inline constexpr onnx_elementwise sinh{.arity = 1, .real = [](double a, double, double) { return std::sinh(a); }};
+inline constexpr onnx_elementwise cosh{.arity = 1, .real = [](double a, double, double) { return std::cosh(a); }};
+inline constexpr onnx_elementwise asinh{.arity = 1, .real = [](double a, double, double) { return std::asinh(a); }};
+inline constexpr onnx_elementwise acosh{.arity = 1, .real = [](double a, double, double) { return std::acosh(a); }};
+inline constexpr onnx_elementwise atanh{.arity = 1, .real = [](double a, double, double) { return std::atanh(a); }};
 inline constexpr onnx_elementwise where{.arity = 3,
                                         .real = [](double c, double a, double b) { return c != 0 ? a : b; },
                                         .integer =
@@ -378,6 +395,215 @@ inline std::optional<onnx_const> onnx_importer::fold_elementwise(const node_t& n
             for (std::size_t k = 0; k < in.size(); ++k) v[k] = in[k]->at(offs[k][e]);
             c.set(e, m.real(v[0], v[1], v[2]));
         }
+    }
+    return c;
+}
+
+/// Size: the element count of its input, from the shape alone.
+inline std::optional<onnx_const> onnx_importer::fold_size(const node_t& n, const onnx_handler&) {
+    onnx_const c = onnx_const::make(ops::dtype::i64, {});
+    c.i[0] = dims_in(n, 0).num_elements();
+    return c;
+}
+
+/// ReduceSum, ReduceMean, ReduceMax, ReduceMin and ReduceProd of a constant (an element count from a
+/// shape, a constant mask's extent). Integers are summed and multiplied exactly; ReduceMean of
+/// integers is left to the graph op.
+inline std::optional<onnx_const> onnx_importer::fold_reduce(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    const std::string& op = n.op_type();
+    if (op == "ReduceMean" && x.integral()) return std::nullopt;
+    const auto axes = axes_of(n, 1, "axes", false);
+    if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) return x;
+    const ops::attribute_map a{{ops::attr_id::axes, axes}, {ops::attr_id::keepdims, attr_int(n, "keepdims", 1)}};
+    const ops::tensor_type t{x.dims, x.type};
+    const ops::shape out = ops::shape_rules::reduce(std::span(&t, 1), a)[0].dims;
+    std::vector<bool> reduced(x.dims.rank(), false);
+    for (const std::size_t k : ops::shape_rules::detail::reduced_axes(x.dims, a)) reduced[k] = true;
+    // the output offset of every input element: its coordinates with the reduced axes dropped
+    const std::size_t r = x.dims.rank();
+    std::vector<std::size_t> stride(r, 0);
+    for (std::size_t k = r, s = 1; k-- > 0;)
+        if (!reduced[k]) stride[k] = s, s *= static_cast<std::size_t>(x.dims[k]);
+    onnx_const c = onnx_const::make(x.type, out);
+    const bool extreme = op == "ReduceMax" || op == "ReduceMin";
+    std::vector<std::uint8_t> seen(c.size(), 0);
+    std::vector<double> acc(c.size(), op == "ReduceProd" ? 1.0 : 0.0);
+    std::vector<std::int64_t> iacc(c.size(), op == "ReduceProd" ? 1 : 0);
+    std::vector<std::int64_t> idx(r, 0);
+    for (std::size_t e = 0; e < x.size(); ++e) {
+        std::size_t o = 0;
+        for (std::size_t k = 0; k < r; ++k) o += static_cast<std::size_t>(idx[k]) * stride[k];
+        if (x.integral()) {
+            const std::int64_t v = x.i[e];
+            std::int64_t& s = iacc[o];
+            bool overflow = false;
+            if (extreme) s = !seen[o] ? v : op == "ReduceMax" ? std::max(s, v) : std::min(s, v);
+            else if (op == "ReduceProd") overflow = __builtin_mul_overflow(s, v, &s);
+            else overflow = __builtin_add_overflow(s, v, &s);
+            if (overflow)
+                fail(n, concat("integer ", op, " ", elementwise::overflow), "a result within 64-bit integers");
+        } else {
+            const double v = x.f[e];
+            double& s = acc[o];
+            // NaN propagates through the extremes too, as through the graph's reduce_max
+            if (extreme)
+                s = !seen[o] || std::isnan(v) ? v
+                    : std::isnan(s)           ? s
+                    : op == "ReduceMax"       ? std::max(s, v)
+                                              : std::min(s, v);
+            else if (op == "ReduceProd") s *= v;
+            else s += v;
+        }
+        seen[o] = 1;
+        for (std::size_t k = r; k-- > 0;) {
+            if (++idx[k] < x.dims[k]) break;
+            idx[k] = 0;
+        }
+    }
+    const double count = x.size() > 0 && c.size() > 0 ? static_cast<double>(x.size() / c.size()) : 0.0;
+    for (std::size_t o = 0; o < c.size(); ++o) {
+        if (extreme && !seen[o])
+            fail(n, concat(op, " over an empty axis of a constant of shape ", x.dims.to_string()),
+                 "a nonempty reduced extent");
+        if (x.integral()) c.i[o] = iacc[o];
+        else c.f[o] = op == "ReduceMean" ? acc[o] / count : acc[o];
+    }
+    return c;
+}
+
+/// CumSum of a constant along the axis its second input names: inclusive or exclusive, forward or
+/// reversed (position ids counted from a constant mask).
+inline std::optional<onnx_const> onnx_importer::fold_cumsum(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    if (x.dims.rank() == 0) fail(n, "input of rank 0", "a tensor of rank >= 1");
+    const std::size_t ax = x.dims.axis(const_in(n, 1, "axis").int_at(0));
+    const bool exclusive = attr_int(n, "exclusive", 0) != 0, reverse = attr_int(n, "reverse", 0) != 0;
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t k = 0; k < ax; ++k) outer *= static_cast<std::size_t>(x.dims[k]);
+    for (std::size_t k = ax + 1; k < x.dims.rank(); ++k) inner *= static_cast<std::size_t>(x.dims[k]);
+    const auto len = static_cast<std::size_t>(x.dims[ax]);
+    onnx_const c = onnx_const::make(x.type, x.dims);
+    for (std::size_t p = 0; p < outer; ++p)
+        for (std::size_t q = 0; q < inner; ++q) {
+            double s = 0;
+            std::int64_t is = 0;
+            for (std::size_t j = 0; j < len; ++j) {
+                const std::size_t e = (p * len + (reverse ? len - 1 - j : j)) * inner + q;
+                if (x.integral()) {  // int_at and at: a file may hold fewer values than its dims say
+                    const std::int64_t before = is;
+                    if (__builtin_add_overflow(is, x.int_at(e), &is))
+                        fail(n, concat("integer CumSum ", elementwise::overflow), "sums within 64-bit integers");
+                    c.i[e] = exclusive ? before : is;
+                } else {
+                    const double before = s;
+                    s += x.at(e);
+                    c.f[e] = exclusive ? before : s;
+                }
+            }
+        }
+    return c;
+}
+
+/// The scale (or zero point) index of every element of x for QuantizeLinear and DequantizeLinear:
+/// one for the tensor (a scalar or one-element scale), one per index of `axis` (a 1-D scale), or
+/// one per block of `block_size` along `axis` (operator set 21: a scale of x's rank).
+inline std::vector<std::size_t> onnx_importer::quantization_index(const node_t& n, const ops::shape& x,
+                                                                  const ops::shape& scale) {
+    const std::size_t size = static_cast<std::size_t>(x.num_elements());
+    if (scale.num_elements() == 1 && scale.rank() <= 1) return std::vector<std::size_t>(size, 0);
+    if (x.rank() == 0) fail(n, concat("a scale of shape ", scale.to_string(), " for a scalar"), "one scale");
+    const std::size_t ax = x.axis(attr_int(n, "axis", 1));
+    const std::int64_t block = attr_int(n, "block_size", 0);
+    std::size_t inner = 1;
+    for (std::size_t k = ax + 1; k < x.rank(); ++k) inner *= static_cast<std::size_t>(x[k]);
+    std::vector<std::size_t> index(size);
+    if (block <= 0) {
+        if (scale.rank() != 1 || scale[0] != x[ax])
+            fail(n, concat("a scale of shape ", scale.to_string(), " for an input of shape ", x.to_string()),
+                 concat("one scale, or one per index of axis ", ax, " ([", x[ax], "])"));
+        for (std::size_t e = 0; e < size; ++e) index[e] = e / inner % static_cast<std::size_t>(x[ax]);
+        return index;
+    }
+    ops::shape want = x;
+    want[ax] = (x[ax] - 1) / block + 1;
+    if (scale != want)
+        fail(n,
+             concat("a scale of shape ", scale.to_string(), " for blocks of ", block, " of an input of shape ",
+                    x.to_string()),
+             concat("a scale of shape ", want.to_string()));
+    std::vector<std::int64_t> idx(x.rank(), 0);
+    for (std::size_t e = 0; e < size; ++e) {
+        std::size_t o = 0;
+        for (std::size_t k = 0; k < x.rank(); ++k)
+            o = o * static_cast<std::size_t>(want[k]) + static_cast<std::size_t>(k == ax ? idx[k] / block : idx[k]);
+        index[e] = o;
+        for (std::size_t k = x.rank(); k-- > 0;) {
+            if (++idx[k] < x[k]) break;
+            idx[k] = 0;
+        }
+    }
+    return index;
+}
+
+/// A zero point has its scale's shape; one value each, of rank 0 or 1, is one for the tensor.
+inline void onnx_importer::check_zero_point(const node_t& n, const onnx_const& scale, const onnx_const* zero) const {
+    if (!zero || zero->dims == scale.dims ||
+        (zero->size() == 1 && scale.size() == 1 && zero->dims.rank() <= 1 && scale.dims.rank() <= 1))
+        return;
+    fail(n,
+         concat("a zero point of shape ", zero->dims.to_string(), " beside a scale of shape ", scale.dims.to_string()),
+         "the scale's shape");
+}
+
+/// DequantizeLinear of a constant, (x - zero point) x scale in the scale's type: a weight-only
+/// quantized model (QDQ) keeps each weight as 8-bit integers and a DequantizeLinear, which folds to
+/// the float weight that the graph then holds.
+inline std::optional<onnx_const> onnx_importer::fold_dequantize(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    const onnx_const& scale = const_in(n, 1, "x_scale");
+    if (!ops::is_floating(scale.type)) fail(n, "an integer x_scale", "a floating-point scale");
+    const onnx_const* zero = has_input(n, 2) ? &const_in(n, 2, "x_zero_point") : nullptr;
+    check_zero_point(n, scale, zero);
+    const auto index = quantization_index(n, x.dims, scale.dims);
+    onnx_const c = onnx_const::make(scale.type, x.dims);
+    for (std::size_t e = 0; e < c.size(); ++e)
+        c.f[e] = (x.at(e) - (zero ? zero->at(index[e]) : 0.0)) * scale.at(index[e]);
+    return c;
+}
+
+/// QuantizeLinear of a constant: round(x / scale) to even, plus the zero point, saturated to the
+/// zero point's type (without one: output_dtype's, operator set 21, else uint8); a weight quantized
+/// in the graph before its DequantizeLinear.
+inline std::optional<onnx_const> onnx_importer::fold_quantize(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    const onnx_const& scale = const_in(n, 1, "y_scale");
+    const onnx_const* zero = has_input(n, 2) ? &const_in(n, 2, "y_zero_point") : nullptr;
+    const auto given = onnx_dtype(static_cast<int>(attr_int(n, "output_dtype", 0)));
+    const ops::dtype type = zero ? zero->type : given ? *given : ops::dtype::u8;
+    double lo = 0, hi = 255;
+    if (type == ops::dtype::i8) lo = -128, hi = 127;
+    else if (type == ops::dtype::i32) lo = -2147483648.0, hi = 2147483647.0;
+    else if (type != ops::dtype::u8) return std::nullopt;  // 16-bit, 4-bit and float 8 types: not held
+    check_zero_point(n, scale, zero);
+    const auto index = quantization_index(n, x.dims, scale.dims);
+    onnx_const c = onnx_const::make(type, x.dims);
+    for (std::size_t e = 0; e < c.size(); ++e) {
+        const double q = std::nearbyint(x.at(e) / scale.at(index[e])) + (zero ? zero->at(index[e]) : 0.0);
+        if (std::isnan(q)) fail(n, concat("x / scale is NaN at element ", e), "finite values and a nonzero scale");
+        c.i[e] = static_cast<std::int64_t>(std::clamp(q, lo, hi));
+    }
+    return c;
+}
+
+/// Shrink of a constant: x + bias below -lambd, x - bias above lambd, 0 between.
+inline std::optional<onnx_const> onnx_importer::fold_shrink(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    const double lambd = attr_float(n, "lambd", 0.5), bias = attr_float(n, "bias", 0.0);
+    onnx_const c = onnx_const::make(x.type, x.dims);
+    for (std::size_t e = 0; e < c.size(); ++e) {
+        const double v = x.at(e);
+        c.set(e, v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
     }
     return c;
 }

@@ -174,8 +174,8 @@ inline onnx_model onnx_importer::run() {
         else result_.opset_imports[o.domain()] = o.version();
     }
     if (opset_ == 0) fail("the model imports no default-domain operator set", "an ai.onnx opset import");
-    if (opset_ < 7 || opset_ > 18)
-        fail(concat("operator set version ", opset_, " is not supported"), "7-18 (tested: 11-17)");
+    if (opset_ < 7 || opset_ > 22)
+        fail(concat("operator set version ", opset_, " is not supported"), "7-22 (tested: 11-22)");
     result_.opset = opset_;
     result_.producer =
         model_.producer_name() + (model_.producer_version().empty() ? "" : " " + model_.producer_version());

@@ -74,6 +74,14 @@ public:
     std::optional<onnx_const> fold_elementwise(const node_t& n, const onnx_handler& h);
     std::optional<onnx_const> fold_mod(const node_t& n, const onnx_handler& h);
     std::optional<onnx_const> fold_trilu(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_size(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_reduce(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_cumsum(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_dequantize(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_quantize(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_shrink(const node_t& n, const onnx_handler&);
+    std::vector<std::size_t> quantization_index(const node_t& n, const ops::shape& x, const ops::shape& scale);
+    void check_zero_point(const node_t& n, const onnx_const& scale, const onnx_const* zero) const;
 
     // ---- conversion into graph ops (convert.hpp, convolution.hpp, recurrent.hpp, resize.hpp)
     void convert_unary(const node_t& n, const onnx_handler& h);
@@ -96,6 +104,8 @@ public:
     void convert_softmax(const node_t& n, const onnx_handler&);
     void convert_selu(const node_t& n, const onnx_handler&);
     void convert_mish(const node_t& n, const onnx_handler&);
+    void convert_gelu(const node_t& n, const onnx_handler&);
+    void convert_shrink(const node_t& n, const onnx_handler&);
     void convert_celu(const node_t& n, const onnx_handler&);
     void convert_reduce(const node_t& n, const onnx_handler& h);
     void convert_reduce_lowered(const node_t& n, const onnx_handler&);

@@ -2,7 +2,7 @@
 // goopt: optional-edge (part of the ONNX exporter, goopt::onnx: included through <goopt/io/onnx.hpp>)
 /// @file
 /// @brief The exporter's kind table: how every op kind is written as standard ONNX nodes (opset
-/// 13-17). One-to-one where ONNX has the operator; otherwise exactly in ONNX's arithmetic:
+/// 13-22). One-to-one where ONNX has the operator; otherwise exactly in ONNX's arithmetic:
 /// - a fused activation is its own node after the product (Relu, Sigmoid, Tanh; GELU as
 ///   x * 0.5 * (1 + Erf(x / sqrt 2)), the pattern onnxruntime fuses back);
 /// - conv2d_bias is Conv with a bias input when the addend is a per-channel bias, else Conv + Add;
@@ -520,6 +520,13 @@ inline void softmax(onnx_exporter& e, graph::op_id o) {
     set(e.main(o, "Softmax", {e.in(o, 0)}, {e.out(o)}), "axis", e.op(o).attrs.get_int(attr_id::axis));
 }
 
+/// A ReduceMean over `axes`, which it takes as an attribute up to opset 17 and as an input from 18.
+inline void reduce_mean(onnx_exporter& e, graph::op_id o, const std::string& x, const std::string& y,
+                        const ints& axes) {
+    if (e.opset() >= 18) e.node(o, "ReduceMean", {x, e.ints_constant(o, "axes", axes)}, {y});
+    else set(e.node(o, "ReduceMean", {x}, {y}), "axes", axes);
+}
+
 /// LayerNormalization from opset 17 over the last axis; otherwise the arithmetic that PyTorch
 /// exports (and onnxruntime fuses back): (x - mean) / sqrt(mean((x - mean)^2) + eps) * gamma + beta.
 /// Over several axes it stays arithmetic at 17 too: onnxruntime 1.22 at optimization level
@@ -542,10 +549,10 @@ inline void layernorm(onnx_exporter& e, graph::op_id o) {
     const std::string mean = e.temp(o, "mean"), d = e.temp(o, "centered"), sq = e.temp(o, "squared"),
                       var = e.temp(o, "variance"), ve = e.temp(o, "variance_eps"), sd = e.temp(o, "std"),
                       nx = e.temp(o, "normalized"), sc = e.temp(o, "scaled");
-    set(e.node(o, "ReduceMean", {e.in(o, 0)}, {mean}), "axes", axes);
+    reduce_mean(e, o, e.in(o, 0), mean, axes);
     e.node(o, "Sub", {e.in(o, 0), mean}, {d});
     e.node(o, "Pow", {d, e.scalar(2.0, t)}, {sq});
-    set(e.node(o, "ReduceMean", {sq}, {var}), "axes", axes);
+    reduce_mean(e, o, sq, var, axes);
     e.node(o, "Add", {var, e.scalar(eps, t)}, {ve});
     e.node(o, "Sqrt", {ve}, {sd});
     e.node(o, "Div", {d, sd}, {nx});
@@ -553,20 +560,23 @@ inline void layernorm(onnx_exporter& e, graph::op_id o) {
     e.node(o, "Add", {sc, e.in(o, 2)}, {e.out(o)});
 }
 
-/// ReduceSum takes its axes as an input from opset 13, ReduceMean and ReduceMax as an attribute up
-/// to 17. goopt's empty axes (all of them) are written out.
+/// ReduceSum takes its axes as an input from opset 13, ReduceMean and ReduceMax from opset 18 (an
+/// attribute up to 17). goopt's empty axes (all of them) are written out.
 template <ops::op_kind K> void reduce(onnx_exporter& e, graph::op_id o) {
     const auto& a = e.op(o).attrs;
     const std::size_t rank = e.in_type(o, 0).dims.rank();
     ints axes = a.get_ints(attr_id::axes);
     if (axes.empty()) axes = all_axes(rank);
     const std::int64_t keep = a.get_int(attr_id::keepdims) != 0 ? 1 : 0;
-    if constexpr (K == ops::op_kind::reduce_sum) {
+    const char* type = K == ops::op_kind::reduce_sum    ? "ReduceSum"
+                       : K == ops::op_kind::reduce_mean ? "ReduceMean"
+                                                        : "ReduceMax";
+    if (K == ops::op_kind::reduce_sum || e.opset() >= 18) {
         std::vector<std::string> in{e.in(o, 0)};
         if (!axes.empty()) in.push_back(e.ints_constant(o, "axes", axes));
-        set(e.main(o, "ReduceSum", in, {e.out(o)}), "keepdims", keep);
+        set(e.main(o, type, in, {e.out(o)}), "keepdims", keep);
     } else {
-        auto& n = e.main(o, K == ops::op_kind::reduce_mean ? "ReduceMean" : "ReduceMax", {e.in(o, 0)}, {e.out(o)});
+        auto& n = e.main(o, type, {e.in(o, 0)}, {e.out(o)});
         if (!axes.empty()) set(n, "axes", axes);
         set(n, "keepdims", keep);
     }
