@@ -1749,3 +1749,31 @@ TEST_CASE(
                          "expected one scale, or one per index of axis 1 ([4])",
                          goopt::error);
 }
+
+TEST_CASE(
+    "CastLike, as PyTorch's dynamo exporter writes it for scalar operands, folds on constants and is the "
+    "identity on a tensor of the target type; IsInf and IsNaN of constants fold") {
+    if (onnx_testing::onnxruntime_skipped()) return;
+    onnx_testing::scratch_dir dir;
+    export_test::one_node m({2, 3}, "Sum", {"scaled", "shifted", "inf_f", "nan_f"}, 18);
+    auto& b = m.b;
+    auto* half = b.g->add_initializer();  // a double scalar, cast like the float input
+    half->set_name("half");
+    half->set_data_type(onnx::TensorProto_DataType_DOUBLE);
+    half->add_double_data(0.5);
+    b.int64s("two", {}, {2});
+    b.node("CastLike", {"half", "x"}, {"half_f"});
+    b.node("Mul", {"x", "half_f"}, {"scaled"});
+    b.node("CastLike", {"two", "x"}, {"two_f"});
+    b.node("CastLike", {"x", "scaled"}, {"same"});  // float like float: the tensor itself
+    b.node("Add", {"same", "two_f"}, {"shifted"});
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    m.floats("special", {inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, 0.0f, -2.0f}, {2, 3});
+    onnx_testing::set_attribute(b.node("IsInf", {"special"}, {"inf"}), "detect_negative", std::int64_t{0});
+    onnx_testing::set_attribute(b.node("Cast", {"inf"}, {"inf_f"}), "to", std::int64_t{1});  // [1, 0, 0, ...]
+    b.node("IsNaN", {"special"}, {"nan"});
+    onnx_testing::set_attribute(b.node("Cast", {"nan"}, {"nan_f"}), "to", std::int64_t{1});  // [0, 0, 1, ...]
+    folding_test::first_node_last(b);
+    const auto imported = export_test::check_against_onnxruntime(m, dir.path / "cast_like");
+    CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+}

@@ -61,6 +61,14 @@ inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
             "a cast of a constant, or to the tensor's own element type");
 }
 
+/// CastLike (operator set 15) casts its first input to the element type of its second, whose values
+/// do not matter: PyTorch's dynamo exporter writes one for nearly every scalar operand.
+inline void onnx_importer::convert_cast_like(const node_t& n, const onnx_handler&) {
+    if (type_in(n, 0).type == type_in(n, 1).type) return alias(n, 0, 0);
+    no_kind("a cast between element types of a computed tensor",
+            "a cast of a constant, or to the tensor's own element type");
+}
+
 inline void onnx_importer::convert_global_max_pool(const node_t& n, const onnx_handler&) {
     const auto r = static_cast<std::int64_t>(dims_in(n, 0).rank());
     ints axes;

@@ -128,6 +128,8 @@ inline constexpr onnx_elementwise greater{.compare = true,
                                           .real = [](double a, double b, double) { return double(a > b); }};
 inline constexpr onnx_elementwise less{.compare = true,
                                        .real = [](double a, double b, double) { return double(a < b); }};
+inline constexpr onnx_elementwise is_nan{
+    .arity = 1, .compare = true, .real = [](double a, double, double) { return double(std::isnan(a)); }};
 inline constexpr onnx_elementwise greater_or_equal{.compare = true,
                                                    .real = [](double a, double b, double) { return double(a >= b); }};
 inline constexpr onnx_elementwise less_or_equal{.compare = true,
@@ -202,16 +204,27 @@ inline std::optional<onnx_const> onnx_importer::fold_identity(const node_t& n, c
     return *entry(n, 0).value;
 }
 
+/// `x` in element type `to`: floats to integers truncated toward zero.
+inline onnx_const onnx_cast(const onnx_const& x, ops::dtype to) {
+    onnx_const c = onnx_const::make(to, x.dims);
+    for (std::size_t k = 0; k < std::min(x.size(), c.size()); ++k) {
+        if (x.integral()) c.set_int(k, x.i[k]);
+        else c.set(k, ops::is_floating(to) ? x.f[k] : std::trunc(x.f[k]));
+    }
+    return c;
+}
+
 inline std::optional<onnx_const> onnx_importer::fold_cast(const node_t& n, const onnx_handler&) {
     const auto to = onnx_dtype(static_cast<int>(attr_int(n, "to", 0)));
     if (!to) return std::nullopt;
-    const onnx_const& x = *entry(n, 0).value;
-    onnx_const c = onnx_const::make(*to, x.dims);
-    for (std::size_t k = 0; k < x.size(); ++k) {
-        if (x.integral()) c.set_int(k, x.i[k]);
-        else c.set(k, ops::is_floating(*to) ? x.f[k] : std::trunc(x.f[k]));
-    }
-    return c;
+    return onnx_cast(*entry(n, 0).value, *to);
+}
+
+/// CastLike of a constant: only its first input needs a value (the row folds without values, so
+/// that a constant cast like a computed tensor folds too).
+inline std::optional<onnx_const> onnx_importer::fold_cast_like(const node_t& n, const onnx_handler&) {
+    if (!has_input(n, 0) || !entry(n, 0).value) return std::nullopt;
+    return onnx_cast(*entry(n, 0).value, type_in(n, 1).type);
 }
 
 // Reshape, Flatten, Unsqueeze, Squeeze: the same elements in the shape the graph op would give.
@@ -604,6 +617,18 @@ inline std::optional<onnx_const> onnx_importer::fold_shrink(const node_t& n, con
     for (std::size_t e = 0; e < c.size(); ++e) {
         const double v = x.at(e);
         c.set(e, v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
+    }
+    return c;
+}
+
+/// IsInf of a constant: true at +inf (detect_positive, default 1) and at -inf (detect_negative).
+inline std::optional<onnx_const> onnx_importer::fold_is_inf(const node_t& n, const onnx_handler&) {
+    const onnx_const& x = *entry(n, 0).value;
+    const bool positive = attr_int(n, "detect_positive", 1) != 0, negative = attr_int(n, "detect_negative", 1) != 0;
+    onnx_const c = onnx_const::make(ops::dtype::boolean, x.dims);
+    for (std::size_t e = 0; e < c.size(); ++e) {
+        const double v = x.integral() ? 0.0 : x.at(e);
+        c.i[e] = std::isinf(v) && (v > 0 ? positive : negative);
     }
     return c;
 }

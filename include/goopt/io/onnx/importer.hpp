@@ -62,6 +62,8 @@ public:
     std::optional<onnx_const> fold_constant_of_shape(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_identity(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_cast(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_cast_like(const node_t& n, const onnx_handler&);
+    std::optional<onnx_const> fold_is_inf(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_reshape(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_flatten(const node_t& n, const onnx_handler&);
     std::optional<onnx_const> fold_unsqueeze(const node_t& n, const onnx_handler&);
@@ -90,6 +92,7 @@ public:
     void convert_dropout(const node_t& n, const onnx_handler&);
     void convert_neg(const node_t& n, const onnx_handler&);
     void convert_cast(const node_t& n, const onnx_handler&);
+    void convert_cast_like(const node_t& n, const onnx_handler&);
     void convert_global_max_pool(const node_t& n, const onnx_handler&);
     void convert_clip(const node_t& n, const onnx_handler&);
     void convert_batchnorm(const node_t& n, const onnx_handler&);
