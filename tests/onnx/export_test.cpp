@@ -1777,3 +1777,68 @@ TEST_CASE(
     const auto imported = export_test::check_against_onnxruntime(m, dir.path / "cast_like");
     CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
 }
+
+TEST_CASE(
+    "If whose condition folds at import is the branch it takes, nested and with the branch's own constants; "
+    "a condition computed from the data is refused at its node") {
+    if (onnx_testing::onnxruntime_skipped()) return;
+    onnx_testing::scratch_dir dir;
+    // y = x + branched, branched = if rows(x) > 1 then relu(x) * scale (a nested If on the same
+    // condition: the branch's own constant, or x) else -x
+    auto branch = [](const std::string& name, std::initializer_list<onnx::NodeProto> nodes, const std::string& out) {
+        onnx::GraphProto g;
+        g.set_name(name);
+        for (const auto& n : nodes) *g.add_node() = n;
+        g.add_output()->set_name(out);
+        return g;
+    };
+    auto make = [](const std::string& op, std::initializer_list<std::string> in, const std::string& out) {
+        onnx::NodeProto n;
+        n.set_op_type(op);
+        n.set_name(out);
+        for (const auto& i : in) n.add_input(i);
+        n.add_output(out);
+        return n;
+    };
+    auto set_branches = [](onnx::NodeProto& n, const onnx::GraphProto& then, const onnx::GraphProto& otherwise) {
+        for (const auto& [name, g] : {std::pair{"then_branch", &then}, std::pair{"else_branch", &otherwise}}) {
+            auto* a = n.add_attribute();
+            a->set_name(name);
+            a->set_type(onnx::AttributeProto::GRAPH);
+            *a->mutable_g() = *g;
+        }
+    };
+    onnx::GraphProto inner_then = branch("inner_then", {make("Mul", {"r", "scale"}, "scaled")}, "scaled");
+    auto* scale = inner_then.add_initializer();  // the branch's own constant
+    scale->set_name("scale");
+    scale->set_data_type(onnx::TensorProto_DataType_FLOAT);
+    scale->add_dims(3);
+    for (float v : {0.5f, -2.0f, 3.0f}) scale->add_float_data(v);
+    onnx::NodeProto nested = make("If", {"more"}, "inner");
+    set_branches(nested, inner_then, branch("inner_else", {make("Identity", {"x"}, "same")}, "same"));
+    onnx::GraphProto then = branch("then", {make("Relu", {"x"}, "r"), nested}, "inner");
+    onnx::GraphProto otherwise = branch("else", {make("Neg", {"x"}, "negated")}, "negated");
+
+    export_test::one_node m({2, 3}, "Add", {"x", "branched"}, 13);
+    auto& b = m.b;
+    b.int64s("zero", {}, {0}).int64s("one", {}, {1});
+    b.node("Shape", {"x"}, {"shape"});
+    b.node("Gather", {"shape", "zero"}, {"rows"});
+    b.node("Greater", {"rows", "one"}, {"more"});
+    set_branches(b.node("If", {"more"}, {"branched"}), then, otherwise);
+    folding_test::first_node_last(b);
+    const auto imported = export_test::check_against_onnxruntime(m, dir.path / "if_folded");
+    CHECK(imported.graph.ops_of_kind(op_kind::opaque).empty());
+    CHECK(imported.graph.ops_of_kind(op_kind::relu).size() == 1);
+    CHECK(imported.graph.ops_of_kind(op_kind::ewmul).size() == 1);  // the nested then-branch's Mul, no Neg
+
+    // the condition from the data: control flow
+    onnx_testing::model_builder bad(13);
+    bad.input("x", {2, 3}).input("flag", {}, onnx::TensorProto_DataType_BOOL);
+    set_branches(bad.node("If", {"flag"}, {"y"}), then, otherwise);
+    bad.output("y");
+    CHECK_THROWS_WITH_AS(io::import_onnx_bytes(bad.bytes(), "bad.onnx"),
+                         "bad.onnx: node 'y' (If): a condition computed from the data (control flow): expected a "
+                         "condition known at import time (from shapes or constants)",
+                         goopt::error);
+}

@@ -89,6 +89,7 @@ inline constexpr std::array onnx_handlers = [] {
         onnx_handler{.op = "HardSigmoid", .convert = &i::convert_unary, .kind = k::hard_sigmoid},
         onnx_handler{.op = "HardSwish", .convert = &i::convert_unary, .kind = k::hard_swish},
         onnx_handler{.op = "Identity", .fold = &i::fold_identity, .convert = &i::convert_identity},
+        onnx_handler{.op = "If", .convert = &i::convert_if},
         onnx_handler{.op = "InstanceNormalization", .convert = &i::convert_instance_norm},
         onnx_handler{.op = "IsInf", .fold = &i::fold_is_inf},
         onnx_handler{.op = "IsNaN", .fold = &i::fold_elementwise, .math = &e::is_nan},

@@ -157,6 +157,74 @@ inline std::set<std::string, std::less<>> onnx_importer::check_parameter_inputs(
     return params;
 }
 
+/// An initializer (of the graph, or of an If's branch) as a known value, or as a weight whose values
+/// live in a side file.
+inline void onnx_importer::read_initializer(const onnx::TensorProto& t) {
+    onnx_entry e;
+    e.is_weight = true;
+    const std::string place = concat("initializer '", t.name(), "'");
+    if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+        const auto type = onnx_dtype(t.data_type());
+        if (!type) fail(concat(place, ": element type ", t.data_type()), "a float, integer or bool type");
+        e.type.type = *type;
+        for (auto d : t.dims()) {
+            if (d < 1 || e.type.dims.rank() == ops::max_rank)
+                fail(concat(place, ": bad shape"), concat("at most ", ops::max_rank, " dimensions >= 1"));
+            e.type.dims.push_back(d);
+        }
+    } else {
+        auto c = decode(t, place);
+        fold_budget_ += onnx_const::fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
+        e.type = {c.dims, c.type};
+        e.value = std::make_shared<const onnx_const>(std::move(c));
+    }
+    // the rule, or the caller's word for it (onnx_options::param_inputs)
+    e.parameter =
+        is_parameter_seed(e.type, true) || (opt_.param_inputs.count(t.name()) != 0 && ops::is_floating(e.type.type));
+    env_[t.name()] = std::move(e);
+}
+
+/// If whose condition is known at import time (a shape check an exporter wrote, a flag): the branch
+/// it takes is imported in its place, and its outputs become the If's. A condition computed from
+/// the data is control flow, which goopt's static graphs do not hold: refused, naming it. ONNX
+/// forbids a branch to reuse a name of the scope around it, so the branch's names go into the
+/// same table.
+inline void onnx_importer::convert_if(const node_t& n, const onnx_handler&) {
+    const onnx_entry& condition = entry(n, 0);
+    if (!condition.value)
+        fail(n, "a condition computed from the data (control flow)",
+             "a condition known at import time (from shapes or constants)");
+    if (condition.value->size() != 1) fail(n, concat("a condition of ", condition.value->size(), " values"), "one");
+    const char* taken = condition.value->at(0) != 0 ? "then_branch" : "else_branch";
+    const auto* a = attr(n, taken);
+    if (!a || !a->has_g())
+        fail(n, concat("has no graph attribute '", taken, "'"), "then_branch and else_branch graphs");
+    const onnx::GraphProto& branch = a->g();
+    if (branch.output_size() != n.output_size())
+        fail(n, concat(taken, " has ", branch.output_size(), " outputs for the If's ", n.output_size()),
+             "one branch output per output of the If");
+    constexpr int deepest = 32;
+    if (if_depth_ == deepest) fail(n, concat("Ifs nested more than ", deepest, " deep"), concat("at most ", deepest));
+    check_supported(branch);
+    for (const auto& t : branch.initializer()) {
+        if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+            fail(n, concat(taken, "'s initializer '", t.name(), "' is in a side file"), "a branch's own data inline");
+        read_initializer(t);
+    }
+    ++if_depth_;
+    for (const auto& node : branch.node()) import_node(node);
+    --if_depth_;
+    for (int k = 0; k < n.output_size(); ++k) {
+        if (n.output(k).empty()) continue;
+        const auto it = env_.find(branch.output(k).name());
+        if (it == env_.end())
+            fail(n, concat(taken, "'s output '", branch.output(k).name(), "' is produced by nothing"),
+                 "a branch output some node of the branch or the scope around it produces");
+        const onnx_entry e = it->second;
+        env_[n.output(k)] = e;
+    }
+}
+
 /// A note for a Reshape that failed where a given input shape or dimension binding changed a
 /// dimension: the file's constant target shape was made for the file's own input shapes.
 inline std::string onnx_importer::rebinding_hint(const node_t& n) const {
@@ -185,30 +253,7 @@ inline onnx_model onnx_importer::run() {
     g_.reserve(static_cast<std::size_t>(gp.node_size()) * 2, static_cast<std::size_t>(gp.node_size()) * 2);
 
     const std::set<std::string, std::less<>> parameter_inputs = check_parameter_inputs(gp);
-    for (const auto& t : gp.initializer()) {
-        onnx_entry e;
-        e.is_weight = true;
-        const std::string place = concat("initializer '", t.name(), "'");
-        if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-            const auto type = onnx_dtype(t.data_type());
-            if (!type) fail(concat(place, ": element type ", t.data_type()), "a float, integer or bool type");
-            e.type.type = *type;
-            for (auto d : t.dims()) {
-                if (d < 1 || e.type.dims.rank() == ops::max_rank)
-                    fail(concat(place, ": bad shape"), concat("at most ", ops::max_rank, " dimensions >= 1"));
-                e.type.dims.push_back(d);
-            }
-        } else {
-            auto c = decode(t, place);
-            fold_budget_ += onnx_const::fold_budget_per_file_element * static_cast<std::int64_t>(c.size());
-            e.type = {c.dims, c.type};
-            e.value = std::make_shared<const onnx_const>(std::move(c));
-        }
-        // the rule, or the caller's word for it (onnx_options::param_inputs)
-        e.parameter = is_parameter_seed(e.type, true) ||
-                      (opt_.param_inputs.count(t.name()) != 0 && ops::is_floating(e.type.type));
-        env_[t.name()] = std::move(e);
-    }
+    for (const auto& t : gp.initializer()) read_initializer(t);
     check_dim_values(gp);
     check_input_shapes(gp);
     for (const auto& v : gp.input()) {

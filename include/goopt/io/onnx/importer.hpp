@@ -93,6 +93,8 @@ public:
     void convert_neg(const node_t& n, const onnx_handler&);
     void convert_cast(const node_t& n, const onnx_handler&);
     void convert_cast_like(const node_t& n, const onnx_handler&);
+    void convert_if(const node_t& n, const onnx_handler&);
+    void read_initializer(const onnx::TensorProto& t);
     void convert_global_max_pool(const node_t& n, const onnx_handler&);
     void convert_clip(const node_t& n, const onnx_handler&);
     void convert_batchnorm(const node_t& n, const onnx_handler&);
@@ -310,6 +312,7 @@ private:
     onnx_model result_;
     std::int64_t opset_ = 0;
     std::unordered_map<std::string, onnx_entry> env_;
+    int if_depth_ = 0;  ///< Ifs whose branch is being imported (convert_if)
     std::unordered_set<std::string> used_names_;
     /// Elements folding may still compute: max_folded_elements plus 4 per element of data the file
     /// holds, so that import time stays proportional to the file's size. Charged after each fold
