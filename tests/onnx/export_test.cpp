@@ -922,6 +922,9 @@ TEST_CASE("Tile, Reciprocal, Sum, Mean, activations and padded averages compute 
                                           {"Selu", 13, {}},
                                           {"Selu", 13, {{"alpha", 1.5f}, {"gamma", 2.0f}}},
                                           {"Mish", 18, {}},
+                                          // soft shrinkage (bias = lambd), lowered onto relu and sub
+                                          {"Shrink", 13, {{"lambd", 0.5f}, {"bias", 0.5f}}},
+                                          {"Shrink", 13, {{"lambd", 1.5f}, {"bias", 1.5f}}},
                                           {"LogSoftmax", 13, {}},
                                           {"LogSoftmax", 13, {}, {}, {}, {{"axis", 1}}},
                                           // before operator set 13: the trailing block from axis 1

@@ -53,20 +53,22 @@ inline void onnx_importer::convert_neg(const node_t& n, const onnx_handler&) {
     bind(n, 0, add1(ops::op_kind::ewmul, {tensor_in(n, 0), scalar(name + "/minus_one", -1.0, t)}, {}, name));
 }
 
-inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
-    const auto to = onnx_dtype(static_cast<int>(attr_int(n, "to", 0)));
+/// A computed tensor cast to `to`: itself where the type is its own; otherwise (an attention mask's
+/// integers to floats) no kind holds it.
+inline void onnx_importer::cast_computed(const node_t& n, std::optional<ops::dtype> to) {
     if (to && *to == type_in(n, 0).type) return alias(n, 0, 0);
-    // an attention mask's integers to floats
     no_kind("a cast between element types of a computed tensor",
             "a cast of a constant, or to the tensor's own element type");
+}
+
+inline void onnx_importer::convert_cast(const node_t& n, const onnx_handler&) {
+    cast_computed(n, onnx_dtype(static_cast<int>(attr_int(n, "to", 0))));
 }
 
 /// CastLike (operator set 15) casts its first input to the element type of its second, whose values
 /// do not matter: PyTorch's dynamo exporter writes one for nearly every scalar operand.
 inline void onnx_importer::convert_cast_like(const node_t& n, const onnx_handler&) {
-    if (type_in(n, 0).type == type_in(n, 1).type) return alias(n, 0, 0);
-    no_kind("a cast between element types of a computed tensor",
-            "a cast of a constant, or to the tensor's own element type");
+    cast_computed(n, type_in(n, 1).type);
 }
 
 inline void onnx_importer::convert_global_max_pool(const node_t& n, const onnx_handler&) {
@@ -322,7 +324,7 @@ inline void onnx_importer::convert_gelu(const node_t& n, const onnx_handler&) {
     bind(n, 0, add1(op_kind::ewmul, {half, add1(op_kind::ewadd, {t, one}, {}, name + "/one_plus")}, {}, name));
 }
 
-/// Shrink with bias = lambd >= 0 (soft shrinkage) is relu(x - lambd) - relu(-(x + lambd)); any other
+/// Shrink with bias = lambd >= 0 (soft shrinkage) is relu(x - lambd) - relu(-lambd - x); any other
 /// bias steps at +-lambd (hard shrinkage), which no kind expresses.
 inline void onnx_importer::convert_shrink(const node_t& n, const onnx_handler&) {
     using ops::op_kind;
@@ -337,10 +339,7 @@ inline void onnx_importer::convert_shrink(const node_t& n, const onnx_handler&) 
     const graph::tensor_id above =
         add1(op_kind::relu, {add1(op_kind::sub, {x, l}, {}, name + "/sub")}, {}, name + "/above");
     const graph::tensor_id below =
-        add1(op_kind::relu,
-             {add1(op_kind::ewmul,
-                   {add1(op_kind::ewadd, {x, l}, {}, name + "/add"), scalar(name + "/minus_one", -1.0, type)}, {},
-                   name + "/negate")},
+        add1(op_kind::relu, {add1(op_kind::sub, {scalar(name + "/minus_lambd", -lambd, type), x}, {}, name + "/rsub")},
              {}, name + "/below");
     bind(n, 0, add1(op_kind::sub, {above, below}, {}, name));
 }

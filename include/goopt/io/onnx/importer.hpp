@@ -91,6 +91,7 @@ public:
     void convert_identity(const node_t& n, const onnx_handler&);
     void convert_dropout(const node_t& n, const onnx_handler&);
     void convert_neg(const node_t& n, const onnx_handler&);
+    void cast_computed(const node_t& n, std::optional<ops::dtype> to);
     void convert_cast(const node_t& n, const onnx_handler&);
     void convert_cast_like(const node_t& n, const onnx_handler&);
     void convert_if(const node_t& n, const onnx_handler&);

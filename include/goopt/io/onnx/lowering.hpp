@@ -520,11 +520,16 @@ inline void softmax(onnx_exporter& e, graph::op_id o) {
     set(e.main(o, "Softmax", {e.in(o, 0)}, {e.out(o)}), "axis", e.op(o).attrs.get_int(attr_id::axis));
 }
 
-/// A ReduceMean over `axes`, which it takes as an attribute up to opset 17 and as an input from 18.
-inline void reduce_mean(onnx_exporter& e, graph::op_id o, const std::string& x, const std::string& y,
-                        const ints& axes) {
-    if (e.opset() >= 18) e.node(o, "ReduceMean", {x, e.ints_constant(o, "axes", axes)}, {y});
-    else set(e.node(o, "ReduceMean", {x}, {y}), "axes", axes);
+/// A reduction `type` of x into y over `axes` (none: all), the op's own node where `main`: the axes
+/// are an input of ReduceSum from opset 13 and of the others from opset 18, an attribute before.
+inline onnx::NodeProto& reduce_node(onnx_exporter& e, graph::op_id o, std::string_view type, const std::string& x,
+                                    const std::string& y, const ints& axes, bool main = false) {
+    const bool as_input = type == "ReduceSum" || e.opset() >= 18;
+    std::vector<std::string> in{x};
+    if (as_input && !axes.empty()) in.push_back(e.ints_constant(o, "axes", axes));
+    auto& n = main ? e.main(o, type, in, {y}) : e.node(o, type, in, {y});
+    if (!as_input && !axes.empty()) set(n, "axes", axes);
+    return n;
 }
 
 /// LayerNormalization from opset 17 over the last axis; otherwise the arithmetic that PyTorch
@@ -549,10 +554,10 @@ inline void layernorm(onnx_exporter& e, graph::op_id o) {
     const std::string mean = e.temp(o, "mean"), d = e.temp(o, "centered"), sq = e.temp(o, "squared"),
                       var = e.temp(o, "variance"), ve = e.temp(o, "variance_eps"), sd = e.temp(o, "std"),
                       nx = e.temp(o, "normalized"), sc = e.temp(o, "scaled");
-    reduce_mean(e, o, e.in(o, 0), mean, axes);
+    reduce_node(e, o, "ReduceMean", e.in(o, 0), mean, axes);
     e.node(o, "Sub", {e.in(o, 0), mean}, {d});
     e.node(o, "Pow", {d, e.scalar(2.0, t)}, {sq});
-    reduce_mean(e, o, sq, var, axes);
+    reduce_node(e, o, "ReduceMean", sq, var, axes);
     e.node(o, "Add", {var, e.scalar(eps, t)}, {ve});
     e.node(o, "Sqrt", {ve}, {sd});
     e.node(o, "Div", {d, sd}, {nx});
@@ -560,26 +565,17 @@ inline void layernorm(onnx_exporter& e, graph::op_id o) {
     e.node(o, "Add", {sc, e.in(o, 2)}, {e.out(o)});
 }
 
-/// ReduceSum takes its axes as an input from opset 13, ReduceMean and ReduceMax from opset 18 (an
-/// attribute up to 17). goopt's empty axes (all of them) are written out.
+/// reduce_sum, reduce_mean and reduce_max as the reductions of their names; goopt's empty axes (all
+/// of them) are written out.
 template <ops::op_kind K> void reduce(onnx_exporter& e, graph::op_id o) {
     const auto& a = e.op(o).attrs;
-    const std::size_t rank = e.in_type(o, 0).dims.rank();
     ints axes = a.get_ints(attr_id::axes);
-    if (axes.empty()) axes = all_axes(rank);
-    const std::int64_t keep = a.get_int(attr_id::keepdims) != 0 ? 1 : 0;
+    if (axes.empty()) axes = all_axes(e.in_type(o, 0).dims.rank());
     const char* type = K == ops::op_kind::reduce_sum    ? "ReduceSum"
                        : K == ops::op_kind::reduce_mean ? "ReduceMean"
                                                         : "ReduceMax";
-    if (K == ops::op_kind::reduce_sum || e.opset() >= 18) {
-        std::vector<std::string> in{e.in(o, 0)};
-        if (!axes.empty()) in.push_back(e.ints_constant(o, "axes", axes));
-        set(e.main(o, type, in, {e.out(o)}), "keepdims", keep);
-    } else {
-        auto& n = e.main(o, type, {e.in(o, 0)}, {e.out(o)});
-        if (!axes.empty()) set(n, "axes", axes);
-        set(n, "keepdims", keep);
-    }
+    set(reduce_node(e, o, type, e.in(o, 0), e.out(o), axes, true), "keepdims",
+        std::int64_t{a.get_int(attr_id::keepdims) != 0 ? 1 : 0});
 }
 
 /// The gates of x w + h u + b, split along axis 1 into `gates` equal parts.
