@@ -159,6 +159,14 @@ TEST_CASE("bad ONNX models: each is a goopt::error naming the file, the node and
              b.output("r");
          },
          {"bad.onnx: node 'r' (Range)", "input 0 ('start', tensor 'start') holds 2 values: expected one value"}},
+        {"Range with a NaN bound",
+         [](model_builder& b) {
+             b.floats("start", {}, {std::numeric_limits<float>::quiet_NaN()}).floats("limit", {}, {4});
+             b.floats("delta", {}, {1});
+             b.node("Range", {"start", "limit", "delta"}, {"r"});
+             b.output("r");
+         },
+         {"bad.onnx: node 'r' (Range)", "start nan, limit 4, delta 1: expected finite start, limit and delta"}},
         {"Slice with fewer ends than starts",
          [](model_builder& b) {
              b.int64s("v", {4}, {1, 2, 3, 4}).int64s("starts", {1}, {1}).int64s("ends", {0}, {});

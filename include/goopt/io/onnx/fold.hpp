@@ -324,6 +324,8 @@ inline std::optional<onnx_const> onnx_importer::fold_slice(const node_t& n, cons
 
 inline std::optional<onnx_const> onnx_importer::fold_range(const node_t& n, const onnx_handler&) {
     const double start = scalar_in(n, 0, "start"), limit = scalar_in(n, 1, "limit"), delta = scalar_in(n, 2, "delta");
+    if (!std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+        fail(n, concat("start ", start, ", limit ", limit, ", delta ", delta), "finite start, limit and delta");
     if (delta == 0) fail(n, "delta is 0", "a nonzero delta");
     const double count = std::max(std::ceil((limit - start) / delta), 0.0);
     if (count > static_cast<double>(fold_budget_))
