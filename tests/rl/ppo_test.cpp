@@ -1,5 +1,6 @@
 #include <goopt/nn/heads.hpp>
 #include <goopt/nn/linear.hpp>
+#include <goopt/nn/sgd.hpp>
 #include <goopt/rl.hpp>
 
 #include <doctest/doctest.h>
@@ -183,6 +184,8 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     refused(std::string("goopt-ppo\x01\x00\x00\x00\x08\x00\x00\x00", 17) + std::string(64, '\0'),
             "format version 1 (an older format, no longer read)");
     refused("goopt-nn" + good.substr(8), "not a 'goopt-ppo' record");
+    // version 2 held Adam's moments without naming the optimizer
+    refused(io::record_bytes(rl::checkpoint_tag, 2, "x"), "format version 2 (an older format, no longer read)");
     refused(good.substr(0, good.size() - 1), "truncated");
     std::string flipped = good;
     flipped[flipped.size() / 2] ^= 0x5a;
@@ -223,6 +226,64 @@ TEST_CASE("PPO: bad settings and bad checkpoints are errors") {
     // the warm start needs a target for every node
     rl::ppo<bandit, linear_net> warm(env, net, {.imitation_steps = 2});
     CHECK_THROWS_AS(warm.train(rng), error);
+}
+
+TEST_CASE(
+    "PPO with another optimizer (nn::sgd): the bandit's optimum, an exact resume, and each refuses the other's "
+    "checkpoint") {
+    using sgd_ppo = rl::ppo<bandit, linear_net, nn::sgd<double>>;
+    auto cfg = bandit_config;
+    cfg.learning_rate = 0.1;
+    {
+        std::mt19937_64 rng(5);
+        bandit env;
+        linear_net net(rng);
+        sgd_ppo trainer(env, net, cfg);
+        double last = 0;
+        struct v_t {
+            double& last;
+            void on_sample(std::span<const int>, const bandit::outcome&) {}
+            bool on_update(const rl::update_stats& s) {
+                last = s.mean_reward;
+                return true;
+            }
+        } v{last};
+        trainer.train(rng, v);
+        CHECK(last > 0.95);  // a uniform policy earns 0.47
+        bandit::observation all;
+        all.x = nn::matrix<double>::Identity(bandit::contexts, bandit::contexts);
+        const auto greedy = nn::argmax_rows(net.evaluate(all, {}).logits[0]);
+        for (int c = 0; c < bandit::contexts; ++c) CHECK(greedy[c] == c % bandit::arms);
+    }
+    const test::temp_dir dir("goopt_ppo_sgd_");
+    const auto ckpt = dir.path / "stopped.ckpt";
+    cfg.updates = 10;
+    auto run = [&](std::size_t stop_at, bool resume) {
+        std::mt19937_64 rng(8);
+        bandit env;
+        linear_net net(rng);
+        sgd_ppo trainer(env, net, cfg);
+        if (resume) CHECK(trainer.load_checkpoint(ckpt, rng) == "state");
+        if (stop_at) trainer.set_updates(stop_at);
+        trainer.train(rng);
+        if (stop_at) trainer.save_checkpoint(ckpt, rng, "state");
+        return flat(net);
+    };
+    const auto whole = run(0, false);
+    run(4, false);
+    CHECK(run(0, true) == whole);  // the velocity is in the checkpoint: without it the resumed steps differ
+    std::mt19937_64 rng(1);
+    bandit env;
+    linear_net net(rng);
+    bandit_ppo adam(env, net, {});
+    const auto before = flat(net);
+    CHECK_THROWS_WITH_AS(adam.load_checkpoint(ckpt, rng),
+                         doctest::Contains("the state of optimizer 'sgd': expected 'adam', this trainer's optimizer"),
+                         error);
+    CHECK(flat(net) == before);
+    adam.save_checkpoint(ckpt, rng);
+    CHECK_THROWS_WITH_AS(sgd_ppo(env, net, cfg).load_checkpoint(ckpt, rng),
+                         doctest::Contains("the state of optimizer 'adam': expected 'sgd'"), error);
 }
 
 TEST_CASE("PPO: an environment's error leaves train() as it was thrown, on one thread or several") {

@@ -3,9 +3,12 @@
 /// @brief Adam (Kingma & Ba, ICLR'15, Algorithm 1) with global gradient-norm clipping.
 
 #include <goopt/error.hpp>
+#include <goopt/nn/optimizer.hpp>
 #include <goopt/nn/types.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <string_view>
 #include <vector>
 
 namespace goopt::nn {
@@ -19,26 +22,22 @@ struct adam_config {
     double clip_norm = 1.0;
 };
 
-/// @brief Scales all gradients so that their joint L2 norm is at most `max_norm`.
-/// @return the norm before clipping.
-template <std::floating_point S> double clip_gradient_norm(const parameter_list<S>& ps, double max_norm) {
-    double sq = 0;
-    for (const parameter<S>* p : ps) sq += static_cast<double>(p->grad.squaredNorm());
-    const double norm = std::sqrt(sq);
-    if (max_norm > 0 && norm > max_norm)
-        for (parameter<S>* p : ps) p->grad *= static_cast<S>(max_norm / norm);
-    return norm;
-}
-
-/// @brief Adam over a fixed parameter list (the list's order must not change between steps).
+/// @brief Adam over a fixed parameter list (the list's order must not change between steps); an
+/// nn::Optimizer.
 template <std::floating_point S> class adam {
 public:
+    static constexpr std::string_view name = "adam";
+    static constexpr std::size_t state_slots = 2;  ///< the first and the second moment estimates
+
     adam(parameter_list<S> ps, adam_config c = {}) : ps_(std::move(ps)), c_(c) {
         for (const parameter<S>* p : ps_) {
             m_.push_back(matrix<S>::Zero(p->value.rows(), p->value.cols()));
             v_.push_back(matrix<S>::Zero(p->value.rows(), p->value.cols()));
         }
     }
+    /// A trainer's settings (nn::Optimizer); beta1, beta2 and epsilon keep their defaults.
+    adam(parameter_list<S> ps, optimizer_settings s)
+        : adam(std::move(ps), adam_config{.learning_rate = s.learning_rate, .clip_norm = s.clip_norm}) {}
 
     /// Clips the gradients (if configured), then updates every parameter. @return the gradient norm.
     double step() {
@@ -61,11 +60,17 @@ public:
         return norm;
     }
     std::size_t steps() const { return t_; }
-    /// First and second moment estimates, one per parameter in the list's order, and the step count:
-    /// what a training checkpoint saves and restores (rl::ppo) for a bit-identical resume.
-    std::vector<matrix<S>>& first_moments() { return m_; }
-    std::vector<matrix<S>>& second_moments() { return v_; }
     void set_steps(std::size_t t) { t_ = t; }
+    double learning_rate() const { return c_.learning_rate; }
+    void set_learning_rate(double r) { c_.learning_rate = r; }
+    /// Slot 0: the first moment estimates, slot 1: the second, one per parameter in the list's order:
+    /// with the step count, what a training checkpoint saves and restores (rl::ppo) for a bit-identical resume.
+    std::vector<matrix<S>>& state(std::size_t slot) { return slot == 0 ? m_ : v_; }
+    /// The second moment is a mean of squares: a negative one would make the step NaN.
+    static constexpr bool nonnegative_state(std::size_t slot) { return slot == 1; }
+    static constexpr std::string_view state_name(std::size_t slot) {
+        return slot == 0 ? "first moments" : "second moments";
+    }
     adam_config& config() { return c_; }
 
 private:
@@ -74,5 +79,7 @@ private:
     std::vector<matrix<S>> m_, v_;
     std::size_t t_ = 0;
 };
+
+static_assert(Optimizer<adam<float>, float> && Optimizer<adam<double>, double>);
 
 }  // namespace goopt::nn

@@ -8,6 +8,7 @@
 #include <goopt/io/binary_record.hpp>
 #include <goopt/nn/adam.hpp>
 #include <goopt/nn/heads.hpp>
+#include <goopt/nn/optimizer.hpp>
 #include <goopt/nn/training_guard.hpp>
 #include <goopt/rl/concepts.hpp>
 #include <goopt/rl/ppo_config.hpp>
@@ -88,9 +89,10 @@ struct imitation_reach {
 };
 
 /// The tag and version of the io::binary_record written by ppo::save_checkpoint. Version 1 was a
-/// host-order blob read at fixed offsets; it is refused as an older format.
+/// host-order blob read at fixed offsets; version 2 held Adam's two moments without naming the
+/// optimizer; both are refused as older formats.
 inline constexpr std::string_view checkpoint_tag = "goopt-ppo";
-inline constexpr std::uint32_t checkpoint_format_version = 2;
+inline constexpr std::uint32_t checkpoint_format_version = 3;
 
 /// @brief The PPO trainer. It owns what a whole update needs for the backward passes: the
 /// observation, the sampled actions and their old log-probabilities.
@@ -114,7 +116,12 @@ inline constexpr std::uint32_t checkpoint_format_version = 2;
 /// ratios leaves the clip window after the first step and would stop learning for the rest of the
 /// update. Only nodes the environment marks active enter the loss.
 /// @tparam Env an rl::Environment. @tparam Net an rl::ActorCritic over Env's observations.
-template <Environment Env, ActorCritic<typename Env::observation> Net = nn::go_policy<float>> class ppo {
+/// @tparam Opt what updates Net's parameters (nn::Optimizer: nn::adam by default, nn::sgd, or the
+/// caller's own), given ppo_config's learning_rate and max_grad_norm; a checkpoint holds its state
+/// and names it, and a trainer refuses another optimizer's checkpoint.
+template <Environment Env, ActorCritic<typename Env::observation> Net = nn::go_policy<float>,
+          nn::Optimizer<typename Net::scalar> Opt = nn::adam<typename Net::scalar>>
+class ppo {
 public:
     using scalar = typename Net::scalar;
     using outcome = typename Env::outcome;
@@ -125,7 +132,7 @@ public:
           net_(&net),
           c_(config),
           ps_(net.parameters()),
-          opt_(ps_, {.learning_rate = c_.learning_rate, .clip_norm = c_.max_grad_norm}) {
+          opt_(ps_, nn::optimizer_settings(c_.learning_rate, c_.max_grad_norm)) {
         auto need = [](bool ok, std::string_view what, std::string_view expected) {
             if (!ok) throw error("rl::ppo", what, expected);
         };
@@ -191,18 +198,19 @@ public:
                                                                               Rng& rng, Visitor&& visitor = {});
 
     /// @brief Writes the trainer's whole state atomically: format version, choices per node, the
-    /// parameters with Adam's moments, counters, the baseline, the generator's state and the
-    /// caller's `extra` bytes (e.g. the best decision so far), then a checksum. With
-    /// ppo_config::sharding only rank 0 writes (every rank holds the same state).
+    /// parameters with the optimizer's name and state (Adam's moments), counters, the baseline, the generator's state
+    /// and the caller's `extra` bytes (e.g. the best decision so far), then a checksum. With ppo_config::sharding only
+    /// rank 0 writes (every rank holds the same state).
     template <SerializableRng Rng>
     void save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra = {});
 
     /// @brief Restores a checkpoint written by save_checkpoint into this trainer and `rng`.
     /// @return the caller's extra bytes.
     /// @throws goopt::error naming the file and the mismatch: missing or unreadable file, wrong magic,
-    /// format version, scalar size, choices per node (devices), parameter count, name or shape
-    /// (another network), a non-finite weight, moment or baseline or a negative second moment (a
-    /// crafted file), a bad checksum or truncation (corrupt). On error nothing is changed.
+    /// format version, scalar size, choices per node (devices), optimizer (another Opt), parameter
+    /// count, name or shape (another network), a non-finite weight, optimizer state or baseline or a
+    /// negative second moment (a crafted file), a bad checksum or truncation (corrupt). On error
+    /// nothing is changed.
     template <SerializableRng Rng> std::string load_checkpoint(const std::filesystem::path& path, Rng& rng);
 
     /// After the warm start: the share of active nodes whose action in the policy's mode (the most
@@ -274,8 +282,8 @@ private:
     Net* net_;
     ppo_config c_;
     nn::parameter_list<scalar> ps_;
-    nn::adam<scalar> opt_;
-    std::optional<nn::training_guard<scalar, nn::adam<scalar>>> guard_;
+    Opt opt_;
+    std::optional<nn::training_guard<scalar, Opt>> guard_;
     std::vector<int> imitation_;
     std::size_t updates_ = 0, samples_ = 0, imitation_done_ = 0;
     double imitation_agreement_ = -1;
@@ -656,26 +664,26 @@ inline double decoder_cross_entropy(const nn::matrix<double>& logits, const nn::
 
 }  // namespace detail
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <class Output>
-auto ppo<Env, Net>::minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch,
-                                   sample_sharding* sharding) const {
+auto ppo<Env, Net, Opt>::minibatch_loss(const rollout& ro, const Output& out, std::span<const std::size_t> batch,
+                                        sample_sharding* sharding) const {
     return detail::ppo_minibatch_loss(out.logits.at(0).template cast<double>(), batch,
                                       std::span<const std::vector<int>>(ro.actions), ro.old_taken, ro.adv, ro.active,
                                       c_, static_cast<double>(out.value), ro.r,
                                       std::span<const nn::matrix<float>>(ro.bias), sharding);
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <std::uniform_random_bit_generator Rng>
-void ppo<Env, Net>::imitate(Rng& rng) {
+void ppo<Env, Net, Opt>::imitate(Rng& rng) {
     const auto& obs = env_->observe(rng);
     const auto active = env_->active();
     if (imitation_.size() != active.size())
         throw error("rl::ppo", concat("the warm start's imitation target has ", imitation_.size(), " actions"),
                     concat(active.size(), " (set_imitation_target)"));
-    const double lr = opt_.config().learning_rate;
-    opt_.config().learning_rate = c_.imitation_learning_rate;
+    const double lr = opt_.learning_rate();
+    opt_.set_learning_rate(c_.imitation_learning_rate);
     // a guided environment decides by softmax(logits + the decoder's bias), and the bias of a node
     // depends on where the earlier ones went: imitate that distribution along the target's own walk
     // (teacher forcing), not softmax(logits), which the decoder's bias pulls away from the target
@@ -771,14 +779,14 @@ void ppo<Env, Net>::imitate(Rng& rng) {
             imitation_mode_gap_ = kept_gap;
         }
     }
-    opt_.config().learning_rate = lr;
+    opt_.set_learning_rate(lr);
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <std::uniform_random_bit_generator Rng, class Visitor>
-typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename Env::observation& obs,
-                                                       const nn::matrix<scalar>& logits, Rng& rng, Visitor& visitor,
-                                                       sample_sharding* sharding) {
+typename ppo<Env, Net, Opt>::rollout ppo<Env, Net, Opt>::collect(Env& env, const typename Env::observation& obs,
+                                                                 const nn::matrix<scalar>& logits, Rng& rng,
+                                                                 Visitor& visitor, sample_sharding* sharding) {
     const auto active = env.active();
     const std::size_t K = c_.samples_per_update, k_choices = env.num_choices();
     const auto n = static_cast<std::size_t>(logits.rows());
@@ -905,9 +913,9 @@ typename ppo<Env, Net>::rollout ppo<Env, Net>::collect(Env& env, const typename 
     return ro;
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
-requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update(Rng& rng, Visitor&& visitor) {
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net, Opt>::update(Rng& rng, Visitor&& visitor) {
     const auto& obs = env_->observe(rng);
     auto first = net_->evaluate(obs, {});
     rollout ro = collect(*env_, obs, first.logits.at(0), rng, visitor, c_.sharding);
@@ -958,9 +966,9 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     return st;
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <std::uniform_random_bit_generator Rng, PpoVisitor<typename Env::outcome> Visitor>
-requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::update_mixed(
+requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net, Opt>::update_mixed(
     std::span<Env* const> envs, std::span<const std::size_t> owner, Rng& rng, Visitor&& visitor) {
     constexpr std::string_view who = "rl::ppo::update_mixed";
     const std::size_t G = envs.size(), K = c_.samples_per_update;
@@ -1105,9 +1113,9 @@ requires std::uniform_random_bit_generator<Rng> update_stats ppo<Env, Net>::upda
     return st;
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <SerializableRng Rng>
-void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
+void ppo<Env, Net, Opt>::save_checkpoint(const std::filesystem::path& path, const Rng& rng, const std::string& extra) {
     if (c_.sharding && c_.sharding->rank() != 0) return;  // the ranks hold the same state: one writer
     io::record_writer out(checkpoint_tag, checkpoint_format_version);
     out.u64(sizeof(scalar)).u64(choices_saved());
@@ -1116,16 +1124,18 @@ void ppo<Env, Net>::save_checkpoint(const std::filesystem::path& path, const Rng
     std::ostringstream rs;
     rs << rng;
     out.bytes(rs.str());
-    out.u64(opt_.steps()).u64(ps_.size());
-    for (std::size_t i = 0; i < ps_.size(); ++i)
-        out.bytes(ps_[i]->name).matrix(ps_[i]->value).matrix(opt_.first_moments()[i]).matrix(opt_.second_moments()[i]);
+    out.u64(opt_.steps()).bytes(Opt::name).u64(Opt::state_slots).u64(ps_.size());
+    for (std::size_t i = 0; i < ps_.size(); ++i) {
+        out.bytes(ps_[i]->name).matrix(ps_[i]->value);
+        for (std::size_t k = 0; k < Opt::state_slots; ++k) out.matrix(opt_.state(k)[i]);
+    }
     out.bytes(extra);
     out.write(path);
 }
 
-template <Environment Env, ActorCritic<typename Env::observation> Net>
+template <Environment Env, ActorCritic<typename Env::observation> Net, nn::Optimizer<typename Net::scalar> Opt>
 template <SerializableRng Rng>
-std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rng& rng) {
+std::string ppo<Env, Net, Opt>::load_checkpoint(const std::filesystem::path& path, Rng& rng) {
     const std::string where = concat("rl::ppo checkpoint '", path.string(), "'");
     auto in = io::record_reader::from_file(path, where, checkpoint_tag, checkpoint_format_version);
     if (const auto scalar_bytes = in.u64("the scalar size"); scalar_bytes != sizeof(scalar))
@@ -1144,31 +1154,38 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     if (!std::isfinite(average)) throw error(where, concat("a baseline of ", average), "a finite number");
     const std::string rng_state = in.bytes("the generator state");
     const std::uint64_t steps = in.u64("the optimizer step count");
+    if (const std::string name = in.bytes("the optimizer's name"); name != Opt::name)
+        throw error(where, concat("the state of optimizer '", name, "'"),
+                    concat("'", Opt::name, "', this trainer's optimizer"));
+    if (const auto slots = in.u64("the optimizer's state slots"); slots != Opt::state_slots)
+        throw error(where, concat(slots, " state matrices per parameter"),
+                    concat(Opt::state_slots, ", as optimizer '", Opt::name, "' keeps"));
     if (const auto count = in.u64("the parameter count"); count != ps_.size())
         throw error(where, concat(count, " parameters (another network shape)"),
                     concat(ps_.size(), ", as this network has"));
-    std::vector<nn::matrix<scalar>> values, m1, m2;
+    // per parameter: its values, then each of the optimizer's state slots
+    std::vector<std::vector<nn::matrix<scalar>>> parts(1 + Opt::state_slots);
     for (const auto* p : ps_) {
         const std::string name = in.bytes("a parameter name");
         if (name != p->name)
             throw error(where, concat("parameter '", name, "' found (another network shape)"),
                         concat("'", p->name, "'"));
-        std::vector<nn::matrix<scalar>>* parts[] = {&values, &m1, &m2};
-        const char* what[] = {"values", "first moments", "second moments"};
-        for (int k = 0; k < 3; ++k) {
-            auto v = in.matrix<nn::matrix<scalar>>(concat("the ", what[k], " of '", name, "'"));
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+            const std::string what = k == 0 ? std::string("values") : std::string(Opt::state_name(k - 1));
+            auto v = in.matrix<nn::matrix<scalar>>(concat("the ", what, " of '", name, "'"));
             if (v.rows() != p->value.rows() || v.cols() != p->value.cols())
                 throw error(where,
                             concat("parameter '", name, "' is ", v.rows(), "x", v.cols(), " (another network shape)"),
                             concat(p->value.rows(), "x", p->value.cols(), ", as this network's is"));
             // a crafted or mis-signed file: NaN weights would decide silently wrong, a negative
             // second moment would make Adam's step NaN
-            if (!v.allFinite() || (k == 2 && (v.array() < 0).any()))
+            const bool nonnegative = k > 0 && Opt::nonnegative_state(k - 1);
+            if (!v.allFinite() || (nonnegative && (v.array() < 0).any()))
                 throw error(where,
-                            concat("the ", what[k], " of parameter '", name, "' hold a non-finite",
-                                   k == 2 ? " or negative" : "", " number"),
-                            k == 2 ? "finite numbers >= 0" : "finite numbers");
-            parts[k]->push_back(std::move(v));
+                            concat("the ", what, " of parameter '", name, "' hold a non-finite",
+                                   nonnegative ? " or negative" : "", " number"),
+                            nonnegative ? "finite numbers >= 0" : "finite numbers");
+            parts[k].push_back(std::move(v));
         }
     }
     std::string extra = in.bytes("the caller's state");
@@ -1179,10 +1196,9 @@ std::string ppo<Env, Net>::load_checkpoint(const std::filesystem::path& path, Rn
     if (!rs) throw error(where, "the generator state does not parse");
     // everything checked: commit
     for (std::size_t i = 0; i < ps_.size(); ++i) {
-        ps_[i]->value = std::move(values[i]);
+        ps_[i]->value = std::move(parts[0][i]);
         ps_[i]->zero_grad();
-        opt_.first_moments()[i] = std::move(m1[i]);
-        opt_.second_moments()[i] = std::move(m2[i]);
+        for (std::size_t k = 0; k < Opt::state_slots; ++k) opt_.state(k)[i] = std::move(parts[k + 1][i]);
     }
     opt_.set_steps(steps);
     guard_.reset();
