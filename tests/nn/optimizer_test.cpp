@@ -75,3 +75,17 @@ TEST_CASE("sgd: a rate or momentum it cannot run is refused, naming it; so is a 
     p.grad = nn::matrix<double>::Zero(2, 2);
     CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("gradient of 'p' has the wrong shape"), error);
 }
+
+TEST_CASE_TEMPLATE("a step with one gradient of the wrong shape changes no parameter and no step count", Opt,
+                   nn::adam<double>, nn::sgd<double>) {
+    auto a = point(1, 2), b = point(3, 4);
+    b.name = "q";
+    nn::parameter_list<double> ps{&a, &b};
+    Opt opt(ps, nn::optimizer_settings(0.1, 0.0));
+    a.grad = nn::matrix<double>::Ones(a.value.rows(), a.value.cols());
+    b.grad = nn::matrix<double>::Zero(3, 3);  // the second parameter's: checked before the first is stepped
+    const nn::matrix<double> before = a.value;
+    CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("gradient of 'q' has the wrong shape"), error);
+    CHECK(a.value == before);
+    CHECK(opt.steps() == 0);
+}

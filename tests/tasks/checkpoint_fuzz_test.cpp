@@ -1,9 +1,9 @@
 // The checkpoint fuzz harness's inputs (tests/fuzz/checkpoint_input.hpp) replayed with its checks:
 // the seeds tests/data/fuzz/checkpoint/ resume, the regressions are refused or read cleanly; and
 // the harness itself: fresh seeds of its own generator resume, and what it must refuse it refuses.
-// GOOPT_WRITE_FUZZ_SEEDS=DIR writes the seeds, and the accept_ regression the second test makes, into
-// DIR first (after a change of the network's shape or of the checkpoint format:
-// GOOPT_WRITE_FUZZ_SEEDS=tests/data/fuzz/checkpoint build/tests/goopt_tasks_tests -tc='*checkpoint*').
+// GOOPT_WRITE_FUZZ_SEEDS=DIR writes the seeds, the NaN-weight regression made from the first and the
+// accept_ regression the second test makes, into DIR first (after a change of the network's shape or of the checkpoint
+// format: GOOPT_WRITE_FUZZ_SEEDS=tests/data/fuzz/checkpoint build/tests/goopt_tasks_tests -tc='*checkpoint*').
 #include "../fuzz/checkpoint_input.hpp"
 #include "../fuzz/replay.hpp"
 
@@ -31,10 +31,21 @@ TEST_CASE("checkpoint fuzz harness: its seeds resume, its regressions replay cle
     CHECK(pair_head_input(seeds[3]));
     CHECK_FALSE(pair_head_input(seeds[0]));
     replay("checkpoint", checkpoint_input);
-    // the NaN weight a fuzzer found, kept in the current format, is refused where the weights are read
-    // (not earlier, at a field the format no longer has)
-    const auto nan_weight = bytes_of(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "fuzz" / "checkpoint" /
-                                     "regressions" / "reject_nan_weight.bin");
+    // the NaN weight a fuzzer found, kept in the current format (the first seed with the first value of
+    // the network's first parameter, a float matrix after its name, its type byte and its shape, made
+    // NaN), is refused where the weights are read (not earlier, at a field the format no longer has)
+    std::string nan_weight = seeds[0];
+    const std::string first = "sage0.self.w";
+    const std::size_t name_at = nan_weight.find(first);
+    REQUIRE(name_at != std::string::npos);
+    const std::size_t value_at = name_at + first.size() + 1 + 16;
+    REQUIRE(nan_weight[name_at + first.size()] == static_cast<char>(goopt::io::detail::field_type::f32_matrix));
+    goopt::io::detail::store_le(nan_weight.data() + value_at,
+                                std::bit_cast<std::uint32_t>(std::numeric_limits<float>::quiet_NaN()), 4);
+    if (const char* dir = std::getenv("GOOPT_WRITE_FUZZ_SEEDS"))
+        goopt::io::atomic_write(std::filesystem::path(dir) / "regressions" / "reject_nan_weight.bin", nan_weight);
+    CHECK(bytes_of(std::filesystem::path(GOOPT_TEST_DATA_DIR) / "fuzz" / "checkpoint" / "regressions" /
+                   "reject_nan_weight.bin") == nan_weight);
     CHECK_THROWS_WITH_AS(resume_from(nan_weight), doctest::Contains("hold a non-finite number"), goopt::error);
 }
 

@@ -41,6 +41,7 @@ public:
 
     /// Clips the gradients (if configured), then updates every parameter. @return the gradient norm.
     double step() {
+        check_gradient_shapes(ps_, "nn::adam");
         const double norm = clip_gradient_norm(ps_, c_.clip_norm);
         ++t_;
         const double c1 = 1 - std::pow(c_.beta1, static_cast<double>(t_)),
@@ -50,9 +51,6 @@ public:
                    eps = static_cast<S>(c_.epsilon * std::sqrt(c2));
         for (std::size_t i = 0; i < ps_.size(); ++i) {
             parameter<S>& p = *ps_[i];
-            if (p.grad.rows() != p.value.rows() || p.grad.cols() != p.value.cols())
-                throw error("nn::adam", concat("gradient of '", p.name, "' has the wrong shape"),
-                            "the parameter's shape (zero_grad before backward?)");
             m_[i] = b1 * m_[i] + (S(1) - b1) * p.grad;
             v_[i] = b2 * v_[i] + (S(1) - b2) * p.grad.cwiseAbs2();
             p.value.array() -= lr * m_[i].array() / (v_[i].array().sqrt() + eps);

@@ -8,11 +8,13 @@
 /// a step, a step count, a learning rate it can change (the warm start runs at its own rate), and the
 /// state a checkpoint must hold to resume bit for bit, as `state_slots` matrices per parameter.
 
+#include <goopt/error.hpp>
 #include <goopt/nn/types.hpp>
 
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +58,16 @@ concept Optimizer = std::floating_point<S> && std::copyable<O> &&
     { O::nonnegative_state(k) } -> std::convertible_to<bool>;
     { O::state_name(k) } -> std::convertible_to<std::string_view>;
 };
+
+/// @brief Refuses a step where any gradient's shape differs from its parameter's, before anything
+/// changes: an optimizer that checked as it went would leave the earlier parameters stepped.
+/// @throws goopt::error naming `who` and the first such parameter.
+template <std::floating_point S> void check_gradient_shapes(const parameter_list<S>& ps, std::string_view who) {
+    for (const parameter<S>* p : ps)
+        if (p->grad.rows() != p->value.rows() || p->grad.cols() != p->value.cols())
+            throw error(std::string(who), concat("gradient of '", p->name, "' has the wrong shape"),
+                        "the parameter's shape (zero_grad before backward?)");
+}
 
 /// @brief Scales all gradients so that their joint L2 norm is at most `max_norm` (<= 0: no clipping).
 /// @return the norm before clipping.

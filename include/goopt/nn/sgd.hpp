@@ -47,14 +47,12 @@ public:
 
     /// Clips the gradients (if configured), then updates every parameter. @return the gradient norm.
     double step() {
+        check_gradient_shapes(ps_, "nn::sgd");
         const double norm = clip_gradient_norm(ps_, c_.clip_norm);
         ++t_;
         const auto mu = static_cast<S>(c_.momentum), lr = static_cast<S>(c_.learning_rate);
         for (std::size_t i = 0; i < ps_.size(); ++i) {
             parameter<S>& p = *ps_[i];
-            if (p.grad.rows() != p.value.rows() || p.grad.cols() != p.value.cols())
-                throw error("nn::sgd", concat("gradient of '", p.name, "' has the wrong shape"),
-                            "the parameter's shape (zero_grad before backward?)");
             v_[i] = mu * v_[i] + p.grad;
             p.value -= lr * v_[i];
         }
