@@ -40,6 +40,9 @@ TEST_CASE("pair_head: backward matches finite differences (ops read in a permute
     nn::parameter_list<double> ps;
     head.collect(ps);
     ps[3]->value = gaussian(1, 6, rng) * 0.5;  // a non-zero hidden bias: some units on, some off
+    REQUIRE(ps[4]->name == "out.bilinear");
+    CHECK(ps[4]->value.isZero());                              // zero at first: the MLP alone decides
+    ps[4]->value = gaussian(dim, nn::num_pair_features, rng);  // non-zero, so that dL/dh goes through it too
     mat h = gaussian(n, dim, rng);
     const mat devices = gaussian(k, nn::num_device_features, rng), pairs = gaussian(n * k, nn::num_pair_features, rng);
     const std::vector<std::uint32_t> rows{3, 0, 4, 1, 2};

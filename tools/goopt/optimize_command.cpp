@@ -437,8 +437,8 @@ command add_optimize_command(CLI::App& root) {
         ->transform(count())
         ->capture_default_str();
     app->add_option("--checkpoint", flags->checkpoint,
-                    "Start the learned placement from a pre-trained policy: FILE, \"shipped\" (the one goopt ships) "
-                    "or \"none\" (fresh weights, the default)")
+                    "Start the learned placement from a pre-trained policy: FILE, \"shipped\" (the one goopt ships, "
+                    "the default where this build has one) or \"none\" (fresh weights)")
         ->type_name("FILE|shipped|none");
     app->add_option("-o,--out", flags->out, "Write the results as JSON (atomically; schema in docs/formats.md)")
         ->type_name("FILE.json")

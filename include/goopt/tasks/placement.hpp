@@ -116,6 +116,13 @@ struct placement_task_config {
     /// strength as the sample's stratum (rl::guided_sample::stratum), so that PPO ranks each sample
     /// among those drawn at its own strength. Empty: every sample at anchor_strength.
     std::vector<double> anchor_strengths = {};
+    /// The placement the devices' and pairs' reference columns describe (tasks::placement_features:
+    /// the device it gives each op, where it puts the op's producers and consumers, the compute it
+    /// puts on each device). Empty: the anchor where one is given; else, with the guided decoder, the
+    /// decoder's own greedy plan at zero logits (m-ETF's placement, or the ranked walk's); else none.
+    /// Without one, a pair head (nn::first_head::pair) scores every device of a cluster of equal
+    /// devices the same for each op, so its logits cannot move any decision.
+    sim::placement feature_reference = {};
     /// guided: the order the decoder walks the ops in.
     guided_walk walk = guided_walk::automatic;
     /// guided_walk::automatic: the graph size (ops, sources included) from which the ranked walk is
@@ -216,6 +223,18 @@ public:
             throw nothing_to_decide("tasks::placement_task",
                                     "the reference placement's step takes no time (nothing to improve)",
                                     "a reference step time > 0");
+        if (!config_.feature_reference.empty()) {
+            sims_[0]->check_placement(config_.feature_reference);
+            features_ = placement_features(*sims_[0], config_.feature_reference);
+        } else if (!config_.anchor.empty()) {
+            features_ = placement_features(*sims_[0], config_.anchor);
+        } else if (guided()) {
+            const rl::guided_sample plan = decode(
+                features_,
+                nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(c.num_devices())), 0,
+                true, 0);
+            features_ = placement_features(*sims_[0], sim::placement(plan.actions.begin(), plan.actions.end()));
+        }
     }
 
     // ---- rl::Environment

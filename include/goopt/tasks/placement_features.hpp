@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace goopt::tasks {
@@ -30,8 +31,18 @@ namespace goopt::tasks {
 ///   the op count (1: a graph of such ops fills q); 1 where q is o's fastest device.
 /// Op times are the simulator's (its cost model's); the mean op time is that of the computing ops
 /// on their fastest devices.
+///
+/// With a `reference` placement (one device per op; e.g. the heuristic the decoder follows), also:
+/// - device q: the reference's compute on q (its ops' times there) over the mean per device;
+/// - pair (o, q): 1 where the reference puts o on q; the share of o's input bytes whose producer it
+///   puts on q; the share of o's consumers it puts on q.
+/// Why: on a cluster of equal devices every other column is the same for every device, so a pair
+/// head would give each op one logit on all devices and could never prefer one (its softmax over
+/// the devices cancels it). A reference tells the devices apart the way a placement does, and stays
+/// equivariant: renaming the devices in the reference renames the rows. Without one these columns are 0.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
-nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& s) {
+nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& s,
+                                                 std::span<const sim::device_id> reference = {}) {
     const graph::computation_graph& g = s.graph();
     const device::cluster<D>& c = s.cluster();
     const std::size_t n = g.num_ops(), k = c.num_devices();
@@ -65,6 +76,22 @@ nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& 
     }
     unit = std::max(computing ? unit / static_cast<double>(computing) : 0.0, 1e-12);
 
+    if (!reference.empty() && reference.size() != n)
+        throw error("tasks::placement_features", concat("a reference placement of ", reference.size(), " entries"),
+                    concat("one device per op (", n, ")"));
+    for (sim::device_id q : reference)
+        if (q >= k)
+            throw error("tasks::placement_features", concat("device ", q, " in the reference placement"),
+                        concat("a device below ", k));
+    std::vector<double> load(k, 0.0);  // the reference's compute per device
+    double mean_load = 0;
+    for (graph::op_id o = 0; o < n && !reference.empty(); ++o) {
+        if (g.get_op(o).spec().has(ops::source)) continue;
+        const double t = s.op_time(o, reference[o]);
+        if (!std::isfinite(t)) continue;
+        load[reference[o]] += t;
+        mean_load += t / static_cast<double>(k);
+    }
     f.devices = nn::matrix<float>::Zero(static_cast<Eigen::Index>(k), nn::num_device_features);
     for (sim::device_id q = 0; q < k; ++q) {
         const D& d = c.device(q);
@@ -82,21 +109,48 @@ nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& 
             ratio(cap, capacity),
             std::isfinite(cap) && cap > 0 ? std::log1p(graph_bytes / static_cast<double>(k) / cap) : 0.0,
             reached ? std::log1p(send / static_cast<double>(reached) / unit) : 0.0,
-            k > 1 ? static_cast<double>(reached) / static_cast<double>(k - 1) : 1.0};
+            k > 1 ? static_cast<double>(reached) / static_cast<double>(k - 1) : 1.0,
+            mean_load > 0 ? load[q] / mean_load : 0.0};
         for (std::size_t j = 0; j < nn::num_device_features; ++j)
             f.devices(q, static_cast<Eigen::Index>(j)) = static_cast<float>(row[j]);
     }
     f.pairs = nn::matrix<float>::Zero(static_cast<Eigen::Index>(n * k), nn::num_pair_features);
+    std::vector<double> input_share(k), consumer_share(k);
     for (graph::op_id o = 0; o < n; ++o) {
+        const auto& op = g.get_op(o);
         double out = 0;
-        for (graph::tensor_id t : g.get_op(o).outputs) out += static_cast<double>(g.type_of(t).bytes());
+        for (graph::tensor_id t : op.outputs) out += static_cast<double>(g.type_of(t).bytes());
+        std::fill(input_share.begin(), input_share.end(), 0.0);
+        std::fill(consumer_share.begin(), consumer_share.end(), 0.0);
+        if (!reference.empty()) {
+            double in_bytes = 0, uses = 0;
+            for (graph::tensor_id t : op.inputs) {
+                const graph::op_id from = g.get_tensor(t).producer;
+                if (from == graph::no_op) continue;
+                const double b = static_cast<double>(g.type_of(t).bytes());
+                input_share[reference[from]] += b;
+                in_bytes += b;
+            }
+            for (graph::tensor_id t : op.outputs)
+                for (const graph::use& u : g.get_tensor(t).uses) {
+                    consumer_share[reference[u.op]] += 1;
+                    uses += 1;
+                }
+            for (sim::device_id q = 0; q < k; ++q) {
+                if (in_bytes > 0) input_share[q] /= in_bytes;
+                if (uses > 0) consumer_share[q] /= uses;
+            }
+        }
         for (sim::device_id q = 0; q < k; ++q) {
             const double t = s.op_time(o, q), cap = c.device(q).mem_capacity();
             const double row[nn::num_pair_features] = {
                 fastest[o] > 0 && std::isfinite(t) ? std::log(t / fastest[o]) : 0.0,
                 std::isfinite(t) ? std::log1p(t / unit) : 0.0,
                 std::isfinite(cap) && cap > 0 ? std::log1p(out * static_cast<double>(n) / cap) : 0.0,
-                t <= fastest[o] ? 1.0 : 0.0};
+                t <= fastest[o] ? 1.0 : 0.0,
+                !reference.empty() && reference[o] == q ? 1.0 : 0.0,
+                input_share[q],
+                consumer_share[q]};
             for (std::size_t j = 0; j < nn::num_pair_features; ++j)
                 f.pairs(static_cast<Eigen::Index>(o * k + q), static_cast<Eigen::Index>(j)) =
                     static_cast<float>(row[j]);

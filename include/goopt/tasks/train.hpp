@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -80,6 +81,9 @@ struct train_config {
     /// count): its weights and Adam's moments, then the warm start (if any) and `ppo.updates` more
     /// updates, drawn from the caller's generator. Empty: the network as given.
     std::filesystem::path pretrained = {};
+    /// Called once the `pretrained` policy is loaded, before the warm start and any update: e.g.
+    /// tasks::start_from_heuristic, to fine-tune from the decoder's heuristic on the pre-trained trunk.
+    std::function<void()> after_pretrained = {};
 };
 
 /// What tasks::train returns.
@@ -156,6 +160,7 @@ requires rl::ActorCritic<Net, typename T::observation> train_result train(T& tas
         rng = own;
         trainer.set_environment(task);
         trainer.set_updates(trainer.updates_done() + config.ppo.updates);
+        if (config.after_pretrained) config.after_pretrained();
     }
     if (!config.imitate.empty()) trainer.set_imitation_target(config.imitate);
 

@@ -53,6 +53,13 @@ struct placement_config {
     /// start (if any) and `ppo.updates` more updates on this graph, drawn from the caller's generator.
     /// Empty: freshly initialized weights.
     std::filesystem::path pretrained = {};
+    /// With `pretrained` and the guided decoder: zero the policy's output after loading
+    /// (start_from_heuristic), keeping the pre-trained trunk and hidden layer, so that fine-tuning
+    /// starts where a fresh policy does (zero logits: the decoder's heuristic is the first mode, and
+    /// samples depart from it at the decoder's temperature). Why: pre-training on graphs where most
+    /// departures from the heuristic cost time teaches the output to stay, and a policy that stays
+    /// samples nothing better on a new graph (docs/transfer.md, "Telling equal devices apart").
+    bool pretrained_from_heuristic = false;
     /// A status line and metrics file, drawn by the library only when asked for (the default draws
     /// nothing); a caller may instead watch through its visitor.
     rl::progress_config progress = {.status = rl::status_mode::never};
@@ -105,6 +112,15 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                     .checkpoint_every = config.checkpoint_every,
                     .resume = config.resume,
                     .pretrained = config.pretrained};
+    if (config.pretrained_from_heuristic) {
+        if (config.pretrained.empty())
+            throw error("tasks::train_placement", "pretrained_from_heuristic without a pre-trained policy",
+                        "a pretrained checkpoint to start from");
+        if (config.task.decoder != placement_decoder::guided)
+            throw error("tasks::train_placement", "pretrained_from_heuristic with the independent decoder",
+                        "the guided decoder (zero logits decode to its heuristic)");
+        tc.after_pretrained = [&net] { start_from_heuristic(net); };
+    }
     if (!config.warm_start.empty()) {
         task.simulator().check_placement(config.warm_start);
         tc.imitate = task.actions_of(config.warm_start);
