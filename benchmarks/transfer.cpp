@@ -24,7 +24,10 @@
 // Per held-out (graph, device count) and seed:
 // - zero_shot: the pre-trained policy, no update: the best of one update's samples and its mode, all
 //   drawn from the pre-trained weights;
-// - finetune: the pre-trained policy trained --finetune-updates (<= 50) more updates on that graph;
+// - finetune: the pre-trained policy trained --finetune-updates (<= 50) more updates on that graph,
+//   by default with its output zeroed first (--finetune-from heuristic: its first mode is the
+//   decoder's own decision, on the pre-trained trunk, as goopt optimize fine-tunes the shipped
+//   policy), or as it is (--finetune-from policy); the row says which ("finetune_start");
 // - go_one: the same network, fresh (its output layer at zero: the decoder's own decision first),
 //   trained on that graph alone for --go-one-updates (>= 200);
 // against the best placement heuristic that fits. Rows report the mean over the seeds and the spread.
@@ -79,6 +82,7 @@ using cluster_type = device::cluster<device::device_spec>;
 
 struct settings {
     std::size_t go_one_updates = 200, finetune_updates = 50, samples = 16, threads = 1;
+    bool finetune_from_heuristic = true;  ///< placement_config::pretrained_from_heuristic when fine-tuning
     std::vector<std::uint64_t> seeds{1, 2, 3};
 };
 
@@ -176,12 +180,14 @@ struct per_seed : bench::seed_figures {
 
 /// One training per seed on (g, cl): `updates` PPO updates, from `pretrained` (empty: fresh weights).
 per_seed learn(const graph::computation_graph& g, const cluster_type& cl, const settings& st, std::size_t updates,
-               const std::filesystem::path& pretrained, const tasks::placement_task_config& task) {
+               const std::filesystem::path& pretrained, const tasks::placement_task_config& task,
+               bool from_heuristic = false) {
     per_seed r;
     r.ran = true;
     for (std::uint64_t seed : st.seeds) {
         auto c = config_of(st, updates, task);
         c.pretrained = pretrained;
+        c.pretrained_from_heuristic = from_heuristic;
         std::mt19937_64 rng(seed);
         const auto t = tasks::train_placement(g, cl, cost::roofline_model{}, c, rng);
         // the rows are the policy's own decisions: nothing scored but its samples and modes
@@ -268,6 +274,12 @@ int run(int argc, char** argv) {
     auto* ft = cli.add_option("--finetune-updates", st.finetune_updates, "Fine-tuning updates (at most 50)")
                    ->transform(bench::count(1, 50))
                    ->capture_default_str();
+    std::string finetune_from = "heuristic";
+    cli.add_option("--finetune-from", finetune_from,
+                   "Fine-tuning's start: heuristic (the pre-trained policy's output zeroed: its first mode is the "
+                   "decoder's decision) or policy (as it is)")
+        ->check(CLI::IsMember({"heuristic", "policy"}))
+        ->capture_default_str();
     cli.add_option("--samples", st.samples, "Decisions sampled per update")
         ->transform(bench::count(1, 4096))
         ->capture_default_str();
@@ -329,6 +341,7 @@ int run(int argc, char** argv) {
     if (unseen.empty()) unseen = {3};
     if (pu->count() == 0) pretrain_updates = quick ? 40 : 240;
     if (quick && ft->count() == 0) st.finetune_updates = 20;
+    st.finetune_from_heuristic = finetune_from == "heuristic";
     std::erase(conv_names, std::string{});
     if (experiments.empty()) experiments = {"generalization", "convergence", "scale"};
     auto wanted = [&](const char* e) {
@@ -435,7 +448,9 @@ int run(int argc, char** argv) {
         const double best_ms = best.ms;
         const auto task = task_of(best, anchored, anchor_strength);
         const auto zero = method("zero_shot") ? learn(g, cl, st, 1, ckpt, task) : per_seed{};
-        const auto fine = method("finetune") ? learn(g, cl, st, st.finetune_updates, ckpt, task) : per_seed{};
+        const auto fine = method("finetune")
+                              ? learn(g, cl, st, st.finetune_updates, ckpt, task, st.finetune_from_heuristic)
+                              : per_seed{};
         const auto one = method("go_one") ? learn(g, cl, st, st.go_one_updates, {}, task) : per_seed{};
         const std::string& name = w.name;
         nlohmann::ordered_json row{
@@ -455,6 +470,7 @@ int run(int argc, char** argv) {
         zero.write(row, "zero_shot");
         fine.write(row, "finetune");
         row["finetune_updates"] = fine.updates;
+        row["finetune_start"] = st.finetune_from_heuristic ? "heuristic" : "policy";
         row["finetune_seconds"] = fine.seconds;
         row["go_one_updates"] = one.updates;
         row["go_one_seconds"] = one.seconds;
