@@ -1,6 +1,7 @@
 // tasks::pretrain_placement_policy: one pair-head policy pre-trained across graphs and device counts,
 // reproducible byte for byte, starting train_placement on a device count it never saw; each pair
 // anchored on its own decision; the refusals.
+#include <goopt/baselines.hpp>
 #include <goopt/baselines/critical_path_priorities.hpp>
 #include <goopt/device.hpp>
 #include <goopt/sim.hpp>
@@ -376,4 +377,52 @@ TEST_CASE("pretrain_placement_policy anchored per pair: two graphs reach the opt
         CHECK(optimum < anchor_step * 0.9);  // the anchor is far from it: learning has to find it
         CHECK(r.best[k].result.step_time == doctest::Approx(optimum).epsilon(1e-12));
     }
+}
+
+TEST_CASE("placement_config::pretrained_from_heuristic: the loaded policy's first mode is the decoder's heuristic") {
+    // a policy trained to leave m-ETF's placement (a large rate, many samples), then loaded with its
+    // output zeroed: the first update's mode (drawn before that update's step) is m-ETF's placement
+    const auto g = random_dag(7, 40);
+    const auto cl = device::parse_cluster("2xV100:nvlink");
+    const goopt::test::temp_dir dir("goopt_pretrained_from_heuristic_");
+    auto cfg = pair_config(6);
+    cfg.ppo.learning_rate = 3e-2;
+    cfg.checkpoint = dir.path / "policy.ckpt";
+    std::mt19937_64 r1(2);
+    tasks::train_placement(g, cl, cost::roofline_model{}, cfg, r1);
+    sim::simulator s(g, cl);
+    const auto metf = baselines::m_etf(s).placement;
+
+    struct first_mode {
+        std::vector<int> actions;
+        void on_sample(std::span<const int>, const tasks::step_outcome&) {}
+        bool on_update(const rl::update_stats&) { return true; }
+        void on_mode(std::span<const int> a, const tasks::step_outcome&) {
+            if (actions.empty()) actions.assign(a.begin(), a.end());
+        }
+    };
+    auto fine = pair_config(1);
+    fine.pretrained = cfg.checkpoint;
+    auto mode_of = [&](bool zeroed) {
+        fine.pretrained_from_heuristic = zeroed;
+        first_mode v;
+        std::mt19937_64 r(3);
+        tasks::train_placement(g, cl, cost::roofline_model{}, fine, r, v);
+        REQUIRE(v.actions.size() == g.num_ops());
+        return sim::placement(v.actions.begin(), v.actions.end());
+    };
+    CHECK(mode_of(true) == metf);
+    CHECK(mode_of(false) != metf);  // the trained output moves the mode: zeroing is what restores it
+
+    // refused: without a policy to load; with the independent decoder
+    auto none = pair_config(1);
+    none.pretrained_from_heuristic = true;
+    std::mt19937_64 r2(1);
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, none, r2),
+                         doctest::Contains("without a pre-trained policy"), error);
+    auto independent = fine;
+    independent.pretrained_from_heuristic = true;
+    independent.task.decoder = tasks::placement_decoder::independent;
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, independent, r2),
+                         doctest::Contains("independent decoder"), error);
 }
