@@ -4,7 +4,7 @@
 //
 //   transfer [--quick] [--out FILE] [--policy FILE] [--train-graphs a,b] [--graphs a,onnx:PATH,...] [--devices 2,4,8]
 //            [--train-devices 2,4,8] [--unseen-devices 3,6] [--pretrain-updates N] [--updates-per-pair N]
-//            [--anchored-pretraining] [--no-anchor] [--anchor-strength 2] [--methods zero_shot,finetune,go_one]
+//            [--anchored-pretraining] [--no-anchor] [--anchor-strength 2] [--methods zero_shot,finetune,scratch,go_one]
 //            [--go-one-updates 200] [--finetune-updates 50] [--samples 16] [--seeds 1,2,3] [--threads 1]
 //            [--experiments generalization,convergence,scale] [--convergence-graphs a,b] [--convergence-devices 2,4]
 //            [--convergence-seeds 1,2,3] [--hdp-factor 20] [--hdp-learning-rate 0.1] [--hdp-groups 64]
@@ -28,6 +28,8 @@
 //   by default with its output zeroed first (--finetune-from heuristic: its first mode is the
 //   decoder's own decision, on the pre-trained trunk, as goopt optimize fine-tunes the shipped
 //   policy), or as it is (--finetune-from policy); the row says which ("finetune_start");
+// - scratch: the same network, fresh, trained as many updates as fine-tuning: the control that says
+//   what the pre-training itself is worth (fine-tuning below scratch is transfer; equal to it is not);
 // - go_one: the same network, fresh (its output layer at zero: the decoder's own decision first),
 //   trained on that graph alone for --go-one-updates (>= 200);
 // against the best placement heuristic that fits. Rows report the mean over the seeds and the spread.
@@ -35,7 +37,7 @@
 // against GO-one trained for that count.
 // JSON list, one object per row: {"experiment": "generalization", "graph", "devices", "ops",
 // "device_count_seen", "best_heuristic", "best_heuristic_ms", "anchor", "go_one_ms", "zero_shot_ms",
-// "finetune_ms", "finetune_updates", "finetune_seconds", "go_one_updates", "go_one_seconds", "seeds",
+// "finetune_ms", "finetune_updates", "finetune_seconds", "scratch_ms", "go_one_updates", "go_one_seconds", "seeds",
 // "<each>_seeds_ms", "<each>_spread_ms", "<each>_from", "pretrain": {...}} (a method not run: null).
 // Convergence rows (issue #28 §4, benchmarks/transfer_convergence.hpp): GO-one against the HDP-style
 // placer (baselines::hdp_placement) given --hdp-factor x GO-one's simulated decisions, per graph of
@@ -262,11 +264,12 @@ int run(int argc, char** argv) {
         ->transform(bench::non_negative_real())
         ->capture_default_str();
     cli.add_option("--methods", methods,
-                   "Which learned figures: zero_shot, finetune, go_one (default all; GO-one does not depend on the "
-                   "pre-trained policy, so a run comparing two policies may leave it out)")
+                   "Which learned figures: zero_shot, finetune, scratch (fresh weights, fine-tuning's updates), "
+                   "go_one (default all; scratch and GO-one do not depend on the pre-trained policy, so a run "
+                   "comparing two policies may leave them out)")
         ->delimiter(',')
         ->allow_extra_args(false)
-        ->check(CLI::IsMember({"zero_shot", "finetune", "go_one"}))
+        ->check(CLI::IsMember({"zero_shot", "finetune", "scratch", "go_one"}))
         ->type_name("NAME,...");
     auto* go = cli.add_option("--go-one-updates", st.go_one_updates, "GO-one's updates (at least 200)")
                    ->transform(bench::count(200, 1000000))
@@ -352,7 +355,7 @@ int run(int argc, char** argv) {
                            : std::vector<std::string>{"bert_taso", "nasnet_a_taso", "resnet50_taso"};
     if (conv_counts.empty()) conv_counts = {2, 4};
     if (conv_seeds.empty()) conv_seeds = quick ? std::vector<std::uint64_t>{1, 2} : st.seeds;
-    if (methods.empty()) methods = {"zero_shot", "finetune", "go_one"};
+    if (methods.empty()) methods = {"zero_shot", "finetune", "scratch", "go_one"};
     auto method = [&](const char* m) { return std::find(methods.begin(), methods.end(), m) != methods.end(); };
 
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
@@ -437,8 +440,8 @@ int run(int argc, char** argv) {
         std::printf(
             "simulated step time in ms on n x V100:nvlink; mean of %zu seeds; guided decoder %s, no incumbent\n",
             st.seeds.size(), anchored ? "anchored on the best heuristic" : "around m-ETF");
-        std::printf("%-24s %2s %4s %6s %-14s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
-                    "best_ms", "go_one", "zero_shot", "finetune", "ft_s", "go1_s");
+        std::printf("%-24s %2s %4s %6s %-14s %9s %9s %9s %9s %9s %7s %7s\n", "graph", "n", "seen", "ops", "best_heur",
+                    "best_ms", "go_one", "zero_shot", "finetune", "scratch", "ft_s", "go1_s");
     }
     auto row_of = [&](const workload_graph& w, std::size_t n, bool seen) {
         const auto& g = w.graph;
@@ -451,6 +454,7 @@ int run(int argc, char** argv) {
         const auto fine = method("finetune")
                               ? learn(g, cl, st, st.finetune_updates, ckpt, task, st.finetune_from_heuristic)
                               : per_seed{};
+        const auto scratch = method("scratch") ? learn(g, cl, st, st.finetune_updates, {}, task) : per_seed{};
         const auto one = method("go_one") ? learn(g, cl, st, st.go_one_updates, {}, task) : per_seed{};
         const std::string& name = w.name;
         nlohmann::ordered_json row{
@@ -469,6 +473,7 @@ int run(int argc, char** argv) {
         one.write(row, "go_one");
         zero.write(row, "zero_shot");
         fine.write(row, "finetune");
+        scratch.write(row, "scratch");
         row["finetune_updates"] = fine.updates;
         row["finetune_start"] = st.finetune_from_heuristic ? "heuristic" : "policy";
         row["finetune_seconds"] = fine.seconds;
@@ -478,9 +483,9 @@ int run(int argc, char** argv) {
         row["samples_per_update"] = st.samples;
         row["pretrain"] = pre_info;
         row["peak_memory_bytes"] = bench::peak_memory_bytes();
-        std::printf("%-24s %2zu %4s %6zu %-14s %9.3f %9.3f %9.3f %9.3f %7.1f %7.1f\n", name.c_str(), n,
+        std::printf("%-24s %2zu %4s %6zu %-14s %9.3f %9.3f %9.3f %9.3f %9.3f %7.1f %7.1f\n", name.c_str(), n,
                     seen ? "yes" : "no", g.num_ops(), best_name.c_str(), best_ms, one.shown(), zero.shown(),
-                    fine.shown(), fine.seconds, one.seconds);
+                    fine.shown(), scratch.shown(), fine.seconds, one.seconds);
         std::fflush(stdout);
         results.push_back(row);
         if (!out.empty()) bench::write_results(out, results.dump(1) + "\n");  // after every row
