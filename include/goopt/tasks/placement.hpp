@@ -159,7 +159,6 @@ public:
         : g_(&g), c_(&c), cost_(std::move(cost)), config_(std::move(config)) {
         const std::size_t n = g.num_ops();
         sims_.push_back(std::make_unique<sim::simulator<D, Cost>>(g, c, cost_));
-        features_ = placement_features(*sims_[0]);
         deciding_.assign(n, graph::no_op);
         active_.assign(n, 0);
         std::unordered_map<std::int32_t, graph::op_id> anchor;
@@ -223,17 +222,20 @@ public:
             throw nothing_to_decide("tasks::placement_task",
                                     "the reference placement's step takes no time (nothing to improve)",
                                     "a reference step time > 0");
+        // the features, once: relative to the reference placement where there is one
         if (!config_.feature_reference.empty()) {
-            sims_[0]->check_placement(config_.feature_reference);
             features_ = placement_features(*sims_[0], config_.feature_reference);
         } else if (!config_.anchor.empty()) {
             features_ = placement_features(*sims_[0], config_.anchor);
         } else if (guided()) {
+            // the decoder reads only the logits, so an empty observation serves for its own plan
             const rl::guided_sample plan = decode(
-                features_,
+                observation{},
                 nn::matrix<double>::Zero(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(c.num_devices())), 0,
                 true, 0);
             features_ = placement_features(*sims_[0], sim::placement(plan.actions.begin(), plan.actions.end()));
+        } else {
+            features_ = placement_features(*sims_[0]);
         }
     }
 

@@ -40,6 +40,8 @@ namespace goopt::tasks {
 /// head would give each op one logit on all devices and could never prefer one (its softmax over
 /// the devices cancels it). A reference tells the devices apart the way a placement does, and stays
 /// equivariant: renaming the devices in the reference renames the rows. Without one these columns are 0.
+/// @throws goopt::error (sim::simulator::check_placement's) for a reference that is not a placement of
+/// `s`'s graph on its cluster.
 template <device::DeviceModel D, cost::CostModel<D> Cost>
 nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& s,
                                                  std::span<const sim::device_id> reference = {}) {
@@ -76,14 +78,8 @@ nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& 
     }
     unit = std::max(computing ? unit / static_cast<double>(computing) : 0.0, 1e-12);
 
-    if (!reference.empty() && reference.size() != n)
-        throw error("tasks::placement_features", concat("a reference placement of ", reference.size(), " entries"),
-                    concat("one device per op (", n, ")"));
-    for (sim::device_id q : reference)
-        if (q >= k)
-            throw error("tasks::placement_features", concat("device ", q, " in the reference placement"),
-                        concat("a device below ", k));
-    std::vector<double> load(k, 0.0);  // the reference's compute per device
+    if (!reference.empty()) s.check_placement(reference);  // its length, its devices, its colocation groups
+    std::vector<double> load(k, 0.0);                      // the reference's compute per device
     double mean_load = 0;
     for (graph::op_id o = 0; o < n && !reference.empty(); ++o) {
         if (g.get_op(o).spec().has(ops::source)) continue;
