@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -118,6 +119,15 @@ TEST_CASE("a pair head on equal devices: the same logit on every device without 
     };
     CHECK(spread(tasks::placement_features(s)) == 0.0f);
     CHECK(spread(tasks::placement_features(s, baselines::m_etf(s).placement)) > 1e-3f);
+    CHECK_FALSE(tasks::tells_devices_apart(tasks::placement_features(s)));
+    CHECK(tasks::tells_devices_apart(tasks::placement_features(s, baselines::m_etf(s).placement)));
+    // devices of different kinds tell themselves apart without a reference
+    device::cluster<device::device_spec> mixed;
+    mixed.add_device(device::describe(device::k80));
+    mixed.add_device(device::describe(device::v100));
+    mixed.connect(0, 1, mixed.add_link({"pcie 0->1", 12e9, 10e-6}));
+    mixed.connect(1, 0, mixed.add_link({"pcie 1->0", 12e9, 10e-6}));
+    CHECK(tasks::tells_devices_apart(tasks::placement_features(sim::simulator(g, mixed))));
 }
 
 TEST_CASE("placement_task's reference: the explicit one, else the anchor, else the guided decoder's greedy plan") {
@@ -178,7 +188,28 @@ TEST_CASE("a pair head learns to reproduce a placement on equal devices only wit
         return c;
     };
     std::mt19937_64 r1(3), r2(3);
-    const auto without = tasks::train_placement(g, cl, cost::roofline_model{}, config({}), r1);
+    // train_placement refuses the pair head without a reference; the trainer underneath shows why
+    CHECK_THROWS_WITH_AS(tasks::train_placement(g, cl, cost::roofline_model{}, config({}), r1),
+                         doctest::Contains("cannot tell apart"), error);
+    // and so does pre-training, naming the pair
+    auto pre = config({});
+    pre.warm_start.clear();
+    pre.ppo.imitation_steps = 0;
+    pre.checkpoint = std::filesystem::temp_directory_path() / "goopt_placement_features_never_written.ckpt";
+    std::filesystem::remove(pre.checkpoint);
+    const std::vector<graph::computation_graph> graphs{g};
+    CHECK_THROWS_WITH_AS(tasks::pretrain_placement_policy(std::span<const graph::computation_graph>(graphs),
+                                                          std::span<const device::cluster<device::device_spec>>(&cl, 1),
+                                                          cost::roofline_model{}, pre, {}, r1),
+                         doctest::Contains("graph 'wavenet_2x18.train' on 4xV100:nvlink"), error);
+    CHECK_FALSE(std::filesystem::exists(pre.checkpoint));
+    const auto plain = config({});
+    tasks::placement_task bare(g, cl, cost::roofline_model{}, plain.task);
+    CHECK_FALSE(tasks::tells_devices_apart(bare.features()));
+    nn::policy_config pc = plain.policy;
+    pc.task_choices = {cl.num_devices()};
+    nn::go_policy<float> net(pc, r1);
+    const auto without = tasks::train(bare, net, {.ppo = plain.ppo, .imitate = bare.actions_of(heft)}, r1);
     const auto with = tasks::train_placement(g, cl, cost::roofline_model{}, config(heft), r2);
     // the largest share of the deciding ops HEFT puts on one device bounds a tie's agreement
     tasks::placement_task task(g, cl);

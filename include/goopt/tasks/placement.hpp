@@ -121,7 +121,8 @@ struct placement_task_config {
     /// puts on each device). Empty: the anchor where one is given; else, with the guided decoder, the
     /// decoder's own greedy plan at zero logits (m-ETF's placement, or the ranked walk's); else none.
     /// Without one, a pair head (nn::first_head::pair) scores every device of a cluster of equal
-    /// devices the same for each op, so its logits cannot move any decision.
+    /// devices the same for each op, so its logits cannot move any decision: train_placement and
+    /// pretrain_placement_policy refuse a pair head there (tasks::tells_devices_apart).
     sim::placement feature_reference = {};
     /// guided: the order the decoder walks the ops in.
     guided_walk walk = guided_walk::automatic;
@@ -241,6 +242,8 @@ public:
 
     // ---- rl::Environment
     template <std::uniform_random_bit_generator Rng> const observation& observe(Rng&) const { return features_; }
+    /// The observation observe() gives, which does not depend on the draw.
+    const observation& features() const noexcept { return features_; }
     std::size_t num_choices() const { return c_->num_devices(); }
     std::span<const std::uint8_t> active() const { return active_; }
     void set_workers(std::size_t k) {

@@ -155,4 +155,20 @@ nn::placement_features<float> placement_features(const sim::simulator<D, Cost>& 
     return f;
 }
 
+/// @brief Whether a pair head reading `f` can score the devices of some op differently: false where
+/// there are at least two devices, every device's row is the same and, for every op, so is every
+/// device's pair row (a cluster of equal devices and no reference placement). Then the head gives
+/// each op one logit on all its devices, which a softmax over the devices cancels: nothing it learns
+/// can move a decision.
+template <std::floating_point S> bool tells_devices_apart(const nn::placement_features<S>& f) {
+    const Eigen::Index k = f.devices.rows();
+    if (k < 2) return true;
+    for (Eigen::Index q = 1; q < k; ++q)
+        if (f.devices.row(q) != f.devices.row(0)) return true;
+    for (Eigen::Index first = 0; first < f.pairs.rows(); first += k)
+        for (Eigen::Index q = 1; q < k; ++q)
+            if (f.pairs.row(first + q) != f.pairs.row(first)) return true;
+    return false;
+}
+
 }  // namespace goopt::tasks

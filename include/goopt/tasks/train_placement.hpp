@@ -121,6 +121,13 @@ requires rl::SerializableRng<Rng> placement_result train_placement(const graph::
                         "the guided decoder (zero logits decode to its heuristic)");
         tc.after_pretrained = [&net] { start_from_heuristic(net); };
     }
+    if (config.policy.head == nn::first_head::pair && !tells_devices_apart(task.features()))
+        throw error("tasks::train_placement",
+                    concat("a pair head on ", c.num_devices(),
+                           " devices its features cannot tell apart (equal devices, no reference placement): its "
+                           "logits could not move any decision"),
+                    "the guided decoder (its own plan is the reference), a feature_reference or anchor placement, "
+                    "or the per-device head");
     if (!config.warm_start.empty()) {
         task.simulator().check_placement(config.warm_start);
         tc.imitate = task.actions_of(config.warm_start);
