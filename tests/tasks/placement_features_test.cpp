@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include "k80_and_v100.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <random>
@@ -122,11 +124,7 @@ TEST_CASE("a pair head on equal devices: the same logit on every device without 
     CHECK_FALSE(tasks::tells_devices_apart(tasks::placement_features(s)));
     CHECK(tasks::tells_devices_apart(tasks::placement_features(s, baselines::m_etf(s).placement)));
     // devices of different kinds tell themselves apart without a reference
-    device::cluster<device::device_spec> mixed;
-    mixed.add_device(device::describe(device::k80));
-    mixed.add_device(device::describe(device::v100));
-    mixed.connect(0, 1, mixed.add_link({"pcie 0->1", 12e9, 10e-6}));
-    mixed.connect(1, 0, mixed.add_link({"pcie 1->0", 12e9, 10e-6}));
+    const auto mixed = test::k80_and_v100();
     CHECK(tasks::tells_devices_apart(tasks::placement_features(sim::simulator(g, mixed))));
 }
 

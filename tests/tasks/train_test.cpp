@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "../test_support.hpp"
+#include "k80_and_v100.hpp"
 #include "small_policy.hpp"
 
 #include <algorithm>
@@ -82,24 +83,11 @@ tasks::train_config config(std::size_t updates) {
     return {.ppo = {.updates = updates, .samples_per_update = 8, .minibatch = 8, .epochs = 2, .learning_rate = 3e-3}};
 }
 
-/// A K80 (device 0) and a V100 (device 1) joined by one link each way: every op is faster on the
-/// V100, and moving a tensor costs, so the optimum is every op there; an independent choice per op
-/// can learn it.
-device::cluster<device::device_spec> k80_and_v100() {
-    device::cluster<device::device_spec> c;
-    c.add_device(device::describe(device::k80));
-    c.add_device(device::describe(device::v100));
-    c.connect(0, 1, c.add_link({"pcie 0->1", 12e9, 10e-6}));
-    c.connect(1, 0, c.add_link({"pcie 1->0", 12e9, 10e-6}));
-    c.set_description("K80 + V100");
-    return c;
-}
-
 }  // namespace
 
 TEST_CASE("tasks::train: a user's task learns its known optimum, and the policy's own mode ends there") {
     const auto g = two_chains();
-    const auto cl = k80_and_v100();
+    const auto cl = test::k80_and_v100();
     tasks::simulated_task task(g, cl, busy_on_one{{&g, 2}});
     using outcome = decltype(task)::outcome;
     // brute force over the computing ops: only every one on device 1 has all the compute there

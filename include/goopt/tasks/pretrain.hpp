@@ -213,15 +213,15 @@ requires rl::SerializableRng<Rng> pretrain_result pretrain_placement_policy(
             } catch (const nothing_to_decide& e) {  // of several graphs, say which one
                 throw nothing_to_decide(concat(who, ": graph '", g.name(), "' on ", c.description(), ": ", e.what()));
             }
+            // as train_placement refuses it for one pair
+            if (tasks.back() && config.policy.head == nn::first_head::pair &&
+                !tells_devices_apart(tasks.back()->features()))
+                throw error(who,
+                            concat("graph '", g.name(), "' on ", c.description(),
+                                   ": a pair head on devices its features cannot tell apart (equal devices, no "
+                                   "reference placement)"),
+                            "the guided decoder (its own plan is the reference) or anchors");
         }
-    for (std::size_t i = 0; i < tasks.size(); ++i)  // as train_placement refuses it, for one pair
-        if (tasks[i] && config.policy.head == nn::first_head::pair && !tells_devices_apart(tasks[i]->features()))
-            throw error(who,
-                        concat("graph '", graphs[i / clusters.size()].name(), "' on ",
-                               clusters[i % clusters.size()].description(),
-                               ": a pair head on devices its features cannot tell apart (equal devices, no "
-                               "reference placement)"),
-                        "the guided decoder (its own plan is the reference) or anchors");
     std::vector<std::size_t> order(tasks.size());
     for (std::size_t i = 0; i < order.size(); ++i)
         order[i] = schedule.graph_major ? i : (i % graphs.size()) * clusters.size() + i / graphs.size();
