@@ -45,7 +45,9 @@ method_result optimize_placement(const optimize_context& ctx, const decisions& m
     // GO's per-device head (--checkpoint none, or the default where the build knows no shipped
     // policy). The shipped policy is the default because it measured better: on the demo
     // (wavenet_2x18, 2xV100, 300 updates, seeds 1-3) 7.179, 7.173 and 7.312 ms against 7.431, 7.380
-    // and 8.010 ms from fresh weights (docs/transfer.md).
+    // and 8.010 ms from fresh weights (docs/transfer.md). That gain is the pair head's and its reference
+    // features', not the pre-training's: a near-fresh pair head measured within noise of it there, and
+    // on held-out graphs fine-tuning ends where fresh weights do (docs/transfer.md, session 37).
     std::string start = ctx.checkpoint;
     bool shipped = false;
     if (start.empty() || start == "shipped") {
