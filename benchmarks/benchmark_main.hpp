@@ -84,10 +84,19 @@ inline void write_results(const std::string& path, const std::string& text) {
 }
 
 /// The body of main(): returns what `body` returns; an exception becomes
-/// "<program>: error: <what>" on stderr and exit status 1.
+/// "<program>: error: <what>" on stderr and exit status 1. A benchmark built with
+/// GOOPT_QUICK_PROGRAMS (-O1, for CI) says at the end that its timings mean nothing.
 template <class Body> int run_main(const char* program, Body&& body) {
     try {
-        return body();
+        const int status = body();
+#if defined(GOOPT_QUICK_PROGRAMS)
+        std::fflush(stdout);
+        std::fprintf(stderr,
+                     "%s: note: built with GOOPT_QUICK_PROGRAMS=ON (-O1): its timings are not this "
+                     "machine's; rebuild without it to measure\n",
+                     program);
+#endif
+        return status;
     } catch (const std::exception& e) {
         std::fflush(stdout);
         std::fprintf(stderr, "%s: error: %s\n", program, e.what());
