@@ -221,6 +221,8 @@ constexpr std::array axiom_examples{
     "batchnorm(conv2d(a0,w0),const_one{shape=[3]}(),const_one{shape=[3]}(),const_one{shape=[3]}(),"
     "const_one{shape=[3]}())",
     "tanh(concat{axis=0}(x0,x1))",
+    "concat{axis=1}(x0,x1,x2)",
+    "concat{axis=-1}(x0,x1)",
 };
 
 }  // namespace

@@ -262,6 +262,51 @@ TEST_CASE("Inception's pool branch as TASO builds it: the 1x1 conv goes before t
     check(eqsat_method{});
 }
 
+TEST_CASE("a tree of concats on one axis becomes one concat (Tensat's binary joins), proven, in every search") {
+    // four branches joined as concat(concat(a, b), concat(c, d)), a third level on the left, and one
+    // inner concat that is also an output (it stays); a concat on another axis is not flattened
+    graph::computation_graph g("concat_tree");
+    graph::builder b(g);
+    const auto relu = ops::activation::relu;
+    std::vector<graph::tensor_id> br;  // convs of separate inputs: no merge joins them first
+    for (std::int64_t k : {3, 4, 5, 6, 2}) {
+        const auto x = b.input("x" + std::to_string(k), {1, 8, 5, 5});
+        br.push_back(b.conv2d(x, b.weight("w" + std::to_string(k), {k, 8, 3, 3}), {.activation = relu}));
+    }
+    const auto ab = b.concat(tensor_ids{br[0], br[1]}, 1);
+    const auto abe = b.concat(tensor_ids{ab, br[4]}, 1);
+    const auto cd = b.concat(tensor_ids{br[2], br[3]}, 1);
+    const auto top = b.concat(tensor_ids{abe, cd}, -3);
+    g.mark_output(b.avgpool2d(top, {.kernel = {3, 3}}));
+    g.mark_output(b.concat(tensor_ids{ab, ab}, 2));  // another axis: no rule for it
+    g.mark_output(cd);
+    std::size_t flattens = 0;
+    for (const auto& [r, where] : builtin_rules(g)) {
+        if (r.target.ops.size() != 1 || r.target.ops[0].kind != op_kind::concat) continue;
+        if (r.source.ops.size() < 2 || r.source.ops.back().kind != op_kind::concat) continue;
+        ++flattens;
+        CAPTURE(to_string(r));
+        CHECK(where.ops.size() == r.source.ops.size());
+        CHECK(max_relative_difference(to_graph(r, r.source), to_graph(r, r.target), 3) <= 1e-12);
+        CHECK(std::holds_alternative<rule>(decide_soundness(g, r, where)));  // proven, not only evidence
+    }
+    CHECK(flattens == 2);  // the top (three levels at once) and abe
+    const auto rules = shipped_rules();
+    auto check = [&](const auto& search) {
+        const auto r = optimize(g, rules, cost::roofline_model{}, device::t4, {}, search);
+        check_optimized(g, r);
+        // the pool reads one concat of the five branch outputs; cd stays, an output
+        const auto& pool = r.graph.get_op(r.graph.producer(r.graph.outputs()[0]));
+        const auto& cat = r.graph.get_op(r.graph.producer(pool.inputs[0]));
+        CHECK(cat.kind == op_kind::concat);
+        for (auto t : cat.inputs) CHECK(r.graph.get_op(r.graph.producer(t)).kind != op_kind::concat);
+        CHECK(r.graph.get_op(r.graph.producer(r.graph.outputs()[2])).kind == op_kind::concat);
+    };
+    check(taso_method{});
+    check(greedy_method{});
+    check(eqsat_method{});
+}
+
 TEST_CASE("the greedy search records where each rewrite applied and the cost it changed (superopt --explain)") {
     const auto g = taso_readme_block();
     const auto r = optimize(g, shipped_rules(), cost::roofline_model{}, device::t4);

@@ -187,6 +187,11 @@ inline constexpr std::array axioms{
           kinds_mask({ops::op_kind::ewmul, ops::op_kind::concat}), detail::ewmul_concat},
     axiom{"concat-assoc", "concat(concat(x,y),z) = concat(x,concat(y,z))", kinds_mask({ops::op_kind::concat}),
           detail::concat_assoc},
+    axiom{
+        "concat-nary",
+        "concat{axis=a}(x_1,...,x_n) = concat{axis=a}(concat{axis=a}(x_1,...,x_n-1),x_n) for n >= 3, taken as a chain "
+        "of binary concats; concat{axis=a-r}(x,y) = concat{axis=a}(x,y) for operands of rank r",
+        kinds_mask({ops::op_kind::concat}), detail::concat_nary},
     axiom{"split-concat", "split{axis=a,sizes=[p,q]}(concat{axis=a}(x,y))#0 = x, #1 = y when x has p and y q along a",
           kinds_mask({ops::op_kind::split}), detail::split_concat},
     axiom{"concat-split", "concat{axis=a}(split{axis=a}(x)#0,split{axis=a}(x)#1) = x",

@@ -229,6 +229,21 @@ inline void ewmul_concat(axiom_matcher& m, class_id c, const e_node& n) { elemen
 
 inline void concat_assoc(axiom_matcher& m, class_id c, const e_node& n) { associate(m, c, n); }
 
+/// concat{a}(x_1, ..., x_n) = concat{a}(...concat{a}(concat{a}(x_1, x_2), x_3)..., x_n) for n >= 3, and
+/// a concat whose axis counts from the end = the same concat with the axis counted from the front:
+/// the other concat axioms (concat-assoc, split-concat, ...) state binary concats on one spelling of
+/// the axis, and a rule may join n pieces at once (builtin_rules' flattened concats).
+inline void concat_nary(axiom_matcher& m, class_id c, const e_node& n) {
+    const auto a = concat_on(m, concat_axis(m, n, c));
+    if (n.children.size() < 3) {
+        if (n.children.size() == 2 && n.attrs != a) m.emit(c, m.op(op_kind::concat, a, {n.children[0], n.children[1]}));
+        return;
+    }
+    term_ref chain = m.op(op_kind::concat, a, {n.children[0], n.children[1]});
+    for (std::size_t i = 2; i < n.children.size(); ++i) chain = m.op(op_kind::concat, a, {chain, n.children[i]});
+    m.emit(c, chain);
+}
+
 /// split{a,[p,q]}(concat{a}(x,y)) = x, y when x has p and y has q along a.
 inline void split_concat(axiom_matcher& m, class_id c, const e_node& n) {
     const auto& sizes = m.at(n).get_ints(attr_id::sizes);

@@ -48,6 +48,7 @@ struct builtin_options {
     bool split_elementwise = true;  ///< f(split(a)#i) for several i => split(f(a))#i; f(split(a)#i, w_i) for every i =>
                                     ///< split(f(a, concat(w)))#i
     bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
+    bool flatten_concats = true;    ///< concat(.., concat(y_1..y_k), ..) along one axis => concat(.., y_1..y_k, ..)
     bool pool_conv_commute = true;  ///< conv2d{act}(avgpool2d(x), w 1x1) <=> avgpool2d{act}(conv2d(x, w))
     bool identity_pool = true;      ///< pool{kernel 1x1, stride 1}(x) => x
     std::size_t max_group = 8;      ///< most ops one merge rule joins
@@ -741,6 +742,60 @@ inline void concat_of_split_rules(const graph::computation_graph& g, rule_set& o
     }
 }
 
+/// concat{a}(..., concat{a}(y_1, ..., y_k), ...) => concat{a}(..., y_1, ..., y_k, ...), through every
+/// level of nesting on the same axis: one kernel and one copy of each piece instead of a copy per
+/// level. A graph whose concatenation is binary (Tensat's Inception-v3, whose blocks join their four
+/// branches as concat(concat(a, b), concat(c, d)); egg's terms have a fixed arity) pays a launch and
+/// a copy of the block's output for each inner node. An inner concat that has other consumers stays
+/// for them; the search's cost decides whether the flat one pays.
+inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    constexpr std::size_t max_pieces = 64;  // a rule's size bound (DenseNet's chains of concats stay in it)
+    auto axis_of = [&](const graph::op& c) { return g.type_of(c.outputs[0]).dims.axis(c.attrs.get_int(A::axis)); };
+    auto nested = [&](graph::tensor_id t, std::size_t axis) {
+        const auto& p = g.get_op(g.producer(t));
+        return p.kind == K::concat && !p.inputs.empty() && axis_of(p) == axis;
+    };
+    for (graph::op_id co = 0; co < g.num_ops(); ++co) {
+        const auto& c = g.get_op(co);
+        if (c.kind != K::concat || c.inputs.empty()) continue;
+        const std::size_t axis = axis_of(c);
+        if (std::none_of(c.inputs.begin(), c.inputs.end(), [&](graph::tensor_id t) { return nested(t, axis); }))
+            continue;
+        rule r;
+        side_builder s{r.source};
+        std::vector<graph::op_id> ops;
+        std::vector<graph::tensor_id> vars;
+        std::vector<value_ref> pieces;  // the flat concat's inputs, in order
+        // the source side of concat `o`, inner concats first (a match lists ops as the side does)
+        auto build = [&](auto& self, graph::op_id o) -> value_ref {
+            const auto& op = g.get_op(o);
+            std::vector<value_ref> in;
+            for (graph::tensor_id t : op.inputs) {
+                if (nested(t, axis) && pieces.size() < max_pieces) {
+                    in.push_back(self(self, g.producer(t)));
+                    continue;
+                }
+                const auto at = std::find(vars.begin(), vars.end(), t);
+                const auto v = var(static_cast<std::uint16_t>(at - vars.begin()));
+                if (at == vars.end()) {
+                    vars.push_back(t);
+                    r.variables.push_back({numbered("x", vars.size() - 1), g.type_of(t).dims});
+                }
+                in.push_back(v);
+                pieces.push_back(v);
+            }
+            ops.push_back(o);
+            return s.add(K::concat, op.attrs, std::move(in));
+        };
+        r.source.outputs = {build(build, co)};
+        side_builder t{r.target};
+        r.target.outputs = {t.add(K::concat, c.attrs, pieces)};
+        out.add(std::move(r), std::move(ops), std::move(vars));
+    }
+}
+
 }  // namespace detail
 
 inline namespace rewriting {
@@ -787,6 +842,7 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     if (opts.merge_elementwise) detail::elementwise_merge_rules(g, out);
     if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
     if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
+    if (opts.flatten_concats) detail::flatten_concat_rules(g, out);
     if (opts.pool_conv_commute) detail::pool_conv_commute_rules(g, out);
     if (opts.identity_pool) detail::identity_pool_rules(g, out);
     return std::move(out.rules);
