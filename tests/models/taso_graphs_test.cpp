@@ -106,6 +106,33 @@ TEST_CASE("inception_v3_taso: TASO's 94 convs, all with relu fused, VALID where 
     CHECK_THROWS_AS(models::inception_v3_taso({.image = 74}), error);
 }
 
+TEST_CASE("inception_v3_tensat: Tensat's file of the same convs, joined pairwise, pooled as that file pools") {
+    const auto g = models::inception_v3_tensat();
+    auto k = count_kinds(g);
+    CHECK(g.num_ops() == 233);
+    CHECK(k[op_kind::conv2d] == 94);
+    CHECK(convs_by_activation(g) == std::pair<std::size_t, std::size_t>{94, 0});
+    // A and C blocks: 3 concats each; B: 2; D: 1; E: 3 each (the two pairs and the block's)
+    CHECK(k[op_kind::concat] == 3 * 3 + 2 + 4 * 3 + 1 + 2 * 3);
+    CHECK(k[op_kind::avgpool2d] == 9);  // A x 3, B, C x 4, the global pool
+    CHECK(k[op_kind::maxpool2d] == 5);  // the stem's two, D's, E's two
+    std::size_t relu_pools = 0;
+    for (const auto& op : g.ops())
+        if (op.kind == op_kind::avgpool2d && op.attrs.get_int(ops::attr_id::activation) != 0) ++relu_pools;
+    CHECK(relu_pools == 7);  // the A and C blocks' branch pools
+    CHECK(output_shape(g) == ops::shape{1, 2048, 1, 1});
+    // the same convs as TASO's file
+    const auto taso = models::inception_v3_taso();
+    std::map<std::string, std::size_t> kernels, taso_kernels;
+    for (const auto& op : g.ops())
+        if (op.kind == op_kind::conv2d) ++kernels[g.type_of(op.inputs[1]).dims.to_string()];
+    for (const auto& op : taso.ops())
+        if (op.kind == op_kind::conv2d) ++taso_kernels[taso.type_of(op.inputs[1]).dims.to_string()];
+    CHECK(kernels == taso_kernels);
+    runs(models::inception_v3_tensat({.image = 75, .channel_divisor = 8}));
+    CHECK_THROWS_AS(models::inception_v3_tensat({.image = 74}), error);
+}
+
 TEST_CASE("nasnet_a_taso: 3 stacks of 5 normal cells and a reduction cell, separable convs as grouped + 1x1") {
     const auto g = models::nasnet_a_taso();
     auto k = count_kinds(g);
@@ -134,8 +161,8 @@ TEST_CASE("bert_taso: relu, then 8 layers whose attention result is kept as an o
 }
 
 TEST_CASE("the zoo lists TASO's files' graphs; nasrnn_taso is the zoo's nasrnn") {
-    for (const char* name :
-         {"resnet50_taso", "resnext50_taso", "inception_v3_taso", "nasnet_a_taso", "nasrnn_taso", "bert_taso"}) {
+    for (const char* name : {"resnet50_taso", "resnext50_taso", "inception_v3_taso", "inception_v3_tensat",
+                             "nasnet_a_taso", "nasrnn_taso", "bert_taso"}) {
         CAPTURE(name);
         const auto e = models::find_workload(name);
         CHECK_FALSE(e.training);

@@ -54,6 +54,15 @@ struct inception_taso_config {
 /// kernel argument is left at the default), kept as such. Output [batch, 2048, 8, 8].
 inline graph::computation_graph inception_v3_taso(const inception_taso_config& c = {});
 
+/// @brief Inception-v3 as Tensat's own model file (its repository's model/inceptionv3.model, a
+/// serialized TASO graph: the graph Tensat's published Inception-v3 gain was measured on), which
+/// differs from inception_v3_taso() in how the blocks join and pool: the A and C blocks join their
+/// four branches pairwise, concat(concat(a, b), concat(c, d)), and pool by a 3x3 average with relu
+/// fused; the B block pools by a 3x3/2 average and puts it first, concat(pool, concat(a, d)); the E
+/// blocks join each 1x3 / 3x1 pair first and pool by a 3x3 maximum; the last pool is an 8x8
+/// average. Output [batch, 2048, 1, 1] at image 299.
+inline graph::computation_graph inception_v3_tensat(const inception_taso_config& c = {});
+
 /// Knobs of nasnet_a_taso(); the defaults are TASO's nasnet_a.py.
 struct nasnet_taso_config {
     std::int64_t batch = 1;
@@ -166,13 +175,18 @@ inline graph::computation_graph resnext50_taso(const resnet_taso_config& c) {
     return detail::build_resnet_taso("resnext50_taso", c, true);
 }
 
-inline graph::computation_graph inception_v3_taso(const inception_taso_config& c) {
+namespace detail {
+
+/// inception_v3_taso() (`tensat_file` false) or inception_v3_tensat() (true): the same layers, joined
+/// and pooled as either file does.
+inline graph::computation_graph build_inception_taso(const char* name, const inception_taso_config& c,
+                                                     bool tensat_file) {
     using graph::tensor_id;
     using ops::activation;
     if (c.batch < 1 || c.image < 75 || c.channel_divisor < 1)
-        throw error("inception_v3_taso config", "batch or channel_divisor below 1, or image below 75",
+        throw error(concat(name, " config"), "batch or channel_divisor below 1, or image below 75",
                     "batch, channel_divisor >= 1 and image >= 75 (the stem's and reductions' sizes)");
-    graph::computation_graph g("inception_v3_taso");
+    graph::computation_graph g(name);
     detail::taso_builder t{g};
     auto& b = t.b;
     // the file's conv2d(): relu always; VALID where there is no padding and the kernel is larger than 1x1
@@ -186,9 +200,16 @@ inline graph::computation_graph inception_v3_taso(const inception_taso_config& c
         return b.maxpool2d(v, {.kernel = {3, 3}, .stride = {2, 2}, .padding = ops::padding_mode::valid});
     };
     auto avg_pool = [&](tensor_id v) {
-        return b.avgpool2d(v, {.kernel = {3, 3}, .stride = {1, 1}, .padding = ops::padding_mode::same});
+        return b.avgpool2d(v, {.kernel = {3, 3},
+                               .stride = {1, 1},
+                               .padding = ops::padding_mode::same,
+                               .activation = tensat_file ? activation::relu : activation::none});
     };
     auto cat = [&](std::vector<tensor_id> vs) { return b.concat(vs, 1); };
+    // a block's four branches: one concat (TASO's file) or two levels of pairs (Tensat's)
+    auto cat4 = [&](tensor_id p, tensor_id q, tensor_id r, tensor_id u) {
+        return tensat_file ? cat({cat({p, q}), cat({r, u})}) : cat({p, q, r, u});
+    };
 
     std::int32_t layer = 0;
     b.set_layer(layer);
@@ -206,12 +227,15 @@ inline graph::computation_graph inception_v3_taso(const inception_taso_config& c
         const tensor_id a = conv(x, 64, {1, 1});
         const tensor_id f = conv(conv(x, 48, {1, 1}), 64, {5, 5}, {2, 2});
         const tensor_id d = conv(conv(conv(x, 64, {1, 1}), 96, {3, 3}, {1, 1}), 96, {3, 3}, {1, 1});
-        return cat({a, f, d, conv(avg_pool(x), pool_features, {1, 1})});
+        return cat4(a, f, d, conv(avg_pool(x), pool_features, {1, 1}));
     };
     auto block_b = [&](tensor_id x) {
         b.set_layer(++layer);
         const tensor_id a = conv(x, 384, {3, 3}, {}, 2);
         const tensor_id d = conv(conv(conv(x, 64, {1, 1}), 96, {3, 3}, {1, 1}), 96, {3, 3}, {}, 2);
+        if (tensat_file)
+            return cat({b.avgpool2d(x, {.kernel = {3, 3}, .stride = {2, 2}, .padding = ops::padding_mode::valid}),
+                        cat({a, d})});
         return cat({a, d, max_pool(x)});
     };
     auto block_c = [&](tensor_id x, std::int64_t c7) {
@@ -222,7 +246,7 @@ inline graph::computation_graph inception_v3_taso(const inception_taso_config& c
         tensor_id d = conv(x, c7, {1, 1});
         d = conv(conv(d, c7, {7, 1}, {3, 0}), c7, {1, 7}, {0, 3});
         d = conv(conv(d, c7, {7, 1}, {3, 0}), 192, {1, 7}, {0, 3});
-        return cat({a, s, d, conv(avg_pool(x), 192, {1, 1})});
+        return cat4(a, s, d, conv(avg_pool(x), 192, {1, 1}));
     };
     auto block_d = [&](tensor_id x) {
         b.set_layer(++layer);
@@ -236,8 +260,14 @@ inline graph::computation_graph inception_v3_taso(const inception_taso_config& c
         const tensor_id a = conv(x, 320, {1, 1});
         const tensor_id s = conv(x, 384, {1, 1});
         const tensor_id d = conv(conv(x, 448, {1, 1}), 384, {3, 3}, {1, 1});
-        return cat({a, conv(s, 384, {1, 3}, {0, 1}), conv(s, 384, {3, 1}, {1, 0}), conv(d, 384, {1, 3}, {0, 1}),
-                    conv(d, 384, {3, 1}, {1, 0}), conv(avg_pool(x), 192, {1, 1})});
+        const tensor_id s1 = conv(s, 384, {1, 3}, {0, 1}), s3 = conv(s, 384, {3, 1}, {1, 0});
+        const tensor_id d1 = conv(d, 384, {1, 3}, {0, 1}), d3 = conv(d, 384, {3, 1}, {1, 0});
+        if (tensat_file) {
+            const tensor_id p =
+                b.maxpool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = ops::padding_mode::same});
+            return cat({a, cat({s1, s3}), cat({d1, d3}), conv(p, 192, {1, 1})});
+        }
+        return cat({a, s1, s3, d1, d3, conv(avg_pool(x), 192, {1, 1})});
     };
     for (std::int64_t p : {32, 64, 64}) v = block_a(v, p);
     v = block_b(v);
@@ -245,10 +275,21 @@ inline graph::computation_graph inception_v3_taso(const inception_taso_config& c
     v = block_d(v);
     v = block_e(block_e(v));
     b.set_layer(++layer);
-    v = b.avgpool2d(v, {.kernel = {1, 1}, .stride = {1, 1}, .padding = ops::padding_mode::valid});
+    const std::int64_t last = tensat_file ? g.type_of(v).dims[2] : 1;  // Tensat's file: a global pool
+    v = b.avgpool2d(v, {.kernel = {last, last}, .stride = {1, 1}, .padding = ops::padding_mode::valid});
     g.mark_output(v);
     graph::validate(g);
     return g;
+}
+
+}  // namespace detail
+
+inline graph::computation_graph inception_v3_taso(const inception_taso_config& c) {
+    return detail::build_inception_taso("inception_v3_taso", c, false);
+}
+
+inline graph::computation_graph inception_v3_tensat(const inception_taso_config& c) {
+    return detail::build_inception_taso("inception_v3_tensat", c, true);
 }
 
 inline graph::computation_graph nasnet_a_taso(const nasnet_taso_config& c) {

@@ -62,6 +62,7 @@ inline std::vector<zoo_entry> taso_file_workloads() {
         {"resnet50_taso", "resnet", false, [] { return resnet50_taso(); }},
         {"resnext50_taso", "resnext", false, [] { return resnext50_taso(); }},
         {"inception_v3_taso", "inception", false, [] { return inception_v3_taso(); }},
+        {"inception_v3_tensat", "inception", false, [] { return inception_v3_tensat(); }},
         {"nasnet_a_taso", "nasnet", false, [] { return nasnet_a_taso(); }},
         {"nasrnn_taso", "nasrnn", false, [] { return nasrnn(); }},
         {"bert_taso", "bert", false, [] { return bert_taso(); }},
