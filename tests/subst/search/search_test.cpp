@@ -307,6 +307,49 @@ TEST_CASE("a tree of concats on one axis becomes one concat (Tensat's binary joi
     check(eqsat_method{});
 }
 
+TEST_CASE("a pool with relu fused on relu'd branches (Tensat's Inception-v3) commutes with its 1x1 conv, proven") {
+    graph::computation_graph g("relu_pool_branch");
+    graph::builder b(g);
+    const auto x = b.input("x", {1, 16, 7, 7});
+    const auto relu = ops::activation::relu;
+    const auto a = b.conv2d(x, b.weight("wa", {8, 16, 1, 1}), {.activation = relu});
+    const auto c = b.conv2d(x, b.weight("wc", {8, 16, 3, 3}), {.activation = relu});
+    const auto t = b.concat(tensor_ids{b.concat(tensor_ids{a, c}, 1), b.relu(b.input("y", {1, 4, 7, 7}))}, 1);
+    const auto pooled = b.avgpool2d(t, {.kernel = {3, 3}, .activation = relu});
+    g.mark_output(b.conv2d(pooled, b.weight("wp", {4, 20, 1, 1}), {.activation = relu}));
+    g.mark_output(t);
+    // the same without the relu on one piece: nothing shows the pool's input >= 0
+    const auto u = b.concat(tensor_ids{a, b.conv2d(x, b.weight("wn", {8, 16, 1, 1}))}, 1);
+    g.mark_output(b.conv2d(b.avgpool2d(u, {.kernel = {3, 3}, .activation = relu}), b.weight("wq", {4, 16, 1, 1}),
+                           {.activation = relu}));
+    std::size_t found = 0;
+    for (const auto& [r, where] : builtin_rules(g)) {
+        if (r.source.outputs.size() < 2 || r.source.ops.size() < 3) continue;
+        ++found;
+        CAPTURE(to_string(r));
+        CHECK(r.source.ops.size() == 7);  // a, c, their concat, relu, the outer concat, the pool, the conv
+        CHECK(max_relative_difference(to_graph(r, r.source), to_graph(r, r.target), 5) <= 1e-12);
+        CHECK(std::holds_alternative<rule>(decide_soundness(g, r, where)));
+    }
+    CHECK(found == 1);
+    const auto rules = shipped_rules();
+    auto check = [&](const auto& search) {
+        const auto r = optimize(g, rules, cost::roofline_model{}, device::t4, {}, search);
+        check_optimized(g, r);
+        // the first output: a pool with the relu, of a 4-channel conv of the concat
+        const auto& pool = r.graph.get_op(r.graph.producer(r.graph.outputs()[0]));
+        CHECK(pool.kind == op_kind::avgpool2d);
+        CHECK(pool.attrs.get_int(ops::attr_id::activation) == static_cast<std::int64_t>(relu));
+        CHECK(r.graph.type_of(pool.inputs[0]).dims[1] == 4);
+        // the second pool keeps its relu and its place
+        const auto& other = r.graph.get_op(r.graph.producer(r.graph.outputs()[2]));
+        CHECK(other.kind == op_kind::conv2d);
+    };
+    check(taso_method{});
+    check(greedy_method{});
+    check(eqsat_method{});
+}
+
 TEST_CASE("the greedy search records where each rewrite applied and the cost it changed (superopt --explain)") {
     const auto g = taso_readme_block();
     const auto r = optimize(g, shipped_rules(), cost::roofline_model{}, device::t4);

@@ -645,4 +645,26 @@ inline void relu_idempotent(axiom_matcher& m, class_id c, const e_node& n) {
     each(m, n.children[0], op_kind::relu, [&](const e_node&) { m.emit(c, n.children[0]); });
 }
 
+/// split{a}(relu(x))#i = relu(split{a}(x)#i): a piece of a relu is the relu of the piece (what
+/// shows a piece of a merged relu'd conv to be >= 0; one direction: the other side is only needed
+/// where a rule states it, and then it is in the e-graph).
+inline void relu_split(axiom_matcher& m, class_id c, const e_node& n) {
+    each(m, n.children[0], op_kind::relu, [&](const e_node& r) {
+        m.emit(c, m.op(op_kind::relu, r.attrs, {m.op(op_kind::split, n.attrs, {r.children[0]}, n.index)}));
+    });
+}
+
+/// relu(pool(relu(x))) = pool(relu(x)) for an average or max pool without an activation: a window's
+/// average or maximum of values >= 0 is >= 0, whatever the padding, so the outer relu changes
+/// nothing (Tensat's Inception-v3 fuses a relu into the pools of blocks whose branches are relu'd).
+inline void relu_nonnegative_pool(axiom_matcher& m, class_id c, const e_node& n) {
+    for (op_kind k : {op_kind::avgpool2d, op_kind::maxpool2d})
+        each(m, n.children[0], k, [&](const e_node& p) {
+            if (act(m, p) != 0) return;
+            bool relu_input = false;
+            each(m, p.children[0], op_kind::relu, [&](const e_node&) { relu_input = true; });
+            if (relu_input) m.emit(c, n.children[0]);
+        });
+}
+
 }  // namespace goopt::subst::detail

@@ -49,9 +49,27 @@ struct builtin_options {
                                     ///< split(f(a, concat(w)))#i
     bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
     bool flatten_concats = true;    ///< concat(.., concat(y_1..y_k), ..) along one axis => concat(.., y_1..y_k, ..)
-    bool pool_conv_commute = true;  ///< conv2d{act}(avgpool2d(x), w 1x1) <=> avgpool2d{act}(conv2d(x, w))
+    bool pool_conv_commute = true;  ///< conv2d{act}(avgpool2d(x), w 1x1) <=> avgpool2d{act}(conv2d(x, w)), and
+                                    ///< from avgpool2d{relu}(x) where x >= 0 by construction
     bool identity_pool = true;      ///< pool{kernel 1x1, stride 1}(x) => x
     std::size_t max_group = 8;      ///< most ops one merge rule joins
+
+    /// No family: set the ones wanted.
+    static constexpr builtin_options none() {
+        return {.activation_fusion = false,
+                .batchnorm_fold = false,
+                .addend_fusion = false,
+                .merge_convs = false,
+                .sum_convs = false,
+                .merge_matmuls = false,
+                .batch_matmuls = false,
+                .merge_elementwise = false,
+                .split_elementwise = false,
+                .concat_of_split = false,
+                .flatten_concats = false,
+                .pool_conv_commute = false,
+                .identity_pool = false};
+    }
 };
 
 /// One built-in rule instance and the place in its graph it was instantiated from.
@@ -643,13 +661,150 @@ inline void split_elementwise_rules(const graph::computation_graph& g, rule_set&
     }
 }
 
+/// The ops that show tensor `t` to be >= 0 by construction, inputs first: an op with relu fused or a
+/// relu (a leaf: its inputs are the rule's variables), or a concat of such tensors, or a piece of a
+/// split of one (a merged conv's; the axioms relu-concat and relu-split take the relu out of them,
+/// so the prover sees relu(...)). Empty when `t` is not shown so within `limit` ops.
+inline std::vector<graph::op_id> nonnegative_witness(const graph::computation_graph& g, graph::tensor_id t,
+                                                     std::size_t limit = 16) {
+    using K = ops::op_kind;
+    std::vector<graph::op_id> ops;
+    bool ok = true;
+    auto visit = [&](auto& self, graph::tensor_id v) -> void {
+        const graph::op_id o = g.producer(v);
+        if (!ok || std::find(ops.begin(), ops.end(), o) != ops.end()) return;
+        const auto& op = g.get_op(o);
+        const bool leaf = op.outputs.size() == 1 &&
+                          (op.kind == K::relu || activation_of(op) == static_cast<std::int64_t>(ops::activation::relu));
+        const bool through = op.kind == K::concat || op.kind == K::split;
+        if (!leaf && !through) {
+            ok = false;
+            return;
+        }
+        if (!leaf)
+            for (graph::tensor_id in : op.inputs) self(self, in);
+        ops.push_back(o);
+        ok = ok && ops.size() <= limit;
+    };
+    visit(visit, t);
+    // a leaf's input made inside the witness would be a variable bound to a value the rule replaces
+    for (graph::op_id o : ops) {
+        const auto& op = g.get_op(o);
+        if (op.kind == K::concat || op.kind == K::split) continue;
+        for (graph::tensor_id in : op.inputs) ok = ok && std::find(ops.begin(), ops.end(), g.producer(in)) == ops.end();
+    }
+    if (!ok) ops.clear();
+    return ops;
+}
+
+/// conv2d{act}(avgpool2d{relu}(T), w) => avgpool2d{act}(conv2d(T, w)) where T >= 0 by construction
+/// (nonnegative_witness): the pool's relu changes nothing on such an input, so the pool and the 1x1
+/// conv commute as below. T's ops are in the rule (the prover needs them to see T >= 0); T, and any
+/// of them read outside the rule, are outputs too, so that the rewrite keeps one copy of each. Tensat's Inception-v3
+/// fuses a relu into the pools of its A and C blocks, whose inputs are concats of relu'd convs.
+inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, graph::op_id co, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    const auto& conv = g.get_op(co);
+    const auto po = g.producer(conv.inputs[0]);
+    const auto& pool = g.get_op(po);
+    if (pool.kind != K::avgpool2d || activation_of(pool) != static_cast<std::int64_t>(ops::activation::relu)) return;
+    const auto& w = g.type_of(conv.inputs[1]).dims;
+    const auto& x = g.type_of(pool.inputs[0]).dims;
+    if (w.rank() != 4 || w[2] != 1 || w[3] != 1 || w[1] != x[1] ||
+        conv.attrs.get_ints(A::stride) != std::vector<std::int64_t>{1, 1})
+        return;
+    const auto witness = nonnegative_witness(g, pool.inputs[0]);
+    if (witness.empty()) return;
+    rule r;
+    std::vector<graph::tensor_id> vars;
+    auto variable = [&](graph::tensor_id t, bool kernel) {
+        const auto at = std::find(vars.begin(), vars.end(), t);
+        if (at != vars.end()) return var(static_cast<std::uint16_t>(at - vars.begin()));
+        vars.push_back(t);
+        r.variables.push_back({numbered("x", vars.size() - 1), g.type_of(t).dims, kernel});
+        return var(static_cast<std::uint16_t>(vars.size() - 1));
+    };
+    // the value of graph tensor `v`, made by witness op number k on a side whose ops are `made`
+    auto value_of = [&](const std::vector<value_ref>& made, std::size_t k, graph::tensor_id v) {
+        const auto& outs = g.get_op(witness[k]).outputs;
+        return side_builder::out(made[k],
+                                 static_cast<std::uint16_t>(std::find(outs.begin(), outs.end(), v) - outs.begin()));
+    };
+    // the witness's ops on one side, in witness order (T is the last one's output)
+    auto rebuild = [&](side_builder& b) {
+        std::vector<value_ref> made;
+        for (graph::op_id o : witness) {
+            const auto& op = g.get_op(o);
+            const bool leaf = op.kind != K::concat && op.kind != K::split;
+            std::vector<value_ref> in;
+            for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+                const auto p = std::find(witness.begin(), witness.end(), g.producer(op.inputs[i]));
+                if (!leaf && p != witness.end())
+                    in.push_back(value_of(made, static_cast<std::size_t>(p - witness.begin()), op.inputs[i]));
+                else
+                    in.push_back(variable(op.inputs[i], i == 1 && (op.kind == K::conv2d || op.kind == K::conv2d_bias)));
+            }
+            made.push_back(b.add(op.kind, op.attrs, std::move(in), static_cast<std::uint16_t>(op.outputs.size())));
+        }
+        return made;
+    };
+    // witness values read outside the rule are outputs too, replaced by their rebuilt copies, not
+    // kept beside them (a leaf conv that another branch also reads, the other pieces of a split)
+    std::vector<std::pair<std::size_t, graph::tensor_id>> shared;
+    for (std::size_t k = 0; k + 1 < witness.size(); ++k)
+        for (graph::tensor_id v : g.get_op(witness[k]).outputs) {
+            bool outside = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+            for (graph::op_id u : g.successors(witness[k]))
+                outside = outside || (u != po && std::find(witness.begin(), witness.end(), u) == witness.end() &&
+                                      std::find(g.get_op(u).inputs.begin(), g.get_op(u).inputs.end(), v) !=
+                                          g.get_op(u).inputs.end());
+            if (outside) shared.emplace_back(k, v);
+        }
+    auto with_activation = [](ops::attribute_map a, std::int64_t act) {
+        a.set(A::activation, act);
+        return a;
+    };
+    side_builder s{r.source};
+    const auto src = rebuild(s);
+    const auto wv = variable(conv.inputs[1], true);
+    r.source.outputs = {s.add(K::conv2d, conv.attrs, {s.add(K::avgpool2d, pool.attrs, {src.back()}), wv}), src.back()};
+    side_builder t{r.target};
+    const auto tgt = rebuild(t);
+    r.target.outputs = {t.add(K::avgpool2d, with_activation(pool.attrs, activation_of(conv)),
+                              {t.add(K::conv2d, with_activation(conv.attrs, 0), {tgt.back(), wv})}),
+                        tgt.back()};
+    for (const auto& [k, v] : shared) {
+        r.source.outputs.push_back(value_of(src, k, v));
+        r.target.outputs.push_back(value_of(tgt, k, v));
+    }
+    // a variable computed from a witness op (a merged conv's other piece feeding a later branch)
+    // would read, after the rewrite, a value computed from the rebuilt ops: a cycle
+    std::vector<bool> seen(g.num_ops(), false);
+    std::vector<graph::op_id> stack;
+    for (graph::tensor_id v : vars) stack.push_back(g.producer(v));
+    while (!stack.empty()) {
+        const graph::op_id o = stack.back();
+        stack.pop_back();
+        if (seen[o]) continue;
+        seen[o] = true;
+        if (std::find(witness.begin(), witness.end(), o) != witness.end()) return;
+        for (graph::op_id p : g.predecessors(o)) stack.push_back(p);
+    }
+    std::vector<graph::op_id> ops = witness;
+    ops.push_back(po);
+    ops.push_back(co);
+    out.add(std::move(r), std::move(ops), std::move(vars));
+}
+
 /// conv2d{act}(avgpool2d(x), w) <=> avgpool2d{act}(conv2d(x, w)) for a 1x1 w, stride 1, groups 1:
 /// mixing channels pixel by pixel commutes with averaging each channel (a window's divisor depends
 /// on its place only), and the activation goes with the outer op. The pool then averages the
 /// conv's channels instead of the input's, fewer where the conv narrows (Inception's pool branches:
 /// 768 channels pooled before, 192 after); the other way the conv runs on the pooled image, fewer
 /// pixels where the pool strides (DenseNet's transitions). Both directions are instantiated where
-/// they match; the search keeps the cheaper. Pools with an activation of their own stay.
+/// they match; the search keeps the cheaper. A pool with an activation of its own stays, unless it is
+/// a relu on an input >= 0 by construction (nonnegative_pool_conv_commute).
 inline void pool_conv_commute_rules(const graph::computation_graph& g, rule_set& out) {
     using K = ops::op_kind;
     using A = ops::attr_id;
@@ -667,9 +822,11 @@ inline void pool_conv_commute_rules(const graph::computation_graph& g, rule_set&
         if (outer.kind != K::conv2d && outer.kind != K::avgpool2d) continue;
         const auto io = g.producer(outer.inputs[0]);
         const auto& inner = g.get_op(io);
-        if (activation_of(inner) != 0 || inner.kind == outer.kind ||
-            (inner.kind != K::conv2d && inner.kind != K::avgpool2d))
+        if (inner.kind == outer.kind || (inner.kind != K::conv2d && inner.kind != K::avgpool2d)) continue;
+        if (activation_of(inner) != 0) {
+            if (outer.kind == K::conv2d) nonnegative_pool_conv_commute(g, o, out);
             continue;
+        }
         const bool conv_outer = outer.kind == K::conv2d;
         const auto& conv = conv_outer ? outer : inner;
         const auto& pool = conv_outer ? inner : outer;

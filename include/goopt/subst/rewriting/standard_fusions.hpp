@@ -36,6 +36,7 @@ inline constexpr builtin_options standard_fusion_families{.activation_fusion = t
                                                           .merge_elementwise = false,
                                                           .split_elementwise = false,
                                                           .concat_of_split = false,
+                                                          .flatten_concats = false,
                                                           .pool_conv_commute = false,
                                                           .identity_pool = false};
 
