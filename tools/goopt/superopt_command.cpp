@@ -63,7 +63,7 @@ struct builtin_family {
     std::string_view name;
     bool subst::builtin_options::*enabled;
 };
-constexpr std::array<builtin_family, 12> builtin_families{{
+constexpr std::array<builtin_family, 13> builtin_families{{
     {"activation_fusion", &subst::builtin_options::activation_fusion},
     {"batchnorm_fold", &subst::builtin_options::batchnorm_fold},
     {"addend_fusion", &subst::builtin_options::addend_fusion},
@@ -74,6 +74,7 @@ constexpr std::array<builtin_family, 12> builtin_families{{
     {"merge_elementwise", &subst::builtin_options::merge_elementwise},
     {"split_elementwise", &subst::builtin_options::split_elementwise},
     {"concat_of_split", &subst::builtin_options::concat_of_split},
+    {"flatten_concats", &subst::builtin_options::flatten_concats},
     {"pool_conv_commute", &subst::builtin_options::pool_conv_commute},
     {"identity_pool", &subst::builtin_options::identity_pool},
 }};
