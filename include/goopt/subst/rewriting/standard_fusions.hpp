@@ -25,20 +25,12 @@
 namespace goopt::subst {
 inline namespace rewriting {
 
-/// The built-in families that are standard fusions (every other family off).
-inline constexpr builtin_options standard_fusion_families{.activation_fusion = true,
-                                                          .batchnorm_fold = true,
-                                                          .addend_fusion = true,
-                                                          .merge_convs = false,
-                                                          .sum_convs = false,
-                                                          .merge_matmuls = false,
-                                                          .batch_matmuls = false,
-                                                          .merge_elementwise = false,
-                                                          .split_elementwise = false,
-                                                          .concat_of_split = false,
-                                                          .flatten_concats = false,
-                                                          .pool_conv_commute = false,
-                                                          .identity_pool = false};
+/// The built-in families that are standard fusions (every other family off, a new one included).
+inline constexpr builtin_options standard_fusion_families = [] {
+    builtin_options o = builtin_options::none();
+    o.activation_fusion = o.batchnorm_fold = o.addend_fusion = true;
+    return o;
+}();
 
 /// What standard_fusions() did.
 struct standard_fusions_stats {
