@@ -925,12 +925,14 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
         std::vector<graph::op_id> ops;
         std::vector<graph::tensor_id> vars;
         std::vector<value_ref> pieces;  // the flat concat's inputs, in order
+        bool twice = false;             // an inner concat read twice: one source op per graph op, so no rule
         // the source side of concat `o`, inner concats first (a match lists ops as the side does)
         auto build = [&](auto& self, graph::op_id o) -> value_ref {
             const auto& op = g.get_op(o);
             std::vector<value_ref> in;
             for (graph::tensor_id t : op.inputs) {
                 if (nested(t, axis) && pieces.size() < max_pieces) {
+                    twice = twice || std::find(ops.begin(), ops.end(), g.producer(t)) != ops.end();
                     in.push_back(self(self, g.producer(t)));
                     continue;
                 }
@@ -947,6 +949,7 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
             return s.add(K::concat, op.attrs, std::move(in));
         };
         r.source.outputs = {build(build, co)};
+        if (twice) continue;
         side_builder t{r.target};
         r.target.outputs = {t.add(K::concat, c.attrs, pieces)};
         out.add(std::move(r), std::move(ops), std::move(vars));
