@@ -120,6 +120,28 @@ inline ops::attribute_map attrs_of(std::initializer_list<std::pair<ops::attr_id,
     return a;
 }
 
+/// The variables of a rule being built, one per distinct graph tensor in the order first used:
+/// binder(t) is t's variable, named prefix + its index (kernel: only kernel slots take it).
+struct variable_binder {
+    const graph::computation_graph& g;
+    rule& r;
+    const char* prefix;
+    std::vector<graph::tensor_id> tensors{};
+    value_ref operator()(graph::tensor_id t, bool kernel = false) {
+        const auto at = std::find(tensors.begin(), tensors.end(), t);
+        if (at != tensors.end()) return var(static_cast<std::uint16_t>(at - tensors.begin()));
+        tensors.push_back(t);
+        r.variables.push_back({numbered(prefix, tensors.size() - 1), g.type_of(t).dims, kernel});
+        return var(static_cast<std::uint16_t>(tensors.size() - 1));
+    }
+};
+
+/// `a` with the fused activation set to `act`.
+inline ops::attribute_map with_activation(ops::attribute_map a, std::int64_t act) {
+    a.set(ops::attr_id::activation, act);
+    return a;
+}
+
 /// Collects rule instances with their matches.
 struct rule_set {
     std::vector<builtin_rewrite> rules;
@@ -206,14 +228,7 @@ inline void activation_concat_rules(const graph::computation_graph& g, rule_set&
         }
         if (!all) continue;
         rule r;
-        std::vector<graph::tensor_id> vars;
-        auto variable = [&](graph::tensor_id t, bool kernel) {
-            for (std::size_t i = 0; i < vars.size(); ++i)
-                if (vars[i] == t) return var(static_cast<std::uint16_t>(i));
-            vars.push_back(t);
-            r.variables.push_back({numbered("v", vars.size() - 1), g.type_of(t).dims, kernel});
-            return var(static_cast<std::uint16_t>(vars.size() - 1));
-        };
+        variable_binder variable{g, r, "v"};
         side_builder s{r.source};
         side_builder t{r.target};
         std::vector<value_ref> plain, fused;
@@ -224,16 +239,14 @@ inline void activation_concat_rules(const graph::computation_graph& g, rule_set&
             std::vector<value_ref> args;
             for (std::size_t i = 0; i < p.inputs.size(); ++i) args.push_back(variable(p.inputs[i], i == 1));
             plain.push_back(s.add(p.kind, p.attrs, args));
-            auto with = p.attrs;
-            with.set(ops::attr_id::activation, act);
-            fused.push_back(t.add(p.kind, with, args));
+            fused.push_back(t.add(p.kind, with_activation(p.attrs, act), args));
             ops_matched.push_back(po);
         }
         r.source.outputs = {s.add(a.kind, a.attrs, {s.add(ops::op_kind::concat, cc.attrs, plain)})};
         r.target.outputs = {t.add(ops::op_kind::concat, cc.attrs, fused)};
         ops_matched.push_back(cat);
         ops_matched.push_back(g.producer(a.outputs[0]));
-        out.add(std::move(r), std::move(ops_matched), std::move(vars));
+        out.add(std::move(r), std::move(ops_matched), std::move(variable.tensors));
     }
 }
 
@@ -697,34 +710,32 @@ inline std::vector<graph::op_id> nonnegative_witness(const graph::computation_gr
     return ops;
 }
 
+/// Whether `c` is a 1x1 conv of stride 1 and one group on an input of shape `x`: it mixes channels
+/// pixel by pixel, so it commutes with averaging each channel.
+inline bool pointwise_conv(const graph::computation_graph& g, const graph::op& c, const ops::shape& x) {
+    const auto& w = g.type_of(c.inputs[1]).dims;
+    return c.kind == ops::op_kind::conv2d && w.rank() == 4 && w[2] == 1 && w[3] == 1 && w[1] == x[1] &&
+           c.attrs.get_ints(ops::attr_id::stride) == std::vector<std::int64_t>{1, 1};
+}
+
 /// conv2d{act}(avgpool2d{relu}(T), w) => avgpool2d{act}(conv2d(T, w)) where T >= 0 by construction
 /// (nonnegative_witness): the pool's relu changes nothing on such an input, so the pool and the 1x1
 /// conv commute as below. T's ops are in the rule (the prover needs them to see T >= 0); T, and any
-/// of them read outside the rule, are outputs too, so that the rewrite keeps one copy of each. Tensat's Inception-v3
-/// fuses a relu into the pools of its A and C blocks, whose inputs are concats of relu'd convs.
+/// of them read outside the rule, are outputs too, so that the rewrite keeps one copy of each.
+/// Tensat's Inception-v3 fuses a relu into the pools of its A and C blocks, whose inputs are concats
+/// of relu'd convs.
 inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, graph::op_id co, rule_set& out) {
     using K = ops::op_kind;
-    using A = ops::attr_id;
     const auto& conv = g.get_op(co);
     const auto po = g.producer(conv.inputs[0]);
     const auto& pool = g.get_op(po);
-    if (pool.kind != K::avgpool2d || activation_of(pool) != static_cast<std::int64_t>(ops::activation::relu)) return;
-    const auto& w = g.type_of(conv.inputs[1]).dims;
-    const auto& x = g.type_of(pool.inputs[0]).dims;
-    if (w.rank() != 4 || w[2] != 1 || w[3] != 1 || w[1] != x[1] ||
-        conv.attrs.get_ints(A::stride) != std::vector<std::int64_t>{1, 1})
+    if (pool.kind != K::avgpool2d || activation_of(pool) != static_cast<std::int64_t>(ops::activation::relu) ||
+        !pointwise_conv(g, conv, g.type_of(pool.inputs[0]).dims))
         return;
     const auto witness = nonnegative_witness(g, pool.inputs[0]);
     if (witness.empty()) return;
     rule r;
-    std::vector<graph::tensor_id> vars;
-    auto variable = [&](graph::tensor_id t, bool kernel) {
-        const auto at = std::find(vars.begin(), vars.end(), t);
-        if (at != vars.end()) return var(static_cast<std::uint16_t>(at - vars.begin()));
-        vars.push_back(t);
-        r.variables.push_back({numbered("x", vars.size() - 1), g.type_of(t).dims, kernel});
-        return var(static_cast<std::uint16_t>(vars.size() - 1));
-    };
+    variable_binder variable{g, r, "x"};
     // the value of graph tensor `v`, made by witness op number k on a side whose ops are `made`
     auto value_of = [&](const std::vector<value_ref>& made, std::size_t k, graph::tensor_id v) {
         const auto& outs = g.get_op(witness[k]).outputs;
@@ -761,10 +772,6 @@ inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, gra
                                           g.get_op(u).inputs.end());
             if (outside) shared.emplace_back(k, v);
         }
-    auto with_activation = [](ops::attribute_map a, std::int64_t act) {
-        a.set(A::activation, act);
-        return a;
-    };
     side_builder s{r.source};
     const auto src = rebuild(s);
     const auto wv = variable(conv.inputs[1], true);
@@ -782,7 +789,7 @@ inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, gra
     // would read, after the rewrite, a value computed from the rebuilt ops: a cycle
     std::vector<bool> seen(g.num_ops(), false);
     std::vector<graph::op_id> stack;
-    for (graph::tensor_id v : vars) stack.push_back(g.producer(v));
+    for (graph::tensor_id v : variable.tensors) stack.push_back(g.producer(v));
     while (!stack.empty()) {
         const graph::op_id o = stack.back();
         stack.pop_back();
@@ -794,7 +801,7 @@ inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, gra
     std::vector<graph::op_id> ops = witness;
     ops.push_back(po);
     ops.push_back(co);
-    out.add(std::move(r), std::move(ops), std::move(vars));
+    out.add(std::move(r), std::move(ops), std::move(variable.tensors));
 }
 
 /// conv2d{act}(avgpool2d(x), w) <=> avgpool2d{act}(conv2d(x, w)) for a 1x1 w, stride 1, groups 1:
@@ -807,16 +814,6 @@ inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, gra
 /// a relu on an input >= 0 by construction (nonnegative_pool_conv_commute).
 inline void pool_conv_commute_rules(const graph::computation_graph& g, rule_set& out) {
     using K = ops::op_kind;
-    using A = ops::attr_id;
-    auto pointwise = [&](const graph::op& c, const ops::shape& x) {
-        const auto& w = g.type_of(c.inputs[1]).dims;
-        return c.kind == K::conv2d && w.rank() == 4 && w[2] == 1 && w[3] == 1 && w[1] == x[1] &&
-               c.attrs.get_ints(A::stride) == std::vector<std::int64_t>{1, 1};
-    };
-    auto with_activation = [](ops::attribute_map a, std::int64_t act) {
-        a.set(A::activation, act);
-        return a;
-    };
     for (graph::op_id o = 0; o < g.num_ops(); ++o) {
         const auto& outer = g.get_op(o);
         if (outer.kind != K::conv2d && outer.kind != K::avgpool2d) continue;
@@ -831,7 +828,7 @@ inline void pool_conv_commute_rules(const graph::computation_graph& g, rule_set&
         const auto& conv = conv_outer ? outer : inner;
         const auto& pool = conv_outer ? inner : outer;
         const auto& x = g.type_of(inner.inputs[0]).dims;
-        if (!pointwise(conv, x)) continue;
+        if (!pointwise_conv(g, conv, x)) continue;
         rule r;
         r.variables = {{"x0", x}, {"w0", g.type_of(conv.inputs[1]).dims, true}};
         const auto act = activation_of(outer);
@@ -923,7 +920,7 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
         rule r;
         side_builder s{r.source};
         std::vector<graph::op_id> ops;
-        std::vector<graph::tensor_id> vars;
+        variable_binder variable{g, r, "x"};
         std::vector<value_ref> pieces;  // the flat concat's inputs, in order
         bool twice = false;             // an inner concat read twice: one source op per graph op, so no rule
         // the source side of concat `o`, inner concats first (a match lists ops as the side does)
@@ -936,14 +933,8 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
                     in.push_back(self(self, g.producer(t)));
                     continue;
                 }
-                const auto at = std::find(vars.begin(), vars.end(), t);
-                const auto v = var(static_cast<std::uint16_t>(at - vars.begin()));
-                if (at == vars.end()) {
-                    vars.push_back(t);
-                    r.variables.push_back({numbered("x", vars.size() - 1), g.type_of(t).dims});
-                }
-                in.push_back(v);
-                pieces.push_back(v);
+                in.push_back(variable(t));
+                pieces.push_back(in.back());
             }
             ops.push_back(o);
             return s.add(K::concat, op.attrs, std::move(in));
@@ -952,7 +943,7 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
         if (twice) continue;
         side_builder t{r.target};
         r.target.outputs = {t.add(K::concat, c.attrs, pieces)};
-        out.add(std::move(r), std::move(ops), std::move(vars));
+        out.add(std::move(r), std::move(ops), std::move(variable.tensors));
     }
 }
 
