@@ -63,9 +63,6 @@ public:
         w_qkv_.resize(d, 3 * d);
         w_qkv_ << wq_.value, wk_.value, wv_.value;
         multiply_rows(qkv_, x, w_qkv_);
-        // K^T once for all segments (each key is also the next segment's memory), read by every
-        // score product of this pass and of backward's
-        transpose_rows(kt_, keys(0, x.rows()));
         o_.resize(x.rows(), x.cols());
         lse_.resize(x.rows(), static_cast<Eigen::Index>(c_.heads));
         const Eigen::Index dh = static_cast<Eigen::Index>(c_.dim / c_.heads);
@@ -76,14 +73,15 @@ public:
 #pragma omp parallel
 #endif
         {
-            matrix<S> a;
+            matrix<S> a, kt;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
             for (Eigen::Index s = 0; s < segments; ++s) {
                 const auto [s0, len, m0, klen] = segment(s, x.rows());
+                kt = keys(m0, klen).transpose();  // the segment's keys, one row per feature
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
-                    scores(a, s0, len, m0, klen, h * dh, dh, h);
+                    scores(a, kt, s0, len, klen, h * dh, dh, h);
                     head_product(o_.block(s0, h * dh, len, dh), a, false, values(m0, klen).middleCols(h * dh, dh));
                 }
             }
@@ -104,13 +102,12 @@ public:
         if (serial) dqkv_.setZero(dy.rows(), 3 * dy.cols());
         else dqkv_.resize(dy.rows(), 3 * dy.cols());
         const Eigen::Index dim = dy.cols();
-        transpose_rows(vt_, values(0, dy.rows()));  // V^T once, as forward's K^T (kt_, still valid)
         const Eigen::Index segments = num_segments(dy.rows());
 #if defined(_OPENMP)
 #pragma omp parallel if (!serial)
 #endif
         {
-            matrix<S> a, da;
+            matrix<S> a, da, kt, vt;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
@@ -119,14 +116,16 @@ public:
                 // keys [m0, s0) are the memory: with a stopped gradient only [s0, s0+len) receive dK, dV,
                 // and only those rows of A^T dO and dS^T Q are formed
                 const Eigen::Index first = serial ? 0 : s0 - m0;
+                kt = keys(m0, klen).transpose();
+                vt = values(m0, klen).transpose();
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
                     const Eigen::Index c0 = h * dh;
-                    probabilities(a, s0, len, m0, klen, c0, dh, h);
+                    probabilities(a, kt, s0, len, klen, c0, dh, h);
                     const auto doh = d_o_.block(s0, c0, len, dh);
                     head_product(dqkv_.block(m0 + first, 2 * dim + c0, klen - first, dh), a.rightCols(klen - first),
                                  true, doh, S(1), serial);
                     da.resize(len, klen);
-                    head_product(da, doh, false, vt_.block(c0, m0, dh, klen));
+                    head_product(da, doh, false, vt.block(c0, 0, dh, klen));
                     // softmax backward, row-wise: dS = A .* (dA - rowsum(dA .* A)), then the 1/sqrt(d_h);
                     // rowsum(dA .* A) = dO_h . (A V_h) = dO_h . O_h, a dot product of d_h terms
                     const auto oh = o_.block(s0, c0, len, dh);
@@ -186,18 +185,18 @@ private:
         const Eigen::Index s0 = s * L, len = std::min(L, n - s0), m0 = std::max<Eigen::Index>(0, s0 - L);
         return {s0, len, m0, s0 + len - m0};
     }
-    /// a = Q_h K_h^T / sqrt(d_h) for one segment and head (columns [c0, c0 + dh)); kt_ holds the keys
-    /// transposed (dim x n), so that the product reads whole rows of K_h^T.
-    void scaled_scores(matrix<S>& a, Eigen::Index s0, Eigen::Index len, Eigen::Index m0, Eigen::Index klen,
+    /// a = Q_h K_h^T / sqrt(d_h) for one segment and head (columns [c0, c0 + dh)); kt holds the
+    /// segment's keys transposed (dim x klen), so that the product reads whole rows of K_h^T.
+    void scaled_scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
                        Eigen::Index c0, Eigen::Index dh) const {
         a.resize(len, klen);
-        head_product(a, qkv_.block(s0, c0, len, dh), false, kt_.block(c0, m0, dh, klen),
+        head_product(a, qkv_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen),
                      S(1) / std::sqrt(static_cast<S>(dh)));
     }
     /// a = row-softmax of scaled_scores() for head h, each row's log-sum-exp kept in lse_.
-    void scores(matrix<S>& a, Eigen::Index s0, Eigen::Index len, Eigen::Index m0, Eigen::Index klen, Eigen::Index c0,
-                Eigen::Index dh, Eigen::Index h) {
-        scaled_scores(a, s0, len, m0, klen, c0, dh);
+    void scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
+                Eigen::Index c0, Eigen::Index dh, Eigen::Index h) {
+        scaled_scores(a, kt, s0, len, klen, c0, dh);
         // row by row: a row is contiguous, so Eigen vectorizes exp (a colwise broadcast over a
         // row-major matrix falls back to scalar expf, measured at ~20 % of the policy's time)
         for (Eigen::Index i = 0; i < len; ++i) {
@@ -211,9 +210,9 @@ private:
     }
     /// The same probabilities again in backward, from the log-sum-exp the forward pass kept: one
     /// pass of exp(s - lse) instead of a maximum, an exp, a sum and a scaling.
-    void probabilities(matrix<S>& a, Eigen::Index s0, Eigen::Index len, Eigen::Index m0, Eigen::Index klen,
+    void probabilities(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
                        Eigen::Index c0, Eigen::Index dh, Eigen::Index h) const {
-        scaled_scores(a, s0, len, m0, klen, c0, dh);
+        scaled_scores(a, kt, s0, len, klen, c0, dh);
         for (Eigen::Index i = 0; i < len; ++i) a.row(i).array() = (a.row(i).array() - lse_(s0 + i, h)).exp();
     }
 
@@ -223,7 +222,6 @@ private:
     matrix<S> x_, o_;
     matrix<S> w_qkv_;            // [Wq Wk Wv], dim x 3 dim, as of the last forward pass
     matrix<S> qkv_;              // [Q K V], one row per node
-    matrix<S> kt_, vt_;          // K^T and V^T (dim x n): K^T from forward, V^T in backward
     matrix<S> g_qkv_;            // [gq gk gv]: the three weights' gradients side by side in backward
     matrix<S> lse_;              // per node and head, the log-sum-exp of its scores row (forward's, for backward)
     matrix<S> d_o_, dqkv_, dx_;  // backward's buffers, kept between calls

@@ -62,17 +62,6 @@ template <std::floating_point S> void copy_rows(matrix<S>& dst, const matrix<S>&
                    [&](Eigen::Index r0, Eigen::Index len) { dst.middleRows(r0, len) = src.middleRows(r0, len); });
 }
 
-/// @brief dst = src^T for a tall `src` (n x w, any Eigen expression): dst is w x n. In chunks of
-/// tall_chunk_rows rows, in parallel (see for_row_chunks): each chunk's source stays in cache while
-/// its columns are read, where one whole-matrix transpose would stride through all n rows per
-/// column.
-template <std::floating_point S, class Src> void transpose_rows(matrix<S>& dst, const Src& src) {
-    dst.resize(src.cols(), src.rows());
-    for_row_chunks(src.rows(), [&](Eigen::Index r0, Eigen::Index len) {
-        dst.middleCols(r0, len) = src.middleRows(r0, len).transpose();
-    });
-}
-
 /// @brief dst += a^T * b for tall `a` (n x p) and `b` (n x q): the gradient of a weight whose
 /// input rows are `a` and output gradient rows `b`. One partial product per chunk of
 /// 4 * tall_chunk_rows rows, summed in chunk order; each partial is the sum of products of depth
