@@ -58,11 +58,9 @@ public:
         // Buffers are members and keep their storage between calls: a fresh n x dim matrix costs a
         // page fault per 4 KiB on first touch, which measured ~30 % of a pass on a 10k-node graph.
         copy_rows(x_, x);
-        // Q, K and V side by side from one product: x is read and packed once instead of three times
-        const Eigen::Index d = x.cols();
-        w_qkv_.resize(d, 3 * d);
-        w_qkv_ << wq_.value, wk_.value, wv_.value;
-        multiply_rows(qkv_, x, w_qkv_);
+        multiply_rows(q_, x, wq_.value);
+        multiply_rows(k_, x, wk_.value);
+        multiply_rows(v_, x, wv_.value);
         o_.resize(x.rows(), x.cols());
         lse_.resize(x.rows(), static_cast<Eigen::Index>(c_.heads));
         const Eigen::Index dh = static_cast<Eigen::Index>(c_.dim / c_.heads);
@@ -79,10 +77,10 @@ public:
 #endif
             for (Eigen::Index s = 0; s < segments; ++s) {
                 const auto [s0, len, m0, klen] = segment(s, x.rows());
-                kt = keys(m0, klen).transpose();  // the segment's keys, one row per feature
+                kt = k_.middleRows(m0, klen).transpose();  // the segment's keys, one row per feature
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
                     scores(a, kt, s0, len, klen, h * dh, dh, h);
-                    head_product(o_.block(s0, h * dh, len, dh), a, false, values(m0, klen).middleCols(h * dh, dh));
+                    head_product(o_.block(s0, h * dh, len, dh), a, false, v_.block(m0, h * dh, klen, dh));
                 }
             }
         }
@@ -98,10 +96,15 @@ public:
         // so segments run in parallel and assign (no zeroing pass); a flowing memory gradient also
         // adds into the previous segment's rows, so it zeroes first, accumulates and stays serial.
         const bool serial = c_.memory_gradient;
-        // dQ, dK and dV side by side, as Q, K and V are
-        if (serial) dqkv_.setZero(dy.rows(), 3 * dy.cols());
-        else dqkv_.resize(dy.rows(), 3 * dy.cols());
-        const Eigen::Index dim = dy.cols();
+        if (serial) {
+            dq_.setZero(dy.rows(), dy.cols());
+            dk_.setZero(dy.rows(), dy.cols());
+            dv_.setZero(dy.rows(), dy.cols());
+        } else {
+            dq_.resize(dy.rows(), dy.cols());
+            dk_.resize(dy.rows(), dy.cols());
+            dv_.resize(dy.rows(), dy.cols());
+        }
         const Eigen::Index segments = num_segments(dy.rows());
 #if defined(_OPENMP)
 #pragma omp parallel if (!serial)
@@ -116,14 +119,14 @@ public:
                 // keys [m0, s0) are the memory: with a stopped gradient only [s0, s0+len) receive dK, dV,
                 // and only those rows of A^T dO and dS^T Q are formed
                 const Eigen::Index first = serial ? 0 : s0 - m0;
-                kt = keys(m0, klen).transpose();
-                vt = values(m0, klen).transpose();
+                kt = k_.middleRows(m0, klen).transpose();
+                vt = v_.middleRows(m0, klen).transpose();
                 for (Eigen::Index h = 0; h < static_cast<Eigen::Index>(c_.heads); ++h) {
                     const Eigen::Index c0 = h * dh;
                     probabilities(a, kt, s0, len, klen, c0, dh, h);
                     const auto doh = d_o_.block(s0, c0, len, dh);
-                    head_product(dqkv_.block(m0 + first, 2 * dim + c0, klen - first, dh), a.rightCols(klen - first),
-                                 true, doh, S(1), serial);
+                    head_product(dv_.block(m0 + first, c0, klen - first, dh), a.rightCols(klen - first), true, doh,
+                                 S(1), serial);
                     da.resize(len, klen);
                     head_product(da, doh, false, vt.block(c0, 0, dh, klen));
                     // softmax backward, row-wise: dS = A .* (dA - rowsum(dA .* A)), then the 1/sqrt(d_h);
@@ -134,27 +137,18 @@ public:
                         auto d = da.row(i).array();
                         d = a.row(i).array() * (d - rowsum) * scale;
                     }
-                    head_product(dqkv_.block(m0 + first, dim + c0, klen - first, dh), da.rightCols(klen - first), true,
-                                 qkv_.block(s0, c0, len, dh), S(1), serial);
-                    head_product(dqkv_.block(s0, c0, len, dh), da, false, keys(m0, klen).middleCols(c0, dh), S(1),
-                                 serial);
+                    head_product(dk_.block(m0 + first, c0, klen - first, dh), da.rightCols(klen - first), true,
+                                 q_.block(s0, c0, len, dh), S(1), serial);
+                    head_product(dq_.block(s0, c0, len, dh), da, false, k_.block(m0, c0, klen, dh), S(1), serial);
                 }
             }
         }
-        // the three weight gradients as one product, [gq gk gv] += x^T [dQ dK dV]: each column gets the
-        // same sums, added in the same order, as from three products
-        g_qkv_.resize(dim, 3 * dim);
-        g_qkv_ << wq_.grad, wk_.grad, wv_.grad;
-        add_transposed_product(g_qkv_, x_, dqkv_);
-        wq_.grad = g_qkv_.leftCols(dim);
-        wk_.grad = g_qkv_.middleCols(dim, dim);
-        wv_.grad = g_qkv_.rightCols(dim);
-        // dx as three products added in turn, as before: one product of depth 3 dim was faster (0.062
-        // s against 0.074 at 82,370 rows on one core) but rounds differently, so every trained figure
-        // would move in its last digits
-        multiply_rows(dx_, dqkv_.leftCols(dim), wq_.value.transpose());
-        multiply_rows(dx_, dqkv_.middleCols(dim, dim), wk_.value.transpose(), true);
-        multiply_rows(dx_, dqkv_.rightCols(dim), wv_.value.transpose(), true);
+        add_transposed_product(wq_.grad, x_, dq_);
+        add_transposed_product(wk_.grad, x_, dk_);
+        add_transposed_product(wv_.grad, x_, dv_);
+        multiply_rows(dx_, dq_, wq_.value.transpose());
+        multiply_rows(dx_, dk_, wk_.value.transpose(), true);
+        multiply_rows(dx_, dv_, wv_.value.transpose(), true);
         return dx_;
     }
 
@@ -173,13 +167,6 @@ private:
         const auto L = static_cast<Eigen::Index>(c_.segment);
         return (n + L - 1) / L;
     }
-    /// K and V rows [m0, m0 + rows): column blocks of qkv_
-    auto keys(Eigen::Index m0, Eigen::Index rows) const {
-        return qkv_.block(m0, static_cast<Eigen::Index>(c_.dim), rows, static_cast<Eigen::Index>(c_.dim));
-    }
-    auto values(Eigen::Index m0, Eigen::Index rows) const {
-        return qkv_.block(m0, 2 * static_cast<Eigen::Index>(c_.dim), rows, static_cast<Eigen::Index>(c_.dim));
-    }
     segment_rows segment(Eigen::Index s, Eigen::Index n) const {
         const auto L = static_cast<Eigen::Index>(c_.segment);
         const Eigen::Index s0 = s * L, len = std::min(L, n - s0), m0 = std::max<Eigen::Index>(0, s0 - L);
@@ -190,7 +177,7 @@ private:
     void scaled_scores(matrix<S>& a, const matrix<S>& kt, Eigen::Index s0, Eigen::Index len, Eigen::Index klen,
                        Eigen::Index c0, Eigen::Index dh) const {
         a.resize(len, klen);
-        head_product(a, qkv_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen),
+        head_product(a, q_.block(s0, c0, len, dh), false, kt.block(c0, 0, dh, klen),
                      S(1) / std::sqrt(static_cast<S>(dh)));
     }
     /// a = row-softmax of scaled_scores() for head h, each row's log-sum-exp kept in lse_.
@@ -219,12 +206,9 @@ private:
     attention_config c_;
     parameter<S> wq_, wk_, wv_;
     linear<S> out_;  // the output projection
-    matrix<S> x_, o_;
-    matrix<S> w_qkv_;            // [Wq Wk Wv], dim x 3 dim, as of the last forward pass
-    matrix<S> qkv_;              // [Q K V], one row per node
-    matrix<S> g_qkv_;            // [gq gk gv]: the three weights' gradients side by side in backward
-    matrix<S> lse_;              // per node and head, the log-sum-exp of its scores row (forward's, for backward)
-    matrix<S> d_o_, dqkv_, dx_;  // backward's buffers, kept between calls
+    matrix<S> x_, q_, k_, v_, o_;
+    matrix<S> lse_;  // per node and head, the log-sum-exp of its scores row (forward's, for backward)
+    matrix<S> d_o_, dq_, dk_, dv_, dx_;  // backward's buffers, kept between calls
 };
 
 }  // namespace goopt::nn
