@@ -202,9 +202,7 @@ inline void activation_rules(const graph::computation_graph& g, rule_set& out) {
             const auto k = s.add(op.kind, op.attrs, product_inputs(op));
             r.source.outputs = {s.add(a.kind, a.attrs, {k})};
             side_builder t{r.target};
-            auto fused = op.attrs;
-            fused.set(ops::attr_id::activation, act);
-            r.target.outputs = {t.add(op.kind, fused, product_inputs(op))};
+            r.target.outputs = {t.add(op.kind, with_activation(op.attrs, act), product_inputs(op))};
             out.add(std::move(r), {g.producer(op.outputs[0]), u.op},
                     std::vector<graph::tensor_id>(op.inputs.begin(), op.inputs.end()));
         }
