@@ -131,6 +131,13 @@ TEST_CASE("a rule with two outputs: both are replaced, and a match that would ma
     c.mark_output(z2);
     // both ways of matching (z1, z2) bind a variable to relu(z1), computed from a replaced output
     CHECK(find_matches(c, r).empty());
+    // given such a match anyway, apply() refuses the rewrite, whether its walk meets the cycle at
+    // the target or first at relu (it copies relu, the first live op, before the target): never a
+    // report of a cycle in the graph itself
+    const auto relu_z1 = c.get_op(c.producer(z2)).inputs[1];
+    const match cyclic{{c.producer(z1), c.producer(z2)}, {x, k, relu_z1}};
+    CHECK_THROWS_AS(apply(c, r, cyclic), rewrite_refused);
+    CHECK_THROWS_WITH(apply(c, r, cyclic), doctest::Contains("computed from what it replaces"));
 }
 
 TEST_CASE("a wrong rule is refused with its name: it is not proven at the matched shapes") {

@@ -291,8 +291,12 @@ inline void rewritten_graph_builder::copy_depth_first(graph::op_id root) {
         }
         const auto p = g_.producer(*need);
         if (state_[p] == copied) continue;
+        // apply() ordered the graph first (a cycle of its own throws there), so a cycle found here
+        // runs through the target: entered at an op on it, not at the target
         if (state_[p] == on_stack)
-            throw error(where_, concat("the graph has a cycle through op ", g_.describe(p)), "an acyclic graph");
+            throw rewrite_refused(
+                where_,
+                concat("the target would read a value computed from what it replaces (through ", g_.describe(p), ")"));
         state_[p] = on_stack;
         stack_.push_back({p});
     }
