@@ -15,6 +15,7 @@
 /// and subst::inference_cost does not count them.
 
 #include <goopt/graph/computation_graph.hpp>
+#include <goopt/graph/reachability.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/inference_cost.hpp>
@@ -142,12 +143,39 @@ inline ops::attribute_map with_activation(ops::attribute_map a, std::int64_t act
     return a;
 }
 
-/// Collects rule instances with their matches.
+/// Collects rule instances with their matches, leaving out any whose target would read a value
+/// computed from an output it replaces: applied, such an instance is a cycle (TASO §5), which
+/// apply() would refuse and an e-graph would filter, each after deciding the rule at its shapes. One
+/// check here covers every family, however its match was assembled.
 struct rule_set {
+    explicit rule_set(const graph::computation_graph& g) : g_(&g) {}
+
     std::vector<builtin_rewrite> rules;
+
     void add(rule r, std::vector<graph::op_id> ops, std::vector<graph::tensor_id> variables) {
+        if (cyclic_after_rewrite(r, ops, variables)) return;
         rules.push_back({std::move(r), match{std::move(ops), std::move(variables)}});
     }
+
+private:
+    /// Whether some variable's producer is reached from a reader of a matched source output.
+    bool cyclic_after_rewrite(const rule& r, const std::vector<graph::op_id>& ops,
+                              const std::vector<graph::tensor_id>& variables) {
+        from_.clear();
+        to_.clear();
+        for (const value_ref v : r.source.outputs)
+            for (const graph::use u : g_->get_tensor(g_->get_op(ops.at(v.op)).outputs.at(v.index)).uses)
+                from_.push_back(u.op);
+        for (const graph::tensor_id t : variables)
+            if (const auto p = g_->producer(t); p != graph::no_op) to_.push_back(p);
+        if (from_.empty() || to_.empty()) return false;
+        if (!reach_) reach_.emplace(*g_);  // O(ops + edges) once per graph, only where an instance is found
+        return reach_->reaches(from_, to_);
+    }
+
+    const graph::computation_graph* g_;
+    std::optional<graph::reachability<graph::computation_graph>> reach_;
+    std::vector<std::size_t> from_, to_;
 };
 
 inline std::int64_t activation_of(const graph::op& o) {
@@ -784,18 +812,7 @@ inline void nonnegative_pool_conv_commute(const graph::computation_graph& g, gra
         r.target.outputs.push_back(value_of(tgt, k, v));
     }
     // a variable computed from a witness op (a merged conv's other piece feeding a later branch)
-    // would read, after the rewrite, a value computed from the rebuilt ops: a cycle
-    std::vector<bool> seen(g.num_ops(), false);
-    std::vector<graph::op_id> stack;
-    for (graph::tensor_id v : variable.tensors) stack.push_back(g.producer(v));
-    while (!stack.empty()) {
-        const graph::op_id o = stack.back();
-        stack.pop_back();
-        if (seen[o]) continue;
-        seen[o] = true;
-        if (std::find(witness.begin(), witness.end(), o) != witness.end()) return;
-        for (graph::op_id p : g.predecessors(o)) stack.push_back(p);
-    }
+    // would be a cycle: rule_set::add leaves such an instance out
     std::vector<graph::op_id> ops = witness;
     ops.push_back(po);
     ops.push_back(co);
@@ -978,7 +995,7 @@ inline rule matmul_merge_rule(const ops::shape& x, std::span<const ops::shape> w
 }
 
 inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph& g, const builtin_options& opts) {
-    detail::rule_set out;
+    detail::rule_set out{g};
     if (opts.activation_fusion) {
         detail::activation_rules(g, out);
         detail::activation_concat_rules(g, out);
