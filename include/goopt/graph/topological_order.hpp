@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <string>
@@ -65,8 +66,17 @@ template <ComputationGraph G> std::optional<std::vector<std::size_t>> try_topolo
     using traits = computation_graph_traits<G>;
     const std::size_t n = traits::num_ops(g);
     std::vector<std::uint32_t> pending(n, 0);
+    bool in_id_order = true;  // every op after its inputs: the order below is the identity
     for (std::size_t v = 0; v < n; ++v)
-        for ([[maybe_unused]] auto p : traits::predecessors(g, v)) ++pending[v];
+        for (auto p : traits::predecessors(g, v)) {
+            ++pending[v];
+            in_id_order = in_id_order && static_cast<std::size_t>(p) < v;
+        }
+    if (in_id_order) {  // the common case (a graph built or rewritten op by op), without the queue
+        std::vector<std::size_t> order(n);
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        return order;
+    }
     // smallest ready index first: deterministic, and a graph built in dependency order (every op after
     // its inputs, as computation_graph::add guarantees) gets exactly the identity order
     std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
