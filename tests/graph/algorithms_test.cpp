@@ -68,6 +68,17 @@ graph::computation_graph renumbered(const graph::computation_graph& g, std::mt19
 
 }  // namespace
 
+TEST_CASE("topological order: the identity for ops in dependency order, smallest ready op first otherwise") {
+    graph::computation_graph g;
+    const auto x = g.input("x", {2});
+    const auto r1 = g.add1(ops::op_kind::relu, {x});
+    const auto y = g.input("y", {2});
+    const auto r2 = g.add1(ops::op_kind::relu, {y});
+    CHECK(graph::topological_order(g) == std::vector<std::size_t>{0, 1, 2, 3});
+    g.rewire(g.producer(r1), 0, r2);  // op 1 now reads op 3: ids are no longer an order
+    CHECK(graph::topological_order(g) == std::vector<std::size_t>{0, 2, 3, 1});
+}
+
 TEST_CASE("topological order respects every edge; a cycle is found and reported") {
     std::mt19937 rng(7);
     auto g = random_dag(60, rng);
