@@ -15,10 +15,10 @@
 /// and subst::inference_cost does not count them.
 
 #include <goopt/graph/computation_graph.hpp>
-#include <goopt/graph/reachability.hpp>
 #include <goopt/ops/attributes.hpp>
 #include <goopt/ops/op_table.hpp>
 #include <goopt/subst/inference_cost.hpp>
+#include <goopt/subst/rewriting/cycle_check.hpp>
 #include <goopt/subst/rewriting/rewrite.hpp>
 #include <goopt/subst/rule.hpp>
 
@@ -144,38 +144,19 @@ inline ops::attribute_map with_activation(ops::attribute_map a, std::int64_t act
 }
 
 /// Collects rule instances with their matches, leaving out any whose target would read a value
-/// computed from an output it replaces: applied, such an instance is a cycle (TASO §5), which
-/// apply() would refuse and an e-graph would filter, each after deciding the rule at its shapes. One
-/// check here covers every family, however its match was assembled.
+/// computed from an output it replaces: applied, such an instance is a cycle, which apply() would
+/// refuse and an e-graph would filter, each after deciding the rule at its shapes. One check here
+/// covers every family, however its match was assembled.
 struct rule_set {
-    explicit rule_set(const graph::computation_graph& g) : g_(&g) {}
+    explicit rule_set(const graph::computation_graph& g) : cycles(g) {}
 
     std::vector<builtin_rewrite> rules;
+    cycle_check cycles;
 
     void add(rule r, std::vector<graph::op_id> ops, std::vector<graph::tensor_id> variables) {
-        if (cyclic_after_rewrite(r, ops, variables)) return;
+        if (cycles.cyclic_after_rewrite(r, ops, variables)) return;
         rules.push_back({std::move(r), match{std::move(ops), std::move(variables)}});
     }
-
-private:
-    /// Whether some variable's producer is reached from a reader of a matched source output.
-    bool cyclic_after_rewrite(const rule& r, const std::vector<graph::op_id>& ops,
-                              const std::vector<graph::tensor_id>& variables) {
-        from_.clear();
-        to_.clear();
-        for (const value_ref v : r.source.outputs)
-            for (const graph::use u : g_->get_tensor(g_->get_op(ops.at(v.op)).outputs.at(v.index)).uses)
-                from_.push_back(u.op);
-        for (const graph::tensor_id t : variables)
-            if (const auto p = g_->producer(t); p != graph::no_op) to_.push_back(p);
-        if (from_.empty() || to_.empty()) return false;
-        if (!reach_) reach_.emplace(*g_);  // O(ops + edges) once per graph, only where an instance is found
-        return reach_->reaches(from_, to_);
-    }
-
-    const graph::computation_graph* g_;
-    std::optional<graph::reachability<graph::computation_graph>> reach_;
-    std::vector<std::size_t> from_, to_;
 };
 
 inline std::int64_t activation_of(const graph::op& o) {

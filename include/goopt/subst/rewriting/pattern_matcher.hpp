@@ -5,6 +5,7 @@
 
 #include <goopt/graph/computation_graph.hpp>
 #include <goopt/ops/op_table.hpp>
+#include <goopt/subst/rewriting/cycle_check.hpp>
 #include <goopt/subst/rewriting/instantiate.hpp>
 #include <goopt/subst/rule.hpp>
 
@@ -141,28 +142,8 @@ private:
                 return;
             }
         if (std::find(out_->begin(), out_->end(), m) != out_->end()) return;  // commutative twin
-        if (cyclic_after_rewrite(m)) return;
+        if (cycles_.cyclic_after_rewrite(r_, m.ops, m.variables)) return;
         out_->push_back(std::move(m));
-    }
-
-    /// Whether a variable's tensor is computed from a matched output: the target would read it
-    /// while replacing it.
-    bool cyclic_after_rewrite(const match& m) const {
-        std::vector<bool> seen(g_.num_ops(), false);
-        std::vector<graph::op_id> stack;
-        for (auto v : r_.source.outputs)
-            for (auto u : g_.get_tensor(g_.get_op(m.ops[v.op]).outputs[v.index]).uses) stack.push_back(u.op);
-        while (!stack.empty()) {
-            const auto o = stack.back();
-            stack.pop_back();
-            if (seen[o]) continue;
-            seen[o] = true;
-            for (auto t : g_.get_op(o).outputs)
-                for (auto u : g_.get_tensor(t).uses) stack.push_back(u.op);
-        }
-        for (auto t : m.variables)
-            if (seen[g_.producer(t)]) return true;
-        return false;
     }
 
     const graph::computation_graph& g_;
@@ -173,6 +154,7 @@ private:
     std::vector<bool> used_;
     std::size_t limit_ = 0;
     std::vector<match>* out_ = nullptr;
+    cycle_check cycles_{g_};  // a match whose target would read what it replaces is left out
 };
 
 }  // namespace goopt::subst::detail
