@@ -50,6 +50,8 @@ struct builtin_options {
                                     ///< split(f(a, concat(w)))#i
     bool concat_of_split = true;    ///< concat(split(a)#0, ..., split(a)#n-1) along the split's axis => a
     bool flatten_concats = true;    ///< concat(.., concat(y_1..y_k), ..) along one axis => concat(.., y_1..y_k, ..)
+    bool sum_of_products = true;    ///< p(x_1,w_1) + ... + p(x_n,w_n) => p(concat(x_1..x_n), concat(w_1..w_n)), p a
+                                    ///< conv2d or matmul, for a whole tree of ewadds
     bool pool_conv_commute = true;  ///< conv2d{act}(avgpool2d(x), w 1x1) <=> avgpool2d{act}(conv2d(x, w)), and
                                     ///< from avgpool2d{relu}(x) where x >= 0 by construction
     bool identity_pool = true;      ///< pool{kernel 1x1, stride 1}(x) => x
@@ -68,6 +70,7 @@ struct builtin_options {
                 .split_elementwise = false,
                 .concat_of_split = false,
                 .flatten_concats = false,
+                .sum_of_products = false,
                 .pool_conv_commute = false,
                 .identity_pool = false};
     }
@@ -943,6 +946,155 @@ inline void flatten_concat_rules(const graph::computation_graph& g, rule_set& ou
     }
 }
 
+/// Whether `o` is a product sum_of_products_rules() can join with others of its kind: a conv2d of
+/// one group or a matmul of a weight matrix, without a fused activation (the sum comes after it).
+inline bool summable_product(const graph::computation_graph& g, const graph::op& o) {
+    using K = ops::op_kind;
+    if ((o.kind != K::conv2d && o.kind != K::matmul) || activation_of(o) != 0) return false;
+    const auto& x = g.type_of(o.inputs[0]).dims;
+    const auto& w = g.type_of(o.inputs[1]).dims;
+    if (o.kind == K::conv2d) return w.rank() == 4 && x.rank() == 4 && x[1] == w[1];
+    return o.kind == K::matmul && w.rank() == 2 && x.rank() >= 2;
+}
+
+/// Whether products `a` and `b` sum as one product of their concatenated inputs: the same kind and
+/// attributes, kernels of one size, inputs alike but in the axis that is summed over (a conv's
+/// input channels, a matmul's last axis).
+inline bool joinable_products(const graph::computation_graph& g, const graph::op& a, const graph::op& b) {
+    if (a.kind != b.kind || !(a.attrs == b.attrs)) return false;
+    const auto& xa = g.type_of(a.inputs[0]).dims;
+    const auto& xb = g.type_of(b.inputs[0]).dims;
+    const auto& wa = g.type_of(a.inputs[1]).dims;
+    const auto& wb = g.type_of(b.inputs[1]).dims;
+    if (xa.rank() != xb.rank() || g.type_of(a.outputs[0]).dims != g.type_of(b.outputs[0]).dims) return false;
+    const std::size_t summed = a.kind == ops::op_kind::conv2d ? 1 : xa.rank() - 1;
+    for (std::size_t i = 0; i < xa.rank(); ++i)
+        if (i != summed && xa[i] != xb[i]) return false;
+    if (a.kind == ops::op_kind::conv2d) return wa[0] == wb[0] && wa[2] == wb[2] && wa[3] == wb[3];
+    return wa[1] == wb[1];
+}
+
+/// p(x_1, w_1) + ... + p(x_n, w_n) + r_1 + ... => p(concat(x_1..x_n), concat(w_1..w_n)) + r_1 + ...
+/// over a whole tree of ewadds, p a conv2d (inputs and kernels joined on their input channels) or a
+/// matmul (inputs on their last axis, weights on their rows): a sum of products is one product over
+/// the concatenated summation axis. WaveNet's skip connections sum one 1x1 conv per layer, an
+/// LSTM's gates x W + h U; the generated rule joins two products per rewrite, so that a chain of n
+/// needs n - 1 rewrites in a row, which equality saturation's few rounds and node bound never reach
+/// (docs/substitution.md). One instance per tree of at most max_terms terms, rooted at an ewadd whose
+/// value no larger tree sums; a longer sum is cut into such trees, each inner one an addend of the
+/// one above, so that one round joins all of them and the next joins their products. An inner ewadd
+/// read elsewhere, a graph output or of another shape ends the tree there (its value is an addend
+/// r_i). The products joined are the largest set of joinable ones (at least two); the others stay
+/// addends as they are.
+inline void sum_of_products_rules(const graph::computation_graph& g, rule_set& out) {
+    using K = ops::op_kind;
+    using A = ops::attr_id;
+    // terms of one instance: the axioms prove a sum of up to 7 products (subst::proof_limits' node
+    // bound); a longer sum is joined over several rewrites, each joining the last one's product
+    constexpr std::size_t max_terms = 6;
+    const auto preprocessing = weight_only(g);
+    std::vector<bool> is_output(g.num_tensors(), false);
+    for (auto t : g.outputs()) is_output[t] = true;
+    // an ewadd of two values of its own shape (no broadcast): a node of a tree
+    auto plain_add = [&](const graph::op& o) {
+        return o.kind == K::ewadd && g.type_of(o.inputs[0]).dims == g.type_of(o.outputs[0]).dims &&
+               g.type_of(o.inputs[1]).dims == g.type_of(o.outputs[0]).dims;
+    };
+    // an ewadd's value that the tree of its only reader sums
+    auto inner = [&](graph::tensor_id t) {
+        const auto& p = g.get_op(g.producer(t));
+        const auto& uses = g.get_tensor(t).uses;
+        return plain_add(p) && !preprocessing[g.producer(t)] && !is_output[t] && uses.size() == 1 &&
+               plain_add(g.get_op(uses[0].op)) && g.type_of(t).dims == g.type_of(g.get_op(uses[0].op).outputs[0]).dims;
+    };
+    // the roots: every ewadd no larger tree sums, and each inner one a bounded tree above it left out
+    std::vector<graph::op_id> roots;
+    for (graph::op_id o = 0; o < g.num_ops(); ++o)
+        if (plain_add(g.get_op(o)) && !preprocessing[o] && !inner(g.get_op(o).outputs[0])) roots.push_back(o);
+    for (std::size_t next_root = 0; next_root < roots.size(); ++next_root) {
+        const auto root = roots[next_root];
+        // the tree's terms, left to right: its inner ewadds' values expanded while within the bound
+        std::vector<graph::op_id> adds;  // the tree's ewadds, inner ones first
+        std::vector<graph::tensor_id> terms;
+        std::size_t expanded = 0;  // the tree has expanded + 2 terms
+        auto collect = [&](auto& self, graph::op_id o) -> void {
+            for (graph::tensor_id t : g.get_op(o).inputs) {
+                if (!inner(t)) {
+                    terms.push_back(t);
+                } else if (expanded + 2 < max_terms) {
+                    ++expanded;
+                    self(self, g.producer(t));
+                } else {
+                    terms.push_back(t);
+                    roots.push_back(g.producer(t));  // the rest of a long sum: a tree of its own
+                }
+            }
+            adds.push_back(o);
+        };
+        collect(collect, root);
+        // the largest set of joinable products among the terms (each term once: x + x is no sum of two)
+        std::vector<std::size_t> best;
+        for (std::size_t i = 0; i < terms.size(); ++i) {
+            const auto& p = g.get_op(g.producer(terms[i]));
+            if (!summable_product(g, p) || preprocessing[g.producer(terms[i])]) continue;
+            std::vector<std::size_t> set;
+            for (std::size_t j = i; j < terms.size(); ++j) {
+                const auto& q = g.get_op(g.producer(terms[j]));
+                if (summable_product(g, q) && !preprocessing[g.producer(terms[j])] && joinable_products(g, p, q) &&
+                    std::count(terms.begin(), terms.end(), terms[j]) == 1)
+                    set.push_back(j);
+            }
+            if (set.size() > best.size()) best = std::move(set);
+        }
+        if (best.size() < 2) continue;
+        // source: the tree as the graph has it, the joined products as ops, every other term a variable
+        rule r;
+        variable_binder variable{g, r, "v"};
+        side_builder s{r.source};
+        std::vector<graph::op_id> ops;
+        std::vector<value_ref> term_value(terms.size());
+        std::vector<std::pair<value_ref, value_ref>> factors(terms.size());  // of the joined products
+        const bool conv = g.get_op(g.producer(terms[best[0]])).kind == K::conv2d;
+        for (auto i : best) {
+            const auto po = g.producer(terms[i]);
+            const auto& p = g.get_op(po);
+            factors[i] = {variable(p.inputs[0]), variable(p.inputs[1], conv)};
+            term_value[i] = s.add(p.kind, p.attrs, {factors[i].first, factors[i].second});
+            ops.push_back(po);
+        }
+        for (std::size_t i = 0; i < terms.size(); ++i)
+            if (std::find(best.begin(), best.end(), i) == best.end()) term_value[i] = variable(terms[i]);
+        std::size_t next = 0;  // the next term, in collect()'s order
+        auto build = [&](auto& self, graph::op_id o) -> value_ref {
+            std::vector<value_ref> in;
+            for (graph::tensor_id t : g.get_op(o).inputs) {
+                const bool in_tree = std::find(adds.begin(), adds.end(), g.producer(t)) != adds.end();
+                in.push_back(in_tree ? self(self, g.producer(t)) : term_value[next++]);
+            }
+            ops.push_back(o);
+            return s.add(K::ewadd, g.get_op(o).attrs, std::move(in));
+        };
+        r.source.outputs = {build(build, root)};
+        // target: the joined product, then the other terms in order
+        side_builder t{r.target};
+        std::vector<value_ref> xs, ws;
+        for (auto i : best) {
+            xs.push_back(factors[i].first);
+            ws.push_back(factors[i].second);
+        }
+        const auto& first = g.get_op(g.producer(terms[best[0]]));
+        const std::int64_t x_axis = conv ? 1 : static_cast<std::int64_t>(g.type_of(first.inputs[0]).dims.rank()) - 1;
+        const std::int64_t w_axis = conv ? 1 : 0;
+        auto sum = t.add(
+            first.kind, first.attrs,
+            {t.add(K::concat, attrs_of({{A::axis, x_axis}}), xs), t.add(K::concat, attrs_of({{A::axis, w_axis}}), ws)});
+        for (std::size_t i = 0; i < terms.size(); ++i)
+            if (std::find(best.begin(), best.end(), i) == best.end()) sum = t.add(K::ewadd, {}, {sum, term_value[i]});
+        r.target.outputs = {sum};
+        out.add(std::move(r), std::move(ops), std::move(variable.tensors));
+    }
+}
+
 }  // namespace detail
 
 inline namespace rewriting {
@@ -990,6 +1142,7 @@ inline std::vector<builtin_rewrite> builtin_rules(const graph::computation_graph
     if (opts.split_elementwise) detail::split_elementwise_rules(g, out);
     if (opts.concat_of_split) detail::concat_of_split_rules(g, out);
     if (opts.flatten_concats) detail::flatten_concat_rules(g, out);
+    if (opts.sum_of_products) detail::sum_of_products_rules(g, out);
     if (opts.pool_conv_commute) detail::pool_conv_commute_rules(g, out);
     if (opts.identity_pool) detail::identity_pool_rules(g, out);
     return std::move(out.rules);
