@@ -627,15 +627,23 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
     extraction x{start, std::vector<class_id>(start.num_tensors(), 0), start_cost, {}};
     for (graph::tensor_id t = 0; t < start.num_tensors(); ++t) x.class_of_tensor[t] = m.class_of(t);
 
-    // the pool/conv commutes of the start itself: one that sees through a block's branches (from a
-    // pool whose relu its input makes redundant) needs them unmerged, and the first round's merges
-    // come before the first extraction. Only that family: the others on the start made NasRNN's
-    // result 14 % dearer (0.709 -> 0.808 ms on T4), an e-graph grown early in other directions.
-    if (space.use_builtins && space.builtins.pool_conv_commute) {
-        builtin_options commutes = builtin_options::none();
-        commutes.pool_conv_commute = true;
+    // the pool/conv commutes and the sums of convs of the start itself: a commute that sees
+    // through a block's branches (from a pool whose relu its input makes redundant) needs them
+    // unmerged, a sum needs its convs unmerged (WaveNet's skip convs, which the first round merges
+    // with the residual convs of their inputs: 10.95 instead of 9.13 ms on V100), and the first
+    // round's merges come before the first extraction. Only these: the other families on the start
+    // made NasRNN's result 14 % dearer (0.709 -> 0.808 ms on T4), the sums of its matmuls 5 %
+    // (0.555 -> 0.585 ms on V100), an e-graph grown early in other directions.
+    if (space.use_builtins) {
+        builtin_options commutes = builtin_options::none(), sums = builtin_options::none();
+        commutes.pool_conv_commute = space.builtins.pool_conv_commute;
+        sums.sum_of_products = space.builtins.sum_of_products;
         bool added = false;
         for (const auto& b : builtin_rules(start, commutes)) added = sat.apply_builtin(b, x) || added;
+        for (const auto& b : builtin_rules(start, sums))
+            if (std::any_of(b.rule.source.ops.begin(), b.rule.source.ops.end(),
+                            [](const rule_op& o) { return o.kind == ops::op_kind::conv2d; }))
+                added = sat.apply_builtin(b, x) || added;
         if (added) m.egraph().rebuild();
     }
     std::optional<eqsat_bound> bound;
