@@ -63,7 +63,7 @@ struct builtin_family {
     std::string_view name;
     bool subst::builtin_options::*enabled;
 };
-constexpr std::array<builtin_family, 13> builtin_families{{
+constexpr std::array<builtin_family, 14> builtin_families{{
     {"activation_fusion", &subst::builtin_options::activation_fusion},
     {"batchnorm_fold", &subst::builtin_options::batchnorm_fold},
     {"addend_fusion", &subst::builtin_options::addend_fusion},
@@ -77,6 +77,7 @@ constexpr std::array<builtin_family, 13> builtin_families{{
     {"flatten_concats", &subst::builtin_options::flatten_concats},
     {"pool_conv_commute", &subst::builtin_options::pool_conv_commute},
     {"identity_pool", &subst::builtin_options::identity_pool},
+    {"sum_of_products", &subst::builtin_options::sum_of_products},
 }};
 
 /// Leaves out of `rules` (the rule file's, in its order) and `builtins` what each --disable-rule ID
