@@ -104,8 +104,8 @@ struct eqsat_config {
     extraction_solver final_solver = {};
     /// Where the graph after the standard fusions (subst::standard_fusions: batchnorm fold, bias
     /// and activation epilogues) is cheaper than the model under the search's cost (and
-    /// rewrite_space::use_builtins): search a second time, from that graph (its own e-graph, half
-    /// of an opt-in time limit each), and return the cheaper result, so that the result is never
+    /// rewrite_space::use_builtins): search a second time, from that graph (its own e-graph, an
+    /// equal share of an opt-in time limit each), and return the cheaper result, so that the result is never
     /// costlier than the standard fusions alone. From the model alone, the rounds' merges of
     /// parallel convs leave extractions that fuse fewer epilogues, 3.5-12 % costlier than what a
     /// runtime does without any search on ResNet-50, ResNeXt-50 and Inception-v3; from the fused
@@ -122,10 +122,12 @@ struct eqsat_config {
 /// returning false stops the rounds (the graph is still extracted).
 /// @return the extracted graph when it is cheaper than `g` (else `g`; with
 /// eqsat_config::start_from_standard_fusions, never costlier than `g` after the standard fusions)
-/// and the statistics (of the search returned, its time that of both):
+/// and the statistics (of the search returned, its time that of every search run):
 /// `applied` lists the rewrites whose ops the graph uses (rules_applied counts them), with the
 /// eqsat_bound the rounds stopped at. (rewrite_space::max_ops_factor and matches_per_rule are not
-/// used: an e-graph holds every form at once, eqsat_config::max_nodes bounds it.)
+/// used: an e-graph holds every form at once, eqsat_config::max_nodes bounds it.) Where `g` sums
+/// matmuls (builtin_options::sum_of_products), a further search from `g` joins those sums before
+/// its first round, and the cheapest result of all is returned.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
 requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
     const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
@@ -607,6 +609,12 @@ private:
 
 namespace detail {
 
+/// Whether a sum_of_products instance joins matmuls (else convs).
+inline bool sums_matmuls(const rule& r) {
+    return std::none_of(r.source.ops.begin(), r.source.ops.end(),
+                        [](const rule_op& o) { return o.kind == ops::op_kind::conv2d; });
+}
+
 /// eqsat_search()'s rounds and extraction from `start`: the model `g` itself, or `g` after the
 /// standard fusions (`start_rewrites` names them). The result computes what `g` does, costs at
 /// most `start_cost`, and its stats' cost_before is `g`'s (`cost_before`).
@@ -614,7 +622,7 @@ template <class Cost, device::DeviceModel Device, SearchVisitor Visitor>
 requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
     const graph::computation_graph& start, double start_cost, const std::vector<std::string>& start_rewrites,
     double cost_before, const rule_library& library, const Cost& cost, const Device& device, const rewrite_space& space,
-    const eqsat_config& config, Visitor& visitor) {
+    const eqsat_config& config, Visitor& visitor, bool matmul_sums_at_start = false) {
     using clock = std::chrono::steady_clock;
     const wall_clock_limit limit(space.seconds);
     const auto saturation_end = limit.at(config.saturation_share);  // the end of time when there is no limit
@@ -633,7 +641,9 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
     // with the residual convs of their inputs: 10.95 instead of 9.13 ms on V100), and the first
     // round's merges come before the first extraction. Only these: the other families on the start
     // made NasRNN's result 14 % dearer (0.709 -> 0.808 ms on T4), the sums of its matmuls 5 %
-    // (0.555 -> 0.585 ms on V100), an e-graph grown early in other directions.
+    // (0.555 -> 0.585 ms on V100), an e-graph grown early in other directions. The sums of matmuls
+    // only with `matmul_sums_at_start` (eqsat_search()'s third search: an LSTM's gate x W + h U + b,
+    // whose addend the first round fuses into a product, is a sum only on the start).
     if (space.use_builtins) {
         builtin_options commutes = builtin_options::none(), sums = builtin_options::none();
         commutes.pool_conv_commute = space.builtins.pool_conv_commute;
@@ -641,9 +651,7 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
         bool added = false;
         for (const auto& b : builtin_rules(start, commutes)) added = sat.apply_builtin(b, x) || added;
         for (const auto& b : builtin_rules(start, sums))
-            if (std::any_of(b.rule.source.ops.begin(), b.rule.source.ops.end(),
-                            [](const rule_op& o) { return o.kind == ops::op_kind::conv2d; }))
-                added = sat.apply_builtin(b, x) || added;
+            if (matmul_sums_at_start || !sums_matmuls(b.rule)) added = sat.apply_builtin(b, x) || added;
         if (added) m.egraph().rebuild();
     }
     std::optional<eqsat_bound> bound;
@@ -760,21 +768,43 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
         auto f = standard_fusions(g, space.check_flops, &fused_stats);
         if (inference_cost(f, cost, device) < before) fused = std::move(f);
     }
-    if (!fused) return detail::eqsat_from(g, before, {}, before, library, cost, device, space, config, visitor);
-    // Two searches, each with half of an opt-in time limit: from the model (whose e-graph still has
-    // the unfused products, which NasRNN's matmul merges need) and from the standard fusions' graph
-    // (which the result is then never costlier than); the cheaper result is returned.
-    rewrite_space half = space;
-    half.seconds = space.seconds / 2;
-    auto from_model = detail::eqsat_from(g, before, {}, before, library, cost, device, half, config, visitor);
-    // what the first left (a limit already spent stays a limit: 0 would be none)
-    if (space.seconds > 0) half.seconds = std::max(space.seconds - limit.elapsed(), std::numeric_limits<double>::min());
-    const double fused_cost = inference_cost(*fused, cost, device);
-    auto from_fused =
-        detail::eqsat_from(*fused, fused_cost, fused_stats.rules, before, library, cost, device, half, config, visitor);
-    auto& best = from_model.stats.cost_after < from_fused.stats.cost_after ? from_model : from_fused;
-    best.stats.seconds = limit.elapsed();  // both searches' time; the rest is the returned one's
-    return std::move(best);
+    // a third search where the model sums matmuls: from the model with those sums in the e-graph
+    // before the first round (detail::eqsat_from's matmul_sums_at_start)
+    bool matmul_sums = false;
+    if (space.use_builtins && space.builtins.sum_of_products && !config.final_solver) {
+        builtin_options sums = builtin_options::none();
+        sums.sum_of_products = true;
+        for (const auto& b : builtin_rules(g, sums)) matmul_sums = matmul_sums || detail::sums_matmuls(b.rule);
+    }
+    if (!fused && !matmul_sums)
+        return detail::eqsat_from(g, before, {}, before, library, cost, device, space, config, visitor);
+    // Two or three searches, each with an equal share of an opt-in time limit: from the model (whose
+    // e-graph still has the unfused products, which NasRNN's matmul merges need), from the standard
+    // fusions' graph (which the result is then never costlier than), and from the model with its
+    // sums of matmuls joined early; the cheapest result is returned.
+    const int searches = 1 + (fused ? 1 : 0) + (matmul_sums ? 1 : 0);
+    rewrite_space share = space;
+    share.seconds = space.seconds / searches;
+    auto best = detail::eqsat_from(g, before, {}, before, library, cost, device, share, config, visitor);
+    auto next_share = [&](int left) {  // what the searches before left (a limit spent stays a limit: 0 is none)
+        if (space.seconds > 0)
+            share.seconds = std::max((space.seconds - limit.elapsed()) / left, std::numeric_limits<double>::min());
+    };
+    int left = searches - 1;
+    if (fused) {
+        next_share(left--);
+        const double fused_cost = inference_cost(*fused, cost, device);
+        auto from_fused = detail::eqsat_from(*fused, fused_cost, fused_stats.rules, before, library, cost, device,
+                                             share, config, visitor);
+        if (from_fused.stats.cost_after <= best.stats.cost_after) best = std::move(from_fused);
+    }
+    if (matmul_sums) {
+        next_share(left--);
+        auto joined = detail::eqsat_from(g, before, {}, before, library, cost, device, share, config, visitor, true);
+        if (joined.stats.cost_after < best.stats.cost_after) best = std::move(joined);
+    }
+    best.stats.seconds = limit.elapsed();  // every search's time; the rest is the returned one's
+    return best;
 }
 
 }  // namespace search
