@@ -143,7 +143,9 @@ TEST_CASE("ilp extraction: as eqsat's final extraction it is never worse and kee
         models::squeezenet({.image = 35, .num_classes = 10, .channel_divisor = 4})};
     for (const auto& g : graphs) {
         CAPTURE(g.name());
-        const auto plain = eqsat_search(g, rules, cost::roofline_model{}, device::t4);
+        // the same searches as with a final solver, which runs the one from the model alone
+        const auto plain = eqsat_search(g, rules, cost::roofline_model{}, device::t4, {},
+                                        {.start_from_standard_fusions = false, .join_matmul_sums_first = false});
         auto report = std::make_shared<ilp_report>();
         eqsat_config config;
         config.final_solver = cbc_extraction({.seconds = 1}, report);

@@ -114,6 +114,12 @@ struct eqsat_config {
     /// extraction's report (its optimum, a lower bound) must be of the e-graph the result came
     /// from, so with one only the search from the model runs.
     bool start_from_standard_fusions = true;
+    /// Where the model sums matmuls (builtin_options::sum_of_products): search once more from the
+    /// model with those sums joined before the first round, and return the cheapest result. An
+    /// LSTM's gate x W + h U + b is a sum only there (the first round fuses its addends into the
+    /// products), while joining NasRNN's sums that early made its result 5 % costlier, so neither
+    /// search alone is the better one (docs/substitution.md). Not with a final_solver, as above.
+    bool join_matmul_sums_first = true;
 };
 
 /// @brief Equality saturation for the cheapest graph equivalent to `g` under `rules` (and the
@@ -126,8 +132,8 @@ struct eqsat_config {
 /// `applied` lists the rewrites whose ops the graph uses (rules_applied counts them), with the
 /// eqsat_bound the rounds stopped at. (rewrite_space::max_ops_factor and matches_per_rule are not
 /// used: an e-graph holds every form at once, eqsat_config::max_nodes bounds it.) Where `g` sums
-/// matmuls (builtin_options::sum_of_products), a further search from `g` joins those sums before
-/// its first round, and the cheapest result of all is returned.
+/// matmuls, a further search from `g` joins those sums before its first round
+/// (eqsat_config::join_matmul_sums_first), and the cheapest result of all is returned.
 template <class Cost, device::DeviceModel Device, SearchVisitor Visitor = null_search_visitor>
 requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
     const graph::computation_graph& g, std::span<const rule> rules, const Cost& cost, const Device& device,
@@ -771,7 +777,7 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_search(
     // a third search where the model sums matmuls: from the model with those sums in the e-graph
     // before the first round (detail::eqsat_from's matmul_sums_at_start)
     bool matmul_sums = false;
-    if (space.use_builtins && space.builtins.sum_of_products && !config.final_solver) {
+    if (config.join_matmul_sums_first && space.use_builtins && space.builtins.sum_of_products && !config.final_solver) {
         builtin_options sums = builtin_options::none();
         sums.sum_of_products = true;
         for (const auto& b : builtin_rules(g, sums)) matmul_sums = matmul_sums || detail::sums_matmuls(b.rule);
