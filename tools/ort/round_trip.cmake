@@ -5,7 +5,8 @@
 # "all" and again with onnxruntime's own rewrites disabled (so that they cannot hide an export
 # that computes something else). Skipped, saying why, where node or onnxruntime-node is missing
 # (./bootstrap.sh ort installs it; CI does).
-#   cmake -DPROGRAM=goopt -DMODEL=m.onnx -DRULES=rules.json -DOUT=dir -DORT_DIR=tools/ort -P round_trip.cmake
+# METHOD (optional) is superopt's --method (default: the program's own, the greedy search).
+#   cmake -DPROGRAM=goopt -DMODEL=m.onnx -DRULES=rules.json -DOUT=dir -DORT_DIR=tools/ort [-DMETHOD=eqsat] -P round_trip.cmake
 find_program(NODE node)
 if(NOT NODE)
   message("skipped: node is not on PATH (the onnxruntime round trip runs in Node.js: ./bootstrap.sh ort)")
@@ -16,9 +17,14 @@ if(NOT EXISTS "${ORT_DIR}/node_modules/onnxruntime-node/package.json")
   return()
 endif()
 get_filename_component(stem "${MODEL}" NAME_WE)
+set(method_flags)
+if(METHOD)
+  set(method_flags --method "${METHOD}")
+  string(APPEND stem "_${METHOD}")
+endif()
 set(optimized "${OUT}/${stem}_superopt.onnx")
 file(REMOVE "${optimized}")
-execute_process(COMMAND "${PROGRAM}" superopt --onnx "${MODEL}" --rules "${RULES}" --out "${optimized}"
+execute_process(COMMAND "${PROGRAM}" superopt --onnx "${MODEL}" --rules "${RULES}" ${method_flags} --out "${optimized}"
                 RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "goopt superopt failed (exit ${status}):\n${out}${err}")
