@@ -621,6 +621,12 @@ inline bool sums_matmuls(const rule& r) {
                         [](const rule_op& o) { return o.kind == ops::op_kind::conv2d; });
 }
 
+/// The convs a sum_of_products instance joins.
+inline std::size_t joined_convs(const rule& r) {
+    return static_cast<std::size_t>(std::count_if(r.source.ops.begin(), r.source.ops.end(),
+                                                  [](const rule_op& o) { return o.kind == ops::op_kind::conv2d; }));
+}
+
 /// eqsat_search()'s rounds and extraction from `start`: the model `g` itself, or `g` after the
 /// standard fusions (`start_rewrites` names them). The result computes what `g` does, costs at
 /// most `start_cost`, and its stats' cost_before is `g`'s (`cost_before`).
@@ -645,7 +651,9 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
     // through a block's branches (from a pool whose relu its input makes redundant) needs them
     // unmerged, a sum needs its convs unmerged (WaveNet's skip convs, which the first round merges
     // with the residual convs of their inputs: 10.95 instead of 9.13 ms on V100), and the first
-    // round's merges come before the first extraction. Only these: the other families on the start
+    // round's merges come before the first extraction; of three convs or more only, since the first
+    // round joins a pair by the generated rule anyway (the pairs made NasNet-A's result 0.7 % dearer
+    // on T4, 6.7222 -> 6.7488 ms). Only these: the other families on the start
     // made NasRNN's result 14 % dearer (0.709 -> 0.808 ms on T4), the sums of its matmuls 5 %
     // (0.555 -> 0.585 ms on V100), an e-graph grown early in other directions. The sums of matmuls
     // only with `matmul_sums_at_start` (eqsat_search()'s third search: an LSTM's gate x W + h U + b,
@@ -657,7 +665,7 @@ requires cost::CostModel<Cost, Device> search_result<eqsat_bound> eqsat_from(
         bool added = false;
         for (const auto& b : builtin_rules(start, commutes)) added = sat.apply_builtin(b, x) || added;
         for (const auto& b : builtin_rules(start, sums))
-            if (matmul_sums_at_start || !sums_matmuls(b.rule)) added = sat.apply_builtin(b, x) || added;
+            if (matmul_sums_at_start || joined_convs(b.rule) >= 3) added = sat.apply_builtin(b, x) || added;
         if (added) m.egraph().rebuild();
     }
     std::optional<eqsat_bound> bound;
